@@ -23,7 +23,8 @@ class StoredEvent:
     event: Event
     received_at: int = field(default_factory=lambda: int(time.time()))
     channel_id: str | None = None
-    _verified: bool = field(default=False, repr=False, compare=False)
+    # init=False: neither the constructor nor dataclasses.replace can set it (§2.4 item 1).
+    _verified: bool = field(default=False, init=False, repr=False, compare=False)
 
     @property
     def verified(self) -> bool:
@@ -31,13 +32,17 @@ class StoredEvent:
 
     def with_channel(self, channel_id: str | None) -> StoredEvent:
         """A copy with the derived channel (relay.md §4.2); keeps the verified flag."""
-        return replace(self, channel_id=channel_id)
+        out = replace(self, channel_id=channel_id)
+        object.__setattr__(out, "_verified", self._verified)
+        return out
 
     @classmethod
     def _trusted(cls, token: object, event: Event, received_at: int, channel_id: str | None) -> StoredEvent:
         if token is not _PRIVATE:
             raise PermissionError("only buzz.core.stored may mark an envelope verified")
-        return cls(event, received_at, channel_id, True)
+        out = cls(event, received_at, channel_id)
+        object.__setattr__(out, "_verified", True)
+        return out
 
 
 def verify_stored(event: Event, received_at: int | None = None) -> StoredEvent:

@@ -1,0 +1,36 @@
+"""Event storage: the `EventStore` interface and its SQLite and PostgreSQL backends.
+
+`open_store` picks the backend from configuration (relay.md §13.1, §16); the returned store
+is not open yet: `await store.open()` connects and creates the schema.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from buzz.store.base import EventStore
+
+SQLITE_FILENAME = "relay.sqlite3"
+_POSTGRES_SCHEMES = ("postgres://", "postgresql://")
+
+
+def open_store(url_or_path: str | None, data_dir: Path) -> EventStore:
+    """The configured backend, not yet opened (relay.md §13.1).
+
+    `postgres://…` or `postgresql://…` → PostgresStore; None or "" → SQLite at
+    `<data_dir>/relay.sqlite3`; `sqlite:///<path>` or a plain file path → SQLite at that file.
+    Raises ValueError for any other URL scheme (relay.md §16: unparsable URLs stop startup).
+    """
+    if url_or_path and url_or_path.startswith(_POSTGRES_SCHEMES):
+        from buzz.store.postgres import PostgresStore
+
+        return PostgresStore(url_or_path)
+    from buzz.store.sqlite import SqliteStore
+
+    if not url_or_path:
+        return SqliteStore(Path(data_dir) / SQLITE_FILENAME)
+    if url_or_path.startswith("sqlite:///"):
+        return SqliteStore(Path(url_or_path.removeprefix("sqlite://")))
+    if "://" in url_or_path:
+        raise ValueError(f"unsupported database URL scheme: {url_or_path.split('://', 1)[0]}://")
+    return SqliteStore(Path(url_or_path))

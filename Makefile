@@ -1,0 +1,47 @@
+# The two commands of the quick start are `make run` and `make test`; both bootstrap .venv.
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+BIND   ?= 127.0.0.1:3000
+DATA   ?= ./buzz-data
+
+.PHONY: run test bench lint format clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+# Runtime install (make run) and dev install (make test, lint, bench) keep their own stamps.
+$(VENV)/.runtime: pyproject.toml | $(BIN)/python
+	$(PIP) install -e .
+	@touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[dev]'
+	@touch $(VENV)/.runtime $@
+
+tests/interop/node_modules/.installed: tests/interop/package.json tests/interop/package-lock.json
+	cd tests/interop && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+run: $(VENV)/.runtime
+	$(BIN)/buzz relay serve --bind $(BIND) --data-dir $(DATA)
+
+test: $(VENV)/.dev tests/interop/node_modules/.installed
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+bench: $(VENV)/.dev
+	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/huddle.py
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
+
+format: $(VENV)/.dev
+	$(BIN)/ruff check --fix src tests bench examples
+	$(BIN)/ruff format src tests bench examples
+
+clean:
+	rm -rf $(VENV) .bench-venv tests/interop/node_modules

@@ -1,0 +1,54 @@
+"""The `buzz` command (agents.md §2): global options, then one group per area."""
+
+from __future__ import annotations
+
+import click
+
+from buzz.cli import keys_cmd, relay_cmd
+from buzz.cli.output import Context
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--relay",
+    envvar="BUZZ_RELAY_URL",
+    default="ws://localhost:3000",
+    show_default=True,
+    help="Relay WebSocket URL (env BUZZ_RELAY_URL).",
+)
+@click.option(
+    "--private-key",
+    envvar="BUZZ_PRIVATE_KEY",
+    default=None,
+    help="Your secret key, hex or nsec (env BUZZ_PRIVATE_KEY).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "compact"]),
+    default="json",
+    show_default=True,
+    help="Output format on stdout.",
+)
+@click.pass_context
+def cli(ctx: click.Context, relay: str, private_key: str | None, fmt: str) -> None:
+    """buzz: a workspace where humans and agents share channels on a Nostr relay you own.
+
+    \b
+    Example:
+      buzz keys generate
+      buzz relay serve --bind 127.0.0.1:3000
+    """
+    ctx.obj = Context(relay_url=relay, private_key=private_key, fmt=fmt)
+
+
+cli.add_command(relay_cmd.relay)
+cli.add_command(keys_cmd.keys)
+
+
+def main() -> None:
+    cli(prog_name="buzz")
+
+
+if __name__ == "__main__":
+    main()

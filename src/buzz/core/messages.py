@@ -1,0 +1,168 @@
+"""NIP-01 wire messages: one text frame in → one typed client message; relay messages → text.
+
+Sans-I/O (style.md §1): `parse_client_message` never touches a socket and never raises
+anything but `ProtocolViolation` (→ NOTICE, connection survives) or a BuzzError subclass the
+caller maps to OK/CLOSED. Source rules: relay.md §7.1 item 3, §7.2, §7.5 item 1.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+from buzz.core.errors import BadFilter, Invalid, MalformedEvent
+from buzz.core.event import Event
+from buzz.core.filters import Filter
+from buzz.core.limits import MAX_FILTERS, MAX_SUBID_LENGTH
+
+
+class ProtocolViolation(Exception):
+    """The frame is not a usable client message; answered NOTICE `invalid message: <reason>`."""
+
+    def __str__(self) -> str:
+        return f"invalid message: {self.args[0]}"
+
+
+@dataclass(frozen=True, slots=True)
+class EventMessage:
+    type: Literal["EVENT"]
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class BadEventMessage:
+    """An EVENT whose event failed the shape check but carries a string id (relay.md §2.1)."""
+
+    type: Literal["EVENT"]
+    event_id: str
+    error: MalformedEvent
+
+
+@dataclass(frozen=True, slots=True)
+class ReqMessage:
+    type: Literal["REQ", "COUNT"]
+    sub_id: str
+    filters: tuple[Filter, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BadReqMessage:
+    """A REQ/COUNT with a valid sub id but unusable filters; answered CLOSED <sub> <error>."""
+
+    type: Literal["REQ", "COUNT"]
+    sub_id: str
+    error: Invalid
+
+
+@dataclass(frozen=True, slots=True)
+class CloseMessage:
+    type: Literal["CLOSE"]
+    sub_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuthMessage:
+    type: Literal["AUTH"]
+    event: Event
+
+
+ClientMessage = EventMessage | BadEventMessage | ReqMessage | BadReqMessage | CloseMessage | AuthMessage
+
+SUBID_ERROR = Invalid("subscription id must be 1-64 characters")
+
+
+def _check_sub_id(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ProtocolViolation("subscription id must be a string")
+    return value
+
+
+def sub_id_ok(sub_id: str) -> bool:
+    """1–64 code points, any Unicode (relay.md §7.2)."""
+    return 1 <= len(sub_id) <= MAX_SUBID_LENGTH
+
+
+def parse_client_message(frame: str | bytes) -> ClientMessage:
+    """Decode one frame. Raises ProtocolViolation for anything that is not a client message."""
+    try:
+        msg = orjson.loads(frame)
+    except orjson.JSONDecodeError as exc:
+        # orjson refuses lone surrogate escapes outright; stdlib json keeps them so the event
+        # check can answer `OK false "invalid: malformed event: …"` with the event's id.
+        try:
+            msg = json.loads(frame)
+        except (ValueError, UnicodeDecodeError):
+            raise ProtocolViolation(f"not valid JSON ({exc.msg})") from None
+    if not isinstance(msg, list) or not msg:
+        raise ProtocolViolation("frame must be a non-empty JSON array")
+    kind = msg[0]
+    if kind == "EVENT" or kind == "AUTH":
+        if len(msg) != 2:
+            raise ProtocolViolation(f"{kind} takes exactly one event")
+        try:
+            event = Event.from_json(msg[1])
+        except MalformedEvent as exc:
+            eid = msg[1].get("id") if isinstance(msg[1], dict) else None
+            if isinstance(eid, str):
+                return BadEventMessage(kind, eid, exc)  # type: ignore[arg-type]
+            raise ProtocolViolation(exc.detail) from None
+        return EventMessage("EVENT", event) if kind == "EVENT" else AuthMessage("AUTH", event)
+    if kind == "REQ" or kind == "COUNT":
+        if len(msg) < 2:
+            raise ProtocolViolation(f"{kind} needs a subscription id")
+        sub_id = _check_sub_id(msg[1])
+        if not sub_id_ok(sub_id):
+            return BadReqMessage(kind, sub_id, SUBID_ERROR)
+        raw = msg[2:]
+        if not raw:
+            return BadReqMessage(kind, sub_id, Invalid("at least one filter is required"))
+        if len(raw) > MAX_FILTERS:
+            return BadReqMessage(kind, sub_id, Invalid(f"too many filters (max {MAX_FILTERS})"))
+        try:
+            return ReqMessage(kind, sub_id, tuple(Filter.parse(f) for f in raw))
+        except BadFilter as exc:
+            return BadReqMessage(kind, sub_id, exc)
+    if kind == "CLOSE":
+        if len(msg) != 2:
+            raise ProtocolViolation("CLOSE takes exactly one subscription id")
+        return CloseMessage("CLOSE", _check_sub_id(msg[1]))
+    raise ProtocolViolation(
+        f"unknown message type {kind!r}" if isinstance(kind, str) else "message type must be a string"
+    )
+
+
+# -- relay → client ---------------------------------------------------------------------------
+def _dump(obj: Any) -> str:
+    return orjson.dumps(obj).decode()
+
+
+def ok(event_id: str, accepted: bool, message: str = "") -> str:
+    return _dump(["OK", event_id, accepted, message])
+
+
+def event(sub_id: str, event_json: str) -> str:
+    """`["EVENT", sub, <event>]` splicing pre-serialized event JSON (fan-out serializes once)."""
+    return f'["EVENT",{_dump(sub_id)},{event_json}]'
+
+
+def eose(sub_id: str) -> str:
+    return _dump(["EOSE", sub_id])
+
+
+def closed(sub_id: str, message: str) -> str:
+    return _dump(["CLOSED", sub_id, message])
+
+
+def notice(message: str) -> str:
+    return _dump(["NOTICE", message])
+
+
+def auth_challenge(challenge: str) -> str:
+    return _dump(["AUTH", challenge])
+
+
+def count(sub_id: str, n: int) -> str:
+    return _dump(["COUNT", sub_id, {"count": n}])

@@ -1,0 +1,71 @@
+"""Channel readability and write access (relay.md §4.3), with a short membership cache.
+
+`readable(C, r)`: C exists (not deleted) and is open or r is an active member. Lookups are
+cached for at most MEMBERSHIP_CACHE_TTL_S; a change made by this process invalidates its own
+cache at once; a failed lookup denies (fail closed).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from buzz.store.base import EventStore
+
+log = logging.getLogger(__name__)
+
+MEMBERSHIP_CACHE_TTL_S = 10.0
+
+
+class ChannelAccess:
+    def __init__(self, store: EventStore, ttl_s: float = MEMBERSHIP_CACHE_TTL_S) -> None:
+        self._store = store
+        self._ttl = ttl_s
+        self._cache: dict[tuple[str, str | None], tuple[float, bool]] = {}
+
+    async def readable(self, channel_id: str, reader: str | None) -> bool:
+        """relay.md §4.3 item 1. Never raises: a failed lookup is False."""
+        key = (channel_id, reader)
+        hit = self._cache.get(key)
+        now = time.monotonic()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        try:
+            ok = await self._lookup(channel_id, reader)
+        except Exception:  # fail closed: a read failure is a denial, never "open"
+            log.exception("membership lookup failed for channel %s", channel_id)
+            return False
+        if len(self._cache) > 100_000:
+            self._cache.clear()
+        self._cache[key] = (now + self._ttl, ok)
+        return ok
+
+    async def _lookup(self, channel_id: str, reader: str | None) -> bool:
+        channel = await self._store.get_channel(channel_id)  # type: ignore[attr-defined]
+        if channel is None or channel.deleted_at is not None:
+            return False
+        if channel.visibility == "open":
+            return True
+        if reader is None:
+            return False
+        member = await self._store.get_member(channel_id, reader)  # type: ignore[attr-defined]
+        return member is not None and member.removed_at is None
+
+    async def writable(self, channel_id: str, writer: str) -> bool:
+        """relay.md §4.3 item 2: the channel exists and is open or `writer` is an active member.
+
+        Uncached: writes must see the newest membership. A failed lookup is False.
+        """
+        try:
+            return await self._lookup(channel_id, writer)
+        except Exception:
+            log.exception("membership lookup failed for channel %s", channel_id)
+            return False
+
+    def invalidate(self, channel_id: str | None = None) -> None:
+        """Drop cached answers for one channel (or all) after a change by this process."""
+        if channel_id is None:
+            self._cache.clear()
+            return
+        for key in [k for k in self._cache if k[0] == channel_id]:
+            del self._cache[key]

@@ -1,0 +1,92 @@
+"""aiohttp routes on one port: NIP-11 and WebSocket at `/`, `/info`, `/health`.
+
+Thin glue: each handler turns a request into a call on the Relay's parts.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from buzz.relay import nip11
+from buzz.relay.connection import Connection
+from buzz.relay.relay import Relay
+
+log = logging.getLogger(__name__)
+
+RELAY_KEY: web.AppKey[Relay] = web.AppKey("relay", Relay)
+
+LANDING = "This is a buzz relay. Connect a Nostr client to {url} (NIP-42 authentication required).\n"
+
+
+def _nip11(request: web.Request) -> web.Response:
+    relay = request.app[RELAY_KEY]
+    return web.json_response(
+        nip11.document(relay.config, relay.pubkey),
+        content_type="application/nostr+json",
+        headers=nip11.CORS_HEADERS,
+    )
+
+
+async def root(request: web.Request) -> web.StreamResponse:
+    relay = request.app[RELAY_KEY]
+    if request.headers.get("Upgrade", "").lower() == "websocket":
+        return await websocket(request)
+    if "application/nostr+json" in request.headers.get("Accept", ""):
+        return _nip11(request)
+    return web.Response(text=LANDING.format(url=relay.config.relay_url))
+
+
+async def info(request: web.Request) -> web.Response:
+    return _nip11(request)
+
+
+async def options(request: web.Request) -> web.Response:
+    return web.Response(status=204, headers=nip11.CORS_HEADERS)
+
+
+async def health(request: web.Request) -> web.Response:
+    relay = request.app[RELAY_KEY]
+    try:
+        ok = await relay.store.is_healthy()
+    except Exception:
+        ok = False
+    return web.Response(text="ok" if ok else "database unavailable", status=200 if ok else 503)
+
+
+async def websocket(request: web.Request) -> web.StreamResponse:
+    relay = request.app[RELAY_KEY]
+    if len(relay.connections) >= relay.config.max_connections:
+        return web.Response(status=503, text="too many connections")
+    ws = web.WebSocketResponse(max_msg_size=relay.config.max_frame_bytes, autoping=False, compress=False)
+    await ws.prepare(request)
+    conn = Connection(relay, ws, request.host)
+    relay.connections.add(conn)
+    try:
+        await conn.run()
+    finally:
+        relay.connections.discard(conn)
+    return ws
+
+
+def build_app(relay: Relay) -> web.Application:
+    app = web.Application(client_max_size=1 << 20)
+    app[RELAY_KEY] = relay
+    app.router.add_get("/", root)
+    app.router.add_route("OPTIONS", "/", options)
+    app.router.add_get("/info", info)
+    app.router.add_route("OPTIONS", "/info", options)
+    app.router.add_get("/health", health)
+
+    async def _startup(app: web.Application) -> None:
+        await relay.start()
+
+    async def _cleanup(app: web.Application) -> None:
+        for conn in list(relay.connections):
+            await conn.ws.close(code=1001, message=b"relay shutting down")  # type: ignore[attr-defined]
+        await relay.stop()
+
+    app.on_startup.append(_startup)
+    app.on_cleanup.append(_cleanup)
+    return app

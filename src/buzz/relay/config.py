@@ -1,0 +1,152 @@
+"""Relay configuration from flags and environment (relay.md §16).
+
+Invalid values stop startup with ConfigError (never a silent default).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from buzz.core import limits
+from buzz.core.keys import is_hex
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message names the variable."""
+
+
+def _bool(name: str, value: str) -> bool:
+    v = value.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {value!r}")
+
+
+def _positive_int(name: str, value: str, allow_zero: bool = False) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {value!r}") from None
+    if n < 0 or (n == 0 and not allow_zero):
+        raise ConfigError(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {n}")
+    return n
+
+
+def parse_bind(value: str) -> tuple[str, int]:
+    """`host:port` (IPv6 as `[::1]:3000`) → (host, port). Raises ConfigError."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not host:
+        raise ConfigError(f"BUZZ_BIND_ADDR must be host:port, got {value!r}")
+    return host.strip("[]"), _positive_int("BUZZ_BIND_ADDR port", port, allow_zero=True)
+
+
+@dataclass(frozen=True)
+class RelayConfig:
+    """Everything the relay process reads at startup. Sizes in bytes, times in seconds."""
+
+    host: str = "127.0.0.1"
+    port: int = 3000
+    relay_url: str = "ws://localhost:3000"
+    data_dir: Path = Path("./buzz-data")
+    database_url: str | None = None
+    redis_url: str | None = None
+    workspace_id: str = "default"
+    relay_private_key: str | None = None
+    owner_pubkey: str | None = None
+    require_relay_membership: bool = False
+    allow_nip_oa_auth: bool = False
+    nip_aa_max_depth: int = 1
+    max_frame_bytes: int = limits.MAX_FRAME_BYTES
+    max_past_drift_s: int = limits.MAX_CLOCK_DRIFT_S
+    max_connections: int = limits.MAX_CONNECTIONS
+    max_concurrent_handlers: int = limits.MAX_CONCURRENT_HANDLERS
+    send_buffer: int = limits.SEND_BUFFER
+    slow_client_grace: int = limits.SLOW_CLIENT_GRACE
+    verify_workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    http_bridge: bool = True
+    relay_name: str = "Buzz Relay"
+    relay_description: str = "Self-hosted workspace relay for humans and agents"
+    relay_contact: str | None = None
+    auth_timeout_s: float = limits.AUTH_TIMEOUT_S
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> RelayConfig:
+        """Read relay.md §16 variables from `env` (default os.environ); `overrides` (CLI flags,
+        None = not given) win. Raises ConfigError for an invalid value."""
+        env = os.environ if env is None else env
+        kw: dict[str, object] = {}
+
+        def get(*names: str) -> str | None:
+            for n in names:
+                if env.get(n):
+                    return env[n]
+            return None
+
+        if (v := get("BUZZ_BIND_ADDR")) is not None:
+            kw["host"], kw["port"] = parse_bind(v)
+        if (v := get("RELAY_URL")) is not None:
+            kw["relay_url"] = v
+        if (v := get("BUZZ_DATA_DIR")) is not None:
+            kw["data_dir"] = Path(v)
+        if (v := get("BUZZ_DATABASE_URL", "DATABASE_URL")) is not None:
+            kw["database_url"] = v
+        if (v := get("BUZZ_REDIS_URL", "REDIS_URL")) is not None:
+            kw["redis_url"] = v
+        if (v := get("BUZZ_WORKSPACE_ID")) is not None:
+            kw["workspace_id"] = v
+        if (v := get("BUZZ_RELAY_PRIVATE_KEY")) is not None:
+            kw["relay_private_key"] = v
+        if (v := get("RELAY_OWNER_PUBKEY")) is not None:
+            kw["owner_pubkey"] = v
+        for var, attr in (
+            ("BUZZ_REQUIRE_RELAY_MEMBERSHIP", "require_relay_membership"),
+            ("BUZZ_ALLOW_NIP_OA_AUTH", "allow_nip_oa_auth"),
+            ("BUZZ_HTTP_BRIDGE", "http_bridge"),
+        ):
+            if (v := env.get(var)) is not None:
+                kw[attr] = _bool(var, v)
+        for var, attr, zero_ok in (
+            ("BUZZ_NIP_AA_MAX_DEPTH", "nip_aa_max_depth", True),
+            ("BUZZ_MAX_FRAME_BYTES", "max_frame_bytes", False),
+            ("BUZZ_MAX_PAST_DRIFT_S", "max_past_drift_s", True),
+            ("BUZZ_MAX_CONNECTIONS", "max_connections", False),
+            ("BUZZ_MAX_CONCURRENT_HANDLERS", "max_concurrent_handlers", False),
+            ("BUZZ_SEND_BUFFER", "send_buffer", False),
+            ("BUZZ_SLOW_CLIENT_GRACE_LIMIT", "slow_client_grace", False),
+            ("BUZZ_VERIFY_WORKERS", "verify_workers", False),
+        ):
+            if (v := env.get(var)) is not None:
+                kw[attr] = _positive_int(var, v, allow_zero=zero_ok)
+        for var, attr in (
+            ("BUZZ_RELAY_NAME", "relay_name"),
+            ("BUZZ_RELAY_DESCRIPTION", "relay_description"),
+            ("BUZZ_RELAY_CONTACT", "relay_contact"),
+        ):
+            if (v := env.get(var)) is not None:
+                kw[attr] = v
+        kw.update({k: v for k, v in overrides.items() if v is not None})
+        cfg = cls(**kw)  # type: ignore[arg-type]
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        """Raise ConfigError for values relay.md §16 says must stop startup."""
+        if self.relay_private_key is not None and not is_hex(self.relay_private_key.lower(), 64):
+            raise ConfigError("BUZZ_RELAY_PRIVATE_KEY must be 64 hex characters")
+        if self.owner_pubkey is not None and not is_hex(self.owner_pubkey, 64):
+            raise ConfigError("RELAY_OWNER_PUBKEY must be 64 lowercase hex characters")
+        if not self.relay_url.startswith(("ws://", "wss://")):
+            raise ConfigError(f"RELAY_URL must start with ws:// or wss://, got {self.relay_url!r}")
+        if self.database_url and not self.database_url.startswith(
+            ("postgres://", "postgresql://", "sqlite:")
+        ):
+            raise ConfigError("BUZZ_DATABASE_URL must start with postgres://, postgresql:// or sqlite:")
+        if self.redis_url and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigError("BUZZ_REDIS_URL must be a redis:// URL")
+        if self.redis_url and not (self.database_url or "").startswith(("postgres://", "postgresql://")):
+            raise ConfigError("BUZZ_REDIS_URL needs PostgreSQL: SQLite is single-process (relay.md §13.1)")

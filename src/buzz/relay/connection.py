@@ -1,0 +1,320 @@
+"""One WebSocket connection: NIP-42 state, subscriptions, a bounded send queue, and an
+ordered lane of client messages.
+
+Source rules: relay.md §7 (connection protocol), §7.9 (slow consumers), §7.1 items 4 and 6
+(ping/pong, handler saturation). EVENT verification starts as soon as a frame is parsed, so
+signatures of pipelined events are checked in parallel in the pool, while ingest, REQ and
+COUNT run in arrival order: a REQ sent after an EVENT sees that event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import WSMsgType, web
+
+from buzz.core import messages, nip42
+from buzz.core.errors import AuthRequired, BuzzError, ServerError
+from buzz.core.limits import MAX_MISSED_PONGS, MAX_SUBSCRIPTIONS, PING_INTERVAL_S
+from buzz.core.messages import (
+    AuthMessage,
+    BadEventMessage,
+    BadReqMessage,
+    CloseMessage,
+    EventMessage,
+    ProtocolViolation,
+    ReqMessage,
+    parse_client_message,
+)
+from buzz.core.stored import StoredEvent
+from buzz.relay.session import Session
+from buzz.relay.subscriptions import Subscription
+from buzz.store.base import StoreError
+
+if TYPE_CHECKING:
+    from buzz.relay.relay import Relay
+
+log = logging.getLogger(__name__)
+
+NOT_AUTHENTICATED = "auth-required: not authenticated"
+SENT_IDS_GRACE_S = 5.0  # how long after EOSE a stored result still suppresses its live copy
+
+
+class Connection:
+    def __init__(self, relay: Relay, ws: web.WebSocketResponse, host: str | None) -> None:
+        self.relay = relay
+        self.ws = ws
+        self.host = host
+        self.pubkey: str | None = None
+        self.challenge = nip42.new_challenge()
+        self._auth_failed = False
+        self.subs: dict[str, Subscription] = {}
+        self._sub_tasks: dict[str, asyncio.Task[None]] = {}
+        self._out: asyncio.Queue[str] = asyncio.Queue(maxsize=relay.config.send_buffer)
+        self._drops = 0
+        self._lane: asyncio.Queue[tuple[Any, Any]] = asyncio.Queue()
+        self._missed_pongs = 0
+        self._closing = False
+
+    # -- outbound ------------------------------------------------------------------------------
+    def send(self, text: str) -> None:
+        """Enqueue without blocking; a full queue drops and counts (relay.md §7.9)."""
+        if self._closing:
+            return
+        try:
+            self._out.put_nowait(text)
+            self._drops = 0
+        except asyncio.QueueFull:
+            self._drops += 1
+            self.relay.stats["dropped_messages"] += 1
+            if self._drops >= self.relay.config.slow_client_grace:
+                log.info("closing slow consumer %s after %d drops", self.pubkey, self._drops)
+                self.close_soon()
+
+    async def send_wait(self, text: str) -> None:
+        """Enqueue, waiting for room: for this connection's own stored results, which may be
+        larger than the queue (a REQ may return 1000 events per filter). Live fan-out from
+        other connections uses `send`, which never waits."""
+        if not self._closing:
+            await self._out.put(text)
+
+    def close_soon(self, code: int = 1008, message: bytes = b"slow consumer") -> None:
+        if not self._closing:
+            self._closing = True
+            asyncio.get_running_loop().create_task(self.ws.close(code=code, message=message))
+
+    async def _writer(self) -> None:
+        while True:
+            text = await self._out.get()
+            await self.ws.send_str(text)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Serve the connection until it closes."""
+        helpers = [
+            asyncio.create_task(self._writer()),
+            asyncio.create_task(self._lane_worker()),
+            asyncio.create_task(self._pinger()),
+            asyncio.create_task(self._auth_deadline()),
+        ]
+        self.send(messages.auth_challenge(self.challenge))
+        try:
+            await self._read_loop()
+        finally:
+            self._closing = True
+            for sub in list(self.subs.values()):
+                self._drop_sub(sub.sub_id)
+            for task in helpers + list(self._sub_tasks.values()):
+                task.cancel()
+            for task in helpers:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def _read_loop(self) -> None:
+        async for msg in self.ws:
+            if msg.type == WSMsgType.TEXT:
+                self._on_frame(msg.data)
+            elif msg.type == WSMsgType.BINARY:
+                try:
+                    self._on_frame(msg.data.decode("utf-8"))
+                except UnicodeDecodeError:
+                    self.send(messages.notice("invalid message: binary frame is not valid UTF-8"))
+            elif msg.type == WSMsgType.PING:
+                await self.ws.pong(msg.data)
+            elif msg.type == WSMsgType.PONG:
+                self._missed_pongs = 0
+            elif msg.type == WSMsgType.ERROR:
+                log.info("websocket error: %s", self.ws.exception())
+                break
+
+    async def _pinger(self) -> None:
+        while True:
+            await asyncio.sleep(PING_INTERVAL_S)
+            if self._missed_pongs >= MAX_MISSED_PONGS:
+                await self.ws.close(code=1001, message=b"ping timeout")
+                return
+            self._missed_pongs += 1
+            await self.ws.ping()
+
+    async def _auth_deadline(self) -> None:
+        await asyncio.sleep(self.relay.config.auth_timeout_s)
+        if self.pubkey is None:
+            await self.ws.close(code=1008, message=b"auth-required: authentication timeout")
+
+    # -- inbound -------------------------------------------------------------------------------
+    def _on_frame(self, frame: str) -> None:
+        if not self.relay.try_acquire_handler():
+            self.send(messages.notice("rate-limited: too many concurrent requests"))
+            return
+        try:
+            msg = parse_client_message(frame)
+        except ProtocolViolation as exc:
+            self.relay.release_handler()
+            self.send(messages.notice(str(exc)))
+            return
+        early: Any = None
+        if isinstance(msg, EventMessage):
+            early = self._start_verify(msg)
+        self._lane.put_nowait((msg, early))
+
+    def _start_verify(self, msg: EventMessage) -> Awaitable[StoredEvent] | BuzzError:
+        """Run the cheap prechecks now and start verification in the pool (pipelining)."""
+        try:
+            self.relay.ingest.precheck(msg.event, self.session)
+        except BuzzError as exc:
+            return exc
+        return asyncio.ensure_future(self.relay.ingest.verify(msg.event))
+
+    @property
+    def session(self) -> Session:
+        return Session(self.pubkey, "ws")
+
+    async def _lane_worker(self) -> None:
+        while True:
+            msg, early = await self._lane.get()
+            try:
+                await self._dispatch(msg, early)
+            except Exception:
+                log.exception("handler failed")
+                if isinstance(msg, EventMessage):
+                    self.send(messages.ok(msg.event.id, False, "error: internal server error"))
+            finally:
+                self.relay.release_handler()
+
+    async def _dispatch(self, msg: Any, early: Any) -> None:
+        match msg:
+            case EventMessage():
+                await self._on_event(msg, early)
+            case BadEventMessage():
+                self.send(messages.ok(msg.event_id, False, str(msg.error)))
+            case ReqMessage(type="REQ"):
+                await self._on_req(msg)
+            case ReqMessage(type="COUNT"):
+                await self._on_count(msg)
+            case BadReqMessage():
+                self.send(messages.closed(msg.sub_id, str(msg.error)))
+            case CloseMessage():
+                self._drop_sub(msg.sub_id)
+                self.send(messages.closed(msg.sub_id, ""))
+            case AuthMessage():
+                await self._on_auth(msg)
+
+    async def _on_event(self, msg: EventMessage, early: Any) -> None:
+        event = msg.event
+        if isinstance(early, BuzzError):
+            self.send(messages.ok(event.id, False, str(early)))
+            return
+        # The session may have changed while queued (AUTH ahead of this EVENT): recheck.
+        try:
+            self.relay.ingest.precheck(event, self.session)
+            verified = await early
+        except BuzzError as exc:
+            self.send(messages.ok(event.id, False, str(exc)))
+            return
+        outcome = await self.relay.ingest.submit(event, self.session, verified)
+        self.send(messages.ok(event.id, outcome.accepted, outcome.message))
+
+    async def _on_auth(self, msg: AuthMessage) -> None:
+        event = msg.event
+        if self.pubkey is not None:
+            self.send(messages.ok(event.id, False, "auth-required: already authenticated"))
+            return
+        if self._auth_failed:
+            self.send(messages.ok(event.id, False, "auth-required: authentication already failed"))
+            return
+        try:
+            nip42.check_auth_event(event, self.challenge, self.relay.relay_urls(self.host), int(time.time()))
+            await self.relay.ingest.verify(event)
+            pubkey = await self.relay.admit(event)
+        except AuthRequired as exc:
+            self._auth_failed = True
+            self.send(messages.ok(event.id, False, str(exc)))
+            return
+        except BuzzError:
+            self._auth_failed = True
+            self.send(messages.ok(event.id, False, "auth-required: verification failed"))
+            return
+        self.pubkey = pubkey
+        self.send(messages.ok(event.id, True, ""))
+
+    # -- subscriptions -------------------------------------------------------------------------
+    def _drop_sub(self, sub_id: str) -> None:
+        sub = self.subs.pop(sub_id, None)
+        if sub is not None:
+            self.relay.index.remove(sub)
+        task = self._sub_tasks.pop(sub_id, None)
+        if task is not None:
+            task.cancel()
+
+    def evict(self, sub_id: str, message: str) -> None:
+        """Remove a live subscription and tell the client why (relay.md §4.7)."""
+        if sub_id in self.subs:
+            self._drop_sub(sub_id)
+            self.send(messages.closed(sub_id, message))
+
+    async def _on_req(self, msg: ReqMessage) -> None:
+        sub_id = msg.sub_id
+        if self.pubkey is None:
+            self.send(messages.closed(sub_id, NOT_AUTHENTICATED))
+            return
+        if sub_id not in self.subs and sub_id not in self._sub_tasks and len(self.subs) >= MAX_SUBSCRIPTIONS:
+            self.send(messages.closed(sub_id, "error: too many subscriptions"))
+            return
+        self._drop_sub(sub_id)  # a REQ with an existing id replaces it (relay.md §7.5 item 4)
+        try:
+            searching = await self.relay.reads.check(msg.filters, self.pubkey)
+        except BuzzError as exc:
+            self.send(messages.closed(sub_id, str(exc)))
+            return
+        if searching:
+            self._sub_tasks[sub_id] = asyncio.create_task(self._stored_phase(sub_id, msg, None))
+            return
+        sub = Subscription(self, sub_id, msg.filters)
+        self.subs[sub_id] = sub
+        self.relay.index.add(sub)  # before the stored query: nothing committed meanwhile is missed
+        self._sub_tasks[sub_id] = asyncio.create_task(self._stored_phase(sub_id, msg, sub))
+
+    async def _stored_phase(self, sub_id: str, msg: ReqMessage, sub: Subscription | None) -> None:
+        sent: set[str] = sub.sent_ids if sub is not None else set()
+        try:
+            results = await self.relay.reads.stored(msg.filters, self.pubkey)
+        except (StoreError, ServerError):
+            log.exception("stored query failed for %s", sub_id)
+            results = []
+            self.send(messages.notice("error: database error (stored results incomplete)"))
+        for stored in results:
+            sent.add(stored.event.id)
+            await self.send_wait(messages.event(sub_id, stored.event.to_json()))
+        if sub is not None:
+            while sub.held:  # more may be held while we wait for queue room
+                held, sub.held = sub.held, []
+                for event_id, event_json in held:
+                    if event_id not in sent:
+                        sent.add(event_id)
+                        await self.send_wait(messages.event(sub_id, event_json))
+            sub.live = True
+            asyncio.get_running_loop().call_later(SENT_IDS_GRACE_S, sent.clear)
+        await self.send_wait(messages.eose(sub_id))
+        if self._sub_tasks.get(sub_id) is asyncio.current_task():
+            del self._sub_tasks[sub_id]
+
+    async def _on_count(self, msg: ReqMessage) -> None:
+        if self.pubkey is None:
+            self.send(messages.closed(msg.sub_id, NOT_AUTHENTICATED))
+            return
+        try:
+            await self.relay.reads.check(msg.filters, self.pubkey, count=True)
+            n = await self.relay.reads.count(msg.filters, self.pubkey)
+        except BuzzError as exc:
+            self.send(messages.closed(msg.sub_id, str(exc)))
+            return
+        except StoreError:
+            log.exception("count failed")
+            self.send(messages.closed(msg.sub_id, "error: database error"))
+            return
+        self.send(messages.count(msg.sub_id, n))

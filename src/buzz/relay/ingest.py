@@ -1,0 +1,109 @@
+"""The ingest pipeline (relay.md §8), in its order: prechecks → verify (off the loop) →
+ephemeral fan-out → channel derivation → channel checks → per-kind rules → store (with
+effects, one transaction) → follow-ups → fan-out → OK.
+
+Every refusal is a BuzzError whose text is the wire message; nothing is written before the
+store step, so a refusal leaves the store unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+
+from buzz.core import kinds
+from buzz.core.errors import BuzzError, ServerError
+from buzz.core.event import Event
+from buzz.core.stored import StoredEvent, verify_stored
+from buzz.relay.fanout import FanOut
+from buzz.relay.precheck import PrecheckContext, run_prechecks
+from buzz.relay.rules.base import KindRules
+from buzz.relay.session import Session
+from buzz.store.base import EventStore, InsertOutcome, StoreError
+
+log = logging.getLogger(__name__)
+
+DUPLICATE_MESSAGE = "duplicate: already have this event"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The OK answer: `accepted` and the wire message (`""` on plain success)."""
+
+    accepted: bool
+    message: str = ""
+
+
+FollowUp = Callable[[StoredEvent], Awaitable[None]]
+
+
+class Ingest:
+    def __init__(
+        self,
+        store: EventStore,
+        fanout: FanOut,
+        rules: KindRules,
+        executor: Executor,
+        max_past_drift_s: int,
+    ) -> None:
+        self._store = store
+        self._fanout = fanout
+        self._rules = rules
+        self._executor = executor
+        self._max_past_drift_s = max_past_drift_s
+
+    async def verify(self, event: Event) -> StoredEvent:
+        """relay.md §2.3 in the thread pool. Raises InvalidId / InvalidSignature / ServerError."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, verify_stored, event)
+        except BuzzError:
+            raise
+        except Exception as exc:
+            log.exception("verification executor failed")
+            raise ServerError("internal verification error") from exc
+
+    def precheck(self, event: Event, session: Session) -> None:
+        """relay.md §8 items 2–8 (raises the first BuzzError)."""
+        run_prechecks(session, event, PrecheckContext(int(time.time()), self._max_past_drift_s))
+
+    async def submit(self, event: Event, session: Session, verified: StoredEvent | None = None) -> Outcome:
+        """Run the whole pipeline for one event; never raises.
+
+        `verified` lets a caller that already ran `precheck` and `verify` (pipelined over a
+        connection) skip those steps.
+        """
+        try:
+            if verified is None:
+                self.precheck(event, session)
+                verified = await self.verify(event)
+            return await self._accept(verified, session)
+        except BuzzError as exc:
+            return Outcome(False, str(exc))
+        except StoreError:
+            log.exception("store failure while ingesting %s", event.id)
+            return Outcome(False, "error: database error")
+        except Exception:
+            log.exception("unexpected failure while ingesting %s", event.id)
+            return Outcome(False, "error: internal server error")
+
+    async def _accept(self, stored: StoredEvent, session: Session) -> Outcome:
+        if kinds.is_ephemeral(stored.event.kind):
+            stored = await self._rules.ephemeral(stored, session)
+            await self._fanout.publish(stored)
+            return Outcome(True, "")
+        plan = await self._rules.plan(stored, session)
+        outcome = await self._store.insert(plan.stored, plan.effects)
+        if outcome is InsertOutcome.DUPLICATE:
+            return Outcome(True, DUPLICATE_MESSAGE)
+        for follow_up in plan.after_commit:
+            try:
+                await follow_up()
+            except Exception:  # relay.md §8 item 17: logged, never returned
+                log.exception("follow-up of %s failed", stored.event.id)
+        await self._fanout.publish(plan.stored)
+        return Outcome(True, plan.response)

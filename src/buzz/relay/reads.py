@@ -1,0 +1,63 @@
+"""Read paths: REQ stored results, COUNT and search, behind one set of checks.
+
+Source rules: relay.md §5.4–§5.5 (gates, then `visible` on every candidate), §6.3 item 1
+(every channel named in `#h` must be readable), §7.5 items 5–7, §7.7, §11.
+Live delivery applies the same `visible` in `buzz.relay.fanout`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from buzz.core.channel_id import is_channel_id
+from buzz.core.errors import Invalid, Restricted, ServerError
+from buzz.core.filters import Filter
+from buzz.core.stored import StoredEvent
+from buzz.core.visibility import check_filter_gates, visible_by_sets
+from buzz.relay.access import ChannelAccess
+from buzz.store.base import EventStore
+
+MIXED_SEARCH = ServerError("mixed search and non-search filters not supported")
+NOT_A_MEMBER = Restricted("not a channel member")
+
+
+class Reads:
+    def __init__(self, store: EventStore, access: ChannelAccess) -> None:
+        self._store = store
+        self._access = access
+
+    async def check(self, filters: Sequence[Filter], reader: str, *, count: bool = False) -> bool:
+        """Steps 5–7 of relay.md §7.5 (and §7.7 item 1 for COUNT). Returns True for a search request.
+
+        Raises Restricted (channel access, gates), ServerError (mixed search) or Invalid
+        (search in COUNT).
+        """
+        for flt in filters:
+            for channel_id in flt.channels:
+                if is_channel_id(channel_id) and not await self._access.readable(channel_id, reader):
+                    raise NOT_A_MEMBER
+        for flt in filters:
+            check_filter_gates(flt, reader)
+        searching = [f.search is not None for f in filters]
+        if any(searching):
+            if count:
+                raise Invalid("search is not supported in COUNT")
+            if not all(searching):
+                raise MIXED_SEARCH
+            return True
+        return False
+
+    def accept(self, reader: str | None):
+        """The per-event `visible` sets predicate for the store's over-fetching reads."""
+
+        def _accept(stored: StoredEvent) -> bool:
+            return visible_by_sets(stored.event, reader)
+
+        return _accept
+
+    async def stored(self, filters: Sequence[Filter], reader: str | None) -> list[StoredEvent]:
+        """Stored results in relay.md §6.4 order; every event passes `visible`."""
+        return await self._store.query(filters, reader, self.accept(reader))
+
+    async def count(self, filters: Sequence[Filter], reader: str | None) -> int:
+        return await self._store.count(filters, reader, self.accept(reader))

@@ -1,0 +1,85 @@
+"""The composition root: builds the store, the pipelines and the registries from a RelayConfig
+and owns their lifetimes. Handlers reach everything through one `Relay` object."""
+
+from __future__ import annotations
+
+import collections
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from buzz.core.errors import Restricted
+from buzz.core.event import Event
+from buzz.core.keys import public_key
+from buzz.core.nip42 import normalize_relay_url
+from buzz.relay import relay_key
+from buzz.relay.access import ChannelAccess
+from buzz.relay.config import RelayConfig
+from buzz.relay.fanout import FanOut
+from buzz.relay.ingest import Ingest
+from buzz.relay.reads import Reads
+from buzz.relay.rules.base import KindRules
+from buzz.relay.subscriptions import SubscriptionIndex
+from buzz.store import open_store
+from buzz.store.base import EventStore
+
+log = logging.getLogger(__name__)
+
+
+class Relay:
+    """Holds the relay's parts. `await start()` before serving, `await stop()` after."""
+
+    def __init__(self, config: RelayConfig) -> None:
+        self.config = config
+        self.secret_key = relay_key.load_or_create(config.data_dir, config.relay_private_key)
+        self.pubkey = public_key(self.secret_key)
+        self.store: EventStore = open_store(config.database_url, config.data_dir)
+        self.executor = ThreadPoolExecutor(max_workers=config.verify_workers, thread_name_prefix="verify")
+        self.index = SubscriptionIndex()
+        self.access = ChannelAccess(self.store)
+        self.fanout = FanOut(self.index, self.access)
+        self.rules = KindRules(self.store, self.access, self.pubkey)
+        self.ingest = Ingest(self.store, self.fanout, self.rules, self.executor, config.max_past_drift_s)
+        self.reads = Reads(self.store, self.access)
+        self.connections: set[object] = set()
+        self.stats: collections.Counter[str] = collections.Counter()
+        self._handlers_in_flight = 0
+        self._configured_url = normalize_relay_url(config.relay_url)
+        self._scheme = config.relay_url.split("://", 1)[0].lower()
+
+    async def start(self) -> None:
+        await self.store.open()
+
+    async def stop(self) -> None:
+        await self.store.close()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- NIP-42 ------------------------------------------------------------------------------
+    def relay_urls(self, host: str | None) -> frozenset[str]:
+        """Normalized URLs an AUTH `relay` tag may name: RELAY_URL, and RELAY_URL's scheme with
+        the request's Host (relay.md §7.3 item 2)."""
+        urls = {self._configured_url}
+        if host:
+            urls.add(normalize_relay_url(f"{self._scheme}://{host}"))
+        return frozenset(urls)
+
+    async def admit(self, auth_event: Event) -> str:
+        """After a verified AUTH event: membership gates (relay.md §4.4); returns the pubkey.
+
+        Raises Restricted("not a relay member") for a closed workspace and a non-member.
+        """
+        pubkey = auth_event.pubkey
+        if self.config.require_relay_membership:
+            is_member = getattr(self.store, "is_relay_member", None)
+            if is_member is None or not await is_member(pubkey):
+                raise Restricted("not a relay member")
+        return pubkey
+
+    # -- saturation (relay.md §7.1 item 6) ---------------------------------------------------
+    def try_acquire_handler(self) -> bool:
+        if self._handlers_in_flight >= self.config.max_concurrent_handlers:
+            return False
+        self._handlers_in_flight += 1
+        return True
+
+    def release_handler(self) -> None:
+        self._handlers_in_flight -= 1

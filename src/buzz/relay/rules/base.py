@@ -1,0 +1,152 @@
+"""Ingest steps 12–14 of relay.md §8: channel derivation, channel checks, then the per-kind
+validator from the `VALIDATORS` table (built in `buzz.relay.rules`).
+
+The result is a `Plan`: the envelope with its derived channel, the effects the store applies
+in the same transaction as the insert, the follow-ups to run after commit, and the OK
+message. Per-kind rules are a table (`VALIDATORS`), not branches in the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from buzz.core import kinds, limits
+from buzz.core.channel_id import is_channel_id
+from buzz.core.errors import Invalid, Restricted
+from buzz.core.filters import Filter
+from buzz.core.keys import is_hex
+from buzz.core.stored import StoredEvent
+from buzz.relay.access import ChannelAccess
+from buzz.relay.session import Session
+from buzz.store.base import SYSTEM, Effect, EventStore
+
+NOT_A_MEMBER = Restricted("not a channel member")
+
+AfterCommit = Callable[[], Awaitable[None]]
+
+
+@dataclass
+class Plan:
+    stored: StoredEvent
+    effects: list[Effect] = field(default_factory=list)
+    after_commit: list[AfterCommit] = field(default_factory=list)
+    response: str = ""
+
+
+Validator = Callable[["KindRules", Plan, Session], Awaitable[None]]
+
+
+class KindRules:
+    """Holds what the rules need to look things up (store, channel access)."""
+
+    def __init__(self, store: EventStore, access: ChannelAccess, relay_pubkey: str) -> None:
+        self.store = store
+        self.access = access
+        self.relay_pubkey = relay_pubkey
+
+    # -- ephemeral (relay.md §12.2) ----------------------------------------------------------
+    async def ephemeral(self, stored: StoredEvent, session: Session) -> StoredEvent:
+        channel_id = next((h for h in stored.event.tag_values("h") if is_channel_id(h)), None)
+        if channel_id is None:
+            return stored
+        await self.write_gate(channel_id, stored.event.pubkey)
+        return stored.with_channel(channel_id)
+
+    # -- stored kinds ----------------------------------------------------------------------
+    async def plan(self, stored: StoredEvent, session: Session) -> Plan:
+        plan = Plan(stored.with_channel(await self.derive_channel(stored)))
+        if plan.stored.channel_id is not None and stored.event.kind not in OWN_CHANNEL_RULES:
+            await self.write_gate(plan.stored.channel_id, stored.event.pubkey)
+        self._check_d_tag(plan.stored)
+        from buzz.relay.rules import VALIDATORS
+
+        validator = VALIDATORS.get(stored.event.kind)
+        if validator is not None:
+            await validator(self, plan, session)
+        return plan
+
+    async def derive_channel(self, stored: StoredEvent) -> str | None:
+        """relay.md §4.2, in order."""
+        event = stored.event
+        info = kinds.lookup(event.kind)
+        place = info.place if info else kinds.Place.NONE
+        if event.kind == 7:
+            target_id = next((v for v in reversed(event.tag_values("e")) if is_hex(v, 64)), None)
+            if target_id is None:
+                raise Invalid("reaction must reference a target event via e tag")
+            target = await self.store.get(target_id)
+            if target is None:
+                raise Invalid("reaction target event not found")
+            return target.channel_id
+        if event.kind == kinds.DELETION_KIND:
+            return await self._deletion_target_channel(stored)
+        if place is kinds.Place.G:
+            return None
+        channel_id = next((h for h in event.tag_values("h") if is_channel_id(h)), None)
+        if channel_id is None and place is kinds.Place.H:
+            raise Invalid("channel-scoped events must include an h tag")
+        return channel_id
+
+    async def _deletion_target_channel(self, stored: StoredEvent) -> str | None:
+        event = stored.event
+        e_tags, a_tags = event.tag_values("e"), event.tag_values("a")
+        if e_tags:
+            target = await self.store.get(e_tags[0], include_deleted=True)
+            return target.channel_id if target else None
+        if a_tags:
+            address = parse_address(a_tags[0])
+            if address is not None:
+                kind, pubkey, d = address
+                flt = Filter(
+                    kinds=frozenset({kind}), authors=frozenset({pubkey}), tags={"d": frozenset({d})}, limit=1
+                )
+                heads = await self.store.query([flt], SYSTEM)
+                return heads[0].channel_id if heads else None
+        return None
+
+    async def write_gate(self, channel_id: str, pubkey: str) -> None:
+        """relay.md §4.3 item 2: exists and (active member or open), else restricted."""
+        if not await self.access.writable(channel_id, pubkey):  # type: ignore[attr-defined]
+            raise NOT_A_MEMBER
+
+    @staticmethod
+    def _check_d_tag(stored: StoredEvent) -> None:
+        if kinds.is_addressable(stored.event.kind):
+            n = len(stored.event.d_tag.encode("utf-8"))
+            if n > limits.D_TAG_MAX_BYTES:
+                raise Invalid(f"d tag too long ({n} bytes, max {limits.D_TAG_MAX_BYTES})")
+
+    async def registered_owner(self, agent: str) -> str | None:
+        """The agent → owner mapping recorded at AUTH (relay.md §7.3 item 4), or None."""
+        getter = getattr(self.store, "get_agent_owner", None)
+        return await getter(agent) if getter else None
+
+    async def effective_author_or_owner(self, target: StoredEvent, actor: str) -> bool:
+        """relay.md §10.3 effective author, or that author's registered owner, is `actor`."""
+        author = effective_author(target, self.relay_pubkey)
+        return actor == author or (await self.registered_owner(author)) == actor
+
+
+def effective_author(stored: StoredEvent, relay_pubkey: str) -> str:
+    """relay.md §10.3."""
+    event = stored.event
+    if event.pubkey != relay_pubkey:
+        return event.pubkey
+    for name in ("actor", "p"):
+        value = event.first_tag(name)
+        if value is not None and is_hex(value, 64):
+            return value
+    return relay_pubkey
+
+
+def parse_address(value: str) -> tuple[int, str, str] | None:
+    """`<kind>:<pubkey>:<d>` split on the first two colons, or None when malformed."""
+    parts = value.split(":", 2)
+    if len(parts) != 3 or not parts[0].isdigit() or not is_hex(parts[1], 64):
+        return None
+    return int(parts[0]), parts[1], parts[2]
+
+
+# Kinds that skip the generic write gate and apply their own channel rules (relay.md §4.3 item 2).
+OWN_CHANNEL_RULES = frozenset({9007, 9021, 9002, 9005, 9008, 40003, 41010, 41011, 41012})

@@ -1,0 +1,119 @@
+"""Live subscriptions and the index that finds which ones an event could match.
+
+Source rules: relay.md §6.3 item 3 (live scope), §7.5 items 4 and 8 (replace, register
+before the stored query), §12.1 (delivery at most once per subscription).
+
+Each filter is filed under one bucket key chosen from its most selective field (a tag value,
+else an author, else a kind, else the wildcard bucket). An event looks up only the buckets its
+own tags, author and kind name, so a new event is checked against subscriptions that could
+match it instead of every subscription. The final decision is always `Filter.matches`, the
+same function the stored path uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from buzz.core.event import Event
+from buzz.core.filters import Filter, tag_index
+
+BucketKey = tuple[str, str] | tuple[str, int] | tuple[str]
+WILDCARD: BucketKey = ("*",)
+
+
+class Subscriber(Protocol):
+    """What a subscription needs from its connection."""
+
+    pubkey: str | None
+
+    def send(self, text: str) -> None: ...
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One REQ: its filters, owner, and the hold buffer used until EOSE (§7.5 item 8)."""
+
+    conn: Subscriber
+    sub_id: str
+    filters: tuple[Filter, ...]
+    live: bool = False  # False while the stored query runs: matches are held, not sent
+    held: list[tuple[str, str]] = field(default_factory=list)  # (event id, event JSON)
+    sent_ids: set[str] = field(default_factory=set)  # ids sent before EOSE
+
+    def deliver(self, event_id: str, event_json: str, text: str) -> None:
+        """Send now when live; hold until EOSE otherwise."""
+        if self.live:
+            self.conn.send(text)
+        else:
+            self.held.append((event_id, event_json))
+
+
+def _bucket_keys(flt: Filter) -> list[BucketKey]:
+    if flt.tags:
+        # Prefer #h (channel subscriptions are the common case), then the smallest tag set.
+        name = "h" if "h" in flt.tags else min(flt.tags, key=lambda n: len(flt.tags[n]))
+        return [("#" + name, v) for v in flt.tags[name]]
+    if flt.authors is not None:
+        return [("a", a) for a in flt.authors]
+    if flt.kinds is not None:
+        return [("k", k) for k in flt.kinds]
+    return [WILDCARD]
+
+
+class SubscriptionIndex:
+    """Bucketed registry of live filters. Not thread-safe; lives on the event loop."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[BucketKey, dict[tuple[Subscription, int], Filter]] = {}
+        self._keys: dict[Subscription, list[BucketKey]] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def add(self, sub: Subscription) -> None:
+        keys: list[BucketKey] = []
+        for i, flt in enumerate(sub.filters):
+            if flt.is_empty_match:
+                continue  # a present empty list matches nothing (relay.md §6.1 item 2)
+            for key in _bucket_keys(flt):
+                self._buckets.setdefault(key, {})[(sub, i)] = flt
+                keys.append(key)
+        self._keys[sub] = keys
+
+    def remove(self, sub: Subscription) -> None:
+        for key in self._keys.pop(sub, ()):
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                continue
+            for entry in [e for e in bucket if e[0] is sub]:
+                del bucket[entry]
+            if not bucket:
+                del self._buckets[key]
+
+    def matching(self, event: Event, channel_id: str | None) -> Iterator[Subscription]:
+        """Subscriptions with a filter that matches `event` under the live scope rule (§6.3 item 3).
+
+        Each subscription is yielded once.
+        """
+        idx = tag_index(event)
+        keys: list[BucketKey] = [("a", event.pubkey), ("k", event.kind), WILDCARD]
+        for name, values in idx.items():
+            keys.extend(("#" + name, v) for v in values)
+        if "h" not in idx and channel_id is not None:
+            keys.append(("#h", channel_id))  # §6.2 fallback: no h tag, reached through the channel
+        seen: set[Subscription] = set()
+        for key in keys:
+            bucket = self._buckets.get(key)
+            if not bucket:
+                continue
+            for (sub, _), flt in list(bucket.items()):
+                if sub in seen:
+                    continue
+                # Live scope: channel events only through a filter naming their channel.
+                if channel_id is not None and channel_id not in flt.channels:
+                    continue
+                if flt.matches(event, channel_id, idx):
+                    seen.add(sub)
+                    yield sub

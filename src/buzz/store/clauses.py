@@ -1,0 +1,136 @@
+"""Filter → SQL, shared by both backends (relay.md §6.1–§6.5, §11).
+
+Every predicate of a filter, the `#h` rule and the read scope become one WHERE clause, so the
+database applies them before `LIMIT`. Events are read through the alias `e`.
+
+Read scope (relay.md §6.3 item 2, §4.3 item 1, §5.3 item 6): an event is in scope when it is
+global, or its channel exists, is not deleted, and is open or has the reader as an active
+member. The scope is applied to every filter: for a filter without `#h` it is exactly §6.3
+item 2; for a filter with `#h` (channels the relay already found readable) it only removes
+rows `visible` would remove anyway, such as a reaction whose explicit `h` names a readable
+channel while its derived channel is not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from buzz.core.filters import Filter
+from buzz.store.base import SYSTEM, Reader
+from buzz.store.dialect import Params
+
+EVENT_COLUMNS = "e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig, e.received_at, e.channel_id"
+ORDER = "e.created_at DESC, e.id ASC"  # relay.md §6.4 item 2: newest first, then lowest id
+SEARCH_MAX_QUERY_CHARS = 4096  # relay.md §17
+
+
+def search_terms(text: str) -> list[str]:
+    """relay.md §11 item 2: trim, NUL → space, cut to 4096 characters, split on whitespace.
+
+    An empty list means the search has no results.
+    """
+    return text.strip().replace("\0", " ")[:SEARCH_MAX_QUERY_CHARS].split()
+
+
+def matches_nothing(f: Filter) -> bool:
+    """A present empty list (relay.md §6.1 item 2) or an empty search text (§11 item 2)."""
+    return f.is_empty_match or (f.search is not None and not search_terms(f.search))
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a filter's candidates: keyset after (created_at, id), or an offset for
+    search, whose relevance order has no stable key."""
+
+    size: int
+    after: tuple[int, str] | None = None
+    offset: int = 0
+
+
+def readable_channel(reader: Reader, p: Params, alias: str = "c") -> str:
+    """relay.md §4.3 item 1 over the channels row `alias`: exists (not deleted), and open or
+    the reader is an active member. SYSTEM reads every non-deleted channel."""
+    if reader is SYSTEM:
+        return f"{alias}.deleted_at IS NULL"
+    member = ""
+    if reader is not None:
+        member = (
+            f" OR {alias}.id IN (SELECT m.channel_id FROM channel_members m"
+            f" WHERE m.pubkey = {p.add(reader)} AND m.removed_at IS NULL)"
+        )
+    return f"{alias}.deleted_at IS NULL AND ({alias}.visibility = 'open'{member})"
+
+
+def _scope(reader: Reader, p: Params) -> str | None:
+    if reader is SYSTEM:
+        return None
+    channels = f"SELECT c.id FROM channels c WHERE {readable_channel(reader, p)}"
+    return f"(e.channel_id IS NULL OR e.channel_id IN ({channels}))"
+
+
+def _ids(prefixes: frozenset[str], p: Params) -> str:
+    """relay.md §6.4 item 1: prefix match. A hex prefix `x` covers exactly [x, x + "g")."""
+    exact = [v for v in prefixes if len(v) == 64]
+    parts = [p.in_list("e.id", exact, "text")] if exact else []
+    parts += [f"(e.id >= {p.add(v)} AND e.id < {p.add(v + 'g')})" for v in sorted(prefixes) if len(v) < 64]
+    return "(" + " OR ".join(parts) + ")"
+
+
+def _tag(name: str, values: frozenset[str], p: Params) -> str:
+    has_value = (
+        f"e.id IN (SELECT t.event_id FROM event_tags t"
+        f" WHERE t.name = {p.add(name)} AND {p.in_list('t.value', values, 'utf8')})"
+    )
+    if name != "h":
+        return has_value
+    # relay.md §6.2 item 2: an event with no h tag at all reaches #h through its channel.
+    no_h = "NOT EXISTS (SELECT 1 FROM event_tags t WHERE t.event_id = e.id AND t.name = 'h')"
+    return f"({has_value} OR ({p.in_list('e.channel_id', values, 'text')} AND {no_h}))"
+
+
+def where(f: Filter, reader: Reader, p: Params) -> str:
+    """Every matching clause of `f` (§6.1, §6.2), the read scope and `deleted_at IS NULL`."""
+    parts = ["e.deleted_at IS NULL"]
+    if f.ids is not None:
+        parts.append(_ids(f.ids, p))
+    if f.authors is not None:
+        parts.append(p.in_list("e.pubkey", f.authors, "text"))
+    if f.kinds is not None:
+        parts.append(p.in_list("e.kind", f.kinds, "int"))
+    if f.since is not None:
+        parts.append(f"e.created_at >= {p.add(f.since)}")
+    if f.until is not None:
+        parts.append(f"e.created_at <= {p.add(f.until)}")
+    for name in sorted(f.tags):
+        parts.append(_tag(name, f.tags[name], p))
+    scope = _scope(reader, p)
+    if scope is not None:
+        parts.append(scope)
+    return " AND ".join(parts)
+
+
+def _from_where(f: Filter, reader: Reader, p: Params) -> tuple[str, str | None]:
+    """FROM … WHERE … of a filter, and the search placeholder when `f.search` is set."""
+    clause = where(f, reader, p)
+    if f.search is None:
+        return f"FROM events e WHERE {clause}", None
+    ref = p.add(p.dialect.search_arg(search_terms(f.search)))
+    return f"FROM events e {p.dialect.search_join} WHERE {clause} AND {p.dialect.search_match(ref)}", ref
+
+
+def select_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
+    """One page of `f`'s matches in §6.4 order (search: §11 item 5), as full event rows."""
+    body, ref = _from_where(f, reader, p)
+    if page.after is not None:
+        created_at, event_id = page.after
+        c = p.add(created_at)
+        body += f" AND (e.created_at < {c} OR (e.created_at = {c} AND e.id > {p.add(event_id)}))"
+    order = ORDER if ref is None else f"{p.dialect.search_order(ref)}, {ORDER}"
+    offset = f" OFFSET {page.offset}" if page.offset else ""
+    return f"SELECT {EVENT_COLUMNS} {body} ORDER BY {order} LIMIT {page.size}{offset}"
+
+
+def count_union(filters: list[Filter], reader: Reader, p: Params) -> str:
+    """COUNT of the distinct ids matching any of `filters` (non-empty list)."""
+    union = " UNION ".join(f"SELECT e.id {_from_where(f, reader, p)[0]}" for f in filters)
+    return f"SELECT COUNT(*) FROM ({union}) AS matched"

@@ -1,0 +1,101 @@
+"""PostgreSQL backend (relay.md §13.1 item 2): an asyncpg pool, READ COMMITTED transactions.
+
+Replaceable and addressable writes serialize on `pg_advisory_xact_lock(<key hash>)` taken by
+the shared insert transaction (relay.md §13.3 item 2), so several replicas may write at once.
+Schema creation holds a fixed advisory lock so replicas starting together do not race.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from buzz.store.base import StoreError
+from buzz.store.dialect import POSTGRES, Conn, Dialect
+from buzz.store.sqlbase import P, SqlStore, T, TxnFn
+
+_SCHEMA_LOCK_ID = 0x62757A7A  # "buzz"
+_DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, asyncio.TimeoutError)
+
+
+class _PgConn:
+    """`Conn` over an asyncpg connection."""
+
+    dialect: Dialect = POSTGRES
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+
+    async def fetch(self, sql: str, args: Sequence[object] = ()) -> Sequence[Sequence[Any]]:
+        rows: list[asyncpg.Record] = await self._conn.fetch(sql, *args)
+        return rows
+
+    async def execute(self, sql: str, args: Sequence[object] = ()) -> None:
+        await self._conn.execute(sql, *args)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        await self._conn.executemany(sql, rows)
+
+
+class PostgresStore(SqlStore):
+    """The EventStore on PostgreSQL. `dsn` is a `postgres://` or `postgresql://` URL; the pool
+    holds `min_size`..`max_size` connections. Call `open()` before use and `close()` at the end."""
+
+    dialect: Dialect = POSTGRES
+
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.dsn = dsn
+        self._min_size = min_size
+        self._max_size = max_size
+        self._pool: asyncpg.Pool | None = None
+
+    async def open(self) -> None:
+        """Create the pool and the schema. Raises StoreError when the server is unreachable."""
+        try:
+            self._pool = await asyncpg.create_pool(self.dsn, min_size=self._min_size, max_size=self._max_size)
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+        try:
+            await self._write(_create_schema_txn)
+        except StoreError:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    def _require_pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise StoreError("store is not open")
+        return self._pool
+
+    async def _write(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        # Shielded: a cancelled caller must not leave the transaction to the pool's cleanup.
+        return await asyncio.shield(self._write_now(fn, *args, **kwargs))
+
+    async def _write_now(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        pool = self._require_pool()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                return await fn(_PgConn(conn), *args, **kwargs)
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"postgres write failed: {exc}") from exc
+
+    async def _read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        pool = self._require_pool()
+        try:
+            async with pool.acquire() as conn:
+                return await fn(_PgConn(conn), *args, **kwargs)
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"postgres read failed: {exc}") from exc
+
+
+async def _create_schema_txn(conn: Conn) -> None:
+    await conn.fetch("SELECT pg_advisory_xact_lock($1)", [_SCHEMA_LOCK_ID])
+    for statement in POSTGRES.schema:
+        await conn.execute(statement)

@@ -1,0 +1,162 @@
+"""Read functions shared by both backends (relay.md §6.3–§6.5, §7.7, §11).
+
+Each `_txn` function runs on one connection handed out by the backend. Matching, scope and
+order are SQL (`buzz.store.clauses`); the only Python-side step is the caller's `accept`
+predicate, served by paging: candidates are fetched page by page (keyset on
+`(created_at, id)`, offset for search) until `limit` of them are accepted, so rejected rows
+never shrink a result below its limit (relay.md §6.5 item 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from contextlib import aclosing
+from dataclasses import fields
+from typing import Any
+
+import orjson
+
+from buzz.core.event import Event
+from buzz.core.filters import Filter
+from buzz.core.stored import StoredEvent, from_storage
+from buzz.store.base import Accept, Channel, Member, Reader
+from buzz.store.clauses import (
+    EVENT_COLUMNS,
+    Page,
+    count_union,
+    matches_nothing,
+    readable_channel,
+    select_page,
+)
+from buzz.store.dialect import Conn, Dialect, Params
+
+MAX_PAGE = 1000
+_MIN_ACCEPT_PAGE = 50
+
+# Channel and member columns carry the names of the record fields (relay.md §4.1).
+_CHANNEL_FIELDS = tuple(f.name for f in fields(Channel))
+_MEMBER_FIELDS = tuple(f.name for f in fields(Member))
+
+
+def event_from_row(row: Sequence[Any], dialect: Dialect) -> StoredEvent:
+    """A row of EVENT_COLUMNS as a verified envelope (relay.md §2.4 item 2)."""
+    tags = tuple(tuple(t) for t in orjson.loads(row[4]))
+    event = Event(row[0], row[1], row[2], row[3], tags, dialect.decode_utf8(row[5]), row[6])
+    return from_storage(event, row[7], row[8])
+
+
+async def get_txn(conn: Conn, event_id: str, include_deleted: bool) -> StoredEvent | None:
+    p = Params(conn.dialect)
+    sql = f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.id = {p.add(event_id)}"
+    if not include_deleted:
+        sql += " AND e.deleted_at IS NULL"
+    rows = await conn.fetch(sql, p.values)
+    return event_from_row(rows[0], conn.dialect) if rows else None
+
+
+async def _pages(conn: Conn, f: Filter, reader: Reader, size: int) -> AsyncGenerator[list[StoredEvent], None]:
+    """`f`'s candidates in result order, one page per step; the page size doubles up to MAX_PAGE."""
+    page = Page(size)
+    while True:
+        p = Params(conn.dialect)
+        rows = await conn.fetch(select_page(f, reader, page, p), p.values)
+        events = [event_from_row(r, conn.dialect) for r in rows]
+        yield events
+        if len(events) < page.size:
+            return
+        size = min(page.size * 2, MAX_PAGE)
+        if f.search is not None:
+            page = Page(size, offset=page.offset + page.size)
+        else:
+            last = events[-1].event
+            page = Page(size, after=(last.created_at, last.id))
+
+
+async def _accepted(
+    conn: Conn, f: Filter, reader: Reader, accept: Accept | None, limit: int
+) -> list[StoredEvent]:
+    """The first `limit` candidates of `f` that `accept` keeps (one query when accept is None)."""
+    first = limit if accept is None else min(max(2 * limit, _MIN_ACCEPT_PAGE), MAX_PAGE)
+    got: list[StoredEvent] = []
+    async with aclosing(_pages(conn, f, reader, first)) as pages:
+        async for events in pages:
+            for stored in events:
+                if accept is None or accept(stored):
+                    got.append(stored)
+                    if len(got) == limit:
+                        return got
+    return got
+
+
+async def query_txn(
+    conn: Conn, filters: Sequence[Filter], reader: Reader, accept: Accept | None
+) -> list[StoredEvent]:
+    """relay.md §6.4 item 2: filter by filter; an event sent for an earlier filter is skipped
+    (after it counted toward its own filter's limit)."""
+    out: list[StoredEvent] = []
+    sent: set[str] = set()
+    for f in filters:
+        if f.effective_limit == 0 or matches_nothing(f):
+            continue
+        for stored in await _accepted(conn, f, reader, accept, f.effective_limit):
+            if stored.event.id not in sent:
+                sent.add(stored.event.id)
+                out.append(stored)
+    return out
+
+
+async def count_txn(conn: Conn, filters: Sequence[Filter], reader: Reader, accept: Accept | None) -> int:
+    """relay.md §7.7 item 2: distinct accepted matches of any filter; `limit` ignored."""
+    live = [f for f in filters if not matches_nothing(f)]
+    if not live:
+        return 0
+    if accept is None:
+        p = Params(conn.dialect)
+        rows = await conn.fetch(count_union(live, reader, p), p.values)
+        return int(rows[0][0])
+    seen: set[str] = set()
+    n = 0
+    for f in live:
+        async with aclosing(_pages(conn, f, reader, MAX_PAGE)) as pages:
+            async for events in pages:
+                for stored in events:
+                    if stored.event.id not in seen:
+                        seen.add(stored.event.id)
+                        n += accept(stored)
+    return n
+
+
+async def get_channel_txn(conn: Conn, channel_id: str, include_deleted: bool) -> Channel | None:
+    p = Params(conn.dialect)
+    sql = f"SELECT {', '.join(_CHANNEL_FIELDS)} FROM channels WHERE id = {p.add(channel_id)}"
+    if not include_deleted:
+        sql += " AND deleted_at IS NULL"
+    rows = await conn.fetch(sql, p.values)
+    if not rows:
+        return None
+    return Channel(**dict(zip(_CHANNEL_FIELDS, rows[0], strict=True)))
+
+
+async def get_member_txn(conn: Conn, channel_id: str, pubkey: str) -> Member | None:
+    p = Params(conn.dialect)
+    sql = (
+        f"SELECT {', '.join(_MEMBER_FIELDS)} FROM channel_members"
+        f" WHERE channel_id = {p.add(channel_id)} AND pubkey = {p.add(pubkey)}"
+    )
+    rows = await conn.fetch(sql, p.values)
+    return Member(**dict(zip(_MEMBER_FIELDS, rows[0], strict=True))) if rows else None
+
+
+async def readable_channels_txn(conn: Conn, channel_ids: Iterable[str], reader: Reader) -> frozenset[str]:
+    """relay.md §4.3 item 1 for each id; unknown and deleted channels are not readable."""
+    ids = set(channel_ids)
+    if not ids:
+        return frozenset()
+    p = Params(conn.dialect)
+    sql = f"SELECT c.id FROM channels c WHERE {p.in_list('c.id', ids, 'text')} AND {readable_channel(reader, p)}"
+    return frozenset(row[0] for row in await conn.fetch(sql, p.values))
+
+
+async def ping_txn(conn: Conn) -> bool:
+    rows = await conn.fetch("SELECT 1")
+    return bool(rows) and rows[0][0] == 1

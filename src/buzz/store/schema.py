@@ -1,0 +1,112 @@
+"""The tables of relay.md §13.2, written once and typed per dialect.
+
+Type slots: `{key}` ASCII identifiers compared bytewise (ids, pubkeys, channel ids; PostgreSQL
+pins the "C" collation so `ORDER BY id` is bytewise as the tie rule needs), `{int}` 64-bit
+integers, `{utf8}` client text compared byte-exactly (PostgreSQL bytea, because text cannot
+hold U+0000), `{json}` the tags array. Only the event key and the search index differ in shape:
+SQLite gives events an integer `seq` so the contentless FTS5 table can point at rows by rowid.
+
+`deleted_addresses` records kind 5 `a` deletions (relay.md §3.1 item 5, §10.1 item 4): later
+versions at the address with `created_at ≤ deleted_until` lose. Replaceable kinds use `d = ''`.
+"""
+
+from __future__ import annotations
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS channels (
+    id {key} PRIMARY KEY,
+    name {text} NOT NULL,
+    about {text} NOT NULL DEFAULT '',
+    visibility {text} NOT NULL CHECK (visibility IN ('open', 'private')),
+    channel_type {text} NOT NULL CHECK (channel_type IN ('stream', 'forum', 'dm', 'workflow')),
+    topic {text} NOT NULL DEFAULT '',
+    purpose {text} NOT NULL DEFAULT '',
+    ttl_seconds {int},
+    created_by {key} NOT NULL,
+    created_at {int} NOT NULL,
+    archived_at {int},
+    deleted_at {int}
+);
+CREATE TABLE IF NOT EXISTS channel_members (
+    channel_id {key} NOT NULL REFERENCES channels (id),
+    pubkey {key} NOT NULL,
+    role {text} NOT NULL CHECK (role IN ('owner', 'admin', 'member', 'guest', 'bot')),
+    invited_by {key},
+    joined_at {int} NOT NULL,
+    removed_at {int},
+    removed_by {key},
+    PRIMARY KEY (channel_id, pubkey)
+);
+CREATE INDEX IF NOT EXISTS channel_members_by_pubkey ON channel_members (pubkey, channel_id);
+CREATE TABLE IF NOT EXISTS events (
+    {event_key},
+    pubkey {key} NOT NULL,
+    created_at {int} NOT NULL,
+    kind {int} NOT NULL,
+    tags {json} NOT NULL,
+    content {utf8} NOT NULL,
+    sig {key} NOT NULL,
+    received_at {int} NOT NULL,
+    channel_id {key} REFERENCES channels (id) DEFERRABLE INITIALLY DEFERRED,
+    d_tag {utf8},
+    deleted_at {int}
+);
+CREATE INDEX IF NOT EXISTS events_by_kind ON events (kind, created_at);
+CREATE INDEX IF NOT EXISTS events_by_pubkey ON events (pubkey, kind);
+CREATE INDEX IF NOT EXISTS events_by_channel ON events (channel_id, created_at);
+CREATE INDEX IF NOT EXISTS events_by_address ON events (kind, pubkey, d_tag);
+CREATE INDEX IF NOT EXISTS events_by_time ON events (created_at, id);
+CREATE TABLE IF NOT EXISTS event_tags (
+    event_id {key} NOT NULL REFERENCES events (id),
+    name {key} NOT NULL,
+    value {utf8} NOT NULL,
+    PRIMARY KEY (event_id, name, value)
+);
+CREATE INDEX IF NOT EXISTS event_tags_by_value ON event_tags (name, value, event_id);
+CREATE TABLE IF NOT EXISTS deleted_addresses (
+    kind {int} NOT NULL,
+    pubkey {key} NOT NULL,
+    d {utf8} NOT NULL,
+    deleted_until {int} NOT NULL,
+    PRIMARY KEY (kind, pubkey, d)
+)
+"""
+
+_SQLITE_TYPES = {
+    "key": "TEXT",
+    "text": "TEXT",
+    "int": "INTEGER",
+    "utf8": "TEXT",
+    "json": "TEXT",
+    "event_key": "seq INTEGER PRIMARY KEY,\n    id TEXT NOT NULL UNIQUE",
+}
+_POSTGRES_TYPES = {
+    "key": 'text COLLATE "C"',
+    "text": "text",
+    "int": "bigint",
+    "utf8": "bytea",
+    "json": "json",
+    "event_key": 'id text COLLATE "C" PRIMARY KEY',
+}
+
+# relay.md §11 item 3: searchable events only (the writer decides), whole tokens, no diacritic folding.
+_SQLITE_SEARCH = """
+CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5 (
+    content, content = '', tokenize = "unicode61 remove_diacritics 0"
+)
+"""
+_POSTGRES_SEARCH = """
+CREATE TABLE IF NOT EXISTS event_search (
+    event_id text COLLATE "C" PRIMARY KEY REFERENCES events (id),
+    tsv tsvector NOT NULL
+);
+CREATE INDEX IF NOT EXISTS event_search_tsv ON event_search USING GIN (tsv)
+"""
+
+
+def _statements(script: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in script.split(";") if s.strip())
+
+
+SQLITE = _statements(_TABLES.format(**_SQLITE_TYPES) + ";" + _SQLITE_SEARCH)
+POSTGRES = _statements(_TABLES.format(**_POSTGRES_TYPES) + ";" + _POSTGRES_SEARCH)

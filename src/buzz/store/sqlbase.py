@@ -1,0 +1,94 @@
+"""`EventStore` over SQL: the async methods, shared by both backends (style.md §4).
+
+Each public method checks its arguments, names the shared `_txn` function that does the work
+and hands it to the backend: `_write` runs it in one serialized write transaction, `_read` on a
+read connection. A backend only supplies connections, transactions and error mapping.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Concatenate, ParamSpec, TypeVar
+
+from buzz.core.filters import Filter
+from buzz.core.kinds import is_ephemeral
+from buzz.core.stored import StoredEvent, require_verified
+from buzz.store import reads
+from buzz.store.base import Accept, Channel, Effect, InsertOutcome, Member, Reader, StoreError
+from buzz.store.dialect import Conn
+from buzz.store.writes import insert_txn
+
+P = ParamSpec("P")
+T = TypeVar("T")
+TxnFn = Callable[Concatenate[Conn, P], Awaitable[T]]
+
+
+class SqlStore(ABC):
+    """The EventStore methods; subclasses implement open/close, `_write` and `_read`."""
+
+    @abstractmethod
+    async def open(self) -> None:
+        """Connect and create the schema if missing. Raises StoreError."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release every connection; idempotent."""
+
+    @abstractmethod
+    async def _write(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run `fn(conn, …)` in one write transaction that commits, or rolls back on any error.
+
+        Must complete even when the caller is cancelled, and map driver errors to StoreError.
+        """
+
+    @abstractmethod
+    async def _read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run `fn(conn, …)` on a read connection off the event loop; driver errors → StoreError."""
+
+    async def insert(self, stored: StoredEvent, effects: Sequence[Effect] = ()) -> InsertOutcome:
+        """Store a verified event and apply `effects` in one transaction (relay.md §13.3).
+
+        Returns DUPLICATE, applying nothing, for a known id (live, deleted or superseded) or a
+        version that loses under its replacement key (§3.1 items 4–5). Raises
+        UnverifiedEnvelope (§2.4 item 3), ValueError for an ephemeral kind (§3.1 item 6),
+        ChannelExists, StoreError.
+        """
+        require_verified(stored)
+        if is_ephemeral(stored.event.kind):
+            raise ValueError(f"ephemeral kind {stored.event.kind} is never stored (relay.md §3.1 item 6)")
+        return await self._write(insert_txn, stored, tuple(effects), int(time.time()))
+
+    async def query(
+        self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None
+    ) -> list[StoredEvent]:
+        """Stored results of a REQ; see `EventStore.query` (relay.md §6.3–§6.5, §11)."""
+        return await self._read(reads.query_txn, filters, reader, accept)
+
+    async def count(self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None) -> int:
+        """Distinct events matching any filter and accepted (relay.md §7.7); `limit` ignored."""
+        return await self._read(reads.count_txn, filters, reader, accept)
+
+    async def get(self, event_id: str, include_deleted: bool = False) -> StoredEvent | None:
+        """One event by exact id (deleted/superseded rows only with include_deleted)."""
+        return await self._read(reads.get_txn, event_id, include_deleted)
+
+    async def get_channel(self, channel_id: str, include_deleted: bool = False) -> Channel | None:
+        """The channel row; a deleted one only with include_deleted (relay.md §4.1 item 2)."""
+        return await self._read(reads.get_channel_txn, channel_id, include_deleted)
+
+    async def get_member(self, channel_id: str, pubkey: str) -> Member | None:
+        """The member row, active or removed, or None (relay.md §4.1 item 3)."""
+        return await self._read(reads.get_member_txn, channel_id, pubkey)
+
+    async def readable_channels(self, channel_ids: Iterable[str], reader: Reader) -> frozenset[str]:
+        """The subset of `channel_ids` readable by `reader` (relay.md §4.3 item 1)."""
+        return await self._read(reads.readable_channels_txn, list(channel_ids), reader)
+
+    async def is_healthy(self) -> bool:
+        """True when the database answers `SELECT 1`."""
+        try:
+            return await self._read(reads.ping_txn)
+        except StoreError:
+            return False

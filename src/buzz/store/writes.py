@@ -1,0 +1,267 @@
+"""The insert transaction and its effects, shared by both backends (relay.md §3.1, §10, §13.3).
+
+Every function here runs inside one write transaction (`_txn`); `insert_txn` composes them.
+The backend owns the transaction and the serialization: SQLite runs every write on its one
+writer connection, PostgreSQL takes `pg_advisory_xact_lock` on the replacement key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, fields
+from typing import assert_never
+
+import orjson
+
+from buzz.core.event import Event
+from buzz.core.filters import tag_index
+from buzz.core.kinds import is_addressable, is_replaceable, is_searchable
+from buzz.core.stored import StoredEvent
+from buzz.store.base import (
+    Channel,
+    ChannelExists,
+    CreateChannel,
+    DeleteAddress,
+    DeleteChannel,
+    Effect,
+    InsertOutcome,
+    PutMember,
+    RemoveMember,
+    SoftDelete,
+)
+from buzz.store.dialect import Conn, Params
+
+
+@dataclass(frozen=True, slots=True)
+class ReplacementKey:
+    """relay.md §3.1: (pubkey, kind) for replaceable kinds (`d` None), (pubkey, kind, d) for
+    addressable ones."""
+
+    kind: int
+    pubkey: str
+    d: str | None
+
+    @classmethod
+    def of(cls, kind: int, pubkey: str, d: str) -> ReplacementKey | None:
+        if is_replaceable(kind):
+            return cls(kind, pubkey, None)
+        if is_addressable(kind):
+            return cls(kind, pubkey, d)
+        return None
+
+    @property
+    def address_d(self) -> str:
+        """The `d` recorded for an address deletion ('' for replaceable kinds)."""
+        return self.d or ""
+
+    @property
+    def lock_id(self) -> int:
+        """A signed 64-bit hash of the key, the same on every replica (advisory lock id)."""
+        digest = hashlib.sha256(f"{self.kind}:{self.pubkey}:{self.address_d}".encode()).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)
+
+    def where(self, p: Params) -> str:
+        clause = f"kind = {p.add(self.kind)} AND pubkey = {p.add(self.pubkey)}"
+        return clause if self.d is None else f"{clause} AND d_tag = {p.add(self.d, 'utf8')}"
+
+
+async def insert_txn(conn: Conn, stored: StoredEvent, effects: tuple[Effect, ...], now: int) -> InsertOutcome:
+    """Insert `stored` and apply `effects`; DUPLICATE (and nothing applied) when it is known or
+    loses under its replacement key (relay.md §3.1 items 4–5, §13.3 items 1–2)."""
+    event = stored.event
+    key = ReplacementKey.of(event.kind, event.pubkey, event.d_tag)
+    if key is not None:
+        await _lock_key_txn(conn, key)
+        if not await _wins_txn(conn, event, key) or await _address_deleted_txn(conn, key, event.created_at):
+            return InsertOutcome.DUPLICATE
+    if not await _insert_row_txn(conn, stored, key):
+        return InsertOutcome.DUPLICATE
+    if key is not None:
+        await _supersede_txn(conn, event, key, now)
+    await _insert_tags_txn(conn, event)
+    if is_searchable(event.kind):
+        # relay.md §11 item 1: non-searchable kinds are never indexed.
+        await conn.execute(conn.dialect.search_index_sql, [event.id, event.content.replace("\0", " ")])
+    for effect in effects:
+        await _apply_txn(conn, effect, now)
+    return InsertOutcome.STORED
+
+
+async def _lock_key_txn(conn: Conn, key: ReplacementKey) -> None:
+    if conn.dialect.key_lock_sql is not None:
+        await conn.fetch(conn.dialect.key_lock_sql, [key.lock_id])
+
+
+async def _wins_txn(conn: Conn, event: Event, key: ReplacementKey) -> bool:
+    """Tie rule (relay.md §3.1 item 4) against every version ever stored, deleted included."""
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT created_at, id FROM events WHERE {key.where(p)} ORDER BY created_at DESC, id ASC LIMIT 1",
+        p.values,
+    )
+    if not rows:
+        return True
+    best: tuple[int, str] = (rows[0][0], rows[0][1])
+    # Newest created_at wins; on a tie the lowest id (lowercase hex: bytewise) wins.
+    return (-event.created_at, event.id) < (-best[0], best[1])
+
+
+async def _address_deleted_txn(conn: Conn, key: ReplacementKey, created_at: int) -> bool:
+    """relay.md §3.1 item 5: an `a` deletion at or after `created_at` makes the version lose."""
+    p = Params(conn.dialect)
+    sql = (
+        f"SELECT 1 FROM deleted_addresses WHERE kind = {p.add(key.kind)} AND pubkey = {p.add(key.pubkey)}"
+        f" AND d = {p.add(key.address_d, 'utf8')} AND deleted_until >= {p.add(created_at)}"
+    )
+    return bool(await conn.fetch(sql, p.values))
+
+
+async def _insert_row_txn(conn: Conn, stored: StoredEvent, key: ReplacementKey | None) -> bool:
+    event = stored.event
+    p = Params(conn.dialect)
+    values = ", ".join(
+        [
+            p.add(event.id),
+            p.add(event.pubkey),
+            p.add(event.created_at),
+            p.add(event.kind),
+            p.add(orjson.dumps(event.tags).decode()),
+            p.add(event.content, "utf8"),
+            p.add(event.sig),
+            p.add(stored.received_at),
+            p.add(stored.channel_id),
+            p.add(key.d if key is not None else None, "utf8"),
+        ]
+    )
+    sql = (
+        "INSERT INTO events (id, pubkey, created_at, kind, tags, content, sig, received_at, channel_id, d_tag)"
+        f" VALUES ({values}) ON CONFLICT (id) DO NOTHING RETURNING id"
+    )
+    return bool(await conn.fetch(sql, p.values))
+
+
+async def _supersede_txn(conn: Conn, event: Event, key: ReplacementKey, now: int) -> None:
+    """The new winner is newest under its key: every other live version stops being served."""
+    p = Params(conn.dialect)
+    sql = (
+        f"UPDATE events SET deleted_at = {p.add(now)}"
+        f" WHERE {key.where(p)} AND deleted_at IS NULL AND id <> {p.add(event.id)}"
+    )
+    await conn.execute(sql, p.values)
+
+
+def tag_rows(event: Event) -> list[tuple[str, str, str]]:
+    """relay.md §13.2 item 2: (event id, name, t[1]) per tag with a one-letter name (an ASCII
+    letter, the only names a `#x` filter can ask for) and ≥ 2 elements, without repeats."""
+    return [
+        (event.id, name, value)
+        for name, values in tag_index(event).items()
+        if name.isascii() and name.isalpha()
+        for value in sorted(values)
+    ]
+
+
+async def _insert_tags_txn(conn: Conn, event: Event) -> None:
+    rows = tag_rows(event)
+    if rows:
+        d = conn.dialect
+        sql = f"INSERT INTO event_tags (event_id, name, value) VALUES ({d.placeholder(1)}, {d.placeholder(2)}, {d.placeholder(3)})"
+        await conn.executemany(sql, [(i, n, d.encode(v, "utf8")) for i, n, v in rows])
+
+
+# -- effects --------------------------------------------------------------------------------------
+async def _apply_txn(conn: Conn, effect: Effect, now: int) -> None:
+    match effect:
+        case SoftDelete():
+            await _soft_delete_txn(conn, effect, now)
+        case DeleteAddress():
+            await _delete_address_txn(conn, effect, now)
+        case CreateChannel():
+            await _create_channel_txn(conn, effect)
+        case PutMember():
+            await _put_member_txn(conn, effect, now)
+        case RemoveMember():
+            await _remove_member_txn(conn, effect, now)
+        case DeleteChannel():
+            await _delete_channel_txn(conn, effect, now)
+        case _:
+            assert_never(effect)
+
+
+async def _soft_delete_txn(conn: Conn, effect: SoftDelete, now: int) -> None:
+    p = Params(conn.dialect)
+    sql = f"UPDATE events SET deleted_at = {p.add(now)} WHERE id = {p.add(effect.event_id)} AND deleted_at IS NULL"
+    await conn.execute(sql, p.values)
+
+
+async def _delete_address_txn(conn: Conn, effect: DeleteAddress, now: int) -> None:
+    """relay.md §10.1 item 4: hide the versions at the address up to `until`, and remember
+    `until` (the greatest one when deleted twice) so older re-submissions lose."""
+    key = ReplacementKey.of(effect.kind, effect.pubkey, effect.d)
+    if key is None:
+        return
+    await _lock_key_txn(conn, key)
+    p = Params(conn.dialect)
+    greatest = conn.dialect.greatest
+    await conn.execute(
+        "INSERT INTO deleted_addresses (kind, pubkey, d, deleted_until)"
+        f" VALUES ({p.add(key.kind)}, {p.add(key.pubkey)}, {p.add(key.address_d, 'utf8')}, {p.add(effect.until)})"
+        " ON CONFLICT (kind, pubkey, d) DO UPDATE SET"
+        f" deleted_until = {greatest}(deleted_addresses.deleted_until, excluded.deleted_until)",
+        p.values,
+    )
+    p = Params(conn.dialect)
+    sql = (
+        f"UPDATE events SET deleted_at = {p.add(now)} WHERE {key.where(p)}"
+        f" AND created_at <= {p.add(effect.until)} AND deleted_at IS NULL"
+    )
+    await conn.execute(sql, p.values)
+
+
+async def _create_channel_txn(conn: Conn, effect: CreateChannel) -> None:
+    p = Params(conn.dialect)
+    names = [f.name for f in fields(Channel)]  # columns carry the record's field names
+    values = ", ".join(p.add(getattr(effect.channel, name)) for name in names)
+    sql = (
+        f"INSERT INTO channels ({', '.join(names)}) VALUES ({values})"
+        " ON CONFLICT (id) DO NOTHING RETURNING id"
+    )
+    if not await conn.fetch(sql, p.values):
+        raise ChannelExists(effect.channel.id)
+
+
+async def _put_member_txn(conn: Conn, effect: PutMember, now: int) -> None:
+    p = Params(conn.dialect)
+    role = f"CAST({p.add(effect.role)} AS TEXT)"
+    keep_if_active = (
+        "CASE WHEN channel_members.removed_at IS NULL THEN channel_members.{0} ELSE excluded.{0} END"
+    )
+    sql = (
+        "INSERT INTO channel_members (channel_id, pubkey, role, invited_by, joined_at)"
+        f" VALUES ({p.add(effect.channel_id)}, {p.add(effect.pubkey)}, COALESCE({role}, 'member'),"
+        f" {p.add(effect.invited_by)}, {p.add(now if effect.joined_at is None else effect.joined_at)})"
+        " ON CONFLICT (channel_id, pubkey) DO UPDATE SET"
+        f" role = COALESCE({role}, channel_members.role),"
+        f" invited_by = {keep_if_active.format('invited_by')},"
+        f" joined_at = {keep_if_active.format('joined_at')},"
+        " removed_at = NULL, removed_by = NULL"
+    )
+    await conn.execute(sql, p.values)
+
+
+async def _remove_member_txn(conn: Conn, effect: RemoveMember, now: int) -> None:
+    p = Params(conn.dialect)
+    at = now if effect.removed_at is None else effect.removed_at
+    sql = (
+        f"UPDATE channel_members SET removed_at = {p.add(at)}, removed_by = {p.add(effect.removed_by)}"
+        f" WHERE channel_id = {p.add(effect.channel_id)} AND pubkey = {p.add(effect.pubkey)}"
+        " AND removed_at IS NULL"
+    )
+    await conn.execute(sql, p.values)
+
+
+async def _delete_channel_txn(conn: Conn, effect: DeleteChannel, now: int) -> None:
+    p = Params(conn.dialect)
+    at = now if effect.deleted_at is None else effect.deleted_at
+    sql = f"UPDATE channels SET deleted_at = {p.add(at)} WHERE id = {p.add(effect.channel_id)} AND deleted_at IS NULL"
+    await conn.execute(sql, p.values)

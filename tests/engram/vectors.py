@@ -1,0 +1,31 @@
+"""Load the shared vector files (engram.md §15.2); `BUZZ_VECTORS_DIR` overrides the location."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+VECTORS_DIR = Path(
+    os.environ.get("BUZZ_VECTORS_DIR") or Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
+)
+
+
+@cache
+def load(name: str) -> Any:
+    """The decoded JSON vector file `name` (cached; treat as read-only)."""
+    return json.loads((VECTORS_DIR / name).read_text(encoding="utf-8"))
+
+
+def nip44() -> dict[str, Any]:
+    return load("nip44.vectors.json")["v2"]
+
+
+def nip_ae() -> dict[str, Any]:
+    return load("nip-ae-vectors.json")
+
+
+def nip_oa() -> dict[str, Any]:
+    return load("nip-oa-vectors.json")

@@ -1,0 +1,195 @@
+"""Stored reads: matching, order, limits, the #h rule, accept paging, count (relay.md §6, §7.7)."""
+
+from __future__ import annotations
+
+import pytest
+
+from buzz.core.filters import Filter
+from buzz.core.stored import StoredEvent
+from buzz.store.base import EventStore, SoftDelete
+from tests.store.helpers import (
+    ALICE,
+    BOB,
+    CAROL,
+    T0,
+    by_id,
+    create_channel,
+    flt,
+    ids,
+    insert_all,
+    make,
+    query_ids,
+)
+
+
+async def test_order_is_newest_first_then_lowest_id_with_limit(store: EventStore) -> None:
+    """relay.md §6.4 item 2."""
+    old = [make(1, f"old{i}", created_at=T0) for i in range(3)]
+    new = [make(1, f"new{i}", created_at=T0 + 1) for i in range(2)]
+    await insert_all(store, *old, *new)
+    expected = ids(by_id(*new)) + ids(by_id(*old))[:2]
+    assert await query_ids(store, flt(limit=4)) == expected
+
+
+async def test_predicates_apply_before_limit(store: EventStore) -> None:
+    """relay.md §6.5 item 3: every predicate narrows in SQL, so an old match is still found."""
+    target = make(7, "needle", [["t", "rare"], ["p", CAROL.pubkey]], created_at=T0 + 5, who=BOB)
+    noise = [make(1, f"n{i}", [["t", "common"]], created_at=T0 + 100 + i) for i in range(20)]
+    await insert_all(store, target, *noise)
+    for f in (
+        flt(kinds=[7], limit=1),
+        flt(authors=[BOB.pubkey], limit=1),
+        flt(tag_t=["rare"], limit=1),
+        flt(tag_p=[CAROL.pubkey], limit=1),
+        flt(until=T0 + 99, limit=1),
+        flt(since=T0 + 5, until=T0 + 5, limit=1),
+        flt(ids=[target.event.id[:8]], limit=1),
+    ):
+        assert await query_ids(store, f) == [target.event.id], f
+    assert await query_ids(store, flt(ids=[target.event.id])) == [target.event.id]
+
+
+async def test_since_equals_until_is_inclusive(store: EventStore) -> None:
+    """relay.md §6.4 item 1."""
+    events = [make(1, str(t), created_at=T0 + t) for t in (99, 100, 101)]
+    await insert_all(store, *events)
+    assert await query_ids(store, flt(since=T0 + 100, until=T0 + 100)) == [events[1].event.id]
+
+
+async def test_ids_prefix_match(store: EventStore) -> None:
+    """relay.md §6.4 item 1, §18 item 33."""
+    events = [make(1, str(i)) for i in range(6)]
+    await insert_all(store, *events)
+    first = events[0].event.id
+    assert await query_ids(store, flt(ids=[first[:8]])) == [first]
+    assert await query_ids(store, flt(ids=[first[:1]])) == [
+        e for e in ids(by_id(*events)) if e[0] == first[0]
+    ]
+    missing = next(p for p in ("0" * 12, "f" * 12) if not any(e.startswith(p) for e in ids(events)))
+    assert await query_ids(store, flt(ids=[missing])) == []
+
+
+async def test_limit_zero_returns_nothing(store: EventStore) -> None:
+    """relay.md §6.5 item 2."""
+    await store.insert(make(1))
+    assert await query_ids(store, flt(limit=0)) == []
+    assert await store.count([flt(limit=0)], None) == 1  # COUNT ignores limit
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"kinds": []},
+        {"authors": []},
+        {"ids": []},
+        {"tag_t": []},
+        {"kinds": [1], "tag_h": []},
+        {"search": "  "},
+    ],
+    ids=lambda f: ",".join(f),
+)
+async def test_present_empty_list_matches_nothing(store: EventStore, fields: dict[str, list[str]]) -> None:
+    """relay.md §6.1 item 2 (and §11 item 2 for an empty search)."""
+    await store.insert(make(1, "x", [["t", "x"], ["h", "y"]]))
+    assert await query_ids(store, flt(**fields)) == []
+    assert await store.count([flt(**fields)], None) == 0
+
+
+async def test_tag_match_is_exact_on_the_second_element(store: EventStore) -> None:
+    """relay.md §6.1 `#x` row, §18 item 34."""
+    exact = make(1, "a", [["t", "nostr", "extra"]])
+    other_case = make(1, "b", [["t", "Nostr"]])
+    longer = make(1, "c", [["t", "nostrich"]])
+    bare = make(1, "d", [["t"]])
+    await insert_all(store, exact, other_case, longer, bare)
+    assert await query_ids(store, flt(tag_t=["nostr"])) == [exact.event.id]
+    assert await query_ids(store, flt(tag_T=["nostr"])) == []
+    assert set(await query_ids(store, flt(tag_t=["nostr", "Nostr"]))) == {exact.event.id, other_case.event.id}
+
+
+async def test_tags_and_across_keys_or_within(store: EventStore) -> None:
+    """relay.md §6.1 item 1."""
+    both = make(1, "both", [["t", "x"], ["p", BOB.pubkey]])
+    only_t = make(1, "t", [["t", "x"]])
+    only_p = make(1, "p", [["p", BOB.pubkey]])
+    other_t = make(1, "y", [["t", "y"], ["p", BOB.pubkey]])
+    await insert_all(store, both, only_t, only_p, other_t)
+    assert await query_ids(store, flt(tag_t=["x"], tag_p=[BOB.pubkey])) == [both.event.id]
+    got = set(await query_ids(store, flt(tag_t=["x", "y"], tag_p=[BOB.pubkey])))
+    assert got == {both.event.id, other_t.event.id}
+
+
+async def test_filters_in_order_and_deduplicated(store: EventStore) -> None:
+    """relay.md §6.4 item 2: filter by filter; an event already returned is skipped."""
+    note_old, note_new = make(1, "old", created_at=T0), make(1, "new", created_at=T0 + 2)
+    reaction = make(7, "+", created_at=T0 + 1)
+    await insert_all(store, note_old, note_new, reaction)
+    got = await query_ids(store, flt(kinds=[7]), flt(kinds=[1, 7]))
+    assert got == [reaction.event.id, note_new.event.id, note_old.event.id]
+
+
+async def test_deleted_rows_never_returned(store: EventStore) -> None:
+    """relay.md §10.4, §13.3 item 3."""
+    gone, kept = make(1, "gone"), make(1, "kept")
+    await insert_all(store, gone, kept)
+    await store.insert(make(5, tags=[["e", gone.event.id]]), [SoftDelete(gone.event.id)])
+    assert gone.event.id not in await query_ids(store, flt())
+    assert await query_ids(store, flt(ids=[gone.event.id])) == []
+    assert await store.count([flt(kinds=[1])], None) == 1
+
+
+async def test_h_filter_falls_back_to_channel_only_without_h_tag(store: EventStore) -> None:
+    """relay.md §6.2, §18 items 35–36."""
+    c, d = await create_channel(store), await create_channel(store)
+    message = make(9, "hi", [["h", c]], channel=c)
+    reaction = make(7, "+", [["e", message.event.id]], channel=c)  # no h: reaches #h via channel
+    explicit = make(7, "-", [["e", message.event.id], ["h", d]], channel=c)  # explicit h wins
+    global_with_h = make(0, "profile", [["h", c]])  # global, but its h tag names c
+    global_reaction = make(7, "+", [["e", "ab" * 32]], who=BOB)
+    await insert_all(store, message, reaction, explicit, global_with_h, global_reaction)
+    got = set(await query_ids(store, flt(tag_h=[c], kinds=[0, 7, 9]), reader=ALICE.pubkey))
+    assert got == {message.event.id, reaction.event.id, global_with_h.event.id}
+    assert await query_ids(store, flt(tag_h=[d], kinds=[7]), reader=ALICE.pubkey) == [explicit.event.id]
+
+
+def _every_third(stored: StoredEvent) -> bool:
+    return int(stored.event.content) % 3 == 0
+
+
+async def test_accept_over_fetches_until_limit(store: EventStore) -> None:
+    """relay.md §6.5 item 3: `limit` counts accepted events only."""
+    events = [make(1, str(i), created_at=T0 + i) for i in range(30)]
+    await insert_all(store, *events)
+    got = await store.query([flt(limit=5)], None, _every_third)
+    assert [s.event.content for s in got] == ["27", "24", "21", "18", "15"]
+    everything = await store.query([flt(limit=50)], None, _every_third)
+    assert len(everything) == 10
+    assert await store.count([flt()], None, _every_third) == 10
+
+
+async def test_accept_pages_through_equal_timestamps(store: EventStore) -> None:
+    """Keyset paging over many equal `created_at` values loses and repeats nothing."""
+    events = [make(1, str(i), created_at=T0 + i // 10) for i in range(150)]
+    await insert_all(store, *events)
+    expected = ids(sorted(events, key=lambda s: (-s.event.created_at, s.event.id)))
+    seen: list[str] = []
+
+    def record(stored: StoredEvent) -> bool:
+        seen.append(stored.event.id)
+        return stored.event.content == "0"
+
+    got = await store.query([flt(limit=3)], None, record)
+    assert ids(got) == [events[0].event.id]
+    assert seen == expected
+
+
+async def test_count_distinct_across_filters(store: EventStore) -> None:
+    """relay.md §7.7 item 2."""
+    a = make(1, "a", [["t", "x"]])
+    b = make(1, "b", [["t", "y"]], who=BOB)
+    c = make(7, "c")
+    await insert_all(store, a, b, c)
+    filters = [flt(kinds=[1], limit=1), flt(tag_t=["x", "y"]), flt(authors=[BOB.pubkey])]
+    assert await store.count(filters, None) == 2
+    assert await store.count(filters, None, lambda s: s.event.pubkey == BOB.pubkey) == 1
+    assert await store.count([Filter()], None) == 3
