@@ -38,7 +38,7 @@ async def test_sqlite_runs_in_wal_with_required_pragmas(tmp_path: Path) -> None:
         writer = store._writer
         assert writer is not None
         pragma = {
-            name: (await writer.execute_fetchall(f"PRAGMA {name}"))[0][0]  # type: ignore[index]
+            name: writer.execute(f"PRAGMA {name}").fetchone()[0]
             for name in ("journal_mode", "foreign_keys", "busy_timeout", "synchronous")
         }
         assert pragma == {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 5000, "synchronous": 2}

@@ -1,27 +1,36 @@
-"""SQLite backend (relay.md §13.1 item 1): one writer connection, a small pool of readers.
+"""SQLite backend (relay.md §13.1 item 1): one writer thread with group commit, reader threads.
 
-Every connection is an aiosqlite connection, so each statement runs on that connection's own
-thread and never blocks the event loop. Writes take one asyncio lock around
-`BEGIN IMMEDIATE … COMMIT` on the writer: the single writer is also the per-key lock of
-relay.md §13.3 item 2. Readers run in WAL mode beside the writer and see each commit as soon
-as it returns.
+The shared `_txn` functions are coroutines so PostgreSQL can await asyncpg; here they run on
+plain `sqlite3` connections whose methods never suspend, so each whole transaction runs
+synchronously inside a worker thread (`run_inline`): one thread hop per transaction instead of
+one per statement, and the event loop is never blocked.
+
+Writes are serialized through one writer thread (the single writer is also the per-key lock of
+relay.md §13.3 item 2). Writes that queue up while a commit is in flight are committed together
+(group commit): each runs inside its own SAVEPOINT, so one failing write rolls back alone, and
+the batch shares one `COMMIT` (one fsync with `synchronous=FULL`). A caller's answer is given
+only after that COMMIT returned: `OK true` means durable and queryable.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import queue
 import sqlite3
-from collections.abc import Sequence
+import threading
+from collections.abc import Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
-
 from buzz.store.base import StoreError
-from buzz.store.dialect import SQLITE, Conn, Dialect
+from buzz.store.dialect import SQLITE, Dialect
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 
 BUSY_TIMEOUT_MS = 5000  # relay.md §13.1: at least 5 s
+MAX_BATCH = 256  # writes per group commit
 _PRAGMAS = (
     f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
     "PRAGMA foreign_keys = ON",
@@ -29,30 +38,58 @@ _PRAGMAS = (
 )
 
 
-class _SqliteConn:
-    """`Conn` over an aiosqlite connection: one thread hop per statement."""
+def run_inline(coro: Coroutine[Any, Any, T]) -> T:
+    """Drive a coroutine that never suspends to completion, synchronously.
+
+    Raises RuntimeError if it does suspend (it awaited real I/O, which a sqlite3 `Conn` never does).
+    """
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("a SQLite transaction function suspended; it must only await Conn methods")
+
+
+class _SyncConn:
+    """`Conn` over a plain sqlite3 connection: the coroutine methods complete without suspending."""
 
     dialect: Dialect = SQLITE
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
     async def fetch(self, sql: str, args: Sequence[object] = ()) -> Sequence[Sequence[Any]]:
-        return list(await self._conn.execute_fetchall(sql, args))
+        return self._conn.execute(sql, args).fetchall()
 
     async def execute(self, sql: str, args: Sequence[object] = ()) -> None:
-        await self._conn.execute_fetchall(sql, args)
+        self._conn.execute(sql, args)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
-        cursor = await self._conn.executemany(sql, rows)
-        await cursor.close()
+        self._conn.executemany(sql, rows)
+
+
+@dataclass
+class _Write:
+    fn: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    future: asyncio.Future[Any]
+    loop: asyncio.AbstractEventLoop = field(repr=False, default=None)  # type: ignore[assignment]
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    for pragma in _PRAGMAS:
+        conn.execute(pragma)
+    return conn
 
 
 class SqliteStore(SqlStore):
     """The EventStore on a SQLite file (WAL, foreign_keys=ON, busy_timeout 5 s, synchronous=FULL).
 
     `path` is the database file (its folder is created); `readers` the number of read
-    connections. Call `open()` before use and `close()` at the end.
+    connections (each on its own thread). Call `open()` before use and `close()` at the end.
     """
 
     dialect: Dialect = SQLITE
@@ -62,83 +99,148 @@ class SqliteStore(SqlStore):
             raise ValueError("readers must be at least 1")
         self.path = Path(path)
         self._reader_count = readers
-        self._writer: aiosqlite.Connection | None = None
-        self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
-        self._all_readers: list[aiosqlite.Connection] = []
-        self._write_lock = asyncio.Lock()
+        self._writer: sqlite3.Connection | None = None
+        self._writes: queue.SimpleQueue[_Write | None] = queue.SimpleQueue()
+        self._writer_thread: threading.Thread | None = None
+        self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._all_readers: list[sqlite3.Connection] = []
+        self._read_pool: ThreadPoolExecutor | None = None
 
     async def open(self) -> None:
         """Open the writer, switch to WAL, create the schema, then open the readers.
 
         Raises StoreError when the file cannot be opened or WAL cannot be enabled.
         """
+        loop = asyncio.get_running_loop()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = await self._connect()
-            rows = await self._writer.execute_fetchall("PRAGMA journal_mode = WAL")
-            if next(iter(rows))[0] != "wal":
-                raise StoreError(f"{self.path}: cannot enable WAL journal mode")
-            await self._write(_create_schema_txn)
-            for _ in range(self._reader_count):
-                reader = await self._connect()
-                await reader.execute("PRAGMA query_only = ON")
-                self._all_readers.append(reader)
-                self._readers.put_nowait(reader)
+            await loop.run_in_executor(None, self._open_sync)
         except (sqlite3.Error, OSError) as exc:
             await self.close()
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        self._writer_thread = threading.Thread(target=self._writer_loop, name="sqlite-writer", daemon=True)
+        self._writer_thread.start()
+        self._read_pool = ThreadPoolExecutor(self._reader_count, thread_name_prefix="sqlite-reader")
 
-    async def _connect(self) -> aiosqlite.Connection:
-        conn = await aiosqlite.connect(self.path, isolation_level=None)
-        for pragma in _PRAGMAS:
-            await conn.execute(pragma)
-        return conn
+    def _open_sync(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = _connect(self.path)
+        mode = self._writer.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode != "wal":
+            raise StoreError(f"{self.path}: cannot enable WAL journal mode")
+        self._writer.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in SQLITE.schema:
+                self._writer.execute(statement)
+            self._writer.execute("COMMIT")
+        except BaseException:
+            self._writer.execute("ROLLBACK")
+            raise
+        for _ in range(self._reader_count):
+            reader = _connect(self.path)
+            reader.execute("PRAGMA query_only = ON")
+            self._all_readers.append(reader)
+            self._readers.put(reader)
 
     async def close(self) -> None:
-        """Close the readers, then the writer (the last close checkpoints the WAL)."""
+        """Stop the writer thread after the queued writes, close every connection; idempotent."""
+        thread, self._writer_thread = self._writer_thread, None
+        if thread is not None:
+            self._writes.put(None)
+            await asyncio.get_running_loop().run_in_executor(None, thread.join)
+        pool, self._read_pool = self._read_pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         readers, self._all_readers = self._all_readers, []
-        self._readers = asyncio.Queue()
         for reader in readers:
-            await reader.close()
+            reader.close()
         writer, self._writer = self._writer, None
         if writer is not None:
-            await writer.close()
+            writer.close()  # the last close checkpoints the WAL
 
+    # -- writes ----------------------------------------------------------------------------
     async def _write(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        # Shielded: a cancelled caller must not cut a transaction in half.
-        return await asyncio.shield(self._write_now(fn, *args, **kwargs))
-
-    async def _write_now(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        async with self._write_lock:
-            writer = self._writer
-            if writer is None:
-                raise StoreError("store is not open")
-            try:
-                await writer.execute("BEGIN IMMEDIATE")
-                try:
-                    result = await fn(_SqliteConn(writer), *args, **kwargs)
-                    await writer.execute("COMMIT")
-                except BaseException:
-                    if writer.in_transaction:
-                        await writer.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                raise StoreError(f"sqlite write failed: {exc}") from exc
-            return result
-
-    async def _read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        if not self._all_readers:
+        if self._writer_thread is None:
             raise StoreError("store is not open")
-        reader = await self._readers.get()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._writes.put(_Write(fn, args, kwargs, future, loop))
+        # Shielded: a cancelled caller must not lose track of a write that will still commit.
+        return await asyncio.shield(future)
+
+    def _writer_loop(self) -> None:
+        while True:
+            first = self._writes.get()
+            if first is None:
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < MAX_BATCH:
+                try:
+                    item = self._writes.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            self._commit_batch(batch)
+            if stop:
+                return
+
+    def _commit_batch(self, batch: list[_Write]) -> None:
+        writer = self._writer
+        assert writer is not None
+        results: list[tuple[_Write, bool, Any]] = []
         try:
-            return await fn(_SqliteConn(reader), *args, **kwargs)
+            writer.execute("BEGIN IMMEDIATE")
+            conn = _SyncConn(writer)
+            for item in batch:
+                writer.execute("SAVEPOINT w")
+                try:
+                    value = run_inline(item.fn(conn, *item.args, **item.kwargs))
+                    writer.execute("RELEASE w")
+                    results.append((item, True, value))
+                except BaseException as exc:  # this write alone rolls back
+                    writer.execute("ROLLBACK TO w")
+                    writer.execute("RELEASE w")
+                    results.append((item, False, _store_error(exc)))
+            writer.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                if writer.in_transaction:
+                    writer.execute("ROLLBACK")
+            err = StoreError(f"sqlite write failed: {exc}")
+            results = [(item, False, err) for item in batch]
+        for item, ok, value in results:
+            item.loop.call_soon_threadsafe(_settle, item.future, ok, value)
+
+    # -- reads -----------------------------------------------------------------------------
+    async def _read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        pool = self._read_pool
+        if pool is None:
+            raise StoreError("store is not open")
+        return await asyncio.get_running_loop().run_in_executor(pool, self._read_sync, fn, args, kwargs)
+
+    def _read_sync(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        reader = self._readers.get()
+        try:
+            return run_inline(fn(_SyncConn(reader), *args, **kwargs))
         except sqlite3.Error as exc:
             raise StoreError(f"sqlite read failed: {exc}") from exc
         finally:
-            if reader in self._all_readers:  # not closed meanwhile
-                self._readers.put_nowait(reader)
+            self._readers.put(reader)
 
 
-async def _create_schema_txn(conn: Conn) -> None:
-    for statement in SQLITE.schema:
-        await conn.execute(statement)
+def _store_error(exc: BaseException) -> BaseException:
+    if isinstance(exc, sqlite3.Error):
+        return StoreError(f"sqlite write failed: {exc}")
+    return exc
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if future.done():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
