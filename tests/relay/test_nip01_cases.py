@@ -214,3 +214,41 @@ async def test_auth_with_wrong_challenge_gets_ok_false(sqlite_relay: RunningRela
         bad = build_auth_event(alice.secret, "0" * 64, sqlite_relay.url)
         r = await c._send_and_wait_ok("AUTH", bad)
         assert not r.accepted and r.message == "auth-required: verification failed"
+
+
+async def test_duplicate_gets_no_second_live_delivery(
+    relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    async with relay.client(alice) as a, relay.client(bob) as b:
+        sub = await b.subscribe([{"kinds": [1], "authors": [alice.pubkey]}])
+        await sub.eose.wait()
+        e = Event.create(alice.secret, 1, "once")
+        await a.publish(e)
+        assert (await sub.next()).id == e.id
+        r = await a.publish(e)
+        assert r.message.startswith("duplicate:")
+        marker = Event.create(alice.secret, 1, "marker")
+        await a.publish(marker)
+        assert (await sub.next()).id == marker.id  # nothing in between
+
+
+async def test_e_tag_values_are_case_sensitive(relay: RunningRelay, alice: Identity) -> None:
+    async with relay.client(alice) as c:
+        target = "ab" * 32
+        e = Event.create(alice.secret, 1, "ref", [["e", target]])
+        await c.publish(e)
+        assert await c.query([{"kinds": [1], "#e": [target.upper()]}]) == []
+        assert [x.id for x in await c.query([{"kinds": [1], "#e": [target]}])] == [e.id]
+
+
+async def test_or_across_filters_and_within_a_tag_key(relay: RunningRelay, alice: Identity) -> None:
+    async with relay.client(alice) as c:
+        a = Event.create(alice.secret, 1, "a", [["t", "a"]])
+        b = Event.create(alice.secret, 1, "b", [["t", "b"]])
+        z = Event.create(alice.secret, 1, "z", [["t", "z"]])
+        for e in (a, b, z):
+            await c.publish(e)
+        within = await c.query([{"kinds": [1], "#t": ["a", "b"]}])
+        assert {e.id for e in within} == {a.id, b.id}
+        across = await c.query([{"kinds": [1], "#t": ["a"]}, {"kinds": [1], "#t": ["z"]}])
+        assert {e.id for e in across} == {a.id, z.id}

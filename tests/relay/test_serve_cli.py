@@ -1,0 +1,113 @@
+"""`buzz relay serve` and `buzz keys` as a user runs them: real subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+
+from buzz.core import nip19
+from buzz.core.keys import public_key
+
+BUZZ = str(Path(sys.executable).with_name("buzz"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_serve_prints_url_answers_nip11_and_stops_on_sigterm(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {**os.environ, "BUZZ_RELAY_NAME": "Test Hive"}
+    proc = await asyncio.create_subprocess_exec(
+        BUZZ,
+        "relay",
+        "serve",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--data-dir",
+        str(tmp_path / "data"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        first = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()
+        assert f"ws://127.0.0.1:{port}" in first and "Test Hive" in first
+        async with aiohttp.ClientSession() as s:
+            async with s.get(f"http://127.0.0.1:{port}/", headers={"Accept": "application/nostr+json"}) as r:
+                doc = await r.json(content_type=None)
+        assert doc["name"] == "Test Hive"
+        assert (tmp_path / "data" / "relay.sqlite3").exists()
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def test_serve_sigint_stops_cleanly(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        BUZZ,
+        "relay",
+        "serve",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--data-dir",
+        str(tmp_path),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        await asyncio.wait_for(proc.stdout.readline(), 20)
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def test_serve_refuses_bad_configuration(tmp_path: Path) -> None:
+    env = {**os.environ, "BUZZ_RELAY_PRIVATE_KEY": "not-hex", "BUZZ_DATA_DIR": str(tmp_path)}
+    done = subprocess.run([BUZZ, "relay", "serve"], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and "BUZZ_RELAY_PRIVATE_KEY" in done.stderr
+    env = {**os.environ, "BUZZ_MAX_FRAME_BYTES": "0", "BUZZ_DATA_DIR": str(tmp_path)}
+    done = subprocess.run([BUZZ, "relay", "serve"], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and "BUZZ_MAX_FRAME_BYTES" in done.stderr
+
+
+def test_keys_generate_and_show() -> None:
+    gen = subprocess.run([BUZZ, "keys", "generate"], capture_output=True, text=True, timeout=30, check=True)
+    keys = json.loads(gen.stdout)
+    assert public_key(keys["secret_key"]) == keys["public_key"]
+    assert nip19.decode(keys["nsec"]) == ("nsec", keys["secret_key"])
+    assert nip19.decode(keys["npub"]) == ("npub", keys["public_key"])
+    for given in (keys["secret_key"], keys["nsec"]):
+        env = {**os.environ, "BUZZ_PRIVATE_KEY": given}
+        show = subprocess.run(
+            [BUZZ, "keys", "show"], env=env, capture_output=True, text=True, timeout=30, check=True
+        )
+        shown = json.loads(show.stdout)
+        assert shown == {"public_key": keys["public_key"], "npub": keys["npub"]}
+        assert keys["secret_key"] not in show.stdout and keys["nsec"] not in show.stdout
+
+
+def test_keys_show_without_key_is_a_json_error() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "BUZZ_PRIVATE_KEY"}
+    done = subprocess.run([BUZZ, "keys", "show"], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert "error" in json.loads(done.stderr)

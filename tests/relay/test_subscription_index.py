@@ -1,0 +1,70 @@
+"""The live matcher index (issue 2 §4): an event is checked only against subscriptions that
+could match it, and the final word is always `Filter.matches`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from buzz.core.event import Event
+from buzz.core.filters import Filter
+from buzz.core.keys import generate_secret_key, public_key
+from buzz.relay.subscriptions import Subscription, SubscriptionIndex
+
+CHANNEL = "0b7a5f8e-8a59-4c2b-9a39-6f4a3e1c2d10"
+
+
+@dataclass
+class _Sink:
+    pubkey: str | None = None
+    sent: list[str] = field(default_factory=list)
+
+    def send(self, text: str) -> None:
+        self.sent.append(text)
+
+
+def _sub(sub_id: str, *filters: dict) -> Subscription:
+    return Subscription(_Sink(), sub_id, tuple(Filter.parse(f) for f in filters))
+
+
+def test_event_reaches_only_buckets_it_names() -> None:
+    sk = generate_secret_key()
+    pk = public_key(sk)
+    index = SubscriptionIndex()
+    by_kind = _sub("kind", {"kinds": [1]})
+    by_author = _sub("author", {"authors": [pk]})
+    by_tag = _sub("tag", {"#t": ["x"], "kinds": [1]})
+    other_tag = _sub("other", {"#t": ["y"]})
+    other_kind = _sub("k7", {"kinds": [7]})
+    empty = _sub("empty", {"kinds": []})
+    for s in (by_kind, by_author, by_tag, other_tag, other_kind, empty):
+        index.add(s)
+    event = Event.create(sk, 1, "hi", [["t", "x"]])
+    assert {s.sub_id for s in index.matching(event, None)} == {"kind", "author", "tag"}
+    index.remove(by_tag)
+    assert {s.sub_id for s in index.matching(event, None)} == {"kind", "author"}
+    assert len(index) == 5
+
+
+def test_channel_events_only_reach_filters_naming_the_channel() -> None:
+    sk = generate_secret_key()
+    index = SubscriptionIndex()
+    named = _sub("named", {"kinds": [9], "#h": [CHANNEL]})
+    unnamed = _sub("unnamed", {"kinds": [9]})
+    index.add(named)
+    index.add(unnamed)
+    msg = Event.create(sk, 9, "in channel", [["h", CHANNEL]])
+    assert [s.sub_id for s in index.matching(msg, CHANNEL)] == ["named"]
+    # A reaction carries no h tag: it reaches #h subscriptions through its channel (§6.2).
+    reaction = Event.create(sk, 7, "+", [["e", "a" * 64]])
+    react_sub = _sub("react", {"kinds": [7], "#h": [CHANNEL]})
+    index.add(react_sub)
+    assert [s.sub_id for s in index.matching(reaction, CHANNEL)] == ["react"]
+
+
+def test_a_subscription_is_yielded_once_even_when_several_filters_match() -> None:
+    sk = generate_secret_key()
+    index = SubscriptionIndex()
+    sub = _sub("multi", {"kinds": [1]}, {"authors": [public_key(sk)]}, {"#t": ["x"]})
+    index.add(sub)
+    event = Event.create(sk, 1, "", [["t", "x"]])
+    assert [s.sub_id for s in index.matching(event, None)] == ["multi"]
