@@ -32,8 +32,8 @@ test: $(VENV)/.dev tests/interop/node_modules/.installed
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: $(VENV)/.dev
-	$(BIN)/python bench/ingest.py
-	$(BIN)/python bench/huddle.py
+	$(BIN)/python bench/ingest.py $(BENCH_ARGS)
+	@if [ -f bench/huddle.py ]; then $(BIN)/python bench/huddle.py; else echo "bench/huddle.py not present: skipped"; fi
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench examples

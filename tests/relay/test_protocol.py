@@ -340,3 +340,11 @@ async def test_slow_consumer_is_disconnected(tmp_path, alice: Identity) -> None:
         assert conn._closing  # type: ignore[attr-defined]
         assert running.relay.stats["dropped_messages"] >= 3
         await reader.close()
+
+
+async def test_closed_workspace_refuses_non_member_auth(tmp_path, alice: Identity) -> None:
+    async with relay_on(tmp_path, require_relay_membership=True) as running:
+        async with running.client(alice, auth=False) as c:
+            auth = build_auth_event(alice.secret, await c.challenge, running.url)  # type: ignore[arg-type]
+            r = await c._send_and_wait_ok("AUTH", auth)
+            assert (r.accepted, r.message) == (False, "restricted: not a relay member")

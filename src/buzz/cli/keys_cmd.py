@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+import orjson
 
 from buzz.cli.output import Context, emit, fail
 from buzz.core import nip19
@@ -61,3 +62,46 @@ def show(ctx: Context) -> None:
     except (click.BadParameter, ValueError) as exc:
         fail(f"invalid private key: {exc}", 2)
     emit(ctx, {"public_key": pub, "npub": nip19.npub(pub)})
+
+
+@keys.command()
+@click.option("--agent", "agent", required=True, help="The agent's public key, hex or npub.")
+@click.option(
+    "--conditions",
+    default="",
+    show_default=True,
+    help="NIP-OA conditions, e.g. 'created_at<1767225600'; empty = unconditional (agents.md §1.3 item 4).",
+)
+@click.pass_obj
+def attest(ctx: Context, agent: str, conditions: str) -> None:
+    """Sign a NIP-OA attestation for an agent key, as its owner (agents.md §1.2, §1.4 step 2).
+
+    Signs with --private-key / BUZZ_PRIVATE_KEY (the owner) and prints
+    {"auth_tag": [...], "owner", "agent"}; how to export it as BUZZ_AUTH_TAG goes to stderr.
+
+    \b
+    Example:
+      BUZZ_PRIVATE_KEY=<owner nsec> buzz keys attest --agent npub1...
+    """
+    from buzz.cli.identity import IdentityError, cli_error, fail_identity, parse_pubkey, parse_secret_key
+    from buzz.core.nip_oa import InvalidAuthTag, build_auth_tag, verify_auth_tag
+
+    try:
+        owner_secret = parse_secret_key(ctx.private_key)
+        agent_pub = parse_pubkey(agent, "--agent")
+    except IdentityError as exc:
+        fail_identity(exc)
+    owner = public_key(owner_secret)
+    if agent_pub == owner:
+        cli_error("user_error", "--agent must differ from the owner key (self-attestation)", 1)
+    try:
+        tag = build_auth_tag(owner_secret, agent_pub, conditions)
+        verify_auth_tag(tag, agent_pub)  # self-check (agents.md §9.2 item 3)
+    except InvalidAuthTag as exc:
+        cli_error("user_error", f"cannot attest: {exc.reason}", 1)
+    emit(ctx, {"auth_tag": tag, "owner": owner, "agent": agent_pub})
+    compact = orjson.dumps(tag).decode()
+    click.echo(
+        f"# give the agent this tag (agents.md §1.4 step 4):\nexport BUZZ_AUTH_TAG='{compact}'",
+        err=True,
+    )

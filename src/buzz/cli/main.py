@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import click
 
-from buzz.cli import keys_cmd, relay_cmd
+from buzz.cli import (
+    agent_cmd,
+    channels_cmd,
+    dms_cmd,
+    keys_cmd,
+    messages_cmd,
+    reactions_cmd,
+    relay_cmd,
+    users_cmd,
+)
+from buzz.cli.huddle_cmd import huddle
+from buzz.cli.mem_cmd import mem
 from buzz.cli.output import Context
 
 
@@ -23,6 +34,12 @@ from buzz.cli.output import Context
     help="Your secret key, hex or nsec (env BUZZ_PRIVATE_KEY).",
 )
 @click.option(
+    "--auth-tag",
+    envvar="BUZZ_AUTH_TAG",
+    default=None,
+    help="The agent's NIP-OA tag, JSON or [auth,…] shorthand (env BUZZ_AUTH_TAG; unset for humans).",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["json", "compact"]),
@@ -31,7 +48,7 @@ from buzz.cli.output import Context
     help="Output format on stdout.",
 )
 @click.pass_context
-def cli(ctx: click.Context, relay: str, private_key: str | None, fmt: str) -> None:
+def cli(ctx: click.Context, relay: str, private_key: str | None, auth_tag: str | None, fmt: str) -> None:
     """buzz: a workspace where humans and agents share channels on a Nostr relay you own.
 
     \b
@@ -39,11 +56,19 @@ def cli(ctx: click.Context, relay: str, private_key: str | None, fmt: str) -> No
       buzz keys generate
       buzz relay serve --bind 127.0.0.1:3000
     """
-    ctx.obj = Context(relay_url=relay, private_key=private_key, fmt=fmt)
+    ctx.obj = Context(relay_url=relay, private_key=private_key, fmt=fmt, auth_tag=auth_tag)
 
 
 cli.add_command(relay_cmd.relay)
 cli.add_command(keys_cmd.keys)
+cli.add_command(mem)
+cli.add_command(channels_cmd.channels)
+cli.add_command(messages_cmd.messages)
+cli.add_command(reactions_cmd.reactions)
+cli.add_command(dms_cmd.dms)
+cli.add_command(users_cmd.users)
+cli.add_command(huddle)
+cli.add_command(agent_cmd.agent)
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ class Context:
     relay_url: str
     private_key: str | None
     fmt: str = "json"
+    auth_tag: str | None = None  # raw --auth-tag / BUZZ_AUTH_TAG; resolve with buzz.cli.identity
 
 
 def emit(ctx: Context, value: Any) -> None:

@@ -161,6 +161,12 @@ class RelayClient:
     def closed(self) -> bool:
         return self._ws is None or self._ws.closed
 
+    async def wait_closed(self) -> None:
+        """Return once the connection has ended (the relay closed it, the network dropped, or
+        `close` was called); every pending request and subscription has been failed by then."""
+        if self._reader is not None:
+            await asyncio.wait({self._reader})
+
     async def send_raw(self, message: Any) -> None:
         """Send a message as JSON (a list) or a raw text frame (a str)."""
         assert self._ws is not None

@@ -1,11 +1,41 @@
 """Kinds where block/buzz's registry (`shared/vectors/kinds.json`) and relay.md §3.2 disagree.
 
-relay.md wins; each entry keeps a kind out of the kinds.json agreement test with a one-line
-reason. Scope: storage class and visibility sets of kinds present in both. Kinds that
-kinds.json lists and relay.md does not register are not differences (they are unknown here).
+relay.md wins; each entry keeps a kind out of one kinds.json agreement test with a one-line
+reason, and the tests check that every entry still names a real disagreement (no stale rows).
+Kinds that kinds.json lists and relay.md does not register are not differences: they are
+unknown here and refused with `restricted: unknown event kind` (relay.md §3.2 item 1).
+
+Compared columns: storage class and visibility sets (`DELIBERATE_DIFFERENCES`), write scope
+(`SCOPE_DIFFERENCES`; kinds.json `null` = relay-only, reserved, AUTH or ephemeral, whose scope
+is checked before ingest) and place (`PLACE_DIFFERENCES`; kinds.json flags `ingest_global_only`
+/ `ingest_requires_h` against our Place G / H).
 """
 
 from __future__ import annotations
 
-# kind -> why we deliberately differ from kinds.json (none today: all 96 shared kinds agree).
+# kind -> why storage class or visibility sets differ (none today: all shared kinds agree).
 DELIBERATE_DIFFERENCES: dict[int, str] = {}
+
+# kind -> why the write scope differs (relay.md §3.2 "Scope" column).
+SCOPE_DIFFERENCES: dict[int, str] = {
+    40099: "relay.md lets an agent with a registered owner sign control outcomes (m:w, §9 item 11); "
+    "buzz has no client scope for system messages",
+    48101: "relay.md makes huddle joins relay-signed only; buzz lets clients send them with channels:write",
+    48102: "relay.md makes huddle leaves relay-signed only; buzz lets clients send them with channels:write",
+}
+
+_WORKFLOW = "relay.md places workflow execution records in their channel (Place H); buzz has no ingest flag"
+_GLOBAL = "relay.md forces the channel to NULL (Place G); buzz does not flag the kind global-only"
+
+# kind -> why the place differs (relay.md §3.2 "Place" column, §4.2).
+PLACE_DIFFERENCES: dict[int, str] = {
+    1059: _GLOBAL + " (gift wraps are p-gated global events)",
+    1984: _GLOBAL + " (reports are global until the moderation queue exists)",
+    44100: _GLOBAL + " (relay-signed notices are global so the target sees them, §4.6 item 3)",
+    44101: _GLOBAL + " (relay-signed notices are global so the target sees them, §4.6 item 3)",
+    9007: "relay.md requires h (the new channel's id); buzz checks it in the command handler instead",
+    9021: "relay.md requires h (the channel to join); buzz checks it in the command handler instead",
+    30620: "relay.md requires h (the workflow's channel); buzz treats it as a command kind",
+    40099: "relay.md requires h (system messages live in a channel); buzz emits them internally only",
+    **dict.fromkeys((46001, 46002, 46003, 46004, 46005, 46006, 46007, 46010, 46011, 46012), _WORKFLOW),
+}

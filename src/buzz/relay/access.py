@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import time
 
+from buzz.core.stored import StoredEvent
+from buzz.core.visibility import visible_by_sets
 from buzz.store.base import EventStore
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,15 @@ class ChannelAccess:
             return False
         member = await self._store.get_member(channel_id, reader)  # type: ignore[attr-defined]
         return member is not None and member.removed_at is None
+
+    async def visible(self, stored: StoredEvent, reader: str | None) -> bool:
+        """relay.md §5.3 items 2–6 for one event and one reader: the visibility sets
+        (`visible_by_sets`), then `readable(C, reader)` for a channel event. The one per-event
+        authorization used by live fan-out and presence reads; stored reads apply the same
+        predicate with item 6 pushed into SQL (`buzz.store.clauses`). Never raises."""
+        if not visible_by_sets(stored.event, reader):
+            return False
+        return stored.channel_id is None or await self.readable(stored.channel_id, reader)
 
     async def writable(self, channel_id: str, writer: str) -> bool:
         """relay.md §4.3 item 2: the channel exists and is open or `writer` is an active member.

@@ -9,7 +9,7 @@ import logging
 
 from aiohttp import web
 
-from buzz.relay import nip11
+from buzz.relay import http_bridge, nip11
 from buzz.relay.connection import Connection
 from buzz.relay.relay import Relay
 
@@ -78,6 +78,9 @@ def build_app(relay: Relay) -> web.Application:
     app.router.add_get("/info", info)
     app.router.add_route("OPTIONS", "/info", options)
     app.router.add_get("/health", health)
+    relay.huddles.install(app)  # huddle.md §2.1: GET /huddle/{channel_id}/audio
+    if relay.config.http_bridge:
+        http_bridge.add_routes(app, relay)  # relay.md §15
 
     async def _startup(app: web.Application) -> None:
         await relay.start()

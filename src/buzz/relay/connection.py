@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import WSMsgType, web
 
 from buzz.core import messages, nip42
-from buzz.core.errors import AuthRequired, BuzzError, ServerError
+from buzz.core.errors import Blocked, BuzzError, ServerError
 from buzz.core.limits import MAX_MISSED_PONGS, MAX_SUBSCRIPTIONS, PING_INTERVAL_S
 from buzz.core.messages import (
     AuthMessage,
@@ -229,15 +229,16 @@ class Connection:
             return
         try:
             nip42.check_auth_event(event, self.challenge, self.relay.relay_urls(self.host), int(time.time()))
-            await self.relay.ingest.verify(event)
-            pubkey = await self.relay.admit(event)
-        except AuthRequired as exc:
+            try:
+                await self.relay.ingest.verify(event)
+            except BuzzError:
+                raise nip42.VERIFICATION_FAILED from None  # a bad id or signature is a failed AUTH
+            pubkey = await self.relay.admit(event)  # Restricted / Blocked keep their own text
+        except BuzzError as exc:
             self._auth_failed = True
             self.send(messages.ok(event.id, False, str(exc)))
-            return
-        except BuzzError:
-            self._auth_failed = True
-            self.send(messages.ok(event.id, False, "auth-required: verification failed"))
+            if isinstance(exc, Blocked):
+                self.close_soon(code=1008, message=b"blocked")
             return
         self.pubkey = pubkey
         self.send(messages.ok(event.id, True, ""))

@@ -12,7 +12,6 @@ import logging
 
 from buzz.core import messages
 from buzz.core.stored import StoredEvent, require_verified
-from buzz.core.visibility import visible_by_sets
 from buzz.relay.access import ChannelAccess
 from buzz.relay.subscriptions import Subscription, SubscriptionIndex
 
@@ -37,11 +36,8 @@ class FanOut:
         event_json = event.to_json()
         delivered = 0
         for sub in subs:
-            reader = sub.conn.pubkey
-            if not visible_by_sets(event, reader):
-                continue
-            if channel_id is not None and not await self._access.readable(channel_id, reader):
-                continue
+            if not await self._access.visible(stored, sub.conn.pubkey):
+                continue  # relay.md §12.1 item 1: visible at delivery time
             if event.id in sub.sent_ids:
                 continue  # already sent from the stored results of this REQ
             sub.deliver(event.id, event_json, messages.event(sub.sub_id, event_json))

@@ -15,6 +15,7 @@ from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent
 from buzz.core.visibility import check_filter_gates, visible_by_sets
 from buzz.relay.access import ChannelAccess
+from buzz.relay.presence import Presence, presence_results
 from buzz.store.base import EventStore
 
 MIXED_SEARCH = ServerError("mixed search and non-search filters not supported")
@@ -25,6 +26,7 @@ class Reads:
     def __init__(self, store: EventStore, access: ChannelAccess) -> None:
         self._store = store
         self._access = access
+        self.presence: Presence | None = None  # set by the relay: 20001 on stored reads (§12.2)
 
     async def check(self, filters: Sequence[Filter], reader: str, *, count: bool = False) -> bool:
         """Steps 5–7 of relay.md §7.5 (and §7.7 item 1 for COUNT). Returns True for a search request.
@@ -56,8 +58,13 @@ class Reads:
         return _accept
 
     async def stored(self, filters: Sequence[Filter], reader: str | None) -> list[StoredEvent]:
-        """Stored results in relay.md §6.4 order; every event passes `visible`."""
-        return await self._store.query(filters, reader, self.accept(reader))
+        """Stored results in relay.md §6.4 order; every event passes `visible`. Live presence
+        (relay.md §12.2 item 2) follows the stored rows of a request that asks for it."""
+        results = await self._store.query(filters, reader, self.accept(reader))
+        if self.presence is not None:
+            seen = {s.event.id for s in results}
+            results += await presence_results(self.presence, self._access, filters, reader, seen)
+        return results
 
     async def count(self, filters: Sequence[Filter], reader: str | None) -> int:
         return await self._store.count(filters, reader, self.accept(reader))

@@ -7,6 +7,7 @@ import collections
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
+from buzz.core import nip_oa
 from buzz.core.errors import Restricted
 from buzz.core.event import Event
 from buzz.core.keys import public_key
@@ -14,13 +15,16 @@ from buzz.core.nip42 import normalize_relay_url
 from buzz.relay import relay_key
 from buzz.relay.access import ChannelAccess
 from buzz.relay.config import RelayConfig
+from buzz.relay.emit import Emitter
 from buzz.relay.fanout import FanOut
+from buzz.relay.huddle import Huddles
 from buzz.relay.ingest import Ingest
+from buzz.relay.presence import Presence
 from buzz.relay.reads import Reads
 from buzz.relay.rules.base import KindRules
 from buzz.relay.subscriptions import SubscriptionIndex
 from buzz.store import open_store
-from buzz.store.base import EventStore
+from buzz.store.base import EventStore, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,13 @@ class Relay:
         self.ingest = Ingest(self.store, self.fanout, self.rules, self.executor, config.max_past_drift_s)
         self.reads = Reads(self.store, self.access)
         self.connections: set[object] = set()
+        # Workspace follow-ups (relay.md §4.6, §4.7) and presence (§12.2 item 2).
+        self.emitter = Emitter(self.store, self.fanout, self.access, self.secret_key, self.connections)
+        self.presence = Presence()
+        self.rules.emitter = self.emitter
+        self.rules.presence = self.presence
+        self.reads.presence = self.presence
+        self.huddles = Huddles(self)  # huddle.md: audio sockets, rooms, lifecycle
         self.stats: collections.Counter[str] = collections.Counter()
         self._handlers_in_flight = 0
         self._configured_url = normalize_relay_url(config.relay_url)
@@ -72,7 +83,25 @@ class Relay:
             is_member = getattr(self.store, "is_relay_member", None)
             if is_member is None or not await is_member(pubkey):
                 raise Restricted("not a relay member")
+        await self._register_owner(auth_event)
         return pubkey
+
+    async def _register_owner(self, auth_event: Event) -> None:
+        """relay.md §7.3 item 4: exactly one NIP-OA `auth` tag that verifies against the AUTH
+        event's pubkey (time clauses at its `created_at`, `kind=` not evaluated) records
+        agent → owner unless a mapping exists. An invalid tag never fails the AUTH; a store
+        failure is logged and leaves the agent without a registered owner (fail closed)."""
+        tags = nip_oa.auth_tags(auth_event)
+        if len(tags) != 1:
+            return
+        try:
+            owner = nip_oa.verify_auth_tag_at(tags[0], auth_event.pubkey, auth_event.created_at)
+        except nip_oa.InvalidAuthTag:
+            return
+        try:
+            await self.store.set_agent_owner_if_absent(auth_event.pubkey, owner)
+        except StoreError as exc:
+            log.warning("could not record the registered owner: %s", exc)
 
     # -- saturation (relay.md §7.1 item 6) ---------------------------------------------------
     def try_acquire_handler(self) -> bool:

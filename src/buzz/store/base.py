@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal, Protocol
 
+from buzz.core.errors import Duplicate
 from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent
 
@@ -146,7 +147,74 @@ class DeleteChannel:
     deleted_at: int | None = None
 
 
-Effect = SoftDelete | DeleteAddress | CreateChannel | PutMember | RemoveMember | DeleteChannel
+# Channel columns kind 9002 may change (relay.md §4.5); `archived_at` carries archive/unarchive.
+EDITABLE_CHANNEL_FIELDS = frozenset(
+    {"name", "about", "visibility", "topic", "purpose", "ttl_seconds", "archived_at"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateChannel:
+    """Set channel fields (kind 9002, relay.md §4.5): `(column, value)` pairs, each column in
+    EDITABLE_CHANNEL_FIELDS (None clears `ttl_seconds` / `archived_at`). No-op for a deleted channel."""
+
+    channel_id: str
+    changes: tuple[tuple[str, object], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordThread:
+    """The thread position of a reply (relay.md §9 item 1): root id, parent id, depth 1–100."""
+
+    event_id: str
+    root_id: str
+    parent_id: str
+    depth: int
+
+
+@dataclass(frozen=True, slots=True)
+class PutReaction:
+    """Enter a kind 7 in the active-reaction index (relay.md §9 item 3). Raises ReactionExists
+    when (author, target, content) already has an active reaction; the insert is rolled back.
+    Soft-deleting the reaction (SoftDelete) removes it from the index."""
+
+    event_id: str
+    author: str
+    target_id: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterDm:
+    """Bind a DM channel to its participant set (relay.md §4.8 item 2). Raises DmExists when
+    the set already has a DM; the insert is rolled back."""
+
+    channel_id: str
+    participants: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class SetDmHidden:
+    """Record (or clear) "hidden" for one participant of a DM (kinds 41012 / 41010, §4.8 item 4)."""
+
+    channel_id: str
+    pubkey: str
+    hidden: bool
+
+
+Effect = (
+    SoftDelete
+    | DeleteAddress
+    | CreateChannel
+    | PutMember
+    | RemoveMember
+    | DeleteChannel
+    | UpdateChannel
+    | RecordThread
+    | PutReaction
+    | RegisterDm
+    | SetDmHidden
+)
 
 Accept = Callable[[StoredEvent], bool]
 
@@ -196,6 +264,30 @@ class EventStore(Protocol):
     async def readable_channels(self, channel_ids: Iterable[str], reader: Reader) -> frozenset[str]:
         """The subset of `channel_ids` that `reader` may read: relay.md §4.3 item 1."""
 
+    async def get_agent_owner(self, agent: str) -> str | None:
+        """The registered owner (64 hex) recorded for `agent` at AUTH, or None (relay.md §7.3 item 4)."""
+
+    async def set_agent_owner_if_absent(self, agent: str, owner: str) -> None:
+        """Record agent → owner when the agent has no mapping yet; first write wins (§7.3 item 4)."""
+
+    async def active_members(self, channel_id: str) -> list[Member]:
+        """The active members of a channel, oldest first (relay.md §4.1 item 3, §4.6)."""
+
+    async def find_dm(self, participants: frozenset[str]) -> str | None:
+        """The live DM channel whose participant set equals `participants`, or None (§4.8 item 2)."""
+
+    async def get_thread(self, event_id: str) -> tuple[str, int] | None:
+        """(root id, depth) recorded for a reply, or None for a top-level event (§9 item 1)."""
+
+    async def has_reaction(self, author: str, target_id: str, content: str) -> bool:
+        """True when (author, target, content) has an active reaction (§9 item 3)."""
+
+    async def latest_created_at(self, kind: int, pubkey: str, d: str) -> int | None:
+        """Newest `created_at` ever stored at an address, superseded rows included (§4.6 item 2)."""
+
+    async def is_dm_hidden(self, channel_id: str, pubkey: str) -> bool:
+        """True when `pubkey` hid the DM with kind 41012 and has not reopened it (§4.8 item 4)."""
+
     async def is_healthy(self) -> bool:
         """True when the database answers a trivial query."""
 
@@ -204,10 +296,25 @@ class StoreError(Exception):
     """A backend failure (connection lost, constraint surprise). Maps to `error: database error`."""
 
 
-class ChannelExists(StoreError):
+class ChannelExists(StoreError, Duplicate):
     """CreateChannel named an id already taken (even by a deleted channel); relay.md §4.5
-    answers it `duplicate: channel already exists`."""
+    answers it `duplicate: channel already exists` (its `str` is that wire text)."""
 
     def __init__(self, channel_id: str) -> None:
-        super().__init__(f"channel {channel_id} already exists")
+        Duplicate.__init__(self, "channel already exists")
         self.channel_id = channel_id
+
+
+class ReactionExists(StoreError, Duplicate):
+    """PutReaction found an active reaction with the same (author, target, content); relay.md
+    §9 item 3 answers `duplicate: reaction already exists` (its `str`)."""
+
+    def __init__(self) -> None:
+        Duplicate.__init__(self, "reaction already exists")
+
+
+class DmExists(StoreError):
+    """RegisterDm lost a race: another DM for the same participant set committed first."""
+
+    def __init__(self) -> None:
+        super().__init__("a DM for this participant set already exists")

@@ -160,3 +160,10 @@ async def readable_channels_txn(conn: Conn, channel_ids: Iterable[str], reader: 
 async def ping_txn(conn: Conn) -> bool:
     rows = await conn.fetch("SELECT 1")
     return bool(rows) and rows[0][0] == 1
+
+
+async def get_agent_owner_txn(conn: Conn, agent: str) -> str | None:
+    """The registered owner of `agent` (relay.md §7.3 item 4), or None."""
+    p = Params(conn.dialect)
+    rows = await conn.fetch(f"SELECT owner FROM agent_owners WHERE agent = {p.add(agent)}", p.values)
+    return rows[0][0] if rows else None

@@ -8,6 +8,12 @@ SQLite gives events an integer `seq` so the contentless FTS5 table can point at 
 
 `deleted_addresses` records kind 5 `a` deletions (relay.md §3.1 item 5, §10.1 item 4): later
 versions at the address with `created_at ≤ deleted_until` lose. Replaceable kinds use `d = ''`.
+
+`agent_owners` is the registered owner of relay.md §7.3 item 4: agent → owner, first write wins.
+
+Workspace tables (`buzz.store.workspace`): `event_threads` (root and depth of each reply, §9
+item 1), `reactions` (the active-reaction index, §9 item 3), `dm_channels` (participant set →
+DM channel, the sorted pubkeys joined by `,`, §4.8) and `dm_hidden` (§4.8 item 4).
 """
 
 from __future__ import annotations
@@ -63,6 +69,34 @@ CREATE TABLE IF NOT EXISTS event_tags (
     PRIMARY KEY (event_id, name, value)
 );
 CREATE INDEX IF NOT EXISTS event_tags_by_value ON event_tags (name, value, event_id);
+CREATE TABLE IF NOT EXISTS agent_owners (
+    agent {key} PRIMARY KEY,
+    owner {key} NOT NULL,
+    created_at {int} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS event_threads (
+    event_id {key} PRIMARY KEY REFERENCES events (id),
+    root_id {key} NOT NULL,
+    parent_id {key} NOT NULL,
+    depth {int} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS event_threads_by_root ON event_threads (root_id);
+CREATE TABLE IF NOT EXISTS reactions (
+    author {key} NOT NULL,
+    target_id {key} NOT NULL,
+    content {utf8} NOT NULL,
+    event_id {key} NOT NULL UNIQUE REFERENCES events (id),
+    PRIMARY KEY (author, target_id, content)
+);
+CREATE TABLE IF NOT EXISTS dm_channels (
+    participants {key} PRIMARY KEY,
+    channel_id {key} NOT NULL REFERENCES channels (id)
+);
+CREATE TABLE IF NOT EXISTS dm_hidden (
+    channel_id {key} NOT NULL REFERENCES channels (id),
+    pubkey {key} NOT NULL,
+    PRIMARY KEY (channel_id, pubkey)
+);
 CREATE TABLE IF NOT EXISTS deleted_addresses (
     kind {int} NOT NULL,
     pubkey {key} NOT NULL,

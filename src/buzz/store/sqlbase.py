@@ -15,10 +15,10 @@ from typing import Concatenate, ParamSpec, TypeVar
 from buzz.core.filters import Filter
 from buzz.core.kinds import is_ephemeral
 from buzz.core.stored import StoredEvent, require_verified
-from buzz.store import reads
+from buzz.store import reads, workspace
 from buzz.store.base import Accept, Channel, Effect, InsertOutcome, Member, Reader, StoreError
 from buzz.store.dialect import Conn
-from buzz.store.writes import insert_txn
+from buzz.store.writes import insert_txn, set_agent_owner_txn
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -85,6 +85,39 @@ class SqlStore(ABC):
     async def readable_channels(self, channel_ids: Iterable[str], reader: Reader) -> frozenset[str]:
         """The subset of `channel_ids` readable by `reader` (relay.md §4.3 item 1)."""
         return await self._read(reads.readable_channels_txn, list(channel_ids), reader)
+
+    async def get_agent_owner(self, agent: str) -> str | None:
+        """The registered owner of `agent` (64 hex), or None (relay.md §7.3 item 4)."""
+        return await self._read(reads.get_agent_owner_txn, agent)
+
+    async def set_agent_owner_if_absent(self, agent: str, owner: str) -> None:
+        """Record agent → owner unless a mapping exists: first write wins (relay.md §7.3 item 4)."""
+        await self._write(set_agent_owner_txn, agent, owner, int(time.time()))
+
+    # -- workspace lookups (buzz.store.workspace) -------------------------------------------
+    async def active_members(self, channel_id: str) -> list[Member]:
+        """Active members of a channel, oldest first (relay.md §4.1 item 3, §4.6)."""
+        return await self._read(workspace.active_members_txn, channel_id)
+
+    async def find_dm(self, participants: frozenset[str]) -> str | None:
+        """The live DM of exactly this participant set, or None (relay.md §4.8 item 2)."""
+        return await self._read(workspace.find_dm_txn, participants)
+
+    async def get_thread(self, event_id: str) -> tuple[str, int] | None:
+        """(root id, depth) of a reply, or None for a top-level event (relay.md §9 item 1)."""
+        return await self._read(workspace.thread_txn, event_id)
+
+    async def has_reaction(self, author: str, target_id: str, content: str) -> bool:
+        """True when (author, target, content) has an active reaction (relay.md §9 item 3)."""
+        return await self._read(workspace.has_reaction_txn, author, target_id, content)
+
+    async def latest_created_at(self, kind: int, pubkey: str, d: str) -> int | None:
+        """Newest created_at ever stored at an address, superseded rows included (§4.6 item 2)."""
+        return await self._read(workspace.latest_created_at_txn, kind, pubkey, d)
+
+    async def is_dm_hidden(self, channel_id: str, pubkey: str) -> bool:
+        """True when `pubkey` hid this DM (kind 41012) and has not reopened it (§4.8 item 4)."""
+        return await self._read(workspace.dm_hidden_txn, channel_id, pubkey)
 
     async def is_healthy(self) -> bool:
         """True when the database answers `SELECT 1`."""

@@ -26,10 +26,23 @@ from buzz.store.base import (
     Effect,
     InsertOutcome,
     PutMember,
+    PutReaction,
+    RecordThread,
+    RegisterDm,
     RemoveMember,
+    SetDmHidden,
     SoftDelete,
+    UpdateChannel,
 )
 from buzz.store.dialect import Conn, Params
+from buzz.store.workspace import (
+    forget_reaction_txn,
+    put_reaction_txn,
+    record_thread_txn,
+    register_dm_txn,
+    set_dm_hidden_txn,
+    update_channel_txn,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +197,16 @@ async def _apply_txn(conn: Conn, effect: Effect, now: int) -> None:
             await _remove_member_txn(conn, effect, now)
         case DeleteChannel():
             await _delete_channel_txn(conn, effect, now)
+        case UpdateChannel():
+            await update_channel_txn(conn, effect)
+        case RecordThread():
+            await record_thread_txn(conn, effect)
+        case PutReaction():
+            await put_reaction_txn(conn, effect)
+        case RegisterDm():
+            await register_dm_txn(conn, effect)
+        case SetDmHidden():
+            await set_dm_hidden_txn(conn, effect)
         case _:
             assert_never(effect)
 
@@ -192,6 +215,7 @@ async def _soft_delete_txn(conn: Conn, effect: SoftDelete, now: int) -> None:
     p = Params(conn.dialect)
     sql = f"UPDATE events SET deleted_at = {p.add(now)} WHERE id = {p.add(effect.event_id)} AND deleted_at IS NULL"
     await conn.execute(sql, p.values)
+    await forget_reaction_txn(conn, effect.event_id)  # relay.md §10.1 item 4
 
 
 async def _delete_address_txn(conn: Conn, effect: DeleteAddress, now: int) -> None:
@@ -264,4 +288,14 @@ async def _delete_channel_txn(conn: Conn, effect: DeleteChannel, now: int) -> No
     p = Params(conn.dialect)
     at = now if effect.deleted_at is None else effect.deleted_at
     sql = f"UPDATE channels SET deleted_at = {p.add(at)} WHERE id = {p.add(effect.channel_id)} AND deleted_at IS NULL"
+    await conn.execute(sql, p.values)
+
+
+async def set_agent_owner_txn(conn: Conn, agent: str, owner: str, now: int) -> None:
+    """Record agent → owner unless the agent already has one (relay.md §7.3 item 4)."""
+    p = Params(conn.dialect)
+    sql = (
+        f"INSERT INTO agent_owners (agent, owner, created_at) VALUES ({p.add(agent)}, {p.add(owner)}, {p.add(now)})"
+        " ON CONFLICT (agent) DO NOTHING"
+    )
     await conn.execute(sql, p.values)

@@ -5,16 +5,32 @@ reads. Adding a rule means adding a module (or a row), never a branch in the pip
 
 from __future__ import annotations
 
-from buzz.relay.rules import deletion, pending, profile
+from buzz.core.kinds import NEEDS_H_KINDS
+from buzz.relay.rules import channels, deletion, dms, engram, huddle, messages, pending, profile, records
+from buzz.relay.rules import metrics as turn_metrics
 from buzz.relay.rules.base import KindRules, Plan, Validator
+from buzz.relay.rules.threads import with_thread_rules
 
-_FRAGMENTS = (pending.VALIDATORS, profile.VALIDATORS, deletion.VALIDATORS)
+_FRAGMENTS = (
+    pending.VALIDATORS,
+    profile.VALIDATORS,
+    deletion.VALIDATORS,
+    engram.VALIDATORS,
+    huddle.VALIDATORS,
+    channels.VALIDATORS,
+    dms.VALIDATORS,
+    messages.VALIDATORS,
+    records.VALIDATORS,
+    turn_metrics.VALIDATORS,
+)
 
 
 def _merge() -> dict[int, Validator]:
     table: dict[int, Validator] = {}
     for fragment in _FRAGMENTS:
         table.update(fragment)  # later fragments replace "pending" placeholders
+    for kind in NEEDS_H_KINDS:  # relay.md §9 item 1: thread ancestry for every needs-h kind
+        table[kind] = with_thread_rules(table.get(kind))
     return table
 
 

@@ -10,16 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from buzz.core import kinds, limits
 from buzz.core.channel_id import is_channel_id
 from buzz.core.errors import Invalid, Restricted
+from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.keys import is_hex
 from buzz.core.stored import StoredEvent
 from buzz.relay.access import ChannelAccess
 from buzz.relay.session import Session
 from buzz.store.base import SYSTEM, Effect, EventStore
+
+if TYPE_CHECKING:
+    from buzz.relay.emit import Emitter
+    from buzz.relay.presence import Presence
 
 NOT_A_MEMBER = Restricted("not a channel member")
 
@@ -44,20 +50,29 @@ class KindRules:
         self.store = store
         self.access = access
         self.relay_pubkey = relay_pubkey
+        # Set by the composition root (buzz.relay.relay): relay-emitted follow-ups (§4.6, §4.7)
+        # and the presence register (§12.2 item 2). None in a bare KindRules: no follow-ups.
+        self.emitter: Emitter | None = None
+        self.presence: Presence | None = None
 
     # -- ephemeral (relay.md §12.2) ----------------------------------------------------------
     async def ephemeral(self, stored: StoredEvent, session: Session) -> StoredEvent:
         channel_id = next((h for h in stored.event.tag_values("h") if is_channel_id(h)), None)
-        if channel_id is None:
-            return stored
-        await self.write_gate(channel_id, stored.event.pubkey)
-        return stored.with_channel(channel_id)
+        if channel_id is not None:
+            await self.write_gate(channel_id, stored.event.pubkey)
+            stored = stored.with_channel(channel_id)
+        self.remember_presence(stored)
+        return stored
+
+    def remember_presence(self, stored: StoredEvent) -> None:
+        """relay.md §12.2 item 2: keep the newest 20001 per pubkey (after its channel check)."""
+        if self.presence is not None and stored.event.kind == PRESENCE_KIND:
+            self.presence.update(stored)
 
     # -- stored kinds ----------------------------------------------------------------------
     async def plan(self, stored: StoredEvent, session: Session) -> Plan:
         plan = Plan(stored.with_channel(await self.derive_channel(stored)))
-        if plan.stored.channel_id is not None and stored.event.kind not in OWN_CHANNEL_RULES:
-            await self.write_gate(plan.stored.channel_id, stored.event.pubkey)
+        await self.channel_checks(plan.stored)
         self._check_d_tag(plan.stored)
         from buzz.relay.rules import VALIDATORS
 
@@ -66,9 +81,28 @@ class KindRules:
             await validator(self, plan, session)
         return plan
 
+    async def channel_checks(self, stored: StoredEvent) -> None:
+        """relay.md §8 item 13 for a channel event: the write gate (§4.3 item 2) unless the kind
+        applies its own rules, existence for the kinds that still require it, then the archived
+        check (§4.3 item 3). Raises Restricted / Invalid; a store failure propagates (fail closed)."""
+        channel_id, event = stored.channel_id, stored.event
+        if channel_id is None:
+            return
+        if event.kind not in OWN_CHANNEL_RULES:
+            await self.write_gate(channel_id, event.pubkey)
+        channel = await self.store.get_channel(channel_id)
+        if channel is None:
+            if event.kind in EXISTING_CHANNEL_RULES:
+                raise NOT_A_MEMBER
+            return
+        if channel.archived_at is not None and not _unarchives(event):
+            raise CHANNEL_ARCHIVED
+
     async def derive_channel(self, stored: StoredEvent) -> str | None:
         """relay.md §4.2, in order."""
         event = stored.event
+        if event.kind == DM_OPEN_KIND:
+            return None  # §4.8 item 2: the DM validator opens or reuses the DM and sets it
         info = kinds.lookup(event.kind)
         place = info.place if info else kinds.Place.NONE
         if event.kind == 7:
@@ -150,3 +184,15 @@ def parse_address(value: str) -> tuple[int, str, str] | None:
 
 # Kinds that skip the generic write gate and apply their own channel rules (relay.md §4.3 item 2).
 OWN_CHANNEL_RULES = frozenset({9007, 9021, 9002, 9005, 9008, 40003, 41010, 41011, 41012})
+# Of those, the kinds that still require the channel to exist (`restricted: not a channel member`).
+EXISTING_CHANNEL_RULES = frozenset({9002, 9005, 9008, 40003})
+CHANNEL_ARCHIVED = Invalid("channel is archived")
+DM_OPEN_KIND = 41010
+PRESENCE_KIND = 20001
+
+
+def _unarchives(event: Event) -> bool:
+    """Kind 9002 carrying `["archived","false"]`: the one event an archived channel accepts."""
+    return event.kind == 9002 and any(
+        len(t) >= 2 and t[0] == "archived" and t[1] == "false" for t in event.tags
+    )

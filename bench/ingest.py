@@ -1,0 +1,828 @@
+#!/usr/bin/env python3
+"""Ingest benchmark: BIP-340 verify rate vs buzz vs nostr-relay, side by side (issue 2 item 7).
+
+Run by `make bench` (never by the tests). In one run it measures, on loopback only:
+
+  (a) raw coincurve BIP-340 verify rate on one core, over the bench's own pre-signed events;
+  (b) buzz EVENT→OK throughput (SQLite store) for N pre-signed events sent by C authenticated,
+      pipelined connections;
+  (c) the same for nostr-relay 1.14 from PyPI (its own venv, `.bench-venv`), in its fast
+      configuration (LMDB storage + `--use-purple` server), falling back to its default one
+      (SQLite + gunicorn/uvicorn) when the fast one cannot be started;
+
+then REQ→EOSE latency p50/p95 for `{"authors":[a],"kinds":[1],"limit":10}` against each relay,
+and prints a table with the ratios ours/verify-rate (target ≥ 0.5×) and ours/nostr-relay
+(target ≥ 3×). See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import math
+import os
+import platform
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+from coincurve import PublicKeyXOnly
+
+from buzz.core.event import Event
+from buzz.core.keys import generate_secret_key
+from buzz.core.nip42 import build_auth_event
+
+ROOT = Path(__file__).resolve().parent.parent
+PEER_VERSION = "1.14"
+PEER_FAST_DEPS = ["lmdb", "msgpack", "whoosh", "websockets<14"]
+PEER_VALIDATORS = [
+    "nostr_relay.validators.is_not_too_large",
+    "nostr_relay.validators.is_signed",
+    "nostr_relay.validators.is_recent",
+    "nostr_relay.validators.is_not_hellthread",
+]
+BUZZ_MAX_AGE_S = 800  # buzz refuses created_at more than 900 s from its clock (relay.md §8 item 7)
+
+STARTUP_TIMEOUT_S = 30.0
+AUTH_TIMEOUT_S = 10.0
+MSG_TIMEOUT_S = 10.0
+VISIBLE_TIMEOUT_S = 60.0
+VENV_TIMEOUT_S = 600.0
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+# -- machine facts -------------------------------------------------------------------------------
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def load_avg() -> str:
+    with contextlib.suppress(OSError):
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    return "unknown"
+
+
+def machine_facts() -> dict[str, Any]:
+    return {
+        "load_avg_start": load_avg(),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count() or 1,
+        "python": platform.python_version(),
+    }
+
+
+# -- workload --------------------------------------------------------------------------------------
+@dataclass
+class Conn:
+    secret: str
+    pubkey: str
+    frames: list[str] = field(default_factory=list)  # pre-serialized ["EVENT", …]
+    ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Workload:
+    conns: list[Conn]
+    triples: list[tuple[bytes, bytes, bytes]]  # (x-only pubkey, sig, id) for the verify loop
+    oldest: int
+    n: int
+
+
+def make_workload(n: int, c: int) -> Workload:
+    """N kind 1 events, round-robin over C keys, created_at spread over the last 60 s."""
+    conns = []
+    for _ in range(c):
+        sk = generate_secret_key()
+        conns.append(Conn(sk, Event.create(sk, 1, "probe").pubkey))
+    now = int(time.time())
+    oldest = now - 60
+    nonce = os.urandom(4).hex()
+    triples = []
+    for i in range(n):
+        conn = conns[i % c]
+        ev = Event.create(conn.secret, 1, f"bench {nonce} #{i}", [], oldest + (i * 60) // n)
+        conn.frames.append(f'["EVENT",{ev.to_json()}]')
+        conn.ids.append(ev.id)
+        triples.append((bytes.fromhex(ev.pubkey), bytes.fromhex(ev.sig), bytes.fromhex(ev.id)))
+    return Workload(conns, triples, oldest, n)
+
+
+# -- (a) verify rate --------------------------------------------------------------------------------
+def verify_rate(triples: list[tuple[bytes, bytes, bytes]], min_seconds: float) -> float:
+    """Single-thread `PublicKeyXOnly(pub).verify(sig, msg)` per event, as a relay must do."""
+    done = 0
+    t0 = time.perf_counter()
+    while True:
+        for pub, sig, msg in triples:
+            if not PublicKeyXOnly(pub).verify(sig, msg):
+                raise BenchError("a pre-made signature failed to verify")
+        done += len(triples)
+        elapsed = time.perf_counter() - t0
+        if elapsed >= min_seconds:
+            return done / elapsed
+
+
+# -- relay processes ------------------------------------------------------------------------------
+@dataclass
+class RelayProc:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    url: str = ""
+    config: str = ""
+
+    def log_tail(self, lines: int = 15) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+    def stop(self) -> None:
+        """SIGTERM the relay's process group (it was started in its own session), then SIGKILL."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+        # Stragglers (nostr-relay's spawned workers) share the group; make sure they are gone.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+
+def _spawn(name: str, argv: list[str], log_path: Path, cwd: Path) -> RelayProc:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    log = open(log_path, "wb")  # noqa: SIM115 - the child owns it until it exits
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env, start_new_session=True,
+        )  # fmt: skip
+    finally:
+        log.close()
+    return RelayProc(name, proc, log_path)
+
+
+def start_buzz(tmp: Path) -> RelayProc:
+    data = tmp / "buzz-data"
+    data.mkdir()
+    buzz = Path(sys.executable).with_name("buzz")
+    argv = [
+        str(buzz),
+        "relay",
+        "serve",
+        "--bind",
+        "127.0.0.1:0",
+        "--data-dir",
+        str(data),
+        "--log-level",
+        "WARNING",
+    ]
+    relay = _spawn("buzz", argv, tmp / "buzz.log", tmp)
+    relay.config = "SQLite, one process"
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        m = re.search(r"listening on (ws://\S+)", relay.log_path.read_text(errors="replace"))
+        if m:
+            relay.url = m.group(1)
+            return relay
+        if relay.proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    relay.stop()
+    raise BenchError(f"buzz relay did not start:\n{relay.log_tail()}")
+
+
+def group_cpu_s(pgid: int) -> float:
+    """User+system CPU seconds of the live processes in process group `pgid` (from /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:  # fields[0] is field 3 (state) of proc(5)
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def _pip_install(venv: Path, packages: list[str]) -> bool:
+    cmd = [str(_venv_python(venv)), "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages]
+    try:
+        r = subprocess.run(cmd, capture_output=True, timeout=VENV_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        print(f"  pip install {' '.join(packages)}: timed out", file=sys.stderr)
+        return False
+    if r.returncode != 0:
+        print(f"  pip install {' '.join(packages)} failed:\n{r.stderr.decode()[-2000:]}", file=sys.stderr)
+    return r.returncode == 0
+
+
+def _imports(venv: Path, modules: str) -> bool:
+    r = subprocess.run(
+        [str(_venv_python(venv)), "-c", f"import {modules}"], capture_output=True, timeout=60, check=False
+    )
+    return r.returncode == 0
+
+
+def ensure_peer_venv(venv: Path) -> bool:
+    """Create `venv` with nostr-relay (and its fast-config extras) if missing.
+
+    Returns whether the fast configuration's modules import; raises BenchError when not even
+    nostr-relay itself can be installed.
+    """
+    if not (_venv_python(venv).exists() and _imports(venv, "nostr_relay")):
+        print(f"setting up {venv} (nostr-relay=={PEER_VERSION}) …", file=sys.stderr)
+        if not _venv_python(venv).exists():
+            r = subprocess.run(
+                [sys.executable, "-m", "venv", str(venv)], capture_output=True, timeout=120, check=False
+            )
+            if r.returncode != 0:
+                raise BenchError(f"cannot create {venv}: {r.stderr.decode()[-1000:]}")
+        if not _pip_install(venv, [f"nostr-relay=={PEER_VERSION}"]):
+            raise BenchError(f"cannot install nostr-relay into {venv}")
+    fast = "lmdb, msgpack, whoosh, websockets"
+    if not _imports(venv, fast):
+        _pip_install(venv, PEER_FAST_DEPS)
+    return _imports(venv, fast)
+
+
+def _peer_config(tmp: Path, port: int, fast: bool, workers: int) -> dict[str, Any]:
+    quiet = {"level": "WARNING", "handlers": ["console"], "propagate": False}
+    conf: dict[str, Any] = {
+        "DEBUG": False,
+        "relay_name": "bench peer",
+        "relay_description": "nostr-relay under bench/ingest.py",
+        "authentication": {"enabled": False},
+        "verification": {"nip05_verification": "disabled", "expiration": 2592000, "update_frequency": 3600},
+        "message_timeout": 1800,
+        "subscription_limit": 32,
+        "max_limit": 6000,
+        "hellthread_limit": 100,
+        "logging": {
+            "version": 1,
+            "formatters": {"simple": {"format": "%(asctime)s %(name)s %(levelname)s %(message)s"}},
+            "handlers": {
+                "console": {
+                    "class": "logging.StreamHandler",
+                    "formatter": "simple",
+                    "stream": "ext://sys.stdout",
+                }
+            },
+            "loggers": {"nostr_relay": quiet, "websockets.server": quiet, "sqlalchemy.engine": quiet},
+            "root": {"level": "WARNING", "handlers": ["console"]},
+        },
+        "gunicorn": {"bind": f"127.0.0.1:{port}", "workers": 1, "loglevel": "warning", "reload": False},
+    }
+    if fast:
+        # What `nostr-relay serve --try-fast` writes (LMDB, metasync off), with our path, port
+        # and worker count, and the default validators of its shipped config.yaml.
+        conf["storage"] = {
+            "class": "nostr_relay.storage.kv.LMDBStorage",
+            "path": str(tmp / "peer-lmdb"),
+            "map_size": 1 << 30,
+            "metasync": False,
+            "validators": PEER_VALIDATORS,
+        }
+        conf["purple"] = {"host": "127.0.0.1", "port": port, "workers": workers, "disable_compression": True}
+    else:
+        conf["storage"] = {
+            "sqlalchemy.url": f"sqlite+aiosqlite:///{tmp / 'peer.sqlite3'}",
+            "num_concurrent_reqs": 10,
+            "num_concurrent_adds": 2,
+            "validators": PEER_VALIDATORS,
+        }
+    return conf
+
+
+def start_peer(venv: Path, tmp: Path, fast: bool, workers: int) -> RelayProc:
+    port = free_port()
+    conf_path = tmp / ("peer-fast.yaml" if fast else "peer-default.yaml")
+    conf_path.write_text(json.dumps(_peer_config(tmp, port, fast, workers), indent=2))  # JSON is YAML
+    argv = [str(venv / "bin" / "nostr-relay"), "-c", str(conf_path), "serve"]
+    if fast:
+        argv.append("--use-purple")
+    relay = _spawn("nostr-relay", argv, tmp / ("peer-fast.log" if fast else "peer-default.log"), tmp)
+    relay.url = f"ws://127.0.0.1:{port}"
+    w = workers or min(os.cpu_count() or 1, 4)
+    relay.config = (
+        f"nostr-relay {PEER_VERSION}: LMDB (metasync off) + --use-purple, {w} worker process(es)"
+        if fast
+        else f"nostr-relay {PEER_VERSION}: DEFAULT config (SQLite via SQLAlchemy + gunicorn/uvicorn, 1 worker)"
+    )
+    try:
+        asyncio.run(_wait_ws(relay))
+    except BaseException:
+        relay.stop()
+        raise
+    return relay
+
+
+async def _wait_ws(relay: RelayProc) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            if relay.proc.poll() is not None:
+                break
+            try:
+                ws = await asyncio.wait_for(session.ws_connect(relay.url), 5)
+                await ws.close()
+                return
+            except (aiohttp.ClientError, OSError, TimeoutError):
+                await asyncio.sleep(0.2)
+    raise BenchError(f"{relay.name} did not start on {relay.url}:\n{relay.log_tail()}")
+
+
+# -- client side ------------------------------------------------------------------------------------
+async def _recv_json(ws: aiohttp.ClientWebSocketResponse, timeout: float) -> list[Any]:
+    msg = await asyncio.wait_for(ws.receive(), timeout)
+    if msg.type != aiohttp.WSMsgType.TEXT:
+        raise BenchError(f"connection ended: {msg.type.name} {msg.data!r} {msg.extra!r}")
+    return orjson.loads(msg.data)
+
+
+async def _send_auth(ws: aiohttp.ClientWebSocketResponse, url: str, secret: str, challenge: str) -> str:
+    auth = build_auth_event(secret, challenge, url)
+    await ws.send_str(f'["AUTH",{auth.to_json()}]')
+    return auth.id
+
+
+async def open_conn(
+    session: aiohttp.ClientSession, url: str, secret: str, first_msg_wait: float
+) -> aiohttp.ClientWebSocketResponse:
+    """Connect; when the relay opens with ["AUTH", challenge] (buzz does), authenticate."""
+    ws = await session.ws_connect(
+        url, timeout=aiohttp.ClientWSTimeout(ws_close=5), max_msg_size=0, compress=0, autoping=True
+    )
+    try:
+        first = await _recv_json(ws, first_msg_wait)
+    except TimeoutError:
+        return ws  # the relay did not ask for AUTH
+    if first[0] != "AUTH":
+        raise BenchError(f"unexpected first message from {url}: {first!r}")
+    auth_id = await _send_auth(ws, url, secret, first[1])
+    deadline = time.monotonic() + AUTH_TIMEOUT_S
+    while True:
+        msg = await _recv_json(ws, max(0.01, deadline - time.monotonic()))
+        if msg[0] == "OK" and msg[1] == auth_id:
+            if not msg[2]:
+                raise BenchError(f"AUTH refused by {url}: {msg[3]!r}")
+            return ws
+
+
+@dataclass
+class IngestResult:
+    events_per_s: float
+    wall_s: float
+    accepted: int
+    duplicates: int
+    rejected: int
+    first_reject: str | None
+    visible_s: float  # first send → every connection's last event is returned by a REQ
+    server_cpu_s: float  # the relay's processes, first send → last OK
+    client_cpu_s: float  # this process, same window
+
+    @property
+    def visible_events_per_s(self) -> float:
+        return 0.0 if self.visible_s <= 0 else self.accepted / self.visible_s
+
+
+@dataclass
+class _Tally:
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    first_reject: str | None = None
+    last_ok: float = 0.0
+
+
+async def _pump(
+    ws: aiohttp.ClientWebSocketResponse, url: str, conn: Conn, window: int, tally: _Tally
+) -> None:
+    """Send this connection's events with at most `window` awaiting their OK; count the OKs."""
+    credit = asyncio.Semaphore(window)
+    pending = set(conn.ids)
+
+    async def receive() -> None:
+        try:
+            await _receive()
+        finally:
+            for _ in range(window):  # never leave the sender blocked on credit
+                credit.release()
+
+    async def _receive() -> None:
+        while pending:
+            msg = await _recv_json(ws, MSG_TIMEOUT_S)
+            kind = msg[0]
+            if kind == "OK":
+                eid = msg[1]
+                if eid not in pending:
+                    continue  # e.g. the OK of a mid-run AUTH
+                pending.discard(eid)
+                credit.release()
+                if msg[2]:
+                    tally.accepted += 1
+                    if str(msg[3]).startswith("duplicate:"):
+                        tally.duplicates += 1
+                else:
+                    tally.rejected += 1
+                    tally.first_reject = tally.first_reject or str(msg[3])
+            elif kind == "AUTH":  # a relay that asks later: answer, keep going
+                await _send_auth(ws, url, conn.secret, msg[1])
+            elif kind == "NOTICE":
+                raise BenchError(f"NOTICE during ingest (an event got no OK): {msg[1]!r}")
+        tally.last_ok = max(tally.last_ok, time.perf_counter())
+
+    receiver = asyncio.create_task(receive())
+    try:
+        for frame in conn.frames:
+            await credit.acquire()
+            if receiver.done():
+                break
+            await ws.send_str(frame)
+        await receiver
+    finally:
+        receiver.cancel()
+        with contextlib.suppress(asyncio.CancelledError, BenchError):
+            await receiver
+
+
+async def _query_ids(ws: aiohttp.ClientWebSocketResponse, filt: dict[str, Any], sub: str) -> int:
+    await ws.send_str(orjson.dumps(["REQ", sub, filt]).decode())
+    n = 0
+    while True:
+        msg = await _recv_json(ws, MSG_TIMEOUT_S)
+        if msg[0] == "EVENT" and msg[1] == sub:
+            n += 1
+        elif msg[0] == "EOSE" and msg[1] == sub:
+            await ws.send_str(orjson.dumps(["CLOSE", sub]).decode())
+            return n
+        elif msg[0] == "CLOSED" and msg[1] == sub:
+            raise BenchError(f"REQ {filt} refused: {msg[2]!r}")
+
+
+async def run_ingest(
+    url: str, pgid: int, wl: Workload, window: int, first_msg_wait: float, timeout: float
+) -> IngestResult:
+    async with aiohttp.ClientSession() as session:
+        sockets = await asyncio.wait_for(
+            asyncio.gather(*(open_conn(session, url, c.secret, first_msg_wait) for c in wl.conns)),
+            timeout=AUTH_TIMEOUT_S + first_msg_wait + 5,
+        )
+        try:
+            tally = _Tally()
+            cpu0, mine0 = group_cpu_s(pgid), time.process_time()
+            t0 = time.perf_counter()
+            await asyncio.wait_for(
+                asyncio.gather(
+                    *(_pump(ws, url, c, window, tally) for ws, c in zip(sockets, wl.conns, strict=True))
+                ),
+                timeout=timeout,
+            )
+            wall = tally.last_ok - t0
+            server_cpu, client_cpu = group_cpu_s(pgid) - cpu0, time.process_time() - mine0
+            # How long until every event can be read back: each connection's last event is
+            # its newest write (buzz answers OK after commit; nostr-relay's LMDB writer
+            # thread commits after its OK).
+            last_ids = [c.ids[-1] for c in wl.conns]
+            filt = {"ids": last_ids, "authors": [c.pubkey for c in wl.conns], "kinds": [1]}
+            deadline = time.monotonic() + VISIBLE_TIMEOUT_S
+            i = 0
+            while await _query_ids(sockets[0], filt, f"v{i}") < len(last_ids):
+                if time.monotonic() > deadline:
+                    raise BenchError("ingested events never became visible to REQ")
+                i += 1
+                await asyncio.sleep(0.01)
+            visible = time.perf_counter() - t0
+        finally:
+            for ws in sockets:
+                await ws.close()
+    return IngestResult(
+        wl.n / wall,
+        wall,
+        tally.accepted,
+        tally.duplicates,
+        tally.rejected,
+        tally.first_reject,
+        visible,
+        server_cpu,
+        client_cpu,
+    )
+
+
+@dataclass
+class ReqResult:
+    p50_ms: float
+    p95_ms: float
+    mean_ms: float
+    count: int
+    events_per_req: int
+
+
+def _pct(sorted_vals: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    k = max(0, min(len(sorted_vals) - 1, math.ceil(p / 100 * len(sorted_vals)) - 1))
+    return sorted_vals[k]
+
+
+async def _check_rejects_bad_sig(ws: aiohttp.ClientWebSocketResponse, conn: Conn) -> None:
+    """Both relays must really verify: an event with one flipped signature bit gets OK false."""
+    ev = Event.create(conn.secret, 1, f"bad sig {os.urandom(4).hex()}")
+    bad = ev.sig[:-1] + format(int(ev.sig[-1], 16) ^ 1, "x")
+    d = ev.to_dict() | {"sig": bad}
+    await ws.send_str(orjson.dumps(["EVENT", d]).decode())
+    deadline = time.monotonic() + MSG_TIMEOUT_S
+    while True:
+        msg = await _recv_json(ws, max(0.01, deadline - time.monotonic()))
+        if msg[0] == "OK" and msg[1] in (ev.id, ""):  # nostr-relay 1.14 answers this OK with id ""
+            if msg[2]:
+                raise BenchError("relay accepted an event with a bad signature: not a fair comparison")
+            return
+
+
+async def run_reqs(url: str, conn: Conn, count: int, warmup: int, first_msg_wait: float) -> ReqResult:
+    """`count` sequential REQ→EOSE round trips (after `warmup` unmeasured ones) on one connection."""
+    filt = {"authors": [conn.pubkey], "kinds": [1], "limit": 10}
+    async with aiohttp.ClientSession() as session:
+        ws = await asyncio.wait_for(
+            open_conn(session, url, conn.secret, first_msg_wait), AUTH_TIMEOUT_S + first_msg_wait
+        )
+        try:
+            lat: list[float] = []
+            got = set()
+            for i in range(warmup + count):
+                t = time.perf_counter()
+                n = await _query_ids(ws, filt, f"q{i}")
+                if i >= warmup:
+                    lat.append(time.perf_counter() - t)
+                    got.add(n)
+            await _check_rejects_bad_sig(ws, conn)
+        finally:
+            await ws.close()
+    if got != {10}:
+        raise BenchError(f"REQ limit 10 returned {sorted(got)} events, expected 10 every time")
+    lat.sort()
+    return ReqResult(_pct(lat, 50) * 1e3, _pct(lat, 95) * 1e3, sum(lat) / len(lat) * 1e3, count, 10)
+
+
+# -- orchestration -----------------------------------------------------------------------------------
+def bench_relay(
+    relay: RelayProc, wl: Workload, args: argparse.Namespace, first_msg_wait: float
+) -> dict[str, Any]:
+    age = time.time() - wl.oldest
+    if age > BUZZ_MAX_AGE_S:
+        raise BenchError(f"events are {age:.0f} s old; buzz would refuse them (clock window 900 s)")
+    print(f"  {relay.name}: ingest {wl.n} events over {len(wl.conns)} connections …", file=sys.stderr)
+    ing = asyncio.run(run_ingest(relay.url, relay.proc.pid, wl, args.window, first_msg_wait, args.timeout))
+    if ing.accepted != wl.n or ing.rejected:
+        raise BenchError(
+            f"{relay.name}: {ing.accepted}/{wl.n} accepted, {ing.rejected} rejected "
+            f"(first: {ing.first_reject!r})\n{relay.log_tail()}"
+        )
+    print(f"  {relay.name}: {args.reqs} REQs …", file=sys.stderr)
+    req = asyncio.run(run_reqs(relay.url, wl.conns[0], args.reqs, args.warmup, first_msg_wait))
+    return {"config": relay.config, "ingest": ing, "req": req}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    facts = machine_facts()
+    out: dict[str, Any] = {
+        **facts,
+        "events": args.events,
+        "connections": args.connections,
+        "window": args.window,
+        "reqs": args.reqs,
+    }
+    venv = Path(args.peer_venv).resolve()
+    fast_ok = False
+    if not args.skip_peer:
+        fast_ok = ensure_peer_venv(venv)  # before signing: pip may take a while
+        if not fast_ok:
+            print("nostr-relay fast-config modules missing; using its default config", file=sys.stderr)
+
+    print(f"signing {args.events} events with {args.connections} keys …", file=sys.stderr)
+    wl = make_workload(args.events, args.connections)
+
+    print("verify rate (one core) …", file=sys.stderr)
+    out["verify_per_s"] = verify_rate(wl.triples, args.verify_seconds)
+
+    with tempfile.TemporaryDirectory(prefix="buzz-bench-") as tmpdir:
+        tmp = Path(tmpdir)
+        relay = start_buzz(tmp)
+        try:
+            out["buzz"] = bench_relay(relay, wl, args, first_msg_wait=AUTH_TIMEOUT_S)
+        finally:
+            relay.stop()
+
+        if not args.skip_peer:
+            peer = None
+            notes = []
+            if args.peer_config == "default":
+                notes.append("default config requested (--peer-config default)")
+            elif fast_ok:
+                try:
+                    peer = start_peer(venv, tmp, True, args.peer_workers)
+                except BenchError as exc:
+                    notes.append(f"fast config failed to start: {str(exc).splitlines()[0]}")
+                    print(f"  {exc}\n  falling back to nostr-relay's default config", file=sys.stderr)
+            else:
+                notes.append("fast config unavailable (lmdb/msgpack/whoosh/websockets<14 not importable)")
+            if peer is None:
+                peer = start_peer(venv, tmp, False, args.peer_workers)
+            try:
+                out["peer"] = bench_relay(peer, wl, args, first_msg_wait=args.peer_auth_wait)
+                out["peer"]["notes"] = notes
+            finally:
+                peer.stop()
+    out["load_avg_end"] = load_avg()
+    return out
+
+
+# -- report -------------------------------------------------------------------------------------------
+def _ratio_line(label: str, value: float | None, target: float) -> str:
+    if value is None:
+        return f"{label:<34}{'n/a':>14}  target ≥ {target:g}×"
+    verdict = "MET" if value >= target else "NOT MET"
+    return f"{label:<34}{value:>13.2f}×  target ≥ {target:g}×  {verdict}"
+
+
+def render(out: dict[str, Any]) -> str:
+    b, p = out["buzz"], out.get("peer")
+    lines = [
+        f"buzz ingest bench — {out['date']}",
+        f"CPU: {out['cpu']} — {out['cores']} cores — Python {out['python']} — "
+        f"load avg {out['load_avg_start']} at start, {out['load_avg_end']} at end",
+        f"N={out['events']} events (kind 1), C={out['connections']} connections, window={out['window']} "
+        f"in flight per connection, {out['reqs']} REQs",
+        f"buzz:        {b['config']}",
+        f"nostr-relay: {p['config'] if p else 'skipped (--skip-peer)'}",
+    ]
+    if p and p.get("notes"):
+        lines += [f"             NOTE: {n}" for n in p["notes"]]
+    rows = [
+        ("coincurve BIP-340 verify, 1 core", f"{out['verify_per_s']:,.0f} ev/s"),
+        ("buzz ingest EVENT→OK", f"{b['ingest'].events_per_s:,.0f} ev/s"),
+        ("nostr-relay ingest EVENT→OK", f"{p['ingest'].events_per_s:,.0f} ev/s" if p else "n/a"),
+        ("buzz REQ→EOSE p50 / p95", f"{b['req'].p50_ms:.2f} / {b['req'].p95_ms:.2f} ms"),
+        (
+            "nostr-relay REQ→EOSE p50 / p95",
+            f"{p['req'].p50_ms:.2f} / {p['req'].p95_ms:.2f} ms" if p else "n/a",
+        ),
+    ]
+    width = 34
+    lines += ["", f"{'metric':<{width}}{'value':>22}", "-" * (width + 22)]
+    lines += [f"{k:<{width}}{v:>22}" for k, v in rows]
+    lines += ["-" * (width + 22)]
+    lines.append(
+        _ratio_line("buzz ingest / verify rate", b["ingest"].events_per_s / out["verify_per_s"], 0.5)
+    )
+    lines.append(
+        _ratio_line(
+            "buzz ingest / nostr-relay ingest",
+            b["ingest"].events_per_s / p["ingest"].events_per_s if p else None,
+            3,
+        )
+    )
+    relays = [("buzz", b)] + ([("nostr-relay", p)] if p else [])
+    lines.append("")
+    lines.append(
+        "until queryable (first send → last event returned by a REQ): "
+        + ", ".join(f"{name} {r['ingest'].visible_events_per_s:,.0f} ev/s" for name, r in relays)
+    )
+    lines.append(
+        "CPU per event during ingest (relay processes / bench client): "
+        + ", ".join(
+            f"{name} {r['ingest'].server_cpu_s / out['events'] * 1e6:.0f} / "
+            f"{r['ingest'].client_cpu_s / out['events'] * 1e6:.0f} µs"
+            for name, r in relays
+        )
+    )
+    return "\n".join(lines)
+
+
+def to_json(out: dict[str, Any]) -> dict[str, Any]:
+    def conv(v: Any) -> Any:
+        if isinstance(v, IngestResult):
+            return {**v.__dict__, "visible_events_per_s": v.visible_events_per_s}
+        if isinstance(v, ReqResult):
+            return dict(v.__dict__)
+        if isinstance(v, dict):
+            return {k: conv(x) for k, x in v.items()}
+        return v
+
+    res = conv(out)
+    ours = out["buzz"]["ingest"].events_per_s
+    res["ratios"] = {
+        "buzz_over_verify": ours / out["verify_per_s"],
+        "buzz_over_peer": ours / out["peer"]["ingest"].events_per_s if "peer" in out else None,
+        "targets": {"buzz_over_verify": 0.5, "buzz_over_peer": 3.0},
+    }
+    return res
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", "--events", type=int, default=10_000, help="events to ingest (2000–20000)")
+    ap.add_argument("-c", "--connections", type=int, default=4, help="concurrent connections (1–16)")
+    ap.add_argument(
+        "--window",
+        type=int,
+        default=128,
+        help="events in flight per connection (buzz answers NOTICE rate-limited past 1024 in flight)",
+    )
+    ap.add_argument("--reqs", type=int, default=500, help="measured sequential REQs per relay")
+    ap.add_argument("--warmup", type=int, default=20, help="unmeasured REQs before those")
+    ap.add_argument("--verify-seconds", type=float, default=2.0, help="minimum duration of the verify loop")
+    ap.add_argument("--timeout", type=float, default=240.0, help="bound on one relay's ingest, seconds")
+    ap.add_argument("--peer-venv", default=str(ROOT / ".bench-venv"), help="venv for nostr-relay")
+    ap.add_argument(
+        "--peer-workers",
+        type=int,
+        default=1,
+        help="nostr-relay purple worker processes (1 as in its shipped config.yaml; 0 = min(cores, 4))",
+    )
+    ap.add_argument(
+        "--peer-auth-wait",
+        type=float,
+        default=0.5,
+        help="how long to wait for an AUTH challenge from nostr-relay after connecting",
+    )
+    ap.add_argument(
+        "--peer-config",
+        choices=("fast", "default"),
+        default="fast",
+        help="nostr-relay configuration: fast (LMDB + purple) or its default (SQLite + gunicorn)",
+    )
+    ap.add_argument("--skip-peer", action="store_true", help="do not run nostr-relay")
+    ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
+    args = ap.parse_args(argv)
+    if not 2000 <= args.events <= 20_000:
+        ap.error("--events must be between 2000 and 20000")
+    if not 1 <= args.connections <= 16:
+        ap.error("--connections must be between 1 and 16")
+    if not 1 <= args.window * args.connections <= 1000:
+        ap.error("--window × --connections must be between 1 and 1000 (buzz's handler cap is 1024)")
+    if not 10 <= args.reqs <= 5000:
+        ap.error("--reqs must be between 10 and 5000")
+    return args
+
+
+def _terminate(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the `finally` blocks that stop the relays
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
+    try:
+        out = run(args)
+    except BenchError as exc:
+        print(f"bench failed: {exc}", file=sys.stderr)
+        return 1
+    except TimeoutError:
+        print("bench failed: a relay did not answer in time", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, SystemExit):
+        print("bench interrupted (relays stopped)", file=sys.stderr)
+        return 130
+    print(render(out))
+    if args.json:
+        Path(args.json).write_text(json.dumps(to_json(out), indent=2) + "\n")
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

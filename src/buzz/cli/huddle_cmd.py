@@ -1,0 +1,156 @@
+"""`buzz huddle join`: take part in a channel's huddle from the command line (huddle.md §10).
+
+Headless by default: `--input file.wav` is the microphone (silence without it) and
+`--record-dir` receives one WAV per remote peer plus `tts.wav` (agent replies spoken locally).
+Your own speech is transcribed offline and published as kind 9 in the channel, p-tagged to the
+agents present (role `bot`), when agents are present or `--transcribe` is given. Prints a JSON
+report when it leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from buzz.cli.identity import IdentityError, auth_tags_for, parse_secret_key
+from buzz.cli.output import Context, emit, fail
+from buzz.client import RelayClient, RelayError
+from buzz.core.channel_id import is_channel_id
+from buzz.core.event import Event
+from buzz.core.huddle_wire import CURRENT_PROTOCOL_VERSION
+from buzz.core.keys import public_key
+
+
+class KeySigner:
+    """The CLI's signer for the voice client; adds the agent's NIP-OA tag to AUTH events."""
+
+    def __init__(self, secret_key: str, auth_tags: Sequence[Sequence[str]] = ()) -> None:
+        self._secret = secret_key
+        self._auth_tags = [list(t) for t in auth_tags]
+        self.pubkey = public_key(secret_key)
+
+    def sign(self, kind: int, content: str, tags: Sequence[Sequence[str]]) -> Event:
+        extra = self._auth_tags if kind == 22242 else []
+        return Event.create(self._secret, kind, content, [*(list(t) for t in tags), *extra])
+
+
+def _channel(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not is_channel_id(value):
+        raise click.BadParameter("must be a canonical channel UUID (lowercase 8-4-4-4-12)")
+    return value
+
+
+@click.group()
+def huddle() -> None:
+    """Voice huddles: join a channel's audio room."""
+
+
+@huddle.command()
+@click.option("--channel", required=True, callback=_channel, help="Huddle channel UUID.")
+@click.option(
+    "--parent", callback=_channel, default=None, help="Parent channel UUID (ephemeral huddle channels)."
+)
+@click.option(
+    "--input",
+    "input_wav",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="16-bit WAV file used as the microphone (default: silence).",
+)
+@click.option(
+    "--record-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write peer-<index>.wav per remote peer and tts.wav (spoken agent replies) here.",
+)
+@click.option(
+    "--transcribe/--no-transcribe",
+    default=None,
+    help="Publish your transcripts always / never (default: while agents are present).",
+)
+@click.option(
+    "--speak/--no-speak",
+    "speak",
+    default=True,
+    show_default=True,
+    help="Speak agent replies (into --record-dir/tts.wav when headless).",
+)
+@click.option("--leave-after-input", is_flag=True, help="Leave once the --input file has been sent.")
+@click.option("--duration", type=float, default=None, help="Leave after this many seconds.")
+@click.option("--protocol-version", type=int, default=CURRENT_PROTOCOL_VERSION, show_default=True)
+@click.pass_obj
+def join(
+    ctx: Context,
+    channel: str,
+    parent: str | None,
+    input_wav: Path | None,
+    record_dir: Path | None,
+    transcribe: bool | None,
+    speak: bool,
+    leave_after_input: bool,
+    duration: float | None,
+    protocol_version: int,
+) -> None:
+    """Join the huddle of CHANNEL until Ctrl-C, --duration or the end of --input.
+
+    \b
+    Example:
+      buzz huddle join --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b \\
+        --input hello.wav --record-dir ./huddle-out --leave-after-input
+    """
+    from buzz.voice.client import HuddleOptions
+
+    try:
+        secret = parse_secret_key(ctx.private_key)
+        auth_tags = auth_tags_for(ctx.auth_tag, secret)
+    except IdentityError as exc:
+        fail(str(exc), exc.exit_code)
+    options = HuddleOptions(
+        relay_url=ctx.relay_url,
+        channel_id=channel,
+        parent_channel_id=parent,
+        protocol_version=protocol_version,
+        input_wav=input_wav,
+        record_dir=record_dir,
+        transcribe=transcribe,
+        speak_replies=speak,
+        leave_after_input=leave_after_input,
+        duration_s=duration,
+    )
+    report = asyncio.run(_run(options, secret, auth_tags))
+    emit(ctx, report)
+
+
+async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict[str, object]:
+    from buzz.voice.client import HuddleClient, HuddleOptions
+    from buzz.voice.session import JoinFailed
+
+    assert isinstance(options, HuddleOptions)
+    signer = KeySigner(secret, auth_tags)
+    try:
+        async with RelayClient(options.relay_url, secret, auth_tags=auth_tags) as nostr:
+            client = HuddleClient(options, signer, nostr)
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError):
+                    loop.add_signal_handler(sig, client.stop)
+            report = await client.run()
+    except JoinFailed as exc:
+        error = exc.error
+        fail(
+            "huddle join refused",
+            error_code=error.code if error else None,
+            detail=str(exc),
+            retry=exc.retry.value,
+        )
+    except RelayError as exc:
+        fail("relay refused the connection", detail=exc.message)
+    except (OSError, TimeoutError) as exc:
+        fail("could not reach the relay", detail=str(exc) or type(exc).__name__)
+    return dataclasses.asdict(report)

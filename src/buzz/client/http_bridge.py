@@ -1,0 +1,186 @@
+"""An async client of the relay's HTTP bridge (relay.md §15), signing each request with NIP-98.
+
+Used by the CLI for one-shot reads and writes (agents.md §2.1 item 3): every request carries
+`Authorization: Nostr …` (kind 27235 with `u`, `method`, `payload` and a fresh `nonce`) and,
+when configured, `X-Auth-Tag` (the NIP-OA tag as compact JSON).
+
+    async with BridgeClient("ws://127.0.0.1:3000", secret) as bridge:
+        result = await bridge.publish(event)          # PublishResult
+        events = await bridge.query([{"kinds": [9], "#h": [channel]}])
+        n = await bridge.count([{"kinds": [9], "#h": [channel]}])
+
+Errors: `BridgeError` with `status` (None for transport failures and timeouts) and
+`relay_message` (the relay's verdict text: the `message` of a refused event, the `error` of a
+refused read or of a 401), so callers can tell "the relay said no" from "no answer".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+import orjson
+
+from buzz.client.relay_client import PublishResult
+from buzz.core.event import Event
+from buzz.core.nip98 import build_auth_header, http_base
+
+FilterLike = Mapping[str, Any]
+RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+
+
+@dataclass
+class BridgeError(Exception):
+    """A bridge request that did not succeed.
+
+    `status`: the HTTP status, or None when no HTTP answer arrived (connection refused, DNS,
+    TLS, timeout). `relay_message`: the relay's own verdict text when the answer carried one.
+    `malformed`: the answer was not the JSON the route promises.
+    """
+
+    message: str
+    status: int | None = None
+    relay_message: str | None = None
+    malformed: bool = False
+
+    def __str__(self) -> str:
+        return self.message
+
+    @property
+    def retryable(self) -> bool:
+        """True for transport failures and HTTP 429/502/503/504 (engram.md §12.1)."""
+        return self.status is None or self.status in RETRYABLE_STATUSES
+
+
+class BridgeClient:
+    """NIP-98-signed requests to `POST /events`, `/query`, `/count` of one relay.
+
+    `relay_url` may be ws/wss/http/https; the HTTP base maps ws→http, wss→https.
+    `auth_tag` (a NIP-OA tag list) is sent as `X-Auth-Tag`. `timeout` is per request, seconds.
+    """
+
+    def __init__(
+        self,
+        relay_url: str,
+        secret_key: str,
+        *,
+        auth_tag: Sequence[str] | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        self.base = http_base(relay_url)
+        self.secret_key = secret_key
+        self.auth_tag = list(auth_tag) if auth_tag else None
+        self.timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> BridgeClient:
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- routes ------------------------------------------------------------------------------
+    async def publish(self, event: Event) -> PublishResult:
+        """`POST /events`. Returns the relay's verdict on 200 (accepted, `duplicate:` and
+        `response:` included). Raises BridgeError for every other status, with
+        `relay_message` = the refusal text (`invalid: …`, `restricted: …`, `NIP-98: …`)."""
+        status, body = await self._post("/events", event.to_json().encode())
+        if isinstance(body, dict) and isinstance(body.get("accepted"), bool):
+            message = str(body.get("message", ""))
+            if status == 200:
+                return PublishResult(str(body.get("event_id") or event.id), body["accepted"], message)
+            raise BridgeError(message or f"HTTP {status}", status, message or None)
+        raise _unexpected(status, body)
+
+    async def query(self, filters: Iterable[FilterLike]) -> list[Event]:
+        """`POST /query` → the stored events in relay.md §6.4 order. Raises BridgeError."""
+        status, body = await self._post("/query", _filters_body(filters))
+        if status == 200 and isinstance(body, list):
+            try:
+                return [Event.from_json(obj) for obj in body]
+            except ValueError as exc:
+                raise BridgeError(
+                    f"relay answered a malformed event: {exc}", status, malformed=True
+                ) from None
+        raise _unexpected(status, body)
+
+    async def count(self, filters: Iterable[FilterLike]) -> int:
+        """`POST /count` → the number of visible matching events. Raises BridgeError."""
+        status, body = await self._post("/count", _filters_body(filters))
+        if status == 200 and isinstance(body, dict) and type(body.get("count")) is int:
+            return int(body["count"])
+        raise _unexpected(status, body)
+
+    async def relay_info(self) -> dict[str, Any]:
+        """`GET /info`: the NIP-11 document (relay.md §14); no authentication. Raises BridgeError."""
+        if self._session is None:
+            raise RuntimeError("BridgeClient used outside `async with`")
+        try:
+            async with self._session.get(self.base + "/info") as resp:
+                raw, status = await resp.read(), resp.status
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise BridgeError(f"cannot reach the relay at {self.base}: {_describe(exc)}") from None
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            doc = None
+        if status == 200 and isinstance(doc, dict):
+            return doc
+        raise BridgeError(f"HTTP {status}: no relay information document", status, malformed=status == 200)
+
+    # -- transport ---------------------------------------------------------------------------
+    async def _post(self, path: str, body: bytes) -> tuple[int, Any]:
+        if self._session is None:
+            raise RuntimeError("BridgeClient used outside `async with`")
+        url = self.base + path
+        headers = {
+            "Authorization": build_auth_header(self.secret_key, url, "POST", body),
+            "Content-Type": "application/json",
+        }
+        if self.auth_tag:
+            headers["X-Auth-Tag"] = orjson.dumps(self.auth_tag).decode()
+        try:
+            async with self._session.post(url, data=body, headers=headers) as resp:
+                raw = await resp.read()
+                status = resp.status
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise BridgeError(f"cannot reach the relay at {self.base}: {_describe(exc)}") from None
+        try:
+            return status, orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return status, _NotJson(raw.decode("utf-8", "replace")[:200])
+
+
+@dataclass(frozen=True)
+class _NotJson:
+    text: str
+
+
+def _filters_body(filters: Iterable[FilterLike]) -> bytes:
+    return orjson.dumps([dict(f) for f in filters])
+
+
+def _unexpected(status: int, body: Any) -> BridgeError:
+    """A non-success answer: carry the relay's `error` text when there is one."""
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return BridgeError(body["error"], status, body["error"])
+    if isinstance(body, _NotJson):
+        return BridgeError(f"HTTP {status}: {body.text or 'empty body'}", status, malformed=status == 200)
+    return BridgeError(f"HTTP {status}: unexpected answer", status, malformed=status == 200)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return str(exc) or type(exc).__name__
+
+
+__all__ = ["BridgeClient", "BridgeError", "PublishResult"]

@@ -1,0 +1,189 @@
+"""Relay-emitted workspace events (relay.md §4.6) and the follow-ups of a channel change.
+
+After a committed change to a channel or its members, `Emitter.apply` runs, in order:
+invalidate this process's membership cache (§4.3 item 4), revoke live subscriptions that lost
+access (§4.7), publish the channel state 39000–39003, the membership notices 44100/44101 and an
+optional 40099 system message. Every event is signed with the relay key, stored through
+`store.insert` (the relay's internal path: no client checks, same storage) and fanned out
+through the normal access-checked fan-out. Failures are logged, never raised (§8 item 17).
+
+State versions get `created_at = max(now, previous + 1)` under a per-channel lock, so a later
+state always wins the §3.1 tie rule, even for several changes within one second (§4.6 item 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import orjson
+
+from buzz.core.event import Event
+from buzz.core.keys import public_key
+from buzz.core.stored import relay_signed
+from buzz.relay.access import ChannelAccess
+from buzz.relay.fanout import FanOut
+from buzz.relay.revocation import revoke_unreadable
+from buzz.store.base import Channel, EventStore, InsertOutcome, Member
+
+log = logging.getLogger(__name__)
+
+GROUP_METADATA, GROUP_ADMINS, GROUP_MEMBERS, GROUP_ROLES = 39000, 39001, 39002, 39003
+MEMBER_ADDED, MEMBER_REMOVED = 44100, 44101
+SYSTEM_MESSAGE = 40099
+ROLES = ("owner", "admin", "member", "guest", "bot")  # relay.md §4.1 item 4, ladder order
+ELEVATED_ROLES = frozenset({"owner", "admin"})
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelChange:
+    """What one committed change needs announced (relay.md §4.6).
+
+    `added` / `removed`: pubkeys that became / stopped being active members (44100 / 44101).
+    `system`: content of a 40099 system message, or None. `state`: publish 39000–39002
+    (False after 9008: the channel is gone). `created`: also publish 39003 (it never changes).
+    """
+
+    channel_id: str
+    actor: str
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    system: Mapping[str, object] | None = None
+    state: bool = True
+    created: bool = False
+
+
+# -- state tags (relay.md §4.6 item 1) ------------------------------------------------------------
+def metadata_tags(channel: Channel, members: Sequence[Member]) -> list[list[str]]:
+    """39000: d, name, about, private/public, closed, t, topic, purpose, archived, ttl; a DM also
+    gets `hidden` and one `p` per member."""
+    tags = [["d", channel.id], ["name", channel.name]]
+    if channel.about:
+        tags.append(["about", channel.about])
+    tags += [
+        ["private" if channel.visibility == "private" else "public"],
+        ["closed"],
+        ["t", channel.channel_type],
+    ]
+    if channel.topic:
+        tags.append(["topic", channel.topic])
+    if channel.purpose:
+        tags.append(["purpose", channel.purpose])
+    if channel.archived_at is not None:
+        tags.append(["archived", "true"])
+    if channel.ttl_seconds is not None:
+        tags.append(["ttl", str(channel.ttl_seconds)])
+    if channel.channel_type == "dm":
+        tags.append(["hidden"])
+        tags += [["p", m.pubkey] for m in members]
+    return tags
+
+
+def admins_tags(channel_id: str, members: Sequence[Member]) -> list[list[str]]:
+    """39001: one `["p", pk, role]` per active owner or admin."""
+    return [["d", channel_id]] + [["p", m.pubkey, m.role] for m in members if m.role in ELEVATED_ROLES]
+
+
+def members_tags(channel_id: str, members: Sequence[Member]) -> list[list[str]]:
+    """39002: one `["p", pk, "", role]` per active member."""
+    return [["d", channel_id]] + [["p", m.pubkey, "", m.role] for m in members]
+
+
+def roles_tags(channel_id: str) -> list[list[str]]:
+    """39003: the five role names."""
+    return [["d", channel_id]] + [["role", r] for r in ROLES]
+
+
+def notice_content(kind: int, channel_id: str, actor: str) -> str:
+    """44100/44101 content, compact JSON in the order of relay.md §4.6 item 3."""
+    kind_name = "member_added" if kind == MEMBER_ADDED else "member_removed"
+    return orjson.dumps({"type": kind_name, "channel_id": channel_id, "actor": actor}).decode()
+
+
+class Emitter:
+    """Publishes the relay's own workspace events for one relay process."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        fanout: FanOut,
+        access: ChannelAccess,
+        secret_key: str,
+        connections: Iterable[object],
+    ) -> None:
+        self._store = store
+        self._fanout = fanout
+        self._access = access
+        self._secret_key = secret_key
+        self._connections = connections
+        self.pubkey = public_key(secret_key)
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    async def apply(self, change: ChannelChange) -> None:
+        """The follow-ups of one committed change, in order (module docstring). Never raises."""
+        channel_id = change.channel_id
+        self._access.invalidate(channel_id)
+        await _logged("revocation", revoke_unreadable(self._connections, self._access, channel_id))
+        if change.state:
+            await _logged("channel state", self.channel_state(channel_id, roles=change.created))
+        for pubkey in change.added:
+            await _logged("44100", self.member_notice(MEMBER_ADDED, pubkey, channel_id, change.actor))
+        for pubkey in change.removed:
+            await _logged("44101", self.member_notice(MEMBER_REMOVED, pubkey, channel_id, change.actor))
+        if change.system is not None:
+            await _logged("40099", self.system_message(channel_id, change.system))
+
+    async def channel_state(self, channel_id: str, roles: bool = False) -> None:
+        """Publish 39000–39002 (and 39003 when `roles`) from the current rows; nothing for a
+        missing or deleted channel (§4.6 item 5). Raises StoreError."""
+        lock = self._locks.get(channel_id)
+        if lock is None:
+            lock = self._locks[channel_id] = asyncio.Lock()
+        async with lock:
+            channel = await self._store.get_channel(channel_id)
+            if channel is None:
+                return
+            members = await self._store.active_members(channel_id)
+            versions = [
+                (GROUP_METADATA, metadata_tags(channel, members)),
+                (GROUP_ADMINS, admins_tags(channel_id, members)),
+                (GROUP_MEMBERS, members_tags(channel_id, members)),
+            ]
+            if roles:
+                versions.append((GROUP_ROLES, roles_tags(channel_id)))
+            for kind, tags in versions:
+                previous = await self._store.latest_created_at(kind, self.pubkey, channel_id)
+                now = int(time.time())
+                created_at = now if previous is None else max(now, previous + 1)
+                await self._publish(Event.create(self._secret_key, kind, "", tags, created_at), channel_id)
+
+    async def member_notice(self, kind: int, target: str, channel_id: str, actor: str) -> None:
+        """44100 / 44101: a global, p-gated notice `["p", target]`, `["h", C]` (§4.6 item 3)."""
+        content = notice_content(kind, channel_id, actor)
+        event = Event.create(self._secret_key, kind, content, [["p", target], ["h", channel_id]])
+        await self._publish(event, None)
+
+    async def system_message(self, channel_id: str, body: Mapping[str, object]) -> None:
+        """40099 into the channel; content is `body` as compact JSON (§4.6 item 4)."""
+        event = Event.create(
+            self._secret_key, SYSTEM_MESSAGE, orjson.dumps(dict(body)).decode(), [["h", channel_id]]
+        )
+        await self._publish(event, channel_id)
+
+    async def _publish(self, event: Event, channel_id: str | None) -> None:
+        stored = relay_signed(event, channel_id)
+        if await self._store.insert(stored) is InsertOutcome.DUPLICATE:
+            log.warning("relay-emitted event %s (kind %d) lost its key; not fanned out", event.id, event.kind)
+            return
+        await self._fanout.publish(stored)
+
+
+async def _logged(what: str, step: Awaitable[object]) -> None:
+    try:
+        await step
+    except Exception:
+        log.exception("follow-up %s failed", what)

@@ -1,0 +1,279 @@
+"""The HTTP bridge (relay.md §15): `POST /events`, `POST /query`, `POST /count` with NIP-98.
+
+Every request: body at most 1 MiB (413) → NIP-98 header checked and verified off the event
+loop → replay guard (an auth event id is accepted once within 120 s) → relay membership
+(§4.4, through `Relay.admit`, as for NIP-42) → the same code paths as EVENT, REQ and COUNT
+with `Session(pubkey, "http")`.
+
+Answers:
+- authentication failures: 401 `{"error": "NIP-98: <reason>"}`; membership denial: 403
+  `{"error": "restricted: not a relay member"}` (docs/decisions.md);
+- `/events`: `{"event_id", "accepted", "message"}`, status from the message prefix
+  (`EVENT_STATUS`);
+- `/query`: 200 and a JSON array of events in §6.4 order, `/count`: 200 `{"count": n}`;
+  refusals `{"error": <wire message>}` with the status of `READ_STATUS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import web
+
+from buzz.core.errors import BuzzError, Invalid, MalformedEvent
+from buzz.core.event import Event
+from buzz.core.filters import Filter
+from buzz.core.limits import HTTP_BODY_MAX, MAX_FILTERS, NIP98_REPLAY_TTL_S
+from buzz.core.nip98 import Nip98Error, request_urls, verify_request
+from buzz.relay.session import Session
+from buzz.store.base import StoreError
+
+if TYPE_CHECKING:
+    from buzz.relay.relay import Relay
+
+log = logging.getLogger(__name__)
+
+# relay.md §15 item 2: HTTP status of a `/events` answer by the prefix of its message.
+EVENT_STATUS: dict[str, int] = {
+    "invalid": 400,
+    "restricted": 400,
+    "duplicate": 400,  # only refused duplicates get here: accepted ones answer 200
+    "auth-required": 401,
+    "blocked": 403,
+    "rate-limited": 429,
+    "error": 500,
+}
+# relay.md §15 item 3: HTTP status of a `/query` or `/count` refusal by prefix.
+READ_STATUS: dict[str, int] = {
+    "invalid": 400,
+    "restricted": 403,
+    "blocked": 403,
+    "auth-required": 401,
+    "rate-limited": 429,
+    "error": 500,
+}
+MIXED_SEARCH_MESSAGE = "error: mixed search and non-search filters not supported"  # 400, not 500
+BUSY = "rate-limited: too many concurrent requests"
+
+
+def _prefix(message: str) -> str:
+    return message.split(":", 1)[0]
+
+
+def event_status(accepted: bool, message: str) -> int:
+    """HTTP status of a `POST /events` answer (relay.md §15 item 2); unknown prefixes → 500."""
+    return 200 if accepted else EVENT_STATUS.get(_prefix(message), 500)
+
+
+def read_status(message: str) -> int:
+    """HTTP status of a `/query` or `/count` refusal (relay.md §15 item 3); unknown → 500."""
+    if message == MIXED_SEARCH_MESSAGE:
+        return 400
+    return READ_STATUS.get(_prefix(message), 500)
+
+
+class ReplayGuard:
+    """Remembers accepted NIP-98 event ids for `ttl_s` seconds (relay.md §15 item 1).
+
+    Memory is bounded by the request rate over the TTL: ids expire in insertion order
+    (the TTL is constant), and each call drops the expired ones first.
+    """
+
+    def __init__(self, ttl_s: float = NIP98_REPLAY_TTL_S) -> None:
+        self._ttl = ttl_s
+        self._seen: collections.OrderedDict[str, float] = collections.OrderedDict()
+
+    def first_use(self, event_id: str, now: float | None = None) -> bool:
+        """True (and remember the id) the first time within the TTL; False for a replay."""
+        now = time.monotonic() if now is None else now
+        while self._seen:
+            oldest_id, expires = next(iter(self._seen.items()))
+            if expires > now:
+                break
+            del self._seen[oldest_id]
+        if event_id in self._seen:
+            return False
+        self._seen[event_id] = now + self._ttl
+        return True
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+
+class _Refusal(Exception):
+    """A finished HTTP answer raised from a helper (request-level failure)."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(status)
+        self.response = web.json_response(body, status=status, dumps=_dumps)
+
+
+def _dumps(obj: Any) -> str:
+    return orjson.dumps(obj).decode()
+
+
+class Bridge:
+    """The three routes, bound to one relay."""
+
+    def __init__(self, relay: Relay) -> None:
+        self.relay = relay
+        self.replay = ReplayGuard()
+
+    # -- request-level steps -----------------------------------------------------------------
+    async def _body(self, request: web.Request) -> bytes:
+        too_large = _Refusal(413, {"error": f"invalid: request body exceeds {HTTP_BODY_MAX} bytes"})
+        if request.content_length is not None and request.content_length > HTTP_BODY_MAX:
+            raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := await request.content.read(1 << 16):
+            size += len(chunk)
+            if size > HTTP_BODY_MAX:
+                raise too_large
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _authenticate(self, request: web.Request, body: bytes) -> str:
+        """NIP-98 + replay guard + relay membership; returns the session pubkey."""
+        urls = request_urls(self.relay.config.relay_url, request.host, request.raw_path)
+        header = request.headers.get("Authorization")
+        loop = asyncio.get_running_loop()
+        try:
+            event: Event = await loop.run_in_executor(
+                self.relay.executor, verify_request, header, urls, request.method, body, int(time.time())
+            )
+        except Nip98Error as exc:
+            raise _Refusal(401, {"error": str(exc)}) from None
+        if not self.replay.first_use(event.id):
+            raise _Refusal(401, {"error": str(Nip98Error("event already used"))})
+        try:
+            return await self.relay.admit(event)
+        except BuzzError as exc:
+            raise _Refusal(403, {"error": str(exc)}) from None
+
+    async def _prepare(self, request: web.Request) -> tuple[bytes, str]:
+        body = await self._body(request)
+        return body, await self._authenticate(request, body)
+
+    # -- routes ------------------------------------------------------------------------------
+    async def events(self, request: web.Request) -> web.StreamResponse:
+        """`POST /events`: body = one event; runs relay.md §8 with an HTTP session."""
+        try:
+            body, pubkey = await self._prepare(request)
+            event = _parse_event(body)
+        except _Refusal as refusal:
+            return refusal.response
+        if not self.relay.try_acquire_handler():
+            return _event_answer(event.id, False, BUSY)
+        try:
+            outcome = await self.relay.ingest.submit(event, Session(pubkey, "http"))
+        finally:
+            self.relay.release_handler()
+        return _event_answer(event.id, outcome.accepted, outcome.message)
+
+    async def query(self, request: web.Request) -> web.StreamResponse:
+        """`POST /query`: one filter or an array of 1–10; §7.5 steps 1–3, 5–7, then §6."""
+        try:
+            body, pubkey = await self._prepare(request)
+            filters = _parse_filters(body)
+            await self.relay.reads.check(filters, pubkey)
+            results = await self.relay.reads.stored(filters, pubkey)
+        except _Refusal as refusal:
+            return refusal.response
+        except BuzzError as exc:
+            return _read_refusal(str(exc))
+        except StoreError:
+            log.exception("bridge query failed")
+            return _read_refusal("error: database error")
+        text = "[" + ",".join(stored.event.to_json() for stored in results) + "]"
+        return web.Response(text=text, content_type="application/json")
+
+    async def count(self, request: web.Request) -> web.StreamResponse:
+        """`POST /count`: same body as `/query`; answers `{"count": n}` (relay.md §7.7)."""
+        try:
+            body, pubkey = await self._prepare(request)
+            filters = _parse_filters(body)
+            await self.relay.reads.check(filters, pubkey, count=True)
+            n = await self.relay.reads.count(filters, pubkey)
+        except _Refusal as refusal:
+            return refusal.response
+        except BuzzError as exc:
+            return _read_refusal(str(exc))
+        except StoreError:
+            log.exception("bridge count failed")
+            return _read_refusal("error: database error")
+        return web.json_response({"count": n}, dumps=_dumps)
+
+
+def _event_answer(event_id: str | None, accepted: bool, message: str) -> web.Response:
+    return web.json_response(
+        {"event_id": event_id, "accepted": accepted, "message": message},
+        status=event_status(accepted, message),
+        dumps=_dumps,
+    )
+
+
+def _read_refusal(message: str) -> web.Response:
+    return web.json_response({"error": message}, status=read_status(message), dumps=_dumps)
+
+
+def _loads(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _NOT_JSON
+
+
+_NOT_JSON = object()
+
+
+def _parse_event(body: bytes) -> Event:
+    """The request body as one event; a bad shape is a 400 `OK false`-style answer."""
+    obj = _loads(body)
+    try:
+        if obj is _NOT_JSON:
+            raise MalformedEvent("body is not valid JSON")
+        return Event.from_json(obj)
+    except MalformedEvent as exc:
+        eid = obj.get("id") if isinstance(obj, dict) and isinstance(obj.get("id"), str) else None
+        raise _Refusal(400, {"event_id": eid, "accepted": False, "message": str(exc)}) from None
+
+
+def _parse_filters(body: bytes) -> list[Filter]:
+    """One filter object or an array of 1–10 (relay.md §15 item 3, §7.5 step 1). Raises Invalid."""
+    obj = _loads(body)
+    if isinstance(obj, dict):
+        raw: list[Any] = [obj]
+    elif isinstance(obj, list):
+        raw = obj
+    else:
+        raise Invalid("body must be a filter object or an array of filters")
+    if not raw:
+        raise Invalid("at least one filter is required")
+    if len(raw) > MAX_FILTERS:
+        raise Invalid(f"too many filters (max {MAX_FILTERS})")
+    return [Filter.parse(f) for f in raw]
+
+
+def add_routes(app: web.Application, relay: Relay) -> None:
+    """Register `POST /events`, `/query`, `/count` on `app` for `relay`."""
+    bridge = Bridge(relay)
+    app.router.add_post("/events", bridge.events)
+    app.router.add_post("/query", bridge.query)
+    app.router.add_post("/count", bridge.count)
+
+
+__all__ = [
+    "EVENT_STATUS",
+    "READ_STATUS",
+    "Bridge",
+    "ReplayGuard",
+    "add_routes",
+    "event_status",
+    "read_status",
+]

@@ -1,0 +1,82 @@
+"""The relay's huddle service: settings, rooms, counters, lifecycle, and the HTTP entry point of
+`GET /huddle/{channel_id}/audio` (huddle.md §2.1–§2.3)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from buzz.core.channel_id import is_channel_id
+from buzz.core.huddle_wire import MAX_WEBSOCKET_MESSAGE_BYTES
+from buzz.relay.huddle.fanout import HuddleStats, PeerSink
+from buzz.relay.huddle.lifecycle import Lifecycle
+from buzz.relay.huddle.rooms import LocalRooms, RoomSlot
+from buzz.relay.huddle.settings import HuddleSettings
+from buzz.relay.huddle.socket import AudioSocket
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from buzz.relay.relay import Relay
+
+log = logging.getLogger(__name__)
+
+CONNECTION_LIMIT_BODY = "relay: connection limit reached"
+HUDDLE_ROUTE = "/huddle/{channel_id}/audio"  # HUDDLE_AUDIO_PATH of §11.1
+BAD_CHANNEL_BODY = "invalid channel id: must be a canonical UUID"
+
+
+class Huddles:
+    """Everything the audio route needs, owned by the `Relay` (`relay.huddles`)."""
+
+    def __init__(self, relay: Relay, settings: HuddleSettings | None = None) -> None:
+        self.relay = relay
+        self.settings = settings or HuddleSettings.from_env(relay.config.workspace_id)
+        self.rooms = LocalRooms()
+        self.stats = HuddleStats()
+        self.lifecycle = Lifecycle(relay)
+        self.background: set[asyncio.Task[None]] = set()
+        self.sockets: set[AudioSocket] = set()
+
+    def install(self, app: web.Application) -> None:
+        """Register the audio route (§2.1) and close audio sockets when the server shuts down
+        (before aiohttp waits for handlers, so shutdown does not hang on live huddles)."""
+        app.router.add_get(HUDDLE_ROUTE, self.handle)
+        app.on_shutdown.append(self._on_shutdown)
+
+    async def _on_shutdown(self, app: web.Application) -> None:
+        closing = [s.ws.close(code=1001, message=b"relay shutting down") for s in list(self.sockets)]
+        await asyncio.gather(*closing, return_exceptions=True)
+
+    def new_sink(self, slot: RoomSlot, pubkey: str, on_close: Callable[[int, bytes], None]) -> PeerSink:
+        label = f"room {slot.channel_id} peer {pubkey}"
+        return PeerSink(label, self.stats, slot.stats, on_close)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """`GET /huddle/{channel_id}/audio`: pre-upgrade checks in the §2.2 order, then the socket.
+
+        400 for a channel id that is not a canonical UUID; 503 when the connection budget shared
+        with the Nostr sockets is spent (the permit is held until the socket closes).
+        """
+        channel_id = request.match_info["channel_id"]
+        if not is_channel_id(channel_id):
+            return web.Response(status=400, text=BAD_CHANNEL_BODY)
+        relay = self.relay
+        if len(relay.connections) >= relay.config.max_connections:
+            return web.Response(status=503, text=CONNECTION_LIMIT_BODY)
+        ws = web.WebSocketResponse(
+            max_msg_size=MAX_WEBSOCKET_MESSAGE_BYTES, autoping=False, heartbeat=None, compress=False
+        )
+        sock = AudioSocket(self, ws, channel_id, request.host)
+        relay.connections.add(sock)
+        self.sockets.add(sock)
+        try:
+            await ws.prepare(request)
+            await sock.run()
+        finally:
+            relay.connections.discard(sock)
+            self.sockets.discard(sock)
+        return ws

@@ -1,0 +1,265 @@
+"""One audio socket: handshake, join decision, media and cleanup (huddle.md §2–§7).
+
+`AudioSocket.run` is the whole life of one participant's socket after the upgrade:
+
+1. send `challenge` (§3.1) and wait up to 5 s for the first well-formed `auth` (§3.2–§3.3);
+2. evaluate the join in the §4.1 order, stopping at the first failure with its exact §4.2
+   message, then close;
+3. on success queue `joined` to every seat (§5.5), emit 48101, and serve: heartbeat (§2.4),
+   inbound frames fanned out (§6), `leave` (§5.7);
+4. cleanup (§5.8): remove the seat, `left` to the others, 48102, and end the huddle when this
+   was the last seat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aiohttp import WSMsgType, web
+
+from buzz.core import nip42
+from buzz.core.event import Event
+from buzz.core.huddle_wire import (
+    AUDIO_UNAVAILABLE,
+    AUTH_FAILED,
+    HUDDLE_HAS_ENDED,
+    MAX_AUDIO_FRAME_BYTES,
+    Admitted,
+    Auth,
+    Challenge,
+    Ingress,
+    Leave,
+    check_version,
+    parse_client_message,
+)
+from buzz.relay.huddle.fanout import PeerSink, forward
+from buzz.relay.huddle.membership import ChannelGrant, JoinDenied, channel_admission, relay_admission
+from buzz.relay.huddle.rooms import RoomSlot
+
+if TYPE_CHECKING:
+    from buzz.relay.huddle.service import Huddles
+
+log = logging.getLogger(__name__)
+
+OVERSIZE_LOG_EVERY = 1000  # an oversized frame is logged once, then every 1000th on that socket
+
+
+class _SilentClose(Exception):
+    """§4.1 step 5 database error: close with no message (fail closed)."""
+
+
+@dataclass(slots=True)
+class Seat:
+    """An admitted participant on this socket."""
+
+    slot: RoomSlot
+    grant: ChannelGrant
+    pubkey: str
+    peer_id: str
+    peer_index: int
+    protocol_version: int
+    sink: PeerSink
+
+
+class AudioSocket:
+    """One participant in one huddle (§1 item 4). Counts against the relay's connection budget."""
+
+    def __init__(
+        self, huddles: Huddles, ws: web.WebSocketResponse, channel_id: str, host: str | None
+    ) -> None:
+        self.huddles = huddles
+        self.relay = huddles.relay
+        self.ws = ws
+        self.channel_id = channel_id
+        self.host = host
+        self.challenge = Challenge.fresh()
+        self.seat: Seat | None = None
+        self.missed_pongs = 0
+        self._oversized = 0
+
+    async def run(self) -> None:
+        """Serve the socket until it closes; never raises for client behaviour."""
+        ws = self.ws
+        try:
+            await ws.send_str(self.challenge.to_text())
+            auth = await self._await_auth()
+            if auth is None:
+                return
+            try:
+                self.seat = await self._join(auth)
+            except JoinDenied as denied:
+                await ws.send_str(denied.error.to_text())
+                return
+            except _SilentClose:
+                return
+            await self._serve(self.seat)
+        except ConnectionError:
+            log.debug("huddle socket on channel %s went away", self.channel_id)
+        finally:
+            if self.seat is not None:
+                await self._cleanup(self.seat)
+            if not ws.closed:
+                with contextlib.suppress(Exception):
+                    await ws.close()
+
+    # -- §3 handshake ----------------------------------------------------------------------
+    async def _await_auth(self) -> Auth | None:
+        """The first well-formed `auth` within AUTH_TIMEOUT; None on timeout, close or error."""
+        try:
+            async with asyncio.timeout(self.huddles.settings.auth_timeout_s):
+                while True:
+                    msg = await self.ws.receive()
+                    if msg.type == WSMsgType.TEXT:
+                        parsed = parse_client_message(msg.data)
+                        if isinstance(parsed, Auth):
+                            return parsed
+                    elif msg.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+                        return None
+                    # binary, unknown types, bad JSON, pings: ignored while waiting (§3.3)
+        except TimeoutError:
+            return None
+
+    # -- §4.1 join decision ------------------------------------------------------------------
+    async def _join(self, auth: Auth) -> Seat:
+        relay, huddles = self.relay, self.huddles
+        event = await self._verify(auth)  # step 1
+        pubkey = await relay_admission(relay, event)  # step 2
+        grant = await channel_admission(relay, self.channel_id, auth.parent_channel_id, pubkey)  # step 3
+        if not huddles.settings.audio_available:  # step 4, mesh off
+            raise JoinDenied(AUDIO_UNAVAILABLE)
+        slot = huddles.rooms.acquire(huddles.settings.community_id, self.channel_id)  # step 5
+        admitted: Admitted[PeerSink] | None = None
+        try:
+            try:
+                channel = await relay.store.get_channel(self.channel_id)
+            except Exception:
+                log.exception("huddle room fetch: channel re-read failed for %s", self.channel_id)
+                raise _SilentClose from None
+            if channel is None or channel.archived_at is not None:
+                raise JoinDenied(HUDDLE_HAS_ENDED)
+            version_error = check_version(auth.protocol_version)  # step 6
+            if version_error is not None:
+                raise JoinDenied(version_error)
+            sink = huddles.new_sink(slot, pubkey, self._close_soon)
+            result = await huddles.rooms.admit(slot, pubkey, auth.protocol_version, sink)  # step 8
+            if not isinstance(result, Admitted):
+                raise JoinDenied(result.error())
+            admitted = result
+        finally:
+            huddles.rooms.release(slot)
+            if admitted is None:
+                huddles.rooms.reclaim_if_empty(slot)
+        peer = admitted.peer
+        text = admitted.joined.to_text()  # step 9: to every seat, the joiner included (§5.5)
+        for other in admitted.recipients:
+            other.sink.offer_control(text)
+        seat = Seat(slot, grant, pubkey, peer.peer_id, peer.peer_index, peer.protocol_version, peer.sink)
+        await huddles.lifecycle.joined(
+            grant.lifecycle_parent, self.channel_id, pubkey, admitted.revision, peer.peer_id
+        )
+        return seat
+
+    async def _verify(self, auth: Auth) -> Event:
+        """§3.4 with the main relay's NIP-42 verifier. The auth event is never stored or logged."""
+        try:
+            event = Event.from_json(auth.event)
+            nip42.check_auth_event(
+                event, self.challenge.challenge, self.relay.relay_urls(self.host), int(time.time())
+            )
+            await self.relay.ingest.verify(event)
+        except Exception:
+            raise JoinDenied(AUTH_FAILED) from None
+        return event
+
+    # -- §2.4, §5.7, §6 after admission --------------------------------------------------------
+    async def _serve(self, seat: Seat) -> None:
+        writer = asyncio.create_task(seat.sink.run_writer(self.ws))
+        heartbeat = asyncio.create_task(self._heartbeat(seat.sink))
+        try:
+            await self._read_loop(seat)
+        finally:
+            for task in (writer, heartbeat):
+                task.cancel()
+            for task in (writer, heartbeat):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def _read_loop(self, seat: Seat) -> None:
+        room, sink, stats = seat.slot.room, seat.sink, self.huddles.stats
+        version, index, peer_id = seat.protocol_version, seat.peer_index, seat.peer_id
+        async for msg in self.ws:
+            if msg.type == WSMsgType.BINARY:
+                frame: bytes = msg.data
+                receivers = (p.sink for p in room.receivers(peer_id))
+                verdict = forward(frame, version, index, receivers, sink)
+                stats.count("huddle_audio_frames_in_total")
+                if verdict is Ingress.TOO_LARGE:
+                    self._warn_oversized(len(frame))
+                elif verdict is Ingress.TOO_SHORT:
+                    stats.count("huddle_audio_frames_too_short_total")
+            elif msg.type == WSMsgType.TEXT:
+                if isinstance(parse_client_message(msg.data), Leave):
+                    return  # §5.7: start cleanup, no reply
+            elif msg.type == WSMsgType.PING:
+                sink.offer_socket_control(("pong", msg.data))
+            elif msg.type == WSMsgType.PONG:
+                self.missed_pongs = 0
+            elif msg.type == WSMsgType.ERROR:
+                return
+
+    def _warn_oversized(self, size: int) -> None:
+        self.huddles.stats.count("huddle_audio_frames_oversized_total")
+        if self._oversized % OVERSIZE_LOG_EVERY == 0:
+            log.warning(
+                "huddle frame of %d bytes dropped (max %d) on channel %s",
+                size,
+                MAX_AUDIO_FRAME_BYTES,
+                self.channel_id,
+            )
+        self._oversized += 1
+
+    async def _heartbeat(self, sink: PeerSink) -> None:
+        """§2.4: first tick at once; each tick counts a missed pong; close when it reaches 3."""
+        settings = self.huddles.settings
+        while True:
+            self.missed_pongs += 1
+            if self.missed_pongs >= settings.max_missed_pongs:
+                sink.close(1001, b"ping timeout")
+                return
+            if not sink.offer_socket_control(("ping", b"")):
+                return
+            await asyncio.sleep(settings.heartbeat_interval_s)
+
+    def _close_soon(self, code: int, reason: bytes) -> None:
+        if not self.ws.closed:
+            task = asyncio.get_running_loop().create_task(self.ws.close(code=code, message=reason))
+            self.huddles.background.add(task)
+            task.add_done_callback(self.huddles.background.discard)
+
+    # -- §5.8 cleanup --------------------------------------------------------------------------
+    async def _cleanup(self, seat: Seat) -> None:
+        huddles = self.huddles
+        try:
+            removed = await huddles.rooms.remove(seat.slot, seat.peer_id)
+            if removed is None:
+                return
+            text = removed.left.to_text()
+            for other in removed.recipients:
+                other.sink.offer_control(text)
+            parent = seat.grant.lifecycle_parent
+            await huddles.lifecycle.left(parent, self.channel_id, seat.pubkey, removed.revision, seat.peer_id)
+            if not removed.should_end:
+                huddles.rooms.reclaim_if_empty(seat.slot)
+                return
+            if seat.grant.has_ttl and not await huddles.lifecycle.archive(self.channel_id):
+                await huddles.rooms.reopen(seat.slot)  # the room stays usable; no 48103
+                return
+            huddles.rooms.reclaim_if_empty(seat.slot)
+            await huddles.lifecycle.ended(parent, self.channel_id, seat.pubkey)
+        except Exception:
+            log.exception("huddle cleanup failed on channel %s", self.channel_id)

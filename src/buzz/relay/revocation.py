@@ -1,0 +1,50 @@
+"""Access revocation (relay.md §4.7): after a channel change, close every live subscription
+that names the channel in `#h` and whose reader can no longer read it.
+
+One rule covers the three cases of §4.7: a member removed from a private channel, an open
+channel turned private (every connected non-member), and a deleted channel (everyone). It runs
+after this process invalidated its membership cache, so `readable` sees the new state.
+Independently, delivery re-checks access per event (§12.1), so a missed eviction leaks nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Protocol
+
+from buzz.core.filters import Filter
+from buzz.relay.access import ChannelAccess
+
+log = logging.getLogger(__name__)
+
+ACCESS_REVOKED = "restricted: channel access revoked"
+
+
+class _Sub(Protocol):
+    sub_id: str
+    filters: tuple[Filter, ...]
+
+
+def names_channel(sub: _Sub, channel_id: str) -> bool:
+    """True when some filter of `sub` lists `channel_id` in `#h` (relay.md §6.2)."""
+    return any(channel_id in flt.channels for flt in sub.filters)
+
+
+async def revoke_unreadable(connections: Iterable[object], access: ChannelAccess, channel_id: str) -> int:
+    """Evict, with `CLOSED "restricted: channel access revoked"`, each live subscription naming
+    `channel_id` whose connection's reader fails `readable(C, reader)`. Returns how many."""
+    evicted = 0
+    for conn in list(connections):
+        subs = getattr(conn, "subs", None)
+        if not subs:
+            continue
+        naming = [sub.sub_id for sub in list(subs.values()) if names_channel(sub, channel_id)]
+        if not naming or await access.readable(channel_id, conn.pubkey):  # type: ignore[attr-defined]
+            continue
+        for sub_id in naming:
+            conn.evict(sub_id, ACCESS_REVOKED)  # type: ignore[attr-defined]
+            evicted += 1
+    if evicted:
+        log.info("revoked %d subscription(s) naming channel %s", evicted, channel_id)
+    return evicted

@@ -1,0 +1,335 @@
+"""The asyncio shell of a huddle participant: `HuddleSession` on an aiohttp WebSocket, plus the
+Nostr side (transcripts out, agent replies in). Used by `buzz huddle join` (huddle.md §10).
+
+Tasks while joined: the socket reader (control messages applied at once, frames to the jitter
+buffers, remote barge-in), a 20 ms capture clock (microphone → Opus frames → socket, and 100 ms
+batches to the STT worker), a 10 ms playout clock (per-peer PCM → per-peer WAVs), the reply
+speaker (agent replies → TTS → `tts.wav`), and a watcher for agent replies on the relay.
+
+The host supplies a connected `RelayClient` and a `Signer`; this module never holds a key.
+The microphone is a WAV file (headless) or silence; live devices are the host's business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+import numpy as np
+
+from buzz.client import RelayClient
+from buzz.core.event import Event
+from buzz.core.huddle_wire import (
+    CLIENT_CHALLENGE_TIMEOUT,
+    CLIENT_HANDSHAKE_TIMEOUT,
+    CLIENT_JOINED_TIMEOUT,
+    CLIENT_MAX_MESSAGE_BYTES,
+    CURRENT_PROTOCOL_VERSION,
+    FRAME_SAMPLES,
+    PLAYOUT_TICK_MS,
+    TTS_SAMPLE_RATE,
+    parse_relay_frame,
+)
+from buzz.core.kinds import AUTH_KIND
+from buzz.voice.agents import AgentDirectory
+from buzz.voice.echo import RemoteFloor
+from buzz.voice.replies import ReplySpeaker
+from buzz.voice.session import HuddleSession, JoinFailed, Phase
+from buzz.voice.stt import PocketSphinxRecognizer, Recognizer, SpeechToText, SttWorker
+from buzz.voice.transcripts import Signer, TranscriptPublisher
+from buzz.voice.tts import TtsEngine
+from buzz.voice.wav import PeerWavs, WavWriter, iter_frames, read_wav_48k
+
+log = logging.getLogger(__name__)
+
+FRAME_MS = 20
+STT_BATCH_FRAMES = 5  # 100 ms batches into the STT queue (§10.4)
+TRAILING_SILENCE_FRAMES = 25  # 500 ms of silence after the input, before leaving
+
+
+@dataclass(frozen=True, slots=True)
+class HuddleOptions:
+    """One join. `transcribe`: True always, False never, None auto (while agents are present)."""
+
+    relay_url: str
+    channel_id: str
+    parent_channel_id: str | None = None
+    protocol_version: int = CURRENT_PROTOCOL_VERSION
+    input_wav: Path | None = None
+    record_dir: Path | None = None
+    transcribe: bool | None = None
+    speak_replies: bool = True
+    leave_after_input: bool = False
+    duration_s: float | None = None
+
+    @property
+    def audio_url(self) -> str:
+        return f"{self.relay_url.rstrip('/')}/huddle/{self.channel_id}/audio"
+
+
+@dataclass
+class HuddleReport:
+    """What happened, for the CLI's JSON output and for tests."""
+
+    peer_index: int | None = None
+    roster: dict[int, str] = field(default_factory=dict)
+    frames_sent: int = 0
+    frames_received: int = 0
+    frames_dropped: int = 0
+    transcripts: list[dict[str, object]] = field(default_factory=list)
+    replies_spoken: int = 0
+    replies_cancelled: int = 0
+    stt_dropped: int = 0
+    recordings: list[str] = field(default_factory=list)
+
+
+def _default_tts() -> TtsEngine:
+    from buzz.voice.espeak import EspeakNgEngine
+
+    return EspeakNgEngine()
+
+
+class HuddleClient:
+    """Join one huddle and run until the input ends (`leave_after_input`), `duration_s`
+    passes, `stop()` is called, or the relay closes the socket. Raises JoinFailed when the
+    relay refuses the join (its `error`), TimeoutError when the handshake takes too long."""
+
+    def __init__(
+        self,
+        options: HuddleOptions,
+        signer: Signer,
+        nostr: RelayClient,
+        *,
+        recognizer_factory: Callable[[], Recognizer] = PocketSphinxRecognizer,
+        tts_factory: Callable[[], TtsEngine] = _default_tts,
+    ) -> None:
+        self.options = options
+        self.signer = signer
+        self.nostr = nostr
+        self.report = HuddleReport()
+        self.session = HuddleSession(
+            self._sign_auth,
+            parent_channel_id=options.parent_channel_id,
+            protocol_version=options.protocol_version,
+        )
+        self.agents = AgentDirectory(nostr.query, options.channel_id)
+        self.publisher = TranscriptPublisher(
+            options.channel_id, signer, self.agents, self._publish, options.transcribe
+        )
+        self.stt = SttWorker(SpeechToText(), recognizer_factory, self._on_text, self._on_cancel_tts)
+        self._t0 = time.monotonic()
+        self.speaker = ReplySpeaker(tts_factory, self._play_tts, self.stt.pipeline.gate, self.now_ms)
+        self.floor = RemoteFloor()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop = asyncio.Event()
+        self._publishing: set[asyncio.Task[object]] = set()
+        self._wavs = PeerWavs(options.record_dir) if options.record_dir else None
+        self._tts_wav: WavWriter | None = None
+
+    def now_ms(self) -> float:
+        return (time.monotonic() - self._t0) * 1000.0
+
+    def stop(self) -> None:
+        """Leave at the next opportunity."""
+        self._stop.set()
+
+    # -- run -------------------------------------------------------------------------------
+    async def run(self) -> HuddleReport:
+        self._loop = asyncio.get_running_loop()
+        if self.options.record_dir:
+            self.options.record_dir.mkdir(parents=True, exist_ok=True)
+        await self.agents.refresh()  # on connect (§10.5 item 2)
+        async with aiohttp.ClientSession() as http:
+            ws = await http.ws_connect(
+                self.options.audio_url, max_msg_size=CLIENT_MAX_MESSAGE_BYTES, autoping=True, heartbeat=None
+            )
+            try:
+                await asyncio.wait_for(self._handshake(ws), CLIENT_HANDSHAKE_TIMEOUT)
+                await self._joined(ws)
+            finally:
+                await ws.close()
+                self._close_outputs()
+        return self.report
+
+    async def _handshake(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        for timeout in (CLIENT_CHALLENGE_TIMEOUT, CLIENT_JOINED_TIMEOUT):
+            msg = await ws.receive(timeout)
+            if msg.type != aiohttp.WSMsgType.TEXT:
+                raise JoinFailed(None, f"socket closed during the handshake ({msg.type.name})")
+            for reply in self.session.receive_text(msg.data):
+                await ws.send_str(reply)
+        if self.session.phase is not Phase.JOINED:
+            raise JoinFailed(None, "no joined after auth")
+        self.report.peer_index = self.session.peer_index
+
+    async def _joined(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.stt.start()
+        tasks = [
+            asyncio.create_task(self._read(ws)),
+            asyncio.create_task(self._playout()),
+            asyncio.create_task(self._watch_replies()),
+        ]
+        if self.options.speak_replies:
+            tasks.append(asyncio.create_task(self.speaker.run()))
+        capture = asyncio.create_task(self._capture(ws))
+        stopper = asyncio.create_task(self._stop.wait())
+        try:
+            waiting = {tasks[0], capture, stopper}
+            deadline = self.options.duration_s
+            done, _ = await asyncio.wait(waiting, timeout=deadline, return_when=asyncio.FIRST_COMPLETED)
+            if tasks[0] in done and tasks[0].exception() is not None:
+                raise tasks[0].exception()  # type: ignore[misc]
+        finally:
+            capture.cancel()
+            stopper.cancel()
+            await asyncio.to_thread(self.stt.stop, 30)  # flush the last utterance
+            await asyncio.sleep(0)
+            if self._publishing:
+                await asyncio.gather(*self._publishing, return_exceptions=True)
+            leave = self.session.leave()
+            self.publisher.session_id += 1  # later transcripts belong to an ended session
+            if leave is not None and not ws.closed:
+                with contextlib.suppress(Exception):
+                    await ws.send_str(leave)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, capture, return_exceptions=True)
+            self.report.roster = dict(self.session.roster)
+            self.report.stt_dropped = self.stt.dropped
+            self.report.replies_spoken = self.speaker.spoken
+            self.report.replies_cancelled = self.speaker.cancelled
+            self.report.frames_dropped = self.session.receiver.dropped
+
+    # -- socket reader -----------------------------------------------------------------------
+    async def _read(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        async for msg in ws:
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                self.session.receive_text(msg.data)  # control path: applied at once (§10.3)
+            elif msg.type == aiohttp.WSMsgType.BINARY:
+                now = self.now_ms()
+                if self.session.receive_binary(msg.data, now):
+                    self.report.frames_received += 1
+                    self._remote_barge_in(msg.data, now)
+
+    def _remote_barge_in(self, message: bytes, now: float) -> None:
+        frame = parse_relay_frame(message, self.options.protocol_version)
+        if frame is None or frame.header is None:
+            return
+        is_agent = self.session.roster.get(frame.peer_index) in self.agents.agents
+        if self.floor.frame(frame.peer_index, frame.header.dtx, now, is_agent=is_agent):
+            self.speaker.cancel()
+
+    # -- microphone --------------------------------------------------------------------------
+    def _mic(self) -> Iterator[np.ndarray | None]:
+        """20 ms frames of the input WAV, then None once (end of input), then silence."""
+        if self.options.input_wav is not None:
+            yield from iter_frames(read_wav_48k(self.options.input_wav))
+            yield None
+        while True:
+            yield np.zeros(FRAME_SAMPLES, np.int16)
+
+    async def _capture(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        """20 ms capture clock. After the input ends with `leave_after_input`, 500 ms of room
+        tone follow, so the last utterance ends on silence as live speech does, then return."""
+        start = time.monotonic()
+        batch: list[np.ndarray] = []
+        remaining: int | None = None
+        for i, pcm in enumerate(self._mic()):
+            if pcm is None:
+                if self.options.leave_after_input:
+                    remaining = TRAILING_SILENCE_FRAMES
+                continue
+            if remaining is not None:
+                if remaining == 0:
+                    return
+                remaining -= 1
+            for message in self.session.capture(pcm):
+                await ws.send_bytes(message)
+                self.report.frames_sent += 1
+            batch.append(pcm)
+            if len(batch) == STT_BATCH_FRAMES:
+                self.stt.submit(np.concatenate(batch), self.now_ms() - FRAME_MS * (STT_BATCH_FRAMES - 1))
+                batch = []
+            delay = start + (i + 1) * FRAME_MS / 1000 - time.monotonic()
+            await asyncio.sleep(max(0.0, delay))
+
+    # -- playout -----------------------------------------------------------------------------
+    async def _playout(self) -> None:
+        tick_s = PLAYOUT_TICK_MS / 1000
+        next_at = time.monotonic()
+        while True:
+            buffers = self.session.tick(self.now_ms())
+            if self._wavs is not None and buffers:
+                self._wavs.write(buffers)
+            next_at += tick_s
+            delay = next_at - time.monotonic()
+            if delay < -0.3:  # a stall over 300 ms: reset the schedule, do not catch up (§10.3)
+                next_at = time.monotonic()
+            await asyncio.sleep(max(0.0, delay))
+
+    def _play_tts(self, block: np.ndarray) -> None:
+        if self.options.record_dir is None:
+            return
+        if self._tts_wav is None:
+            self._tts_wav = WavWriter(self.options.record_dir / "tts.wav", TTS_SAMPLE_RATE)
+        self._tts_wav.write(block)
+
+    def _close_outputs(self) -> None:
+        if self._wavs is not None:
+            self._wavs.close()
+            self.report.recordings = [str(w.path) for w in self._wavs.writers.values()]
+        if self._tts_wav is not None:
+            self._tts_wav.close()
+            self.report.recordings.append(str(self._tts_wav.path))
+
+    # -- Nostr side --------------------------------------------------------------------------
+    def _sign_auth(self, challenge: str) -> dict[str, object]:
+        tags = [["relay", self.options.relay_url], ["challenge", challenge]]
+        return self.signer.sign(AUTH_KIND, "", tags).to_dict()
+
+    def _on_text(self, text: str) -> None:
+        """STT worker thread → the loop: publish with the current session id."""
+        assert self._loop is not None
+        session_id = self.publisher.session_id
+        self._loop.call_soon_threadsafe(self._spawn_publish, text, session_id)
+
+    def _spawn_publish(self, text: str, session_id: int) -> None:
+        task: asyncio.Task[object] = asyncio.ensure_future(self._publish_transcript(text, session_id))
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
+
+    async def _publish_transcript(self, text: str, session_id: int) -> None:
+        outcome = await self.publisher.submit(text, session_id)
+        self.report.transcripts.append(
+            {
+                "accepted": outcome.accepted,
+                "message": outcome.message,
+                "id": outcome.event.id if outcome.event else None,
+                "content": outcome.event.content if outcome.event else None,
+            }
+        )
+
+    def _on_cancel_tts(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self.speaker.cancel)
+
+    async def _publish(self, event: Event) -> tuple[bool, str]:
+        result = await self.nostr.publish(event)
+        return result.accepted, result.message
+
+    async def _watch_replies(self) -> None:
+        """Agent replies: kind 9 in the huddle channel by `bot` members, from now on (§10.6)."""
+        since = int(time.time())
+        sub = await self.nostr.subscribe([{"kinds": [9], "#h": [self.options.channel_id], "since": since}])
+        async for event in sub:
+            if event.pubkey == self.signer.pubkey or event.created_at < since:
+                continue
+            agents = await self.agents.current()
+            if event.pubkey in agents and self.options.speak_replies:
+                self.speaker.offer(event.content)

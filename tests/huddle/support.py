@@ -1,0 +1,197 @@
+"""Helpers for huddle tests: channels on the real relay, and a raw audio-socket client.
+
+Channels are created through the relay's real kinds 9007/9000 when they are supported; until the
+channel rules land (they answer `restricted: kind <k> is not supported by this relay yet`) the
+same rows are written through the store's effects, with the relay-signed 39002 member list the
+relay would emit (relay.md §4.6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+
+from buzz.core.event import Event
+from buzz.core.huddle_wire import FrameHeader, client_frame
+from buzz.core.nip42 import build_auth_event
+from buzz.core.stored import relay_signed, verify_stored
+from buzz.store.base import Channel, CreateChannel, PutMember
+from tests.support.relay import Identity, RunningRelay
+
+NOT_SUPPORTED_YET = "restricted: kind {} is not supported by this relay yet"
+CHANNEL_PATHS: list[str] = []  # which path each created channel took: "kinds" or "store"
+
+
+@dataclass
+class ChannelSpec:
+    owner: Identity
+    members: Sequence[Identity] = ()
+    bots: Sequence[Identity] = ()
+    visibility: str = "private"
+    ttl: int | None = None
+    channel_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+async def make_channel(running: RunningRelay, spec: ChannelSpec) -> str:
+    """Create the channel with its members; returns its id."""
+    cid = spec.channel_id
+    tags = [["h", cid], ["name", f"huddle-{cid[:8]}"], ["visibility", spec.visibility]]
+    if spec.ttl is not None:
+        tags.append(["ttl", str(spec.ttl)])
+    async with running.client(spec.owner) as owner:
+        created = await owner.publish(Event.create(spec.owner.secret, 9007, "", tags))
+        if created.accepted:
+            for who, role in [*((m, "member") for m in spec.members), *((b, "bot") for b in spec.bots)]:
+                put = Event.create(
+                    spec.owner.secret, 9000, "", [["h", cid], ["p", who.pubkey], ["role", role]]
+                )
+                result = await owner.publish(put)
+                assert result.accepted, result.message
+            CHANNEL_PATHS.append("kinds")
+            return cid
+        assert created.message == NOT_SUPPORTED_YET.format(9007), created.message
+    await _store_channel(running, spec, tags)
+    CHANNEL_PATHS.append("store")
+    return cid
+
+
+async def _store_channel(running: RunningRelay, spec: ChannelSpec, tags: list[list[str]]) -> None:
+    relay, cid, now = running.relay, spec.channel_id, int(time.time())
+    channel = Channel(
+        cid,
+        tags[1][1],
+        spec.visibility,
+        spec.owner.pubkey,
+        now,
+        ttl_seconds=spec.ttl,  # type: ignore[arg-type]
+    )
+    create = verify_stored(Event.create(spec.owner.secret, 9007, "", tags)).with_channel(cid)
+    await relay.store.insert(create, [CreateChannel(channel), PutMember(cid, spec.owner.pubkey, "owner")])
+    roles = [(spec.owner, "owner"), *((m, "member") for m in spec.members), *((b, "bot") for b in spec.bots)]
+    for who, role in roles[1:]:
+        put = Event.create(spec.owner.secret, 9000, "", [["h", cid], ["p", who.pubkey], ["role", role]])
+        await relay.store.insert(
+            verify_stored(put).with_channel(cid), [PutMember(cid, who.pubkey, role, spec.owner.pubkey)]
+        )
+    members = Event.create(
+        relay.secret_key, 39002, "", [["d", cid], *(["p", who.pubkey, "", role] for who, role in roles)]
+    )
+    await relay.store.insert(relay_signed(members, cid))
+    relay.access.invalidate(cid)
+
+
+def audio_url(running: RunningRelay, channel_id: str) -> str:
+    return f"{running.url}/huddle/{channel_id}/audio"
+
+
+def frame(seq: int, payload: bytes = b"\x78\x01\x02", level: int = -20, flags: int = 0) -> bytes:
+    """A v2 client frame (§6.1)."""
+    return client_frame(FrameHeader(seq & 0xFFFF, (seq * 960) & 0xFFFFFFFF, level, flags), payload)
+
+
+class AudioPeer:
+    """A raw audio-socket client (aiohttp, no auto-pong) for protocol tests."""
+
+    def __init__(self, session: aiohttp.ClientSession, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.session = session
+        self.ws = ws
+        self.joined: dict[str, Any] | None = None
+
+    @classmethod
+    async def connect(cls, running: RunningRelay, channel_id: str) -> AudioPeer:
+        session = aiohttp.ClientSession()
+        ws = await session.ws_connect(audio_url(running, channel_id), autoping=False, max_msg_size=1 << 16)
+        return cls(session, ws)
+
+    async def challenge(self) -> str:
+        msg = await self.recv_json()
+        assert msg["type"] == "challenge", msg
+        return str(msg["challenge"])
+
+    async def send_auth(
+        self,
+        running: RunningRelay,
+        who: Identity,
+        challenge: str,
+        version: int | None = 2,
+        *,
+        relay_url: str | None = None,
+        created_at: int | None = None,
+        parent: str | None = None,
+    ) -> None:
+        event = build_auth_event(who.secret, challenge, relay_url or running.url, created_at)
+        body: dict[str, Any] = {"type": "auth", "parent_channel_id": parent, "event": event.to_dict()}
+        if version is not None:
+            body["protocol_version"] = version
+        await self.ws.send_str(orjson.dumps(body).decode())
+
+    async def recv_json(self, timeout: float = 5.0) -> dict[str, Any]:
+        while True:
+            msg = await self.ws.receive(timeout)
+            if msg.type == aiohttp.WSMsgType.PING:
+                await self.ws.pong(msg.data)
+                continue
+            assert msg.type == aiohttp.WSMsgType.TEXT, msg
+            return orjson.loads(msg.data)  # type: ignore[no-any-return]
+
+    async def recv_binary(self, timeout: float = 5.0) -> bytes:
+        while True:
+            msg = await self.ws.receive(timeout)
+            if msg.type == aiohttp.WSMsgType.PING:
+                await self.ws.pong(msg.data)
+                continue
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                continue  # joined/left of others
+            assert msg.type == aiohttp.WSMsgType.BINARY, msg
+            return bytes(msg.data)
+
+    async def expect_close(self, timeout: float = 5.0) -> list[dict[str, Any]]:
+        """Read until the socket closes; returns the text messages seen (pings answered)."""
+        texts = []
+        async with asyncio.timeout(timeout):
+            while True:
+                msg = await self.ws.receive()
+                if msg.type == aiohttp.WSMsgType.TEXT:
+                    texts.append(orjson.loads(msg.data))
+                elif msg.type == aiohttp.WSMsgType.PING:
+                    await self.ws.pong(msg.data)
+                elif msg.type in (
+                    aiohttp.WSMsgType.CLOSE,
+                    aiohttp.WSMsgType.CLOSED,
+                    aiohttp.WSMsgType.CLOSING,
+                ):
+                    return texts
+
+    async def close(self) -> None:
+        await self.ws.close()
+        await self.session.close()
+
+
+async def join(
+    running: RunningRelay, who: Identity, channel_id: str, version: int | None = 2, **kw: Any
+) -> AudioPeer:
+    """Connect and authenticate; returns the peer with its first message in `joined` (or error)."""
+    peer = await AudioPeer.connect(running, channel_id)
+    await peer.send_auth(running, who, await peer.challenge(), version, **kw)
+    peer.joined = await peer.recv_json()
+    return peer
+
+
+async def refused(
+    running: RunningRelay, who: Identity, channel_id: str, version: int | None = 2, **kw: Any
+) -> dict[str, Any]:
+    """Join expecting an error: returns it after checking that the relay closed the socket."""
+    peer = await join(running, who, channel_id, version, **kw)
+    try:
+        assert peer.joined is not None and peer.joined["type"] == "error", peer.joined
+        assert await peer.expect_close() == []
+        return peer.joined
+    finally:
+        await peer.close()
