@@ -1,0 +1,244 @@
+"""Engram I/O over one relay connection: head fetch, listing, publishing (engram.md §8, §9, §12.4).
+
+Shared by `buzz mem` and the agent harness. A `Pair` says whose memory is read and with which
+keys; a `Memory` runs the queries of §8 and §9 on an authenticated `RelayClient` and hands the
+answers to the pure library (`buzz.core.engram`). A query that does not complete raises
+`QueryFailed` (or yields a `Failure` outcome): failure is never presented as absence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import aiohttp
+
+from buzz.client import RelayClient, RelayError
+from buzz.client.relay_client import ConnectionLost, PublishResult
+from buzz.core import engram
+from buzz.core.event import Event
+from buzz.core.keys import is_hex
+
+Cause = Literal["network", "auth", "relay"]
+
+# CLOSED / OK prefixes that mean "you may not" rather than "something broke" (relay.md §7.8).
+_AUTH_PREFIXES = ("auth-required", "restricted", "blocked")
+
+
+class QueryFailed(Exception):
+    """A relay exchange that did not complete (engram.md §8 step 5, Failure).
+
+    `cause`: "network" (transport error, timeout), "auth" (AUTH refused, `auth-required:`,
+    `restricted:` or `blocked:` answer) or "relay" (any other refusal); `relay_message` is the
+    relay's raw text when there is one.
+    """
+
+    def __init__(self, cause: Cause, message: str, relay_message: str | None = None) -> None:
+        super().__init__(message)
+        self.cause: Cause = cause
+        self.message = message
+        self.relay_message = relay_message
+
+
+def failure_of(exc: BaseException) -> QueryFailed:
+    """Classify a client exception as a QueryFailed (never raises)."""
+    if isinstance(exc, QueryFailed):
+        return exc
+    if isinstance(exc, ConnectionLost):
+        return QueryFailed("network", f"connection lost: {exc.message}")
+    if isinstance(exc, RelayError):
+        cause: Cause = "auth" if exc.prefix in _AUTH_PREFIXES else "relay"
+        return QueryFailed(cause, f"relay refused: {exc.message}", exc.message)
+    if isinstance(exc, TimeoutError):
+        return QueryFailed("network", "timed out waiting for the relay")
+    if isinstance(exc, aiohttp.ClientError | OSError):
+        return QueryFailed("network", f"cannot reach the relay: {exc}")
+    return QueryFailed("relay", f"unexpected relay answer: {exc!r}")
+
+
+def websocket_url(url: str) -> str:
+    """`http(s)://…` → `ws(s)://…` (agents.md §2.1 accepts all four); other URLs unchanged."""
+    for http, ws in (("https://", "wss://"), ("http://", "ws://")):
+        if url.lower().startswith(http):
+            return ws + url[len(http) :]
+    return url
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    url: str, secret_key: str, *, auth_tags: Sequence[Sequence[str]] = (), timeout: float = 10.0
+) -> AsyncIterator[RelayClient]:
+    """An authenticated client for `url` (NIP-42, with `auth_tags` such as a NIP-OA tag).
+
+    Connecting and AUTH together are bounded by `timeout` seconds. Raises QueryFailed.
+    """
+    client = RelayClient(websocket_url(url), secret_key, auth_tags=auth_tags, timeout=timeout)
+    try:
+        await asyncio.wait_for(client.connect(), timeout)
+    except BaseException as exc:
+        await client.close()
+        if isinstance(exc, Exception):
+            raise failure_of(exc) from None
+        raise
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+async def relay_max_limit(url: str, timeout: float = 3.0) -> int | None:
+    """NIP-11 `limitation.max_limit` of the relay at `url` (ws/wss/http/https), None if unknown."""
+    http = websocket_url(url).replace("wss://", "https://", 1).replace("ws://", "http://", 1)
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(
+                http,
+                headers={"Accept": "application/nostr+json"},
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as resp:
+                info = await resp.json(content_type=None)
+    except (aiohttp.ClientError, OSError, TimeoutError, ValueError):
+        return None
+    limit = info.get("limitation", {}).get("max_limit") if isinstance(info, dict) else None
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+
+
+# -- whose memory -----------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One `(agent, owner)` memory and the keys that open it (engram.md §12.3).
+
+    `secret` is the reader's secret key (64 hex) and `their_pubkey` the other party: the owner
+    when the reader is the agent, the agent when the reader is the owner.
+    """
+
+    agent: str
+    owner: str
+    secret: str
+    their_pubkey: str
+
+    @classmethod
+    def as_agent(cls, secret: str, agent: str, owner: str) -> Pair:
+        return cls(agent, owner, secret, owner)
+
+    @classmethod
+    def as_owner(cls, secret: str, owner: str, agent: str) -> Pair:
+        return cls(agent, owner, secret, agent)
+
+    @property
+    def is_agent(self) -> bool:
+        return self.their_pubkey == self.owner
+
+    def check_keys(self) -> None:
+        """Raises engram.InvalidKey when `their_pubkey` is not 64 hex of a curve point."""
+        if not is_hex(self.their_pubkey, 64):
+            raise engram.InvalidKey("pubkey must be 64 hex characters")
+        engram.conversation_key(self.secret, self.their_pubkey)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A §9 listing: live entries sorted by slug, the number of events the relay answered
+    (for the truncation rule) and the number skipped as invalid."""
+
+    entries: tuple[engram.ListEntry, ...]
+    answered: int
+    skipped: int
+
+
+class Memory:
+    """Engram queries and writes for one Pair on one authenticated client."""
+
+    def __init__(self, client: RelayClient, pair: Pair) -> None:
+        self.client = client
+        self.pair = pair
+
+    def _key(self) -> bytes:
+        return engram.conversation_key(self.pair.secret, self.pair.their_pubkey)
+
+    async def _query(self, flt: dict[str, object]) -> list[Event]:
+        try:
+            return await self.client.query([flt])
+        except Exception as exc:
+            raise failure_of(exc) from None
+
+    def head_filter(self, slug: str) -> dict[str, object]:
+        """The §8 step 1 filter for `slug` (validated, not normalized)."""
+        d = engram.d_tag(self._key(), slug)
+        return {
+            "kinds": [engram.KIND_ENGRAM],
+            "authors": [self.pair.agent],
+            "#d": [d],
+            "#p": [self.pair.owner],
+            "limit": engram.HEAD_QUERY_LIMIT,
+        }
+
+    async def answer(self, slug: str) -> list[Event]:
+        """The relay's answer to the §8 head query for `slug`, unverified. Raises QueryFailed."""
+        return await self._query(self.head_filter(slug))
+
+    async def head(self, slug: str) -> engram.Found | engram.EmptyAnswer | engram.AllInvalid:
+        """§8 for `slug`: Found, EmptyAnswer or AllInvalid. A Found whose body names another
+        slug is counted as invalid. Raises QueryFailed (Failure)."""
+        answer = await self.answer(slug)
+        opened = engram.open_candidates(
+            answer, self.pair.agent, self.pair.owner, self.pair.secret, self.pair.their_pubkey
+        )
+        matching = [r for r in opened.records if r.body.slug == slug]
+        head = engram.select_head(matching)
+        if head is not None:
+            return engram.Found(head.event, head.body)
+        if not answer:
+            return engram.EmptyAnswer()
+        last = (
+            opened.last_error
+            if len(matching) == len(opened.records)
+            else "body slug differs from the address"
+        )
+        return engram.AllInvalid(len(answer), last or "no candidate")
+
+    async def fetch_head(self, slug: str) -> engram.HeadOutcome:
+        """`head`, with a Failure outcome instead of QueryFailed (never raises for I/O)."""
+        try:
+            return await self.head(slug)
+        except QueryFailed as exc:
+            return engram.Failure(exc.message)
+
+    async def listing(self) -> Listing:
+        """§9: every record of the pair (no `#d`, limit 5000), heads per `d`, live memory
+        entries only. Raises QueryFailed."""
+        answer = await self._query(
+            {
+                "kinds": [engram.KIND_ENGRAM],
+                "authors": [self.pair.agent],
+                "#p": [self.pair.owner],
+                "limit": engram.LIST_QUERY_LIMIT,
+            }
+        )
+        opened = engram.open_candidates(
+            answer, self.pair.agent, self.pair.owner, self.pair.secret, self.pair.their_pubkey
+        )
+        entries = engram.listing(engram.heads_by_slug(opened.records))
+        return Listing(tuple(entries), len(answer), opened.skipped)
+
+    def build(self, body: engram.Body, created_at: int) -> Event:
+        """Sign `body` as the agent (the reader must be the agent). Raises EngramError
+        (BodyTooLarge, InvalidKey, InvalidBody)."""
+        if not self.pair.is_agent:
+            raise ValueError("only the agent writes its memory (engram.md §1 item 2)")
+        return engram.build_event(self.pair.secret, self.pair.owner, body, created_at)
+
+    async def publish(self, event: Event) -> PublishResult:
+        """Send the event and return the relay's acceptance. Raises QueryFailed (transport)."""
+        try:
+            return await self.client.publish(event)
+        except Exception as exc:
+            raise failure_of(exc) from None
+
+
+def is_duplicate(result: PublishResult) -> bool:
+    """An accepted write that lost to a newer head (engram.md §12.4): a conflict."""
+    return result.accepted and (result.message == "duplicate" or result.message.startswith("duplicate:"))
