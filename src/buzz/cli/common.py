@@ -67,8 +67,9 @@ def not_found(message: str) -> CliFailure:
     return CliFailure("not_found", message)
 
 
-def report(failure: CliFailure) -> NoReturn:
-    """One JSON line on stderr, then exit with the category's code (agents.md §2.1 item 2)."""
+def failure_object(failure: CliFailure) -> dict[str, Any]:
+    """The CLI error object (agents.md §2.1 item 2):
+    {"error", "message", "retryable"[, "relay_message"]}."""
     payload: dict[str, Any] = {
         "error": failure.category,
         "message": failure.message,
@@ -76,6 +77,12 @@ def report(failure: CliFailure) -> NoReturn:
     }
     if failure.relay_message is not None:
         payload["relay_message"] = failure.relay_message
+    return payload
+
+
+def report(failure: CliFailure) -> NoReturn:
+    """One JSON line on stderr, then exit with the category's code (agents.md §2.1 item 2)."""
+    payload = failure_object(failure)
     sys.stderr.write(orjson.dumps(payload).decode() + "\n")
     sys.stderr.flush()
     raise SystemExit(EXIT_CODES[failure.category])

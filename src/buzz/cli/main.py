@@ -15,6 +15,7 @@ from buzz.cli import (
     users_cmd,
 )
 from buzz.cli.huddle_cmd import huddle
+from buzz.cli.mcp_cmd import mcp
 from buzz.cli.mem_cmd import mem
 from buzz.cli.output import Context
 
@@ -69,6 +70,7 @@ cli.add_command(dms_cmd.dms)
 cli.add_command(users_cmd.users)
 cli.add_command(huddle)
 cli.add_command(agent_cmd.agent)
+cli.add_command(mcp)
 
 
 def main() -> None:

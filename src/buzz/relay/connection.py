@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
-from buzz.core import messages, nip42
+from buzz.core import kinds, messages, nip42
 from buzz.core.errors import Blocked, BuzzError, ServerError
 from buzz.core.limits import MAX_MISSED_PONGS, MAX_SUBSCRIPTIONS, PING_INTERVAL_S
 from buzz.core.messages import (
@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NOT_AUTHENTICATED = "auth-required: not authenticated"
+MAX_PIPELINED_EVENTS = 256  # per connection, awaiting their commit
+# Global-only kinds never derive a channel or read other events while being validated, so
+# consecutive ones from one connection may wait for their commits together.
+PIPELINABLE_KINDS = kinds.GLOBAL_ONLY_KINDS - {kinds.DELETION_KIND}
 SENT_IDS_GRACE_S = 5.0  # how long after EOSE a stored result still suppresses its live copy
 
 
@@ -58,6 +62,7 @@ class Connection:
         self._out: asyncio.Queue[str] = asyncio.Queue(maxsize=relay.config.send_buffer)
         self._drops = 0
         self._lane: asyncio.Queue[tuple[Any, Any]] = asyncio.Queue()
+        self._inflight: set[asyncio.Task[None]] = set()
         self._missed_pongs = 0
         self._closing = False
 
@@ -109,7 +114,7 @@ class Connection:
             self._closing = True
             for sub in list(self.subs.values()):
                 self._drop_sub(sub.sub_id)
-            for task in helpers + list(self._sub_tasks.values()):
+            for task in helpers + list(self._sub_tasks.values()) + list(self._inflight):
                 task.cancel()
             for task in helpers:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -177,14 +182,33 @@ class Connection:
     async def _lane_worker(self) -> None:
         while True:
             msg, early = await self._lane.get()
-            try:
-                await self._dispatch(msg, early)
-            except Exception:
-                log.exception("handler failed")
-                if isinstance(msg, EventMessage):
-                    self.send(messages.ok(msg.event.id, False, "error: internal server error"))
-            finally:
-                self.relay.release_handler()
+            if isinstance(msg, EventMessage) and self._pipelinable(msg, early):
+                # Its write is queued behind this connection's earlier writes (the store keeps
+                # FIFO order), so the lane moves on without waiting for the commit.
+                task = asyncio.create_task(self._handle(msg, early))
+                self._inflight.add(task)
+                task.add_done_callback(self._inflight.discard)
+                if len(self._inflight) >= MAX_PIPELINED_EVENTS:
+                    await asyncio.wait(self._inflight, return_when=asyncio.FIRST_COMPLETED)
+                continue
+            if self._inflight:
+                # Anything else may read what those events write: let them commit first.
+                await asyncio.wait(self._inflight)
+            await self._handle(msg, early)
+
+    def _pipelinable(self, msg: EventMessage, early: Any) -> bool:
+        """Global-only kinds are validated without reading other events (docs/decisions.md 2a)."""
+        return not isinstance(early, BuzzError) and msg.event.kind in PIPELINABLE_KINDS
+
+    async def _handle(self, msg: Any, early: Any) -> None:
+        try:
+            await self._dispatch(msg, early)
+        except Exception:
+            log.exception("handler failed")
+            if isinstance(msg, EventMessage):
+                self.send(messages.ok(msg.event.id, False, "error: internal server error"))
+        finally:
+            self.relay.release_handler()
 
     async def _dispatch(self, msg: Any, early: Any) -> None:
         match msg:

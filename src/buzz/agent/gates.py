@@ -1,0 +1,245 @@
+"""The harness gate chain (agents.md §4.4–§4.6), pure: no I/O, no clock.
+
+Order for every channel event (the first failing step drops it):
+
+1. relay pre-filter (the REQ built by `channel_filter`);
+2. duplicates (`SeenIds`, at least 10 000 ids) and own events;
+3. owner control commands `!shutdown`, `!cancel`, `!rotate` (`control_command`), consumed
+   before the author gate;
+4. author gate (`author_decision`: a table of admitted author classes per `--respond-to`
+   mode, narrowed by the DM rule; siblings need a kind 0 lookup the caller performs);
+5. rule match (`match_rule`, first match wins);
+6. enqueue — the caller's job.
+
+Only a `["p", A]` tag is a mention: text, `nostr:` URIs and `["notify", …]` never wake.
+"""
+
+from __future__ import annotations
+
+import enum
+import tomllib
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from buzz.agent.config import ConfigError
+from buzz.agent.event_view import mentions
+from buzz.core.channel_id import is_channel_id
+from buzz.core.event import Event
+
+DEFAULT_WAKE_KINDS: tuple[int, ...] = (9, 46010, 40007)  # message, approval request (later), reminder
+MENTION_PROMPT_TAG = "@mention"
+ALL_PROMPT_TAG = "message"
+SEEN_IDS_CAPACITY = 10_000
+ANY_CHANNEL = "*"
+
+
+# -- wake rules (§4.4) -------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class WakeRule:
+    """One subscription rule. `channels` is `"*"` or a set of UUIDs; `kinds` None = every kind."""
+
+    channels: str | frozenset[str]
+    kinds: frozenset[int] | None
+    require_mention: bool
+    prompt_tag: str
+
+    def covers(self, channel: str) -> bool:
+        return self.channels == ANY_CHANNEL or channel in self.channels  # type: ignore[operator]
+
+    def matches(self, channel: str, event: Event, agent: str) -> bool:
+        if not self.covers(channel):
+            return False
+        if self.kinds is not None and event.kind not in self.kinds:
+            return False
+        return not self.require_mention or mentions(event, agent)
+
+
+def _override(rule: WakeRule, kinds: Sequence[int] | None, no_mention_filter: bool) -> WakeRule:
+    return WakeRule(
+        rule.channels,
+        frozenset(kinds) if kinds is not None else rule.kinds,
+        False if no_mention_filter else rule.require_mention,
+        rule.prompt_tag,
+    )
+
+
+def build_rules(
+    subscribe: str,
+    kinds: Sequence[int] | None = None,
+    no_mention_filter: bool = False,
+    config_text: str | None = None,
+) -> tuple[WakeRule, ...]:
+    """The ordered rules of a `--subscribe` mode; `--kinds` and `--no-mention-filter` override
+    every rule. `config_text` is the TOML of `--config` (config mode only). Raises ConfigError."""
+    if subscribe == "mentions":
+        base: tuple[WakeRule, ...] = (
+            WakeRule(ANY_CHANNEL, frozenset(DEFAULT_WAKE_KINDS), True, MENTION_PROMPT_TAG),
+        )
+    elif subscribe == "all":
+        base = (WakeRule(ANY_CHANNEL, None, False, ALL_PROMPT_TAG),)
+    elif subscribe == "config":
+        base = parse_rules_toml(config_text or "")
+    else:
+        raise ConfigError(f"unknown subscribe mode {subscribe!r}")
+    return tuple(_override(r, kinds, no_mention_filter) for r in base)
+
+
+def _rule_from_table(table: dict[str, Any], channels: str | frozenset[str], where: str) -> WakeRule:
+    kinds = table.get("kinds", list(DEFAULT_WAKE_KINDS))
+    if not isinstance(kinds, list) or not all(isinstance(k, int) and 0 <= k <= 65535 for k in kinds):
+        raise ConfigError(f"{where}: kinds must be a list of integers 0–65535")
+    require = table.get("require_mention", True)
+    if not isinstance(require, bool):
+        raise ConfigError(f"{where}: require_mention must be true or false")
+    tag = table.get("prompt_tag", MENTION_PROMPT_TAG if require else ALL_PROMPT_TAG)
+    if not isinstance(tag, str) or not tag:
+        raise ConfigError(f"{where}: prompt_tag must be a non-empty string")
+    return WakeRule(channels, frozenset(kinds), require, tag)
+
+
+def parse_rules_toml(text: str) -> tuple[WakeRule, ...]:
+    """Rules of the `--config` file (§4.4): `[[rules]]` tables in order (first match wins), each
+    with `channels` (`"*"` or a list of UUIDs), `kinds`, `require_mention` (default true) and
+    `prompt_tag`; every `[channel.<uuid>]` table becomes a one-channel rule placed before the
+    first `"*"` rule. Raises ConfigError for malformed TOML or values."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--config: invalid TOML: {exc}") from None
+    listed: list[WakeRule] = []
+    for i, table in enumerate(doc.get("rules", [])):
+        where = f"--config rules[{i}]"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: must be a table")
+        chans = table.get("channels", ANY_CHANNEL)
+        if chans != ANY_CHANNEL:
+            if not isinstance(chans, list) or not all(is_channel_id(c) for c in chans):
+                raise ConfigError(f'{where}: channels must be "*" or a list of channel UUIDs')
+            chans = frozenset(chans)
+        listed.append(_rule_from_table(table, chans, where))
+    per_channel = []
+    for channel, table in (doc.get("channel") or {}).items():
+        if not is_channel_id(channel) or not isinstance(table, dict):
+            raise ConfigError(f"--config [channel.{channel}]: the key must be a channel UUID")
+        per_channel.append(_rule_from_table(table, frozenset({channel}), f"--config [channel.{channel}]"))
+    first_any = next((i for i, r in enumerate(listed) if r.channels == ANY_CHANNEL), len(listed))
+    rules = (*listed[:first_any], *per_channel, *listed[first_any:])
+    if not rules:
+        raise ConfigError("--config: no rules (add [[rules]] or [channel.<uuid>] tables)")
+    return rules
+
+
+def match_rule(rules: Iterable[WakeRule], channel: str, event: Event, agent: str) -> WakeRule | None:
+    """The first rule that covers `channel`, lists the kind and (if required) is mentioned."""
+    return next((r for r in rules if r.matches(channel, event, agent)), None)
+
+
+def channel_filter(rules: Iterable[WakeRule], channel: str, agent: str, since: int) -> dict[str, Any] | None:
+    """The REQ filter of `ch-<C>` (§4.3 item 1): the kinds of the rules covering C (absent when
+    one of them takes every kind), `#h` = [C], `since`, and `#p` = [A] when every covering rule
+    requires a mention. None when no rule covers C (nothing to subscribe)."""
+    covering = [r for r in rules if r.covers(channel)]
+    if not covering:
+        return None
+    flt: dict[str, Any] = {}
+    if all(r.kinds is not None for r in covering):
+        flt["kinds"] = sorted(set().union(*(r.kinds or () for r in covering)))
+    flt["#h"] = [channel]
+    if all(r.require_mention for r in covering):
+        flt["#p"] = [agent]
+    flt["since"] = since
+    return flt
+
+
+# -- duplicates (§4.3 item 2, §4.5 step 2) -----------------------------------------------------
+class SeenIds:
+    """Remembers the most recent `capacity` event ids (≥ 10 000 per §4.3 item 2)."""
+
+    def __init__(self, capacity: int = SEEN_IDS_CAPACITY) -> None:
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._capacity = capacity
+
+    def add(self, event_id: str) -> bool:
+        """Record `event_id`; False when it was already remembered (a duplicate)."""
+        if event_id in self._ids:
+            self._ids.move_to_end(event_id)
+            return False
+        self._ids[event_id] = None
+        if len(self._ids) > self._capacity:
+            self._ids.popitem(last=False)
+        return True
+
+    def __contains__(self, event_id: object) -> bool:
+        return event_id in self._ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+# -- owner control commands (§4.5 step 3) ------------------------------------------------------
+class Command(enum.Enum):
+    SHUTDOWN = "!shutdown"
+    CANCEL = "!cancel"
+    ROTATE = "!rotate"
+
+
+_COMMANDS = {c.value: c for c in Command}
+
+
+def control_command(event: Event, agent: str, owner: str | None) -> Command | None:
+    """The owner command carried by `event`: a kind 9 from O, tagged `["p", A]`, whose content
+    trimmed of surrounding whitespace is exactly one command. Anyone else's text is ordinary."""
+    if owner is None or event.kind != 9 or event.pubkey != owner or not mentions(event, agent):
+        return None
+    return _COMMANDS.get(event.content.strip())
+
+
+# -- author gate (§4.6) ------------------------------------------------------------------------
+class Decision(enum.Enum):
+    ADMIT = "admit"
+    DROP = "drop"
+    CHECK_SIBLING = "check_sibling"  # admit iff the author is a sibling (kind 0 lookup)
+
+
+OWNER, SIBLING, ALLOWLISTED, STRANGER = "owner", "sibling", "allowlisted", "stranger"
+
+# Author classes admitted in non-DM channels, per --respond-to (§4.6 table).
+ADMITTED: dict[str, frozenset[str]] = {
+    "owner-only": frozenset({OWNER, SIBLING}),
+    "allowlist": frozenset({OWNER, SIBLING, ALLOWLISTED}),
+    "anyone": frozenset({OWNER, SIBLING, ALLOWLISTED, STRANGER}),
+    "nobody": frozenset(),
+}
+# DM rule (§4.6 item 2): channels of these types admit at most the owner and siblings.
+DM_LIKE_TYPES = frozenset({"dm", "unknown"})
+DM_ADMITTED = frozenset({OWNER, SIBLING})
+
+
+def admitted_classes(mode: str, channel_type: str) -> frozenset[str]:
+    """The author classes `mode` admits in a channel of `channel_type`, DM rule applied."""
+    admitted = ADMITTED[mode]
+    return admitted & DM_ADMITTED if channel_type in DM_LIKE_TYPES else admitted
+
+
+def author_decision(
+    mode: str,
+    channel_type: str,
+    author: str,
+    agent: str,
+    owner: str | None,
+    allowlist: Iterable[str] = (),
+) -> Decision:
+    """Step 4 of the gate chain. With no owner known, the owner and sibling classes are empty,
+    so `owner-only` admits nobody (§4.2 item 2)."""
+    admitted = admitted_classes(mode, channel_type)
+    if owner is not None and author == owner and OWNER in admitted:
+        return Decision.ADMIT
+    if STRANGER in admitted:
+        return Decision.ADMIT
+    if ALLOWLISTED in admitted and author in set(allowlist):
+        return Decision.ADMIT
+    if owner is not None and SIBLING in admitted and author not in (agent, owner):
+        return Decision.CHECK_SIBLING
+    return Decision.DROP

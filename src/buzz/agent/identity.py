@@ -1,0 +1,86 @@
+"""The harness identity: agent key, NIP-OA tag and owner (agents.md §4.2 item 2, §1.3).
+
+`resolve_identity(config)` parses the agent secret (hex or nsec), verifies `BUZZ_AUTH_TAG`
+against the agent's own pubkey (engram.md §14.6; no clause evaluated) and takes the owner from
+it, else from `--agent-owner`. Errors are `ConfigError`s: exit 3 for a missing/invalid key or
+tag, exit 1 when the tag's owner and `--agent-owner` disagree or the owner is malformed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from buzz.agent.config import EXIT_AUTH, ConfigError, HarnessConfig
+from buzz.core import nip19
+from buzz.core.keys import is_hex, public_key
+from buzz.core.nip_oa import InvalidAuthTag, normalize_auth_tag_input, parse_auth_tag, verify_auth_tag
+
+
+@dataclass(frozen=True)
+class AgentIdentity:
+    """`secret` (64 hex, never logged), `pubkey` A, the verified `auth_tag` (or None) and the
+    owner O (or None: owner commands, siblings, memory and metrics are then off)."""
+
+    secret: str
+    pubkey: str
+    auth_tag: list[str] | None
+    owner: str | None
+
+    def __repr__(self) -> str:  # never show the secret (agents.md §1.1 item 3)
+        return f"AgentIdentity(pubkey={self.pubkey!r}, owner={self.owner!r})"
+
+
+def _secret(value: str | None) -> str:
+    if value is None or not value.strip():
+        raise ConfigError("no private key: pass --private-key or set BUZZ_PRIVATE_KEY", EXIT_AUTH)
+    text = value.strip()
+    if text.startswith("nsec1"):
+        try:
+            hrp, data = nip19.decode(text)
+        except ValueError:
+            hrp, data = "", ""
+        if hrp == "nsec":
+            return str(data)
+    elif is_hex(text.lower(), 64):
+        return text.lower()
+    raise ConfigError("invalid private key: expected 64 hex characters or nsec1…", EXIT_AUTH)
+
+
+def _pubkey(value: str, what: str) -> str:
+    text = value.strip()
+    if text.startswith("npub1"):
+        try:
+            hrp, data = nip19.decode(text)
+        except ValueError:
+            hrp, data = "", ""
+        if hrp == "npub":
+            return str(data)
+    elif is_hex(text.lower(), 64):
+        return text.lower()
+    raise ConfigError(f"{what} must be 64 hex characters or npub1…")
+
+
+def resolve_identity(config: HarnessConfig) -> AgentIdentity:
+    """Startup step 2 of agents.md §4.2. Raises ConfigError (exit 3 or 1)."""
+    secret = _secret(config.private_key)
+    try:
+        pubkey = public_key(secret)
+    except ValueError:
+        raise ConfigError("invalid private key: not a valid secp256k1 secret", EXIT_AUTH) from None
+    tag: list[str] | None = None
+    owner: str | None = None
+    if config.auth_tag is not None and config.auth_tag.strip():
+        try:
+            parsed = parse_auth_tag(normalize_auth_tag_input(config.auth_tag))
+            owner = verify_auth_tag(parsed.to_list(), pubkey)
+        except InvalidAuthTag as exc:
+            raise ConfigError(f"invalid BUZZ_AUTH_TAG: {exc.reason}", EXIT_AUTH) from None
+        tag = parsed.to_list()
+    if config.agent_owner is not None and config.agent_owner.strip():
+        configured = _pubkey(config.agent_owner, "--agent-owner")
+        if owner is not None and configured != owner:
+            raise ConfigError("--agent-owner differs from the owner named by BUZZ_AUTH_TAG")
+        owner = configured
+    if owner == pubkey:
+        raise ConfigError("the owner must differ from the agent key")
+    return AgentIdentity(secret, pubkey, tag, owner)

@@ -1,0 +1,199 @@
+"""Inbound relay events → the gate chain → the queue (agents.md §4.3–§4.8).
+
+`Intake.channel_event` applies the chain of `buzz.agent.gates` in its order: duplicates and
+own events, owner control commands (consumed, answered with a kind 40099), the author gate
+(with the sibling lookup), the rule match, then enqueue with 👀 and the §4.8 action when the
+channel has a turn in flight. `Intake.membership` applies 44100/44101 (de-duplicated, and
+ignored when older than the newest notification applied for that channel).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from buzz.agent.directory import fetch_channel
+from buzz.agent.event_view import thread_refs
+from buzz.agent.gates import (
+    Command,
+    Decision,
+    SeenIds,
+    author_decision,
+    channel_filter,
+    control_command,
+    match_rule,
+)
+from buzz.agent.queue import Item
+from buzz.agent.runtime import Runtime
+from buzz.agent.sessions import Arrival, TurnEnd, arrival_action
+from buzz.agent.status import (
+    EYES,
+    OUTCOME_CANCEL_NOOP,
+    OUTCOME_CANCELLED,
+    OUTCOME_ROTATE_NOOP,
+    OUTCOME_ROTATED,
+    OUTCOME_SHUTDOWN,
+)
+from buzz.agent.turns import Dispatcher
+from buzz.core.event import Event
+
+log = logging.getLogger(__name__)
+
+MEMBERSHIP_SUB = "membership-notif"
+CHANNEL_SUB_PREFIX = "ch-"
+REVOKED = "restricted: channel access revoked"
+
+
+def channel_sub(channel: str) -> str:
+    return CHANNEL_SUB_PREFIX + channel
+
+
+class Intake:
+    """Applies the gate chain and membership changes. `on_shutdown` is called once for
+    `!shutdown` after its control outcome is published."""
+
+    def __init__(
+        self, runtime: Runtime, dispatcher: Dispatcher, on_shutdown: Callable[[], Awaitable[None]]
+    ) -> None:
+        self.rt = runtime
+        self.dispatcher = dispatcher
+        self.on_shutdown = on_shutdown
+        self.seen = SeenIds()
+        self.seen_membership = SeenIds()
+        self.membership_applied: dict[str, int] = {}
+        self.accepting = True
+        self.last_accepted = time.monotonic()
+
+    # -- subscriptions -----------------------------------------------------------------------
+    async def open_channel(self, channel: str, since: int) -> bool:
+        """Subscribe `ch-<C>` from `since` with the filter of the rules covering C."""
+        flt = channel_filter(self.rt.rules, channel, self.rt.identity.pubkey, since)
+        if flt is None:
+            return False
+        await self.rt.link.subscribe(channel_sub(channel), flt, since)
+        return True
+
+    async def route(self, sub_id: str, event: Event) -> None:
+        if sub_id == MEMBERSHIP_SUB:
+            await self.membership(event)
+        elif sub_id.startswith(CHANNEL_SUB_PREFIX):
+            await self.channel_event(sub_id[len(CHANNEL_SUB_PREFIX) :], event)
+
+    async def closed(self, sub_id: str, reason: str) -> None:
+        """A CLOSED from the relay; access revocation is handled like 44101 (§4.3 item 3)."""
+        if sub_id.startswith(CHANNEL_SUB_PREFIX) and reason.startswith(REVOKED):
+            await self.remove_channel(sub_id[len(CHANNEL_SUB_PREFIX) :])
+
+    # -- the gate chain (§4.5) -----------------------------------------------------------------
+    async def channel_event(self, channel: str, event: Event) -> None:
+        rt = self.rt
+        agent, owner = rt.identity.pubkey, rt.identity.owner
+        if not self.accepting or not self.seen.add(event.id):
+            return
+        if event.pubkey == agent and not rt.config.no_ignore_self:
+            return
+        command = control_command(event, agent, owner)
+        if command is not None:
+            await self.control(command, channel, event)
+            return
+        info = rt.channel(channel)
+        decision = author_decision(
+            rt.config.respond_to, info.type, event.pubkey, agent, owner, rt.config.respond_to_allowlist
+        )
+        if decision is Decision.CHECK_SIBLING:
+            admitted = owner is not None and await rt.profiles.is_sibling(event.pubkey, agent, owner)
+            decision = Decision.ADMIT if admitted else Decision.DROP
+        if decision is Decision.DROP:
+            log.info("dropped %s in %s: author %s not admitted", event.id[:12], channel, event.pubkey[:12])
+            return
+        rule = match_rule(rt.rules, channel, event, agent)
+        if rule is None:
+            return
+        item = Item(event, channel, time.monotonic(), meta={"prompt_tag": rule.prompt_tag})
+        await rt.status.react([item], EYES)
+        evicted = rt.queue.push(item)
+        self.last_accepted = time.monotonic()
+        if evicted is not None:
+            log.warning("queue of %s is full; dropped the oldest event %s", channel, evicted.event.id[:12])
+            await rt.status.unreact([evicted])
+        if self.dispatcher.in_flight(channel) is not None:
+            action = arrival_action(rt.config.multiple_event_handling, event.pubkey, owner)
+            if action is Arrival.STEER:
+                await self.dispatcher.request_end(channel, TurnEnd.STEERED)
+            elif action is Arrival.INTERRUPT:
+                await self.dispatcher.request_end(channel, TurnEnd.SUPERSEDED)
+        self.dispatcher.wake()
+
+    # -- owner commands (§4.5 step 3) ----------------------------------------------------------
+    async def control(self, command: Command, channel: str, event: Event) -> None:
+        rt = self.rt
+        owner, agent = rt.identity.owner, rt.identity.pubkey
+        assert owner is not None
+        root = thread_refs(event).root
+        log.info("owner command %s in %s", command.value, channel)
+        if command is Command.SHUTDOWN:
+            self.accepting = False
+            await rt.status.outcome(channel, OUTCOME_SHUTDOWN, owner, agent, root)
+            await self.on_shutdown()
+            return
+        if command is Command.CANCEL:
+            busy = await self.dispatcher.request_end(channel, TurnEnd.OWNER_CANCEL)
+            outcome = OUTCOME_CANCELLED if busy else OUTCOME_CANCEL_NOOP
+        else:
+            busy = await self.dispatcher.request_end(channel, TurnEnd.OWNER_ROTATE)
+            if busy:
+                outcome = OUTCOME_ROTATED
+            else:
+                dropped = rt.sessions.drop_channel(channel)
+                outcome = OUTCOME_ROTATED if dropped else OUTCOME_ROTATE_NOOP
+        await rt.status.outcome(channel, outcome, owner, agent, root)
+
+    # -- membership (§4.3 items 3–4) -----------------------------------------------------------
+    async def membership(self, event: Event) -> None:
+        if not self.seen_membership.add(event.id) or event.kind not in (44100, 44101):
+            return
+        channel = event.first_tag("h")
+        if channel is None or self.rt.identity.pubkey not in event.tag_values("p"):
+            return
+        newest = self.membership_applied.get(channel)
+        if newest is not None and event.created_at < newest:
+            return
+        self.membership_applied[channel] = event.created_at
+        if event.kind == 44101:
+            await self.remove_channel(channel)
+            return
+        allowed = self.rt.config.channels
+        if allowed is not None and channel not in allowed:
+            return
+        if self.rt.link.subscribed(channel_sub(channel)):
+            return  # already served (the notification predates our subscription)
+        try:
+            info = await fetch_channel(self.rt.link.query, channel)
+        except Exception as exc:
+            log.warning("could not fetch metadata of %s: %s", channel, exc)
+            info = None
+        if info is not None and info.archived:
+            return
+        if info is not None:
+            self.rt.channels[channel] = info
+        if await self.open_channel(channel, event.created_at):
+            log.info("added to channel %s; subscribed", channel)
+
+    async def remove_channel(self, channel: str) -> None:
+        """44101 / revoked access: close `ch-C`, drain C's queue (removing 👀) and invalidate
+        C's sessions; an in-flight turn finishes and its session is dropped when it returns."""
+        rt = self.rt
+        await rt.link.unsubscribe(channel_sub(channel))
+        drained = rt.queue.drain(channel)
+        await rt.status.unreact(drained)
+        turn = self.dispatcher.in_flight(channel)
+        busy_worker = None
+        if turn is not None:
+            turn.drop_session = True
+            busy_worker = turn.worker
+        for state in rt.sessions.drop_channel(channel):
+            if state.worker == busy_worker:
+                rt.sessions.put(state)  # dropped when the turn returns
+        rt.channels.pop(channel, None)
+        log.info("removed from channel %s", channel)

@@ -1,0 +1,206 @@
+"""The ten tools of `buzz mcp` (agents.md §7): names, descriptions and JSON Schemas. Pure data.
+
+Each `ToolSpec.input_schema` is a JSON Schema object (draft 2020-12) with
+`additionalProperties: false`; `defaults` fills the `default` of every absent property so a
+handler reads one value whichever way the client called it. The server validates every call
+against its schema before running it (fail closed); the shared CLI functions then apply the
+exact CLI rules (agents.md §2.3, engram.md §12), which the schemas only summarize.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+HEX64_PATTERN = r"^[0-9a-fA-F]{64}$"
+PUBKEY_PATTERN = r"^([0-9a-fA-F]{64}|npub1[023456789acdefghjklmnpqrstuvwxyz]+)$"
+
+_CHANNEL = {"type": "string", "format": "uuid", "pattern": UUID_PATTERN, "description": "Channel id (UUID)."}
+_EVENT_ID = {"type": "string", "pattern": HEX64_PATTERN, "description": "Event id (64 hex)."}
+_PUBKEY = {"type": "string", "pattern": PUBKEY_PATTERN, "description": "Pubkey, 64 hex or npub1…."}
+_SINCE = {"type": "integer", "minimum": 0, "description": "Only events at or after this unix time."}
+
+
+def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def _limit(maximum: int, default: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "maximum": maximum, "default": default}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One MCP tool: `name`, `description` and `input_schema` as listed by `tools/list`."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    def defaults(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """`arguments` plus the schema `default` of every absent property."""
+        out = dict(arguments)
+        for key, prop in self.input_schema.get("properties", {}).items():
+            if key not in out and "default" in prop:
+                out[key] = prop["default"]
+        return out
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "send_message",
+        "Post a message (kind 9) to a channel, optionally as a thread reply. `@Name` in the content is "
+        "resolved against the channel members; `mentions` lists pubkeys to notify (they wake agents). "
+        "Returns {event_id, channel_id, created_at, reply_to, root, mention_pubkeys}.",
+        _obj(
+            {
+                "channel_id": _CHANNEL,
+                "content": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 65536,
+                    "description": "Message text (Markdown), 1-65536 bytes of UTF-8.",
+                },
+                "reply_to": {**_EVENT_ID, "description": "Parent event id: makes this a thread reply."},
+                "mentions": {
+                    "type": "array",
+                    "items": _PUBKEY,
+                    "maxItems": 50,
+                    "description": "Pubkeys to mention (hex or npub); each must be a channel member.",
+                },
+                "broadcast": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Also show a thread reply on the channel timeline (needs reply_to).",
+                },
+            },
+            ("channel_id", "content"),
+        ),
+    ),
+    ToolSpec(
+        "get_messages",
+        "Read a channel's messages, newest first. Returns {messages: [message]}; a message has the event "
+        "fields plus channel_id, reply_to, root, mentions and edited_at.",
+        _obj(
+            {
+                "channel_id": _CHANNEL,
+                "limit": _limit(500, 50),
+                "before": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Only events older than this unix time.",
+                },
+                "since": _SINCE,
+                "kinds": {
+                    "type": "array",
+                    "items": {"type": "integer", "minimum": 0, "maximum": 65535},
+                    "minItems": 1,
+                    "description": "Event kinds (default [9]).",
+                },
+            },
+            ("channel_id",),
+        ),
+    ),
+    ToolSpec(
+        "get_thread",
+        "Read the thread containing event_id: its root and replies, oldest first. Returns "
+        "{root, messages: [message]}.",
+        _obj(
+            {
+                "channel_id": _CHANNEL,
+                "event_id": {**_EVENT_ID, "description": "Any event of the thread (root or reply)."},
+                "limit": _limit(500, 100),
+                "depth_limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 100},
+            },
+            ("channel_id", "event_id"),
+        ),
+    ),
+    ToolSpec(
+        "search",
+        "Full-text search over the messages you can read, best match first. Returns {messages: [message]}.",
+        _obj(
+            {
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 4096,
+                    "description": "Words to find.",
+                },
+                "channel_id": _CHANNEL,
+                "author": {**_PUBKEY, "description": "Only this author (hex or npub)."},
+                "since": _SINCE,
+                "limit": _limit(100, 20),
+            },
+            ("query",),
+        ),
+    ),
+    ToolSpec(
+        "list_channels",
+        "List channels (DMs excluded), sorted by name. Returns {channels: [{id, name, type, visibility, "
+        "about, archived, member}]}.",
+        _obj(
+            {
+                "member_only": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "Only channels I belong to.",
+                },
+                "visibility": {"type": "string", "enum": ["open", "private"]},
+                "limit": _limit(500, 100),
+            }
+        ),
+    ),
+    ToolSpec(
+        "join_channel",
+        "Join an open channel (kind 9021). Returns {channel_id, event_id}.",
+        _obj({"channel_id": _CHANNEL}, ("channel_id",)),
+    ),
+    ToolSpec(
+        "add_reaction",
+        "React to an event with one emoji or :shortcode: (kind 7). Returns {event_id, target}.",
+        _obj(
+            {
+                "event_id": {**_EVENT_ID, "description": "The event reacted to."},
+                "emoji": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 64,
+                    "description": "Emoji or :shortcode:.",
+                },
+            },
+            ("event_id", "emoji"),
+        ),
+    ),
+    ToolSpec(
+        "mem_get",
+        "Read one of your memory entries (encrypted to you and your owner). A slug other than `core` is "
+        "stored under `mem/`. Returns {slug, value}; value is null when the entry does not exist.",
+        _obj(
+            {"slug": {"type": "string", "minLength": 1, "description": "`core` or a mem/ slug."}}, ("slug",)
+        ),
+    ),
+    ToolSpec(
+        "mem_set",
+        "Write one of your memory entries (replaces the previous value). Keep `core` small; put detail in "
+        "mem/ slugs. Returns {slug, event_id, created_at}.",
+        _obj(
+            {
+                "slug": {"type": "string", "minLength": 1, "description": "`core` or a mem/ slug."},
+                "value": {"type": "string", "description": "The full new value (at most 65535 bytes)."},
+            },
+            ("slug", "value"),
+        ),
+    ),
+    ToolSpec(
+        "mem_ls",
+        "List your live memory slugs (core excluded). Returns {slugs: [string]}.",
+        _obj({}),
+    ),
+)
+
+TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

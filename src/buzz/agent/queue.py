@@ -1,0 +1,206 @@
+"""Per-channel work queue of the harness (agents.md §4.7), pure: time is passed in.
+
+- each channel has a FIFO of accepted events; at most one batch per channel is in flight;
+- dispatch picks, among channels with work and no batch in flight, the one whose oldest
+  pending event has waited longest, and takes up to `BATCH_MAX` (50) events as one batch;
+- at most `PENDING_CAP` (500) pending events per channel; overflow evicts the oldest, which
+  `push` returns so the caller removes its 👀;
+- a failed batch goes back to the head of its channel and is retried on its own, at most
+  `MAX_ATTEMPTS` (10) attempts, after a backoff of 5 s doubling up to 300 s; the last failure
+  dead-letters it (`fail` returns `DeadLetter`).
+
+Times are float seconds from any monotonic clock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from buzz.core.event import Event
+
+BATCH_MAX = 50
+PENDING_CAP = 500
+MAX_ATTEMPTS = 10
+BACKOFF_BASE_S = 5.0
+BACKOFF_CAP_S = 300.0
+
+
+@dataclass(eq=False)
+class Item:
+    """One accepted event. `reactions` maps an emoji to the id of the status reaction we
+    published on it (👀 when queued, 💬 when prompted), for removal by kind 5 (§4.13)."""
+
+    event: Event
+    channel: str
+    enqueued_at: float
+    reactions: dict[str, str] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Batch:
+    """Events of one channel delivered in one prompt; `attempts` counts failed attempts."""
+
+    channel: str
+    items: list[Item]
+    attempts: int = 0
+
+    @property
+    def events(self) -> list[Event]:
+        return [i.event for i in self.items]
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    delay_s: float
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    batch: Batch
+
+
+def backoff_s(attempts: int) -> float:
+    """Delay before retry number `attempts` (1-based): 5, 10, 20, … capped at 300 s."""
+    return min(BACKOFF_BASE_S * 2 ** max(attempts - 1, 0), BACKOFF_CAP_S)
+
+
+@dataclass
+class _Channel:
+    pending: deque[Item] = field(default_factory=deque)
+    retry: Batch | None = None
+    not_before: float = 0.0
+    in_flight: Batch | None = None
+
+    def oldest(self) -> float | None:
+        if self.retry is not None and self.retry.items:
+            return self.retry.items[0].enqueued_at
+        return self.pending[0].enqueued_at if self.pending else None
+
+
+class WorkQueue:
+    """All channels' queues. Not thread-safe; one asyncio task drives it."""
+
+    def __init__(
+        self,
+        batch_max: int = BATCH_MAX,
+        pending_cap: int = PENDING_CAP,
+        max_attempts: int = MAX_ATTEMPTS,
+    ) -> None:
+        self.batch_max = batch_max
+        self.pending_cap = pending_cap
+        self.max_attempts = max_attempts
+        self._channels: dict[str, _Channel] = {}
+
+    def _ch(self, channel: str) -> _Channel:
+        return self._channels.setdefault(channel, _Channel())
+
+    # -- intake ----------------------------------------------------------------------------
+    def push(self, item: Item) -> Item | None:
+        """Append `item` to its channel; returns the evicted oldest item on overflow, else None."""
+        ch = self._ch(item.channel)
+        ch.pending.append(item)
+        if len(ch.pending) > self.pending_cap:
+            return ch.pending.popleft()
+        return None
+
+    # -- dispatch --------------------------------------------------------------------------
+    def ready(self, now: float) -> list[str]:
+        """Channels with work, no batch in flight and no retry pending in the future, oldest
+        waiting first."""
+        out = []
+        for name, ch in self._channels.items():
+            oldest = ch.oldest()
+            if oldest is None or ch.in_flight is not None or ch.not_before > now:
+                continue
+            out.append((oldest, name))
+        return [name for _, name in sorted(out)]
+
+    def take(self, channel: str) -> Batch:
+        """Mark and return the next batch of `channel`: its retried batch, else up to
+        `batch_max` pending events. Raises ValueError when the channel is busy or empty."""
+        ch = self._ch(channel)
+        if ch.in_flight is not None:
+            raise ValueError(f"channel {channel} already has a batch in flight")
+        if ch.retry is not None:
+            batch, ch.retry = ch.retry, None
+        elif ch.pending:
+            n = min(self.batch_max, len(ch.pending))
+            batch = Batch(channel, [ch.pending.popleft() for _ in range(n)])
+        else:
+            raise ValueError(f"channel {channel} has nothing pending")
+        ch.in_flight = batch
+        return batch
+
+    def next_batch(self, now: float, accept: Callable[[str], bool] = lambda c: True) -> Batch | None:
+        """`take` on the first `ready` channel that `accept` allows, or None."""
+        for channel in self.ready(now):
+            if accept(channel):
+                return self.take(channel)
+        return None
+
+    def take_pending(self, channel: str, limit: int | None = None) -> list[Item]:
+        """Remove and return up to `limit` (default `batch_max`) pending events of `channel`
+        without touching its in-flight batch (steering, §4.8)."""
+        ch = self._ch(channel)
+        n = min(limit or self.batch_max, len(ch.pending))
+        return [ch.pending.popleft() for _ in range(n)]
+
+    # -- completion ------------------------------------------------------------------------
+    def in_flight(self, channel: str) -> Batch | None:
+        ch = self._channels.get(channel)
+        return ch.in_flight if ch else None
+
+    def finish(self, channel: str) -> None:
+        """The in-flight batch of `channel` ended (success, cancellation or supersession)."""
+        self._ch(channel).in_flight = None
+
+    def fail(self, channel: str, now: float) -> Retry | DeadLetter:
+        """The in-flight batch failed (§4.7 item 4): put it back at the head for a retry after
+        `backoff_s`, or dead-letter it after `max_attempts` failed attempts."""
+        ch = self._ch(channel)
+        batch = ch.in_flight
+        if batch is None:
+            raise ValueError(f"channel {channel} has no batch in flight")
+        ch.in_flight = None
+        batch.attempts += 1
+        if batch.attempts >= self.max_attempts:
+            return DeadLetter(batch)
+        delay = backoff_s(batch.attempts)
+        ch.retry = batch
+        ch.not_before = now + delay
+        return Retry(delay, batch.attempts)
+
+    def drain(self, channel: str) -> list[Item]:
+        """Remove every queued (not in-flight) event of `channel` (removal, §4.3 item 3)."""
+        ch = self._channels.get(channel)
+        if ch is None:
+            return []
+        items = list(ch.retry.items) if ch.retry else []
+        items.extend(ch.pending)
+        ch.pending.clear()
+        ch.retry = None
+        ch.not_before = 0.0
+        return items
+
+    # -- introspection ---------------------------------------------------------------------
+    def pending_count(self, channel: str) -> int:
+        ch = self._channels.get(channel)
+        if ch is None:
+            return 0
+        return len(ch.pending) + (len(ch.retry.items) if ch.retry else 0)
+
+    def next_wakeup(self, now: float) -> float | None:
+        """The earliest future `not_before` among channels waiting on a retry, or None."""
+        times = [
+            ch.not_before for ch in self._channels.values() if ch.retry is not None and ch.not_before > now
+        ]
+        return min(times) if times else None
+
+    def has_work(self) -> bool:
+        """True when any channel has a batch in flight or anything queued."""
+        return any(ch.in_flight or ch.pending or ch.retry for ch in self._channels.values())

@@ -1,0 +1,164 @@
+"""What the harness itself publishes, all signed by the agent key (agents.md §4.13 item 2).
+
+| event | when |
+|---|---|
+| kind 7 👀 on an accepted event | when it is queued |
+| kind 7 💬 on the batch's events | when the prompt starts |
+| kind 5 `["e", <reaction id>]` | when the turn ends (however it ends) and when an event leaves the queue |
+| 20002 typing `["h", C]` | at turn start and every 5 s while it runs (unless `--no-typing`) |
+| 20001 presence | `online` on every (re)connect and every 60 s, `offline` on graceful exit (unless `--no-presence`) |
+| kind 9 failure notice | after a dead-lettered batch (§4.7 item 5) |
+| kind 40099 control outcome | for every owner command (§4.5) |
+
+The harness never posts the agent's answer. Builders are pure; `StatusPublisher` sends them and
+logs (never raises) when a status event cannot be published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+
+import orjson
+
+from buzz.agent.queue import Item
+from buzz.client import PublishResult
+from buzz.core.event import Event
+
+log = logging.getLogger(__name__)
+
+EYES = "\U0001f440"  # 👀 queued
+SPEECH = "\U0001f4ac"  # 💬 working
+TYPING_REFRESH_S = 5.0
+PRESENCE_REFRESH_S = 60.0
+FAILURE_NOTICE = "Sorry, I could not process this message."
+
+# Control outcome types of §4.5 (this project's vocabulary).
+OUTCOME_SHUTDOWN = "agent_shutdown"
+OUTCOME_CANCELLED = "agent_turn_cancelled"
+OUTCOME_CANCEL_NOOP = "agent_cancel_noop"
+OUTCOME_ROTATED = "agent_session_rotated"
+OUTCOME_ROTATE_NOOP = "agent_rotate_noop"
+
+
+def reaction(secret: str, target_id: str, emoji: str) -> Event:
+    """Kind 7 (§3.6): content one emoji, tags `[["e", target]]`, no `h`."""
+    return Event.create(secret, 7, emoji, [["e", target_id]])
+
+
+def removal(secret: str, reaction_id: str) -> Event:
+    """Kind 5 whose only tag is `["e", <reaction id>]` (§3.6)."""
+    return Event.create(secret, 5, "", [["e", reaction_id]])
+
+
+def typing(secret: str, channel: str) -> Event:
+    """Kind 20002 with `["h", C]` and empty content (§3.8 item 3)."""
+    return Event.create(secret, 20002, "", [["h", channel]])
+
+
+def presence(secret: str, status: str) -> Event:
+    """Kind 20001 with content `online`, `away` or `offline` (§3.8 item 3)."""
+    return Event.create(secret, 20001, status, [])
+
+
+def control_outcome(
+    secret: str, channel: str, outcome: str, actor: str, target: str, root: str | None
+) -> Event:
+    """Kind 40099 (§4.5): `["h", C]` (+ `["e", R, "", "reply"]` when the command was a reply in
+    the thread rooted at R); content `{"type", "actor", "target", "channel_id"}`."""
+    tags = [["h", channel]]
+    if root is not None:
+        tags.append(["e", root, "", "reply"])
+    content = orjson.dumps(
+        {"type": outcome, "actor": actor, "target": target, "channel_id": channel}
+    ).decode()
+    return Event.create(secret, 40099, content, tags)
+
+
+def failure_notice(secret: str, channel: str, anchor: str) -> Event:
+    """Kind 9 replying to `anchor` (a thread root or top-level event, §4.12 step 1): no `p`
+    tags, no stack trace, no secret (§4.7 item 5)."""
+    return Event.create(secret, 9, FAILURE_NOTICE, [["h", channel], ["e", anchor, "", "reply"]])
+
+
+Publish = Callable[[Event], Awaitable[PublishResult]]
+
+
+class StatusPublisher:
+    """Sends status events through `publish`; failures are logged, never raised."""
+
+    def __init__(
+        self, publish: Publish, secret: str, *, typing_enabled: bool, presence_enabled: bool
+    ) -> None:
+        self._publish = publish
+        self._secret = secret
+        self.typing_enabled = typing_enabled
+        self.presence_enabled = presence_enabled
+
+    async def send(self, event: Event, what: str) -> bool:
+        try:
+            result = await self._publish(event)
+        except Exception as exc:
+            log.warning("could not publish %s: %s", what, exc)
+            return False
+        if not result.accepted:
+            log.warning("relay refused %s: %s", what, result.message)
+        return result.accepted
+
+    async def react(self, items: Iterable[Item], emoji: str) -> None:
+        """Add `emoji` to each item's event and remember the reaction id on the item."""
+        for item in items:
+            if emoji in item.reactions:
+                continue
+            event = reaction(self._secret, item.event.id, emoji)
+            if await self.send(event, f"{emoji} reaction"):
+                item.reactions[emoji] = event.id
+
+    async def unreact(self, items: Iterable[Item], emojis: Iterable[str] = (EYES, SPEECH)) -> None:
+        """Remove our `emojis` reactions from the items (kind 5 per reaction)."""
+        wanted = tuple(emojis)
+        for item in items:
+            for emoji in wanted:
+                reaction_id = item.reactions.pop(emoji, None)
+                if reaction_id is not None:
+                    await self.send(removal(self._secret, reaction_id), f"{emoji} removal")
+
+    async def presence(self, status: str) -> None:
+        if self.presence_enabled:
+            await self.send(presence(self._secret, status), f"presence {status}")
+
+    async def presence_loop(self) -> None:
+        """`online` every 60 s (the (re)connect hook sends the first one)."""
+        while True:
+            await asyncio.sleep(PRESENCE_REFRESH_S)
+            await self.presence("online")
+
+    @contextlib.asynccontextmanager
+    async def typing(self, channel: str) -> AsyncIterator[None]:
+        """Typing indicators for `channel` while the block runs: now, then every 5 s."""
+        if not self.typing_enabled:
+            yield
+            return
+
+        async def loop() -> None:
+            while True:
+                await self.send(typing(self._secret, channel), "typing")
+                await asyncio.sleep(TYPING_REFRESH_S)
+
+        task = asyncio.create_task(loop(), name=f"typing-{channel}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def outcome(self, channel: str, outcome: str, actor: str, target: str, root: str | None) -> None:
+        await self.send(
+            control_outcome(self._secret, channel, outcome, actor, target, root), f"control outcome {outcome}"
+        )
+
+    async def failure(self, channel: str, anchor: str) -> None:
+        await self.send(failure_notice(self._secret, channel, anchor), "failure notice")

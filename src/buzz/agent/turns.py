@@ -1,0 +1,353 @@
+"""Turn dispatch and execution (agents.md §4.7–§4.9, §4.13, §5.1).
+
+`Dispatcher.run` starts a turn whenever a subprocess is free and a channel has work (the
+queue's oldest-waiting rule); the subprocess that already holds the channel's session is
+preferred. A turn:
+
+1. keeps typing indicators going;
+2. gets (or creates) the channel's session on its subprocess;
+3. adds 💬 to the batch and prompts the session with the §4.12 blocks (system-prompt blocks
+   first with the `user` transport);
+4. publishes the turn metric (44200) when usage was reported;
+5. if steering was requested, prompts the same session again with the interrupted batch and
+   the new events (§4.8) and goes back to 4;
+6. ends: removes 💬 (and 👀 unless the batch is retried), applies the ending's rules
+   (retry or dead-letter, session drop) and frees the subprocess.
+
+Owner commands, steering and interruption request an ending (`TurnEnd`) and send
+`session/cancel`; the subprocess answers the prompt and the turn ends with that ending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from buzz.agent.acp_pool import AgentGone, AgentProcess, PromptOutcome
+from buzz.agent.event_view import reply_anchor
+from buzz.agent.history import build_history
+from buzz.agent.metrics import TurnUsage, build_metric_event, build_payload, is_all_null, map_stop_reason
+from buzz.agent.prompts import ChannelInfo, turn_blocks
+from buzz.agent.queue import Batch, DeadLetter, Item, Retry
+from buzz.agent.runtime import Runtime
+from buzz.agent.session_factory import create_session
+from buzz.agent.sessions import IS_FAILURE, SessionState, TurnEnd, drops_session
+from buzz.agent.status import EYES, SPEECH
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE_S = 12.0
+
+
+@dataclass(eq=False)
+class Turn:
+    """One batch in flight on one subprocess. `requested` is the ending asked for by a
+    command, steering or interruption; `drop_session` is set when the channel was removed."""
+
+    channel: str
+    worker: int
+    batch: Batch
+    requested: TurnEnd | None = None
+    drop_session: bool = False
+    session: SessionState | None = None
+    proc: AgentProcess | None = None
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+class Dispatcher:
+    """Runs turns; one per channel at a time, channels in parallel up to the pool size."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.turns: dict[str, Turn] = {}
+        self._wake = asyncio.Event()
+        self._usage: dict[tuple[int, str], TurnUsage] = {}
+        self.stopping = False
+        self.last_activity = time.monotonic()
+        self.heartbeat_running = False
+
+    # -- control surface -------------------------------------------------------------------
+    def wake(self) -> None:
+        self._wake.set()
+
+    def in_flight(self, channel: str) -> Turn | None:
+        return self.turns.get(channel)
+
+    async def request_end(self, channel: str, end: TurnEnd) -> bool:
+        """Ask the channel's in-flight turn to end with `end` (sends `session/cancel`).
+        False when the channel is idle. A stronger request replaces a weaker one."""
+        turn = self.turns.get(channel)
+        if turn is None:
+            return False
+        if (
+            turn.requested not in (TurnEnd.OWNER_CANCEL, TurnEnd.OWNER_ROTATE, TurnEnd.SHUTDOWN)
+            or end is TurnEnd.SHUTDOWN
+        ):
+            turn.requested = end
+        if turn.proc is not None and turn.session is not None:
+            await turn.proc.cancel(turn.session.session_id)
+        return True
+
+    def on_update(self, worker: int, session_id: str, update: dict[str, object]) -> None:
+        """`session/update` from a subprocess: usage goes to the running turn's metrics."""
+        if update.get("sessionUpdate") == "usage_update":
+            usage = self._usage.get((worker, session_id))
+            if usage is not None:
+                usage.add_usage_update(update)
+
+    # -- loop ------------------------------------------------------------------------------
+    async def run(self) -> None:
+        while not self.stopping:
+            self._start_ready()
+            now = time.monotonic()
+            wakeup = self.rt.queue.next_wakeup(now)
+            timeout = None if wakeup is None else max(wakeup - now, 0.0) + 0.01
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            self._wake.clear()
+
+    def _start_ready(self) -> None:
+        if self.stopping:
+            return
+        while True:
+            free = [w for w in self.rt.pool.free()]
+            if not free:
+                return
+            batch = self.rt.queue.next_batch(time.monotonic())
+            if batch is None:
+                return
+            holders = [w for w in self.rt.sessions.holders(batch.channel) if w in free]
+            worker = holders[0] if holders else free[0]
+            self.rt.pool.busy[worker] = True
+            turn = Turn(batch.channel, worker, batch)
+            self.turns[batch.channel] = turn
+            self.last_activity = time.monotonic()
+            turn.task = asyncio.create_task(self._run(turn), name=f"turn-{batch.channel}")
+
+    async def shutdown(self) -> None:
+        """Stop dispatching, cancel in-flight turns and wait for them (bounded)."""
+        self.stopping = True
+        self.wake()
+        tasks = [t.task for t in self.turns.values() if t.task is not None]
+        for channel in list(self.turns):
+            await self.request_end(channel, TurnEnd.SHUTDOWN)
+        if tasks:
+            await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_S)
+
+    # -- one turn --------------------------------------------------------------------------
+    async def _run(self, turn: Turn) -> None:
+        rt = self.rt
+        channel = rt.channel(turn.channel)
+        end = TurnEnd.FAILED
+        failure: str | None = None
+        try:
+            async with rt.status.typing(turn.channel):
+                end, failure = await self._prompt_loop(turn, channel)
+        except asyncio.CancelledError:
+            end = TurnEnd.SHUTDOWN
+            raise
+        except Exception as exc:  # a bug must not wedge the channel
+            log.exception("turn in %s failed unexpectedly", turn.channel)
+            end, failure = TurnEnd.FAILED, f"internal error: {type(exc).__name__}"
+        finally:
+            await asyncio.shield(self._finish(turn, end, failure))
+
+    async def _prompt_loop(self, turn: Turn, channel: ChannelInfo) -> tuple[TurnEnd, str | None]:
+        rt = self.rt
+        try:
+            proc = await rt.pool.ensure(turn.worker)
+        except AgentGone as exc:
+            return TurnEnd.FAILED, str(exc)
+        turn.proc = proc
+        interrupted: list[Item] = []
+        items = list(turn.batch.items)
+        while True:
+            if turn.requested is not None and turn.requested is not TurnEnd.STEERED:
+                return turn.requested, None  # ended before the prompt started
+            session = rt.sessions.get(turn.worker, turn.channel)
+            if session is None:
+                try:
+                    session = await create_session(rt, proc, channel)
+                except Exception as exc:
+                    return TurnEnd.FAILED, f"session/new failed: {exc}"
+                rt.sessions.put(session)
+            turn.session = session
+            if turn.requested is TurnEnd.STEERED:  # events arrived before any prompt: join them
+                turn.requested = None
+                arrived = rt.queue.take_pending(turn.channel)
+                turn.batch.items.extend(arrived)
+                items = [*items, *arrived]
+            blocks = await self._blocks(turn, session, channel, items, interrupted)
+            if turn.requested is not None and turn.requested is not TurnEnd.STEERED:
+                return turn.requested, None  # ended while the prompt was being built
+            await rt.status.react(items, SPEECH)  # 💬 when the prompt starts (§4.13)
+            outcome = await self._prompt(proc, session, turn.channel, blocks)
+            if outcome.failed:
+                if not proc.alive:
+                    rt.sessions.drop_worker(turn.worker)
+                    rt.pool.mark_dead(turn.worker)
+                requested = turn.requested
+                if requested in (TurnEnd.OWNER_CANCEL, TurnEnd.OWNER_ROTATE, TurnEnd.SHUTDOWN):
+                    return requested, outcome.failure
+                return TurnEnd.FAILED, outcome.failure
+            if turn.requested is TurnEnd.STEERED:
+                turn.requested = None
+                arrived = rt.queue.take_pending(turn.channel)
+                if arrived:  # re-prompt the same session: interrupted work + new events (§4.8)
+                    turn.batch.items.extend(arrived)
+                    interrupted = [*interrupted, *items]
+                    items = arrived
+                    continue
+            if turn.requested is not None:
+                return turn.requested, None
+            session.turns += 1
+            return TurnEnd.COMPLETED, None
+
+    async def _blocks(
+        self,
+        turn: Turn,
+        session: SessionState,
+        channel: ChannelInfo,
+        items: list[Item],
+        interrupted: list[Item],
+    ) -> list[str]:
+        rt = self.rt
+        events = [i.event for i in items]
+        old = [i.event for i in interrupted]
+        authors = [e.pubkey for e in (*old, *events)]
+        people = {pk: p.person for pk, p in (await rt.profiles.get_many(authors)).items()}
+        history = await build_history(
+            rt.link,
+            rt.profiles,
+            channel,
+            events[-1],
+            [e.id for e in (*old, *events)],
+            rt.config.context_message_limit,
+        )
+        prompt_tag = str(items[0].meta.get("prompt_tag", "@mention"))
+        names = [rt.agent_name] if rt.agent_name else []
+        blocks = turn_blocks(events, channel, people, prompt_tag, rt.identity.pubkey, history, old, names)
+        if session.preamble:
+            blocks = [*session.preamble, *blocks]
+            session.preamble = []
+        return blocks
+
+    async def _prompt(
+        self, proc: AgentProcess, session: SessionState, channel: str, blocks: list[str]
+    ) -> PromptOutcome:
+        rt = self.rt
+        key = (proc.index, session.session_id)
+        usage = TurnUsage()
+        self._usage[key] = usage
+        try:
+            outcome = await proc.prompt(
+                session.session_id, blocks, rt.config.idle_timeout, rt.config.max_turn_duration
+            )
+        finally:
+            self._usage.pop(key, None)
+        usage.add_prompt_usage(outcome.usage)
+        await self._publish_metric(session, channel, usage, outcome)
+        return outcome
+
+    async def _publish_metric(
+        self, session: SessionState, channel: str, usage: TurnUsage, outcome: PromptOutcome
+    ) -> None:
+        """§5.1 item 4: owner known, usage reported, metrics on, never all-null."""
+        rt = self.rt
+        owner = rt.identity.owner
+        if owner is None or rt.config.no_turn_metrics or not usage.reported:
+            return
+        now = time.time()
+        payload = build_payload(
+            usage,
+            session.metrics,
+            timestamp=now,
+            model=session.model,
+            channel_id=channel,
+            session_id=session.session_id,
+            turn_id=str(uuid.uuid4()),
+            stop_reason=map_stop_reason(outcome.stop_reason, outcome.failed),
+        )
+        if is_all_null(payload):
+            return
+        try:
+            event = build_metric_event(rt.identity.secret, owner, payload, int(now))
+        except ValueError as exc:
+            log.warning("turn metric not published: %s", exc)
+            return
+        await rt.status.send(event, "turn metric")
+
+    async def _finish(self, turn: Turn, end: TurnEnd, failure: str | None) -> None:
+        rt = self.rt
+        items = turn.batch.items
+        if failure:
+            log.warning("turn in %s ended %s: %s", turn.channel, end.value, failure)
+        else:
+            log.info("turn in %s ended %s", turn.channel, end.value)
+        try:
+            await rt.status.unreact(items, (SPEECH,))
+            if IS_FAILURE[end] and not turn.drop_session:
+                result = rt.queue.fail(turn.channel, time.monotonic())
+                if isinstance(result, Retry):
+                    log.info(
+                        "retrying the batch of %s in %.0f s (attempt %d)",
+                        turn.channel,
+                        result.delay_s,
+                        result.attempts + 1,
+                    )
+                elif isinstance(result, DeadLetter):
+                    log.error(
+                        "dead-lettered %d event(s) of %s after %d attempts",
+                        len(items),
+                        turn.channel,
+                        result.batch.attempts,
+                    )
+                    await rt.status.unreact(items, (EYES,))
+                    await rt.status.failure(turn.channel, reply_anchor(items[-1].event))
+            else:
+                rt.queue.finish(turn.channel)
+                await rt.status.unreact(items, (EYES,))
+            session = turn.session
+            turns_done = session.turns if session is not None else 0
+            if turn.drop_session or drops_session(end, turns_done, rt.config.max_turns_per_session):
+                rt.sessions.drop(turn.worker, turn.channel)
+        finally:
+            rt.pool.busy[turn.worker] = False
+            self.turns.pop(turn.channel, None)
+            self.last_activity = time.monotonic()
+            self.wake()
+
+    # -- heartbeat (§4.14 item 4) ----------------------------------------------------------
+    async def heartbeat_once(self, text: str) -> bool:
+        """Prompt one idle subprocess in its heartbeat session. Skipped (False) when a
+        heartbeat is in flight, events are waiting, or every subprocess is busy."""
+        rt = self.rt
+        if self.heartbeat_running or self.stopping or rt.queue.ready(time.monotonic()):
+            return False
+        free = rt.pool.free()
+        if not free:
+            return False
+        worker = free[0]
+        rt.pool.busy[worker] = True
+        self.heartbeat_running = True
+        try:
+            proc = await rt.pool.ensure(worker)
+            state = proc.heartbeat_session
+            if state is None:
+                state = await create_session(rt, proc, None)
+                proc.heartbeat_session = state
+            blocks = [*state.preamble, text]
+            state.preamble = []
+            await proc.prompt(state.session_id, blocks, rt.config.idle_timeout, rt.config.max_turn_duration)
+            return True
+        except Exception as exc:
+            log.warning("heartbeat failed: %s", exc)
+            return False
+        finally:
+            rt.pool.busy[worker] = False
+            self.heartbeat_running = False
+            self.wake()
