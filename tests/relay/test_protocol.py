@@ -348,3 +348,15 @@ async def test_closed_workspace_refuses_non_member_auth(tmp_path, alice: Identit
             auth = build_auth_event(alice.secret, await c.challenge, running.url)  # type: ignore[arg-type]
             r = await c._send_and_wait_ok("AUTH", auth)
             assert (r.accepted, r.message) == (False, "restricted: not a relay member")
+
+
+async def test_closed_workspace_admits_members_and_the_owner(tmp_path, alice: Identity, bob: Identity) -> None:
+    async with relay_on(tmp_path, require_relay_membership=True, owner_pubkey=alice.pubkey) as running:
+        async with running.client(alice) as c:  # RELAY_OWNER_PUBKEY is ensured as a member at startup
+            assert (await c.publish(Event.create(alice.secret, 1, "owner is in"))).accepted
+        await running.relay.store.put_relay_member(bob.pubkey, "member")  # type: ignore[attr-defined]
+        async with running.client(bob) as c:
+            assert (await c.publish(Event.create(bob.secret, 1, "member is in"))).accepted
+        async with aiohttp.ClientSession() as s:
+            async with s.get(running.http_url + "/info") as resp:
+                assert (await resp.json(content_type=None))["pubkey"] == alice.pubkey

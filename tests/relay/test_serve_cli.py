@@ -93,21 +93,35 @@ def test_serve_refuses_bad_configuration(tmp_path: Path) -> None:
 def test_keys_generate_and_show() -> None:
     gen = subprocess.run([BUZZ, "keys", "generate"], capture_output=True, text=True, timeout=30, check=True)
     keys = json.loads(gen.stdout)
-    assert public_key(keys["secret_key"]) == keys["public_key"]
-    assert nip19.decode(keys["nsec"]) == ("nsec", keys["secret_key"])
-    assert nip19.decode(keys["npub"]) == ("npub", keys["public_key"])
-    for given in (keys["secret_key"], keys["nsec"]):
+    assert set(keys) == {"secret_hex", "nsec", "pubkey", "npub"}  # agents.md §2.2
+    assert public_key(keys["secret_hex"]) == keys["pubkey"]
+    assert nip19.decode(keys["nsec"]) == ("nsec", keys["secret_hex"])
+    assert nip19.decode(keys["npub"]) == ("npub", keys["pubkey"])
+    for given in (keys["secret_hex"], keys["nsec"]):
         env = {**os.environ, "BUZZ_PRIVATE_KEY": given}
         show = subprocess.run(
             [BUZZ, "keys", "show"], env=env, capture_output=True, text=True, timeout=30, check=True
         )
         shown = json.loads(show.stdout)
-        assert shown == {"public_key": keys["public_key"], "npub": keys["npub"]}
-        assert keys["secret_key"] not in show.stdout and keys["nsec"] not in show.stdout
+        assert shown == {"pubkey": keys["pubkey"], "npub": keys["npub"]}
+        assert keys["secret_hex"] not in show.stdout and keys["nsec"] not in show.stdout
+        for flag, field in (("--npub", "npub"), ("--hex", "pubkey")):
+            only = subprocess.run(
+                [BUZZ, "keys", "show", flag], env=env, capture_output=True, text=True, timeout=30
+            )
+            assert json.loads(only.stdout) == keys[field]
 
 
 def test_keys_show_without_key_is_a_json_error() -> None:
     env = {k: v for k, v in os.environ.items() if k != "BUZZ_PRIVATE_KEY"}
     done = subprocess.run([BUZZ, "keys", "show"], env=env, capture_output=True, text=True, timeout=30)
-    assert done.returncode == 2
-    assert "error" in json.loads(done.stderr)
+    assert done.returncode == 3  # agents.md §2.1: a missing signing key is key_error
+    err = json.loads(done.stderr)
+    assert err["error"] == "key_error" and err["retryable"] is False and "BUZZ_PRIVATE_KEY" in err["message"]
+
+
+def test_parser_errors_exit_1_with_json() -> None:
+    for argv in (["--format", "xml", "keys", "generate"], ["no-such-group"], ["keys", "show", "--bogus"]):
+        done = subprocess.run([BUZZ, *argv], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 1, argv
+        assert json.loads(done.stderr.strip().splitlines()[-1])["error"] == "user_error"

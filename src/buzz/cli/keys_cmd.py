@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 import orjson
 
+from buzz.cli.common import CommandGroup
 from buzz.cli.output import Context, emit, fail
 from buzz.core import nip19
 from buzz.core.keys import generate_secret_key, is_hex, public_key
@@ -26,7 +27,7 @@ def parse_secret(value: str) -> str:
     raise click.BadParameter("secret key must be 64 hex characters or an nsec1… string")
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 def keys() -> None:
     """Key pairs (secp256k1, NIP-19 forms)."""
 
@@ -42,26 +43,32 @@ def generate(ctx: Context) -> None:
     """
     secret = generate_secret_key()
     pub = public_key(secret)
-    emit(ctx, {"secret_key": secret, "nsec": nip19.nsec(secret), "public_key": pub, "npub": nip19.npub(pub)})
+    emit(ctx, {"secret_hex": secret, "nsec": nip19.nsec(secret), "pubkey": pub, "npub": nip19.npub(pub)})
 
 
 @keys.command()
+@click.option(
+    "--npub", "only", flag_value="npub", default=None, help="Print only the npub, as a JSON string."
+)
+@click.option("--hex", "only", flag_value="hex", help="Print only the hex public key, as a JSON string.")
 @click.pass_obj
-def show(ctx: Context) -> None:
-    """Print the public key (hex and npub) of --private-key / BUZZ_PRIVATE_KEY.
+def show(ctx: Context, only: str | None) -> None:
+    """Print the public key (hex and npub) of --private-key / BUZZ_PRIVATE_KEY; never the secret.
 
     \b
     Example:
       BUZZ_PRIVATE_KEY=nsec1... buzz keys show
+      BUZZ_PRIVATE_KEY=nsec1... buzz keys show --npub
     """
     if not ctx.private_key:
-        fail("no private key: pass --private-key or set BUZZ_PRIVATE_KEY", 2)
+        fail("no private key: pass --private-key or set BUZZ_PRIVATE_KEY", 3, category="key_error")
     try:
         secret = parse_secret(ctx.private_key)
         pub = public_key(secret)
     except (click.BadParameter, ValueError) as exc:
-        fail(f"invalid private key: {exc}", 2)
-    emit(ctx, {"public_key": pub, "npub": nip19.npub(pub)})
+        fail(f"invalid private key: {exc}", 3, category="key_error")
+    shown = {"pubkey": pub, "npub": nip19.npub(pub)}
+    emit(ctx, shown if only is None else shown["pubkey" if only == "hex" else "npub"])
 
 
 @keys.command()

@@ -14,13 +14,16 @@ from buzz.cli import (
     relay_cmd,
     users_cmd,
 )
+from buzz.cli.common import CommandGroup
 from buzz.cli.huddle_cmd import huddle
 from buzz.cli.mcp_cmd import mcp
 from buzz.cli.mem_cmd import mem
 from buzz.cli.output import Context
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.option(
     "--relay",
     envvar="BUZZ_RELAY_URL",

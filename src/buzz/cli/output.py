@@ -8,10 +8,11 @@ from typing import Any, NoReturn
 
 import orjson
 
-# Exit codes (agents.md §2).
+# Exit codes (agents.md §2.1): the category names the failure, the code follows from it.
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+CATEGORY_FOR_CODE = {1: "user_error", 2: "network_error", 3: "key_error", 4: "error", 5: "conflict"}
 
 
 @dataclass
@@ -29,7 +30,13 @@ def emit(ctx: Context, value: Any) -> None:
     sys.stdout.flush()
 
 
-def fail(message: str, code: int = EXIT_ERROR, **details: Any) -> NoReturn:
-    """Write `{"error": message, …}` to stderr and exit with `code`."""
-    sys.stderr.write(orjson.dumps({"error": message, **details}).decode() + "\n")
+def fail(message: str, code: int = EXIT_ERROR, *, category: str | None = None, **details: Any) -> NoReturn:
+    """Write `{"error": <category>, "message": …, "retryable": …}` to stderr and exit with `code`.
+
+    The category defaults from the code (agents.md §2.1 table); `retryable` is true only for
+    network failures.
+    """
+    cat = category or CATEGORY_FOR_CODE.get(code, "error")
+    payload = {"error": cat, "message": message, "retryable": cat == "network_error", **details}
+    sys.stderr.write(orjson.dumps(payload).decode() + "\n")
     raise SystemExit(code)

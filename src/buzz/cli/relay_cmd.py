@@ -5,14 +5,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import click
 
+from buzz.cli.common import CommandGroup
 from buzz.relay.config import ConfigError, RelayConfig, parse_bind
 
 
-@click.group()
+def run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run the relay's event loop: uvloop when installed (a faster drop-in loop), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    uvloop.run(main)
+
+
+@click.group(cls=CommandGroup)
 def relay() -> None:
     """Run and inspect the relay."""
 
@@ -58,7 +71,7 @@ def serve(bind: str | None, data_dir: Path | None, db: str | None, log_level: st
         print(f"  connect: buzz --relay {config.relay_url} ... (clients must AUTH, NIP-42)", flush=True)
 
     try:
-        asyncio.run(run_server(config, announce))
+        run_loop(run_server(config, announce))
     except KeyboardInterrupt:
         pass
     except OSError as exc:

@@ -59,6 +59,8 @@ class Relay:
 
     async def start(self) -> None:
         await self.store.open()
+        if self.config.owner_pubkey:  # relay.md §4.4 item 2: the workspace owner is always a member
+            await self.store.put_relay_member(self.config.owner_pubkey, "owner")  # type: ignore[attr-defined]
 
     async def stop(self) -> None:
         await self.store.close()

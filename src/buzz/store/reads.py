@@ -167,3 +167,16 @@ async def get_agent_owner_txn(conn: Conn, agent: str) -> str | None:
     p = Params(conn.dialect)
     rows = await conn.fetch(f"SELECT owner FROM agent_owners WHERE agent = {p.add(agent)}", p.values)
     return rows[0][0] if rows else None
+
+
+RELAY_MEMBER_ROLES = ("owner", "admin", "member")  # relay.md §4.4 item 1
+
+
+async def is_relay_member_txn(conn: Conn, pubkey: str) -> bool:
+    """Is `pubkey` on the workspace member list with a role that may AUTH (relay.md §4.4)?"""
+    p = Params(conn.dialect)
+    roles = ", ".join(p.add(r) for r in RELAY_MEMBER_ROLES)
+    rows = await conn.fetch(
+        f"SELECT 1 FROM relay_members WHERE pubkey = {p.add(pubkey)} AND role IN ({roles})", p.values
+    )
+    return bool(rows)

@@ -69,6 +69,11 @@ CREATE TABLE IF NOT EXISTS event_tags (
     PRIMARY KEY (event_id, name, value)
 );
 CREATE INDEX IF NOT EXISTS event_tags_by_value ON event_tags (name, value, event_id);
+CREATE TABLE IF NOT EXISTS relay_members (
+    pubkey {key} PRIMARY KEY,
+    role {key} NOT NULL,
+    added_at {int} NOT NULL
+);
 CREATE TABLE IF NOT EXISTS agent_owners (
     agent {key} PRIMARY KEY,
     owner {key} NOT NULL,

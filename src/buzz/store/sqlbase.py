@@ -18,7 +18,7 @@ from buzz.core.stored import StoredEvent, require_verified
 from buzz.store import reads, workspace
 from buzz.store.base import Accept, Channel, Effect, InsertOutcome, Member, Reader, StoreError
 from buzz.store.dialect import Conn
-from buzz.store.writes import insert_txn, set_agent_owner_txn
+from buzz.store.writes import insert_txn, put_relay_member_txn, set_agent_owner_txn
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -93,6 +93,14 @@ class SqlStore(ABC):
     async def set_agent_owner_if_absent(self, agent: str, owner: str) -> None:
         """Record agent → owner unless a mapping exists: first write wins (relay.md §7.3 item 4)."""
         await self._write(set_agent_owner_txn, agent, owner, int(time.time()))
+
+    async def is_relay_member(self, pubkey: str) -> bool:
+        """On the workspace member list as owner, admin or member (relay.md §4.4 item 1)."""
+        return await self._read(reads.is_relay_member_txn, pubkey)
+
+    async def put_relay_member(self, pubkey: str, role: str) -> None:
+        """Operator tooling: add a workspace member or change its role (relay.md §4.4)."""
+        await self._write(put_relay_member_txn, pubkey, role, int(time.time()))
 
     # -- workspace lookups (buzz.store.workspace) -------------------------------------------
     async def active_members(self, channel_id: str) -> list[Member]:

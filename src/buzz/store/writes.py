@@ -299,3 +299,13 @@ async def set_agent_owner_txn(conn: Conn, agent: str, owner: str, now: int) -> N
         " ON CONFLICT (agent) DO NOTHING"
     )
     await conn.execute(sql, p.values)
+
+
+async def put_relay_member_txn(conn: Conn, pubkey: str, role: str, now: int) -> None:
+    """Add `pubkey` to the workspace member list, or change its role (relay.md §4.4)."""
+    p = Params(conn.dialect)
+    sql = (
+        f"INSERT INTO relay_members (pubkey, role, added_at) VALUES ({p.add(pubkey)}, {p.add(role)}, {p.add(now)})"
+        f" ON CONFLICT (pubkey) DO UPDATE SET role = {p.add(role)}"
+    )
+    await conn.execute(sql, p.values)
