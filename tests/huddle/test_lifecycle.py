@@ -136,10 +136,11 @@ async def test_ttl_channel_joins_through_its_parent(
         await peer.ws.close()
         left_event = await sub.next(timeout=5)
         assert left_event.kind == 48102
-        # This store cannot archive yet: a failed archive emits no 48103 and the room stays usable.
-        with pytest.raises(TimeoutError):
-            await sub.next(timeout=0.5)
-        again = await join(sqlite_relay, bob, huddle, parent=parent)
-        assert again.joined is not None and again.joined["type"] == "joined"
-        await again.close()
+        # §5.8 step 4: the last leaver ends a TTL huddle: the channel is archived, then 48103.
+        ended_event = await sub.next(timeout=5)
+        assert (ended_event.kind, ended_event.pubkey) == (48103, relay.pubkey)
+        assert ended_event.tag_values("p") == [bob.pubkey]
+        channel = await relay.store.get_channel(huddle)
+        assert channel is not None and channel.archived_at is not None
+        assert await refused(sqlite_relay, bob, huddle, parent=parent) == not_member  # archived
         await peer.close()

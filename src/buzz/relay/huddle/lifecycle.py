@@ -18,7 +18,8 @@ import orjson
 
 from buzz.core.event import Event
 from buzz.core.stored import relay_signed
-from buzz.store.base import InsertOutcome
+from buzz.relay.emit import ChannelChange
+from buzz.store.base import InsertOutcome, UpdateChannel
 
 if TYPE_CHECKING:
     from buzz.relay.relay import Relay
@@ -32,16 +33,25 @@ HUDDLE_ENDED = 48103
 Archiver = Callable[["Relay", str], Awaitable[None]]
 
 
-async def archive_unsupported(relay: Relay, channel_id: str) -> None:
-    """Default archiver until the store can archive a channel: always fails (§5.8 step 4 then
-    keeps the room usable and emits no 48103)."""
-    raise NotImplementedError("archiving a channel is not supported by this store yet")
+ARCHIVE_KIND = 9002  # edit metadata, relay.md §4.5
+
+
+async def archive_channel(relay: Relay, channel_id: str) -> None:
+    """Archive a TTL huddle channel (§5.8 step 4) as the relay: a relay-signed kind 9002
+    `["archived","true"]` carrying the UpdateChannel effect in the same transaction, then the
+    usual follow-ups (39000 shows it archived). Raises StoreError on failure."""
+    event = Event.create(relay.secret_key, ARCHIVE_KIND, "", [["h", channel_id], ["archived", "true"]])
+    stored = relay_signed(event, channel_id)
+    effect = UpdateChannel(channel_id, (("archived_at", event.created_at),))
+    await relay.store.insert(stored, [effect])
+    await relay.fanout.publish(stored)
+    await relay.emitter.apply(ChannelChange(channel_id, relay.pubkey))
 
 
 class Lifecycle:
     """Emits the relay's lifecycle events for one relay."""
 
-    def __init__(self, relay: Relay, archiver: Archiver = archive_unsupported) -> None:
+    def __init__(self, relay: Relay, archiver: Archiver = archive_channel) -> None:
         self.relay = relay
         self.archiver = archiver
 

@@ -16,6 +16,7 @@ from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.huddle_wire import NOT_A_MEMBER, NOT_RELAY_MEMBER, ErrorMessage
 from buzz.core.stored import relay_signed
+from buzz.relay.emit import ChannelChange
 from buzz.store.base import SYSTEM, Channel, PutMember
 
 if TYPE_CHECKING:
@@ -125,7 +126,8 @@ async def _add_member(relay: Relay, channel: Channel, pubkey: str) -> None:
     """§3.6 item 3 (c): add the caller with role `member`, invited by the channel's creator.
 
     The change is recorded as a relay-signed kind 9000 carrying the PutMember effect in the same
-    transaction (relay.md §4.5), then this process's membership cache is invalidated.
+    transaction (relay.md §4.5); then the same follow-ups as any membership change run (cache
+    invalidation, 39000–39002, the 44100 notice; relay.md §4.6).
     """
     event = Event.create(
         relay.secret_key,
@@ -134,5 +136,7 @@ async def _add_member(relay: Relay, channel: Channel, pubkey: str) -> None:
         [["h", channel.id], ["p", pubkey], ["role", "member"]],
     )
     effect = PutMember(channel.id, pubkey, role="member", invited_by=channel.created_by)
-    await relay.store.insert(relay_signed(event, channel.id), [effect])
-    relay.access.invalidate(channel.id)
+    stored = relay_signed(event, channel.id)
+    await relay.store.insert(stored, [effect])
+    await relay.fanout.publish(stored)
+    await relay.emitter.apply(ChannelChange(channel.id, channel.created_by, added=(pubkey,)))
