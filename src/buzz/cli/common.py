@@ -27,23 +27,12 @@ import click
 import orjson
 
 from buzz.cli.identity import IdentityError, parse_pubkey, parse_secret_key, resolve_auth_tag
-from buzz.cli.output import Context, emit
+from buzz.cli.output import EXIT_CODES, Context, emit
 from buzz.client.http_bridge import BridgeClient, BridgeError
 from buzz.client.relay_client import PublishResult, RelayError
 from buzz.core.channel_id import is_channel_id
 from buzz.core.event import Event
 from buzz.core.keys import is_hex, public_key
-
-EXIT_CODES: dict[str, int] = {
-    "user_error": 1,
-    "not_found": 1,
-    "network_error": 2,
-    "relay_error": 2,
-    "auth_error": 3,
-    "key_error": 3,
-    "error": 4,
-    "conflict": 5,
-}
 
 
 @dataclass

@@ -31,22 +31,12 @@ import orjson
 
 from buzz.agent.memory import Listing, Memory, Pair, QueryFailed, connect, is_duplicate, relay_max_limit
 from buzz.cli.identity import IdentityError, parse_secret_key, resolve_auth_tag
-from buzz.cli.output import Context
+from buzz.cli.output import EXIT_CODES, Context
 from buzz.core import engram
 from buzz.core.engram_patch import MalformedDiff, MultiFilePatch, NoOpPatch, PatchError, apply_patch
 from buzz.core.event import Event
 from buzz.core.keys import is_hex, public_key
 
-EXIT_CODES = {
-    "user_error": 1,
-    "not_found": 1,
-    "network_error": 2,
-    "relay_error": 2,
-    "auth_error": 3,
-    "key_error": 3,
-    "error": 4,
-    "conflict": 5,
-}
 _QUERY_FAILURE_CATEGORY = {"network": "network_error", "auth": "auth_error", "relay": "error"}
 INPUT_MAX = engram.PLAINTEXT_MAX  # bytes of stdin / patch input; one more byte is refused
 RELAY_TIMEOUT_S = 10.0

@@ -12,6 +12,17 @@ import orjson
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+# The one table of failure categories → exit codes (agents.md §2.1, engram.md §12.1–12.2).
+EXIT_CODES: dict[str, int] = {
+    "user_error": 1,
+    "not_found": 1,
+    "network_error": 2,
+    "relay_error": 2,
+    "auth_error": 3,
+    "key_error": 3,
+    "error": 4,
+    "conflict": 5,
+}
 CATEGORY_FOR_CODE = {1: "user_error", 2: "network_error", 3: "key_error", 4: "error", 5: "conflict"}
 
 
