@@ -350,7 +350,9 @@ async def test_closed_workspace_refuses_non_member_auth(tmp_path, alice: Identit
             assert (r.accepted, r.message) == (False, "restricted: not a relay member")
 
 
-async def test_closed_workspace_admits_members_and_the_owner(tmp_path, alice: Identity, bob: Identity) -> None:
+async def test_closed_workspace_admits_members_and_the_owner(
+    tmp_path, alice: Identity, bob: Identity
+) -> None:
     async with relay_on(tmp_path, require_relay_membership=True, owner_pubkey=alice.pubkey) as running:
         async with running.client(alice) as c:  # RELAY_OWNER_PUBKEY is ensured as a member at startup
             assert (await c.publish(Event.create(alice.secret, 1, "owner is in"))).accepted

@@ -109,18 +109,28 @@ async def _add_reaction(t: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
     return {"event_id": result["event_id"], "target": result["target_id"]}
 
 
+def _memory_owner(t: ToolContext) -> None:
+    """engram.md §12.3 agent side: the owner comes from BUZZ_AUTH_TAG (`buzz mcp` has no
+    `--owner`), so without a tag every mem_* tool is a user_error."""
+    if t.ws.auth_tag is None:
+        raise user_error("no owner: mem_* tools need BUZZ_AUTH_TAG (the agent's NIP-OA tag naming its owner)")
+
+
 async def _mem_get(t: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
+    _memory_owner(t)
     slug = memory_slug(a["slug"])
     return {"slug": slug, "value": await memory_value(t.ctx, slug)}
 
 
 async def _mem_set(t: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
+    _memory_owner(t)
     slug = memory_slug(a["slug"])
     event = await memory_set(t.ctx, slug, a["value"])
     return {"slug": slug, "event_id": event.id, "created_at": event.created_at}
 
 
 async def _mem_ls(t: ToolContext, a: dict[str, Any]) -> dict[str, Any]:
+    _memory_owner(t)
     listing = await memory_listing(t.ctx)
     return {"slugs": [entry.slug for entry in listing.entries]}
 
