@@ -1,15 +1,9 @@
-"""Helpers for huddle tests: channels on the real relay, and a raw audio-socket client.
-
-Channels are created through the relay's real kinds 9007/9000 when they are supported; until the
-channel rules land (they answer `restricted: kind <k> is not supported by this relay yet`) the
-same rows are written through the store's effects, with the relay-signed 39002 member list the
-relay would emit (relay.md §4.6).
-"""
+"""Helpers for huddle tests: channels on the real relay (kinds 9007/9000), and a raw
+audio-socket client."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,12 +15,7 @@ import orjson
 from buzz.core.event import Event
 from buzz.core.huddle_wire import FrameHeader, client_frame
 from buzz.core.nip42 import build_auth_event
-from buzz.core.stored import relay_signed, verify_stored
-from buzz.store.base import Channel, CreateChannel, PutMember
 from tests.support.relay import Identity, RunningRelay
-
-NOT_SUPPORTED_YET = "restricted: kind {} is not supported by this relay yet"
-CHANNEL_PATHS: list[str] = []  # which path each created channel took: "kinds" or "store"
 
 
 @dataclass
@@ -40,51 +29,19 @@ class ChannelSpec:
 
 
 async def make_channel(running: RunningRelay, spec: ChannelSpec) -> str:
-    """Create the channel with its members; returns its id."""
+    """Create the channel with its members through the relay's own kinds 9007/9000; returns its id."""
     cid = spec.channel_id
     tags = [["h", cid], ["name", f"huddle-{cid[:8]}"], ["visibility", spec.visibility]]
     if spec.ttl is not None:
         tags.append(["ttl", str(spec.ttl)])
     async with running.client(spec.owner) as owner:
         created = await owner.publish(Event.create(spec.owner.secret, 9007, "", tags))
-        if created.accepted:
-            for who, role in [*((m, "member") for m in spec.members), *((b, "bot") for b in spec.bots)]:
-                put = Event.create(
-                    spec.owner.secret, 9000, "", [["h", cid], ["p", who.pubkey], ["role", role]]
-                )
-                result = await owner.publish(put)
-                assert result.accepted, result.message
-            CHANNEL_PATHS.append("kinds")
-            return cid
-        assert created.message == NOT_SUPPORTED_YET.format(9007), created.message
-    await _store_channel(running, spec, tags)
-    CHANNEL_PATHS.append("store")
+        assert created.accepted, created.message
+        for who, role in [*((m, "member") for m in spec.members), *((b, "bot") for b in spec.bots)]:
+            put = Event.create(spec.owner.secret, 9000, "", [["h", cid], ["p", who.pubkey], ["role", role]])
+            result = await owner.publish(put)
+            assert result.accepted, result.message
     return cid
-
-
-async def _store_channel(running: RunningRelay, spec: ChannelSpec, tags: list[list[str]]) -> None:
-    relay, cid, now = running.relay, spec.channel_id, int(time.time())
-    channel = Channel(
-        cid,
-        tags[1][1],
-        spec.visibility,
-        spec.owner.pubkey,
-        now,
-        ttl_seconds=spec.ttl,  # type: ignore[arg-type]
-    )
-    create = verify_stored(Event.create(spec.owner.secret, 9007, "", tags)).with_channel(cid)
-    await relay.store.insert(create, [CreateChannel(channel), PutMember(cid, spec.owner.pubkey, "owner")])
-    roles = [(spec.owner, "owner"), *((m, "member") for m in spec.members), *((b, "bot") for b in spec.bots)]
-    for who, role in roles[1:]:
-        put = Event.create(spec.owner.secret, 9000, "", [["h", cid], ["p", who.pubkey], ["role", role]])
-        await relay.store.insert(
-            verify_stored(put).with_channel(cid), [PutMember(cid, who.pubkey, role, spec.owner.pubkey)]
-        )
-    members = Event.create(
-        relay.secret_key, 39002, "", [["d", cid], *(["p", who.pubkey, "", role] for who, role in roles)]
-    )
-    await relay.store.insert(relay_signed(members, cid))
-    relay.access.invalidate(cid)
 
 
 def audio_url(running: RunningRelay, channel_id: str) -> str:

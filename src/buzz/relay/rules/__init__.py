@@ -6,13 +6,12 @@ reads. Adding a rule means adding a module (or a row), never a branch in the pip
 from __future__ import annotations
 
 from buzz.core.kinds import NEEDS_H_KINDS
-from buzz.relay.rules import channels, deletion, dms, engram, huddle, messages, pending, profile, records
+from buzz.relay.rules import channels, deletion, dms, engram, huddle, messages, profile, records
 from buzz.relay.rules import metrics as turn_metrics
 from buzz.relay.rules.base import KindRules, Plan, Validator
 from buzz.relay.rules.threads import with_thread_rules
 
 _FRAGMENTS = (
-    pending.VALIDATORS,
     profile.VALIDATORS,
     deletion.VALIDATORS,
     engram.VALIDATORS,
@@ -28,7 +27,10 @@ _FRAGMENTS = (
 def _merge() -> dict[int, Validator]:
     table: dict[int, Validator] = {}
     for fragment in _FRAGMENTS:
-        table.update(fragment)  # later fragments replace "pending" placeholders
+        overlap = table.keys() & fragment.keys()
+        if overlap:  # one rule per kind: a kind claimed twice is a wiring mistake
+            raise RuntimeError(f"kinds with two validators: {sorted(overlap)}")
+        table.update(fragment)
     for kind in NEEDS_H_KINDS:  # relay.md §9 item 1: thread ancestry for every needs-h kind
         table[kind] = with_thread_rules(table.get(kind))
     return table

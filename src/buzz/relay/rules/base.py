@@ -61,13 +61,13 @@ class KindRules:
         if channel_id is not None:
             await self.write_gate(channel_id, stored.event.pubkey)
             stored = stored.with_channel(channel_id)
-        self.remember_presence(stored)
+        await self.remember_presence(stored)
         return stored
 
-    def remember_presence(self, stored: StoredEvent) -> None:
+    async def remember_presence(self, stored: StoredEvent) -> None:
         """relay.md §12.2 item 2: keep the newest 20001 per pubkey (after its channel check)."""
         if self.presence is not None and stored.event.kind == PRESENCE_KIND:
-            self.presence.update(stored)
+            await self.presence.record(stored)  # in Redis across replicas (§12.4)
 
     # -- stored kinds ----------------------------------------------------------------------
     async def plan(self, stored: StoredEvent, session: Session) -> Plan:
