@@ -10,9 +10,7 @@ bound of the relay-added latency. Relay CPU comes from /proc/<pid>/stat (utime +
 
 Reported against the targets: ≥ 30,000 forwarded frames/s on one core, zero drops, p99 < 5 ms.
 
-Setup: the channel kinds (9007/9000) are tried first; while the relay answers them with
-`restricted: kind <k> is not supported by this relay yet`, the open channel is written into the
-relay's SQLite store through the store API before the relay starts.
+Setup: once the relay is up, the owner creates an open channel with a real kind 9007.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from buzz.core.event import Event  # noqa: E402
 from buzz.core.huddle_wire import FrameHeader, client_frame  # noqa: E402
-from buzz.core.keys import generate_secret_key, public_key  # noqa: E402
+from buzz.core.keys import generate_secret_key  # noqa: E402
 from buzz.core.nip42 import build_auth_event  # noqa: E402
 
 PAYLOAD = 80  # bytes of "Opus" per frame, like a 32 kbit/s voice packet
@@ -52,23 +50,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def seed_store(data_dir: Path, channel_id: str, owner: str) -> None:
-    """The open channel, written through the store API (until 9007 lands)."""
-    from buzz.core.stored import verify_stored
-    from buzz.store import open_store
-    from buzz.store.base import Channel, CreateChannel, PutMember
+async def create_channel(url: str, channel_id: str, owner: str) -> None:
+    """The open channel the peers join, created through the relay's own kind 9007."""
+    from buzz.client import RelayClient
 
-    store = open_store(None, data_dir)
-    await store.open()
     tags = [["h", channel_id], ["name", "bench"], ["visibility", "open"]]
-    event = Event.create(owner, 9007, "", tags)
-    channel = Channel(channel_id, "bench", "open", public_key(owner), int(time.time()))
-    pk = public_key(owner)
-    await store.insert(
-        verify_stored(event).with_channel(channel_id),
-        [CreateChannel(channel), PutMember(channel_id, pk, "owner")],
-    )
-    await store.close()
+    async with RelayClient(url, owner) as client:
+        result = await client.publish(Event.create(owner, 9007, "", tags))
+    if not result.accepted:
+        raise SystemExit(f"cannot create the bench channel: {result.message}")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -144,7 +134,6 @@ def main() -> None:
     cid = str(uuid.uuid4())
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
-        asyncio.run(seed_store(data, cid, owner))
         port = free_port()
         relay = subprocess.Popen(
             [
@@ -165,6 +154,7 @@ def main() -> None:
         try:
             relay.stdout.readline()  # "listening on"
             url = f"ws://127.0.0.1:{port}"
+            asyncio.run(create_channel(url, cid, owner))
             secrets = [generate_secret_key() for _ in range(args.peers)]
             groups = [secrets[i :: args.procs] for i in range(args.procs)]
             out: mp.Queue = mp.get_context("spawn").Queue()
@@ -204,7 +194,7 @@ def main() -> None:
         ("relay CPU (cores)", f"{cpu:.2f}", "target ≤ 1.0 at the rate above"),
     ]
     width = max(len(r[0]) for r in rows)
-    print("\nhuddle fan-out bench (relay subprocess, loopback; setup: store API, 9007 not yet supported)")
+    print("\nhuddle fan-out bench (relay subprocess, loopback)")
     for name, value, target in rows:
         print(f"  {name:<{width}}  {value:>22}  {target}")
 
