@@ -41,16 +41,27 @@ def relay() -> None:
     help="Directory for the SQLite file and relay key [env BUZZ_DATA_DIR; default ./buzz-data]",
 )
 @click.option("--db", default=None, help="postgresql://… to use PostgreSQL [env BUZZ_DATABASE_URL]")
+@click.option(
+    "--redis-url",
+    default=None,
+    help="redis://… to run as one of several replicas; needs --db postgresql://… "
+    "[env BUZZ_REDIS_URL or REDIS_URL; unset: single process]",
+)
 @click.option("--log-level", default="INFO", show_default=True)
-def serve(bind: str | None, data_dir: Path | None, db: str | None, log_level: str) -> None:
+def serve(
+    bind: str | None, data_dir: Path | None, db: str | None, redis_url: str | None, log_level: str
+) -> None:
     """Start the relay and serve until SIGINT/SIGTERM.
 
     \b
     Example:
       buzz relay serve --bind 127.0.0.1:3000 --data-dir ./buzz-data
+    \b
+    Several replicas (relay.md §12.4), one PostgreSQL and one Redis:
+      buzz relay serve --bind 127.0.0.1:3001 --db postgresql://localhost/buzz --redis-url redis://127.0.0.1:6379/0
     """
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    overrides: dict[str, object] = {"data_dir": data_dir, "database_url": db}
+    overrides: dict[str, object] = {"data_dir": data_dir, "database_url": db, "redis_url": redis_url}
     try:
         if bind:
             overrides["host"], overrides["port"] = parse_bind(bind)
@@ -68,6 +79,8 @@ def serve(bind: str | None, data_dir: Path | None, db: str | None, log_level: st
             flush=True,
         )
         print(f"  store: {store}   relay pubkey (self): {relay_obj.pubkey}", flush=True)
+        if config.redis_url:  # relay.md §12.4 (the URL may hold a password: not printed)
+            print(f"  fan-out: Redis pub/sub, workspace {config.workspace_id!r}", flush=True)
         print(f"  connect: buzz --relay {config.relay_url} ... (clients must AUTH, NIP-42)", flush=True)
 
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from buzz.core.stored import StoredEvent
 from buzz.core.visibility import visible_by_sets
@@ -24,6 +25,8 @@ class ChannelAccess:
         self._store = store
         self._ttl = ttl_s
         self._cache: dict[tuple[str, str | None], tuple[float, bool]] = {}
+        # Set by the Redis bus: tells the other replicas (relay.md §12.4 item 5), (channel, pubkey).
+        self.on_invalidate: Callable[[str, str | None], None] | None = None
 
     async def readable(self, channel_id: str, reader: str | None) -> bool:
         """relay.md §4.3 item 1. Never raises: a failed lookup is False."""
@@ -73,8 +76,17 @@ class ChannelAccess:
             log.exception("membership lookup failed for channel %s", channel_id)
             return False
 
-    def invalidate(self, channel_id: str | None = None) -> None:
-        """Drop cached answers for one channel (or all) after a change by this process."""
+    def invalidate(self, channel_id: str | None = None, pubkey: str | None = None) -> None:
+        """Drop cached answers for one channel (or all) after a change by this process, and
+        announce the change of a channel to the other replicas when a bus is wired (relay.md
+        §12.4 item 5); `pubkey` names the one reader affected, when only one is."""
+        self.forget(channel_id)
+        if channel_id is not None and self.on_invalidate is not None:
+            self.on_invalidate(channel_id, pubkey)
+
+    def forget(self, channel_id: str | None = None) -> None:
+        """Drop cached answers for one channel (or all), announcing nothing (a change another
+        replica made, relay.md §12.4 item 5)."""
         if channel_id is None:
             self._cache.clear()
             return

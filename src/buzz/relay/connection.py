@@ -306,6 +306,9 @@ class Connection:
 
     async def _stored_phase(self, sub_id: str, msg: ReqMessage, sub: Subscription | None) -> None:
         sent: set[str] = sub.sent_ids if sub is not None else set()
+        if sub is not None and self.relay.bus is not None:
+            # relay.md §12.4: channel topics confirmed before the query, so no gap across replicas
+            await self.relay.bus.wait_subscribed(sub.filters)
         try:
             results = await self.relay.reads.stored(msg.filters, self.pubkey)
         except (StoreError, ServerError):

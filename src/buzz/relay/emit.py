@@ -126,7 +126,7 @@ class Emitter:
     async def apply(self, change: ChannelChange) -> None:
         """The follow-ups of one committed change, in order (module docstring). Never raises."""
         channel_id = change.channel_id
-        self._access.invalidate(channel_id)
+        self._access.invalidate(channel_id, _only_reader(change))  # also tells replicas (§12.4 item 5)
         await _logged("revocation", revoke_unreadable(self._connections, self._access, channel_id))
         if change.state:
             await _logged("channel state", self.channel_state(channel_id, roles=change.created))
@@ -180,6 +180,13 @@ class Emitter:
             log.warning("relay-emitted event %s (kind %d) lost its key; not fanned out", event.id, event.kind)
             return
         await self._fanout.publish(stored)
+
+
+def _only_reader(change: ChannelChange) -> str | None:
+    """The one pubkey whose access `change` alters (a single removal), else None (any reader)."""
+    if change.state and not change.added and len(change.removed) == 1:
+        return change.removed[0]
+    return None
 
 
 async def _logged(what: str, step: Awaitable[object]) -> None:

@@ -3,12 +3,16 @@
 For an accepted event: find candidate subscriptions through the index, then deliver to each
 whose subscriber passes `visible` at delivery time (sets predicate + channel readability with
 current membership). The event is serialized once and spliced into every EVENT message.
+
+With Redis configured (relay.md §12.4), `publish` also hands the event to the bus for the other
+replicas; events arriving from the bus take `deliver`, the local half only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Protocol
 
 from buzz.core import messages
 from buzz.core.stored import StoredEvent, require_verified
@@ -18,16 +22,32 @@ from buzz.relay.subscriptions import Subscription, SubscriptionIndex
 log = logging.getLogger(__name__)
 
 
+class Announcer(Protocol):
+    """Hands an accepted event to the other replicas (`buzz.relay.bus.RedisBus`); never raises."""
+
+    def announce(self, stored: StoredEvent) -> None: ...
+
+
 class FanOut:
     def __init__(self, index: SubscriptionIndex, access: ChannelAccess) -> None:
         self.index = index
         self._access = access
+        self.bus: Announcer | None = None  # set by the Redis bus (relay.md §12.4), else in-process
 
     async def publish(self, stored: StoredEvent) -> int:
-        """Deliver `stored` to every matching live subscription; returns how many got it.
+        """Deliver `stored` to every matching live subscription of this process (and announce it
+        to the other replicas when a bus is set); returns how many local subscriptions got it.
 
         Raises UnverifiedEnvelope for an unverified envelope (relay.md §2.4 item 3).
         """
+        require_verified(stored)
+        if self.bus is not None:
+            self.bus.announce(stored)  # relay.md §12.4 item 2: echo cache, then publish
+        return await self.deliver(stored)
+
+    async def deliver(self, stored: StoredEvent) -> int:
+        """The local half of `publish` (relay.md §12.1): also the path of events received from
+        other replicas. Raises UnverifiedEnvelope for an unverified envelope."""
         require_verified(stored)
         event, channel_id = stored.event, stored.channel_id
         subs: list[Subscription] = list(self.index.matching(event, channel_id))

@@ -3,7 +3,8 @@ PRESENCE_TTL_S and served on stored reads of `{"kinds":[20001],"authors":[…]}`
 
 Content `offline` (bare, or as the `status` of a JSON object) clears the author's presence; any
 other content sets it. Absent or expired presence means offline. One process keeps it in
-memory; several replicas would keep it in Redis with the same TTL (§12.4, later).
+memory; several replicas keep it in Redis with the same TTL (`buzz.relay.presence_redis`,
+through the async `record` / `lookup`).
 """
 
 from __future__ import annotations
@@ -67,6 +68,14 @@ class Presence:
                 out.append(entry[2])
         return out
 
+    async def record(self, stored: StoredEvent) -> None:
+        """`update`, as the ingest path calls it (the Redis variant writes through)."""
+        self.update(stored)
+
+    async def lookup(self, pubkeys: Iterable[str]) -> list[StoredEvent]:
+        """`current`, as the read path calls it (the Redis variant reads the shared keys)."""
+        return self.current(pubkeys)
+
     def status(self, pubkey: str) -> str:
         """The pubkey's current status, `offline` when absent or expired."""
         live = self.current([pubkey])
@@ -94,7 +103,7 @@ async def presence_results(
             continue
         if flt.search is not None or flt.effective_limit == 0:
             continue
-        for stored in presence.current(flt.authors):
+        for stored in await presence.lookup(flt.authors):
             event = stored.event
             if event.id in seen or not flt.matches(event, stored.channel_id):
                 continue

@@ -14,6 +14,7 @@ from buzz.core.keys import public_key
 from buzz.core.nip42 import normalize_relay_url
 from buzz.relay import relay_key
 from buzz.relay.access import ChannelAccess
+from buzz.relay.bus import RedisBus
 from buzz.relay.config import RelayConfig
 from buzz.relay.emit import Emitter
 from buzz.relay.fanout import FanOut
@@ -53,6 +54,8 @@ class Relay:
         self.reads.presence = self.presence
         self.huddles = Huddles(self)  # huddle.md: audio sockets, rooms, lifecycle
         self.stats: collections.Counter[str] = collections.Counter()
+        # relay.md §12.4: with Redis, fan-out, access changes and presence reach every replica.
+        self.bus: RedisBus | None = RedisBus.attach(self) if config.redis_url else None
         self._handlers_in_flight = 0
         self._configured_url = normalize_relay_url(config.relay_url)
         self._scheme = config.relay_url.split("://", 1)[0].lower()
@@ -61,8 +64,12 @@ class Relay:
         await self.store.open()
         if self.config.owner_pubkey:  # relay.md §4.4 item 2: the workspace owner is always a member
             await self.store.put_relay_member(self.config.owner_pubkey, "owner")  # type: ignore[attr-defined]
+        if self.bus is not None:
+            await self.bus.start()
 
     async def stop(self) -> None:
+        if self.bus is not None:
+            await self.bus.stop()
         await self.store.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
 

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from buzz.core.event import Event
 from buzz.core.filters import Filter, tag_index
+from buzz.relay.bus_topics import named_channels
 
 BucketKey = tuple[str, str] | tuple[str, int] | tuple[str]
 WILDCARD: BucketKey = ("*",)
@@ -62,12 +63,24 @@ def _bucket_keys(flt: Filter) -> list[BucketKey]:
     return [WILDCARD]
 
 
+class ChannelListener(Protocol):
+    """Told which channels local filters name in `#h` (the Redis bus's topic references,
+    relay.md §12.4 item 3): one `acquire` per added subscription and channel, one `release`
+    when it goes."""
+
+    def acquire(self, channel_id: str) -> None: ...
+
+    def release(self, channel_id: str) -> None: ...
+
+
 class SubscriptionIndex:
     """Bucketed registry of live filters. Not thread-safe; lives on the event loop."""
 
     def __init__(self) -> None:
         self._buckets: dict[BucketKey, dict[tuple[Subscription, int], Filter]] = {}
         self._keys: dict[Subscription, list[BucketKey]] = {}
+        self.listener: ChannelListener | None = None  # set by the Redis bus (relay.md §12.4)
+        self._channels: dict[Subscription, frozenset[str]] = {}  # what was acquired, per sub
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -81,8 +94,15 @@ class SubscriptionIndex:
                 self._buckets.setdefault(key, {})[(sub, i)] = flt
                 keys.append(key)
         self._keys[sub] = keys
+        if self.listener is not None:
+            channels = self._channels[sub] = named_channels(sub.filters)
+            for channel_id in channels:
+                self.listener.acquire(channel_id)
 
     def remove(self, sub: Subscription) -> None:
+        for channel_id in self._channels.pop(sub, ()):
+            if self.listener is not None:
+                self.listener.release(channel_id)
         for key in self._keys.pop(sub, ()):
             bucket = self._buckets.get(key)
             if bucket is None:

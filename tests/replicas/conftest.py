@@ -1,0 +1,90 @@
+"""Two real relay replicas on one real PostgreSQL database and one real Redis (relay.md §12.4).
+
+Each test gets its own workspace id, so its topics and keys (`buzz:<workspace>:…`) are its
+own on the shared Redis; the keys are deleted afterwards. Without Redis or PostgreSQL the tests
+skip and say how to start them, except with `CI=true`, where that is a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from buzz.core.keys import generate_secret_key
+from tests.support.pg import temp_database
+from tests.support.relay import RunningRelay, relay_on
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+START_HINT = 'redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no'
+
+
+def redis_url() -> str:
+    return os.environ.get("BUZZ_TEST_REDIS_URL", DEFAULT_REDIS_URL)
+
+
+def unreachable(what: str) -> None:
+    """Skip with `what`, or fail under CI=true (CI must not skip silently)."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(what)
+    pytest.skip(what)
+
+
+async def require_redis(url: str) -> None:
+    client = Redis.from_url(url, socket_connect_timeout=2)
+    try:
+        await client.ping()
+    except (RedisError, OSError) as exc:
+        unreachable(f"Redis unreachable at {url} ({exc}); start it with: {START_HINT}")
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+def workspace_id() -> str:
+    """A workspace of this test alone: its own topic and key prefix."""
+    return f"test-{uuid.uuid4().hex[:16]}"
+
+
+@pytest.fixture
+async def redis(workspace_id: str) -> AsyncIterator[Redis]:
+    """A client of the shared test Redis; this test's keys are deleted afterwards."""
+    url = redis_url()
+    await require_redis(url)
+    client = Redis.from_url(url)
+    try:
+        yield client
+    finally:
+        keys = [key async for key in client.scan_iter(match=f"buzz:{workspace_id}:*")]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
+
+
+@contextlib.asynccontextmanager
+async def replica_pair(
+    tmp_path: Path, url: str, workspace_id: str
+) -> AsyncIterator[tuple[RunningRelay, RunningRelay]]:
+    """Replicas A and B: one PostgreSQL database, one Redis, one relay key, two processes'
+    worth of state (two `Relay` objects on two ports)."""
+    shared = {"redis_url": url, "workspace_id": workspace_id, "relay_private_key": generate_secret_key()}
+    async with (
+        temp_database() as dsn,
+        relay_on(tmp_path / "a", dsn, **shared) as a,
+        relay_on(tmp_path / "b", dsn, **shared) as b,
+    ):
+        yield a, b
+
+
+@pytest.fixture
+async def replicas(
+    tmp_path: Path, redis: Redis, workspace_id: str
+) -> AsyncIterator[tuple[RunningRelay, RunningRelay]]:
+    async with replica_pair(tmp_path, redis_url(), workspace_id) as pair:
+        yield pair

@@ -1,0 +1,58 @@
+"""Waiting and asserting helpers for the replica tests (real relays, real Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from redis.asyncio import Redis
+
+from buzz.client.relay_client import Subscription
+from buzz.core.event import Event
+from tests.workspace.helpers import drain
+
+QUIET_S = 0.3  # how long "nothing more arrives" is watched
+
+
+async def wait_until(condition: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def next_of_kind(sub: Subscription, kind: int, timeout: float = 5.0) -> Event:
+    """The next event of `kind` on `sub`, skipping others (e.g. relay-emitted state)."""
+    while True:
+        event = await sub.next(timeout)
+        if event.kind == kind:
+            return event
+
+
+async def nothing_more(*subs: Subscription) -> None:
+    """No further event reaches any of `subs` within QUIET_S."""
+    await asyncio.sleep(QUIET_S)
+    for sub in subs:
+        extra = drain(sub)
+        assert extra == [], f"{sub.sub_id} got {[e.id for e in extra]}"
+
+
+async def closed(sub: Subscription, timeout: float = 5.0) -> str:
+    """Wait for the relay's CLOSED on `sub`; returns its reason. Events before it are skipped."""
+    deadline = time.monotonic() + timeout
+    while sub.closed_reason is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"{sub.sub_id} was not closed")
+        try:
+            await asyncio.wait_for(sub.queue.get(), remaining)
+        except TimeoutError:
+            continue
+    return sub.closed_reason
+
+
+async def subscribers(redis: Redis, topic: str) -> int:
+    """PUBSUB NUMSUB of `topic`: how many connections (replicas) subscribe to it."""
+    return dict(await redis.pubsub_numsub(topic)).get(topic.encode(), 0)
