@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
+import random
 import socket
 import struct
 import subprocess
@@ -69,6 +70,8 @@ def cpu_seconds(pid: int) -> float:
 async def peer_main(
     url: str, cid: str, secrets: list[str], start_at: float, seconds: float, rate: int, out
 ) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(os.getpid())
+    offsets = [rng.uniform(0.0, 1.0 / rate) for _ in secrets]
     async with aiohttp.ClientSession() as http:
         sockets = []
         for secret in secrets:
@@ -92,8 +95,11 @@ async def peer_main(
                     received += 1
                     latencies.append(now - CLK.unpack_from(msg.data, 9)[0])
 
-        async def sender(ws: aiohttp.ClientWebSocketResponse) -> int:
-            await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+        async def sender(ws: aiohttp.ClientWebSocketResponse, phase: float) -> int:
+            # Real microphones are not phase-locked: each peer starts at its own offset inside
+            # the 20 ms frame period (a lock-step start would put 24 frames into every
+            # receiver's 8-frame queue at the same instant, which no real room does).
+            await asyncio.sleep(max(0.0, start_at + phase - time.monotonic()))
             begin = time.monotonic()
             n = int(seconds * rate)
             for seq in range(n):
@@ -104,7 +110,7 @@ async def peer_main(
             return n
 
         readers = [asyncio.create_task(reader(ws)) for ws in sockets]
-        sent = sum(await asyncio.gather(*(sender(ws) for ws in sockets)))
+        sent = sum(await asyncio.gather(*(sender(ws, offsets[i]) for i, ws in enumerate(sockets))))
         await asyncio.sleep(1.0)  # let the last frames arrive
         for ws in sockets:
             await ws.close()
