@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from buzz.agent.config import EXIT_AUTH, ConfigError, HarnessConfig
 from buzz.core import nip19
-from buzz.core.keys import is_hex, public_key
+from buzz.core.keys import public_key
 from buzz.core.nip_oa import InvalidAuthTag, normalize_auth_tag_input, parse_auth_tag, verify_auth_tag
 
 
@@ -33,31 +33,17 @@ class AgentIdentity:
 def _secret(value: str | None) -> str:
     if value is None or not value.strip():
         raise ConfigError("no private key: pass --private-key or set BUZZ_PRIVATE_KEY", EXIT_AUTH)
-    text = value.strip()
-    if text.startswith("nsec1"):
-        try:
-            hrp, data = nip19.decode(text)
-        except ValueError:
-            hrp, data = "", ""
-        if hrp == "nsec":
-            return str(data)
-    elif is_hex(text.lower(), 64):
-        return text.lower()
-    raise ConfigError("invalid private key: expected 64 hex characters or nsec1…", EXIT_AUTH)
+    try:
+        return nip19.parse_key_text(value, "nsec")
+    except ValueError:
+        raise ConfigError("invalid private key: expected 64 hex characters or nsec1…", EXIT_AUTH) from None
 
 
 def _pubkey(value: str, what: str) -> str:
-    text = value.strip()
-    if text.startswith("npub1"):
-        try:
-            hrp, data = nip19.decode(text)
-        except ValueError:
-            hrp, data = "", ""
-        if hrp == "npub":
-            return str(data)
-    elif is_hex(text.lower(), 64):
-        return text.lower()
-    raise ConfigError(f"{what} must be 64 hex characters or npub1…")
+    try:
+        return nip19.parse_key_text(value, "npub")
+    except ValueError:
+        raise ConfigError(f"{what} must be 64 hex characters or npub1…") from None
 
 
 def resolve_identity(config: HarnessConfig) -> AgentIdentity:

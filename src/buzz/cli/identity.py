@@ -20,7 +20,7 @@ from typing import NoReturn
 import orjson
 
 from buzz.core import nip19
-from buzz.core.keys import is_hex, public_key
+from buzz.core.keys import public_key
 from buzz.core.nip_oa import InvalidAuthTag, normalize_auth_tag_input, parse_auth_tag, verify_auth_tag
 
 EXIT_USER = 1
@@ -49,20 +49,12 @@ def parse_secret_key(value: str | None) -> str:
         raise IdentityError(
             "auth_error", "no private key: pass --private-key or set BUZZ_PRIVATE_KEY", EXIT_AUTH
         )
-    text = value.strip()
-    secret: str | None = None
-    if text.startswith("nsec1"):
-        try:
-            hrp, data = nip19.decode(text)
-        except ValueError:
-            hrp, data = "", None
-        secret = str(data) if hrp == "nsec" else None
-    elif is_hex(text.lower(), 64):
-        secret = text.lower()
-    if secret is None:
+    try:
+        secret = nip19.parse_key_text(value, "nsec")
+    except ValueError:
         raise IdentityError(
             "key_error", "invalid private key: expected 64 hex characters or nsec1…", EXIT_AUTH
-        )
+        ) from None
     try:
         public_key(secret)
     except ValueError:
@@ -77,18 +69,10 @@ def parse_pubkey(value: str, what: str = "pubkey") -> str:
 
     Raises IdentityError (`user_error`, exit 1) naming `what`.
     """
-    text = value.strip()
-    if text.startswith("npub1"):
-        try:
-            hrp, data = nip19.decode(text)
-        except ValueError as exc:
-            raise IdentityError("user_error", f"invalid {what}: {exc}", EXIT_USER) from None
-        if hrp != "npub":
-            raise IdentityError("user_error", f"invalid {what}: expected an npub", EXIT_USER)
-        return str(data)
-    if is_hex(text.lower(), 64):
-        return text.lower()
-    raise IdentityError("user_error", f"invalid {what}: expected 64 hex characters or npub1…", EXIT_USER)
+    try:
+        return nip19.parse_key_text(value, "npub")
+    except ValueError as exc:
+        raise IdentityError("user_error", f"invalid {what}: {exc}", EXIT_USER) from None
 
 
 def resolve_auth_tag(raw: str | None, secret_key: str) -> list[str] | None:

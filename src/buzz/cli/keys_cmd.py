@@ -8,23 +8,15 @@ import orjson
 from buzz.cli.common import CommandGroup
 from buzz.cli.output import Context, emit, fail
 from buzz.core import nip19
-from buzz.core.keys import generate_secret_key, is_hex, public_key
+from buzz.core.keys import generate_secret_key, public_key
 
 
 def parse_secret(value: str) -> str:
     """A secret key given as 64 hex or `nsec1…` → 64 hex. Raises click.BadParameter."""
-    value = value.strip()
-    if value.startswith("nsec1"):
-        try:
-            hrp, data = nip19.decode(value)
-        except ValueError as exc:
-            raise click.BadParameter(f"invalid nsec: {exc}") from None
-        if hrp != "nsec":
-            raise click.BadParameter("expected an nsec")
-        return str(data)
-    if is_hex(value.lower(), 64):
-        return value.lower()
-    raise click.BadParameter("secret key must be 64 hex characters or an nsec1… string")
+    try:
+        return nip19.parse_key_text(value, "nsec")
+    except ValueError as exc:
+        raise click.BadParameter(f"invalid secret key: {exc}") from None
 
 
 @click.group(cls=CommandGroup)

@@ -245,3 +245,25 @@ def decode(s: str) -> tuple[str, Decoded]:
     return hrp, AddressPointer(
         _utf8(identifier, "identifier"), _required32(tlv, _TLV_AUTHOR, "pubkey"), _kind(kind), _relays(tlv)
     )
+
+
+def parse_key_text(text: str, kind: str) -> str:
+    """A key as people type it → 64 lowercase hex (agents.md §1.1 item 2).
+
+    `kind` is "nsec" (secret key: 64 hex in any case, or `nsec1…`) or "npub" (public key: 64
+    hex in any case, or `npub1…`). Surrounding whitespace is ignored. Raises ValueError with a
+    reason that never repeats the key.
+    """
+    value = text.strip()
+    prefix = kind + "1"
+    if value.startswith(prefix):
+        try:
+            hrp, data = decode(value)
+        except ValueError as exc:
+            raise ValueError(f"not a valid {kind}: {exc}") from None
+        if hrp != kind or not isinstance(data, str):
+            raise ValueError(f"expected an {kind}")
+        return data
+    if is_hex(value.lower(), 64):
+        return value.lower()
+    raise ValueError(f"expected 64 hex characters or {prefix}…")
