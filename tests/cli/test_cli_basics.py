@@ -8,9 +8,10 @@ import uuid
 from pathlib import Path
 
 import click
+import orjson
 
 from buzz.cli.main import cli
-from tests.cli.helpers import buzz
+from tests.cli.helpers import BUZZ, _env, buzz
 from tests.support.relay import Identity, RunningRelay, relay_on
 
 MY_GROUPS = ("channels", "messages", "reactions", "dms", "users")
@@ -155,3 +156,39 @@ async def test_compact_format(sqlite_relay: RunningRelay, alice: Identity) -> No
         sqlite_relay.url, alice, "--format", "compact", "users", "presence", "--pubkeys", alice.pubkey
     )
     assert result.stdout == '{"presence":{"' + alice.pubkey + '":"offline"}}\n'
+
+
+async def test_edge_cases_found_by_a_newcomer(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    url = sqlite_relay.url
+    # A DM opened twice in the same second resolves to the same channel (relay.md §4.8 item 5).
+    first, second = await asyncio.gather(
+        buzz(url, alice, "dms", "open", "--pubkey", bob.pubkey),
+        buzz(url, alice, "dms", "open", "--pubkey", bob.pubkey),
+    )
+    assert first.json["channel_id"] == second.json["channel_id"]
+    # A DM with yourself only is refused (exit 1), by the CLI and by the relay.
+    alone = await buzz(url, alice, "dms", "open", "--pubkey", alice.pubkey)
+    assert alone.code == 1 and alone.error["error"] == "user_error"
+    # Reacting to an event that does not exist is not_found (exit 1), not a relay error.
+    missing = await buzz(url, alice, "reactions", "add", "--event", "ab" * 32, "--emoji", "+")
+    assert missing.code == 1 and missing.error["error"] == "not_found"
+    # An argument that is not UTF-8 is the user's error (exit 1).
+    chan = await buzz(url, alice, "channels", "create", "--name", "edge")
+    cid = chan.json["channel_id"]
+    proc = await asyncio.create_subprocess_exec(
+        BUZZ,
+        "messages",
+        "send",
+        "--channel",
+        cid,
+        "--content",
+        b"\xff\xfe",
+        env={**_env(url, alice, None)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _out, err = await proc.communicate()
+    assert proc.returncode == 1, err
+    assert orjson.loads(err.decode().strip().splitlines()[-1])["error"] == "user_error"

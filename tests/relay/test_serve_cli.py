@@ -125,3 +125,44 @@ def test_parser_errors_exit_1_with_json() -> None:
         done = subprocess.run([BUZZ, *argv], capture_output=True, text=True, timeout=30)
         assert done.returncode == 1, argv
         assert json.loads(done.stderr.strip().splitlines()[-1])["error"] == "user_error"
+
+
+async def test_sigterm_stops_promptly_with_a_client_connected(tmp_path: Path) -> None:
+    import time
+
+    from buzz.client import RelayClient
+    from buzz.core.keys import generate_secret_key
+
+    port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        BUZZ,
+        "relay",
+        "serve",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--data-dir",
+        str(tmp_path),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        await asyncio.wait_for(proc.stdout.readline(), 20)
+        client = RelayClient(f"ws://127.0.0.1:{port}", generate_secret_key())
+        await client.connect()
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+        assert time.monotonic() - started < 10  # not aiohttp's 60 s handler grace
+        await client.close()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def test_json_output_writes_integer_keys_as_strings(capsys) -> None:
+    from buzz.cli.output import Context, emit
+
+    emit(Context("ws://x", None, "compact"), {"roster": {0: "a", 3: "b"}})
+    assert json.loads(capsys.readouterr().out) == {"roster": {"0": "a", "3": "b"}}

@@ -197,6 +197,8 @@ def run(ctx: Context, body: Callable[[Workspace], Awaitable[Any]]) -> None:
         report(from_bridge_error(exc))
     except RelayError as exc:  # WebSocket paths (presence)
         report(CliFailure("error", exc.message, False, exc.message))
+    except UnicodeEncodeError:  # an argument that is not valid UTF-8 (e.g. `--content $'\xff'`)
+        report(user_error("an argument is not valid UTF-8 text"))
     except Exception as exc:  # agents.md §2.1: "anything else" is `error`, exit 4
         report(CliFailure("error", f"unexpected failure: {type(exc).__name__}: {exc}"))
     emit(ctx, result)

@@ -64,8 +64,17 @@ def open_(ctx: Context, pubkeys: tuple[str, ...]) -> None:
         others = list(dict.fromkeys(pubkey_arg(p) for p in pubkeys))
         if not 1 <= len(others) <= MAX_OTHERS:
             raise user_error(f"--pubkey must be given 1-{MAX_OTHERS} times")
-        event = ws.sign(DM_OPEN_KIND, "", [["p", pk] for pk in others])
+        if others == [ws.pubkey]:
+            raise user_error("a DM needs at least one other participant than yourself")
+        tags = [["p", pk] for pk in others]
+        event = ws.sign(DM_OPEN_KIND, "", tags)
         result = await ws.publish(event)
+        if result.message.startswith("duplicate:"):
+            # The same command signed within the same second is the same event, which the relay
+            # answers `duplicate:` without executing (relay.md §4.8 item 5): sign it one second
+            # later to have the relay resolve the (existing) DM again.
+            event = ws.sign(DM_OPEN_KIND, "", tags, event.created_at + 1)
+            result = await ws.publish(event)
         return {"channel_id": dm_channel_from(result.message)}
 
     run(ctx, body)

@@ -36,7 +36,8 @@ class Context:
 
 def emit(ctx: Context, value: Any) -> None:
     """Write `value` to stdout as JSON (pretty) or compact JSON, one document."""
-    opts = orjson.OPT_INDENT_2 if ctx.fmt == "json" else 0
+    # Non-string keys (e.g. a huddle roster keyed by peer_index) are written as strings.
+    opts = orjson.OPT_NON_STR_KEYS | (orjson.OPT_INDENT_2 if ctx.fmt == "json" else 0)
     sys.stdout.write(orjson.dumps(value, option=opts).decode() + "\n")
     sys.stdout.flush()
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from buzz.cli.common import CommandGroup, Workspace, event_id_arg, not_found, run, user_error
+from buzz.cli.common import CliFailure, CommandGroup, Workspace, event_id_arg, not_found, run, user_error
 from buzz.cli.output import Context
 
 REACTION_KIND = 7
@@ -50,6 +50,9 @@ def add(ctx: Context, event_id: str, emoji: str, emoji_url: str | None) -> None:
     run(ctx, body)
 
 
+TARGET_NOT_FOUND = "invalid: reaction target event not found"  # relay.md §4.2 item 1
+
+
 async def add_reaction(
     ws: Workspace, event_id: str, emoji: str, emoji_url: str | None = None
 ) -> dict[str, Any]:
@@ -66,7 +69,12 @@ async def add_reaction(
             raise user_error("--emoji-url needs --emoji in the :shortcode: form")
         tags.append(["emoji", shortcode, emoji_url])
     event = ws.sign(REACTION_KIND, emoji, tags)
-    await ws.publish(event)
+    try:
+        await ws.publish(event)
+    except CliFailure as exc:
+        if exc.relay_message == TARGET_NOT_FOUND:  # agents.md §2.1: an unknown event is not_found
+            raise not_found(f"no event {target_id} to react to") from None
+        raise
     return {"event_id": event.id, "target_id": target_id, "emoji": emoji}
 
 

@@ -13,6 +13,7 @@ import click
 
 from buzz.cli.common import CommandGroup
 from buzz.relay.config import ConfigError, RelayConfig, parse_bind
+from buzz.store.base import StoreError
 
 
 def run_loop(main: Coroutine[Any, Any, None]) -> None:
@@ -87,6 +88,6 @@ def serve(
         run_loop(run_server(config, announce))
     except KeyboardInterrupt:
         pass
-    except OSError as exc:
+    except (OSError, StoreError) as exc:  # port taken, database missing or unreachable
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None

@@ -44,9 +44,19 @@ def _int_field(name: str, value: Any) -> int:
     return value
 
 
+def _valid_unicode(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _str_list(name: str, value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise BadFilter(f"{name} must be an array of strings")
+    if not all(_valid_unicode(v) for v in value):
+        raise BadFilter(f"{name} values must be valid Unicode (no unpaired surrogates)")
     return value
 
 
@@ -108,8 +118,8 @@ class Filter:
             elif key == "limit":
                 limit = _int_field("limit", value)
             elif key == "search":
-                if not isinstance(value, str):
-                    raise BadFilter("search must be a string")
+                if not isinstance(value, str) or not _valid_unicode(value):
+                    raise BadFilter("search must be a string of valid Unicode")
                 search = value
         return cls(ids, authors, kinds, tags, since, until, limit, search)
 

@@ -75,14 +75,28 @@ SUBID_ERROR = Invalid("subscription id must be 1-64 characters")
 
 
 def _check_sub_id(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ProtocolViolation("subscription id must be a string")
+    # A sub id is echoed in every answer: one that cannot be written as UTF-8 (a lone
+    # surrogate) cannot even be refused with CLOSED, so it gets a NOTICE.
+    if not isinstance(value, str) or not _valid_unicode(value):
+        raise ProtocolViolation("subscription id must be a string of valid Unicode")
     return value
 
 
 def sub_id_ok(sub_id: str) -> bool:
     """1–64 code points, any Unicode (relay.md §7.2)."""
     return 1 <= len(sub_id) <= MAX_SUBID_LENGTH
+
+
+def _no_constants(name: str) -> object:
+    raise ValueError(f"{name} is not valid JSON")  # NaN, Infinity: orjson refuses them too
+
+
+def _valid_unicode(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parse_client_message(frame: str | bytes) -> ClientMessage:
@@ -93,8 +107,9 @@ def parse_client_message(frame: str | bytes) -> ClientMessage:
         # orjson refuses lone surrogate escapes outright; stdlib json keeps them so the event
         # check can answer `OK false "invalid: malformed event: …"` with the event's id.
         try:
-            msg = json.loads(frame)
-        except (ValueError, UnicodeDecodeError):
+            msg = json.loads(frame, parse_constant=_no_constants)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            # RecursionError: a frame nested deeper than the parser's stack is just bad input.
             raise ProtocolViolation(f"not valid JSON ({exc.msg})") from None
     if not isinstance(msg, list) or not msg:
         raise ProtocolViolation("frame must be a non-empty JSON array")

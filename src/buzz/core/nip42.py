@@ -26,7 +26,10 @@ def new_challenge() -> str:
 
 
 def normalize_relay_url(url: str) -> str:
-    """Lowercase scheme and host; localhost/::1 → 127.0.0.1; drop default port and one trailing `/`."""
+    """Lowercase scheme and host; localhost/::1 → 127.0.0.1; drop default port and one trailing `/`.
+
+    Raises ValueError for text that is not a URL (e.g. an unclosed `[` IPv6 host).
+    """
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
@@ -43,6 +46,13 @@ def normalize_relay_url(url: str) -> str:
     return f"{scheme}://{netloc}{path}{query}"
 
 
+def _normalized_or_none(url: str) -> str | None:
+    try:
+        return normalize_relay_url(url)
+    except ValueError:
+        return None
+
+
 def check_auth_event(event: Event, challenge: str, relay_urls: frozenset[str], now: int) -> None:
     """Structural NIP-42 checks (not the signature). Raises AuthRequired("verification failed").
 
@@ -54,7 +64,7 @@ def check_auth_event(event: Event, challenge: str, relay_urls: frozenset[str], n
     relays = event.tag_values("relay")
     if len(challenges) != 1 or challenges[0] != challenge:
         raise VERIFICATION_FAILED
-    if len(relays) != 1 or normalize_relay_url(relays[0]) not in relay_urls:
+    if len(relays) != 1 or _normalized_or_none(relays[0]) not in relay_urls:
         raise VERIFICATION_FAILED
     if abs(now - event.created_at) > AUTH_WINDOW_S:
         raise VERIFICATION_FAILED

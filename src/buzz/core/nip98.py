@@ -119,7 +119,13 @@ def request_urls(relay_url: str, host: str | None, path_qs: str) -> frozenset[st
     base = urlsplit(relay_url.strip())
     scheme = _HTTP_SCHEMES.get(base.scheme.lower(), "http")
     hosts = [base.netloc] + ([host] if host else [])
-    return frozenset(normalize_relay_url(f"{scheme}://{h}{path_qs}") for h in hosts if h)
+    urls = set()
+    for h in hosts:
+        try:
+            urls.add(normalize_relay_url(f"{scheme}://{h}{path_qs}"))
+        except ValueError:
+            continue  # an unparseable Host header names no URL
+    return frozenset(urls)
 
 
 def check_auth_event(
@@ -136,7 +142,11 @@ def check_auth_event(
     u_tags = event.tag_values("u")
     if len(u_tags) != 1:
         raise Nip98Error("event must carry exactly one u tag")
-    if normalize_relay_url(u_tags[0]) not in frozenset(urls):
+    try:
+        named = normalize_relay_url(u_tags[0])
+    except ValueError:
+        raise Nip98Error("u tag is not a URL") from None
+    if named not in frozenset(urls):
         raise Nip98Error("u tag does not match the request URL")
     methods = event.tag_values("method")
     if len(methods) != 1 or methods[0].upper() != method.upper():

@@ -5,6 +5,7 @@ Thin glue: each handler turns a request into a call on the Relay's parts.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from aiohttp import web
@@ -85,11 +86,19 @@ def build_app(relay: Relay) -> web.Application:
     async def _startup(app: web.Application) -> None:
         await relay.start()
 
+    async def _shutdown(app: web.Application) -> None:
+        # on_shutdown runs before aiohttp waits for open handlers: closing the sockets here is
+        # what lets SIGTERM stop the relay at once with clients connected.
+        closing = [
+            conn.ws.close(code=1001, message=b"relay shutting down")  # type: ignore[attr-defined]
+            for conn in list(relay.connections)
+        ]
+        await asyncio.gather(*closing, return_exceptions=True)
+
     async def _cleanup(app: web.Application) -> None:
-        for conn in list(relay.connections):
-            await conn.ws.close(code=1001, message=b"relay shutting down")  # type: ignore[attr-defined]
         await relay.stop()
 
     app.on_startup.append(_startup)
+    app.on_shutdown.append(_shutdown)
     app.on_cleanup.append(_cleanup)
     return app

@@ -63,6 +63,7 @@ class Connection:
         self._drops = 0
         self._lane: asyncio.Queue[tuple[Any, Any]] = asyncio.Queue()
         self._inflight: set[asyncio.Task[None]] = set()
+        self._slots = 0  # handler slots this connection holds
         self._missed_pongs = 0
         self._closing = False
 
@@ -119,6 +120,7 @@ class Connection:
             for task in helpers:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            self._release_all_slots()
 
     async def _read_loop(self) -> None:
         async for msg in self.ws:
@@ -153,19 +155,41 @@ class Connection:
 
     # -- inbound -------------------------------------------------------------------------------
     def _on_frame(self, frame: str) -> None:
-        if not self.relay.try_acquire_handler():
+        if not self._acquire_slot():
             self.send(messages.notice("rate-limited: too many concurrent requests"))
             return
         try:
             msg = parse_client_message(frame)
         except ProtocolViolation as exc:
-            self.relay.release_handler()
+            self._release_slot()
             self.send(messages.notice(str(exc)))
+            return
+        except Exception:  # never let odd input kill the connection or leak its slot
+            log.exception("unexpected failure parsing a frame")
+            self._release_slot()
+            self.send(messages.notice("invalid message: could not be parsed"))
             return
         early: Any = None
         if isinstance(msg, EventMessage):
             early = self._start_verify(msg)
         self._lane.put_nowait((msg, early))
+
+    # Handler slots (relay.md §7.1 item 6) are counted per connection as well, so whatever a
+    # connection still holds when it closes (queued or in-flight messages) goes back at once.
+    def _acquire_slot(self) -> bool:
+        if not self.relay.try_acquire_handler():
+            return False
+        self._slots += 1
+        return True
+
+    def _release_slot(self) -> None:
+        if self._slots > 0:
+            self._slots -= 1
+            self.relay.release_handler()
+
+    def _release_all_slots(self) -> None:
+        while self._slots > 0:
+            self._release_slot()
 
     def _start_verify(self, msg: EventMessage) -> Awaitable[StoredEvent] | BuzzError:
         """Run the cheap prechecks now and start verification in the pool (pipelining)."""
@@ -208,13 +232,15 @@ class Connection:
             if isinstance(msg, EventMessage):
                 self.send(messages.ok(msg.event.id, False, "error: internal server error"))
         finally:
-            self.relay.release_handler()
+            self._release_slot()
 
     async def _dispatch(self, msg: Any, early: Any) -> None:
         match msg:
             case EventMessage():
                 await self._on_event(msg, early)
             case BadEventMessage():
+                if msg.type == "AUTH" and self.pubkey is None:
+                    self._auth_failed = True  # a malformed AUTH is this connection's one attempt
                 self.send(messages.ok(msg.event_id, False, str(msg.error)))
             case ReqMessage(type="REQ"):
                 await self._on_req(msg)

@@ -60,7 +60,11 @@ class FanOut:
                 continue  # relay.md §12.1 item 1: visible at delivery time
             if event.id in sub.sent_ids:
                 continue  # already sent from the stored results of this REQ
-            sub.deliver(event.id, event_json, messages.event(sub.sub_id, event_json))
+            try:
+                sub.deliver(event.id, event_json, messages.event(sub.sub_id, event_json))
+            except Exception:  # one broken subscriber never stops delivery to the others
+                log.exception("delivery to subscription %r failed", sub.sub_id)
+                continue
             delivered += 1
         return delivered
 

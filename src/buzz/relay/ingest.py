@@ -27,7 +27,7 @@ from buzz.store.base import EventStore, InsertOutcome, StoreError
 
 log = logging.getLogger(__name__)
 
-DUPLICATE_MESSAGE = "duplicate: already have this event"
+DUPLICATE_MESSAGE = "duplicate:"  # relay.md §3.1 item 4, §8 item 15: exactly this text
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,5 +105,8 @@ class Ingest:
                 await follow_up()
             except Exception:  # relay.md §8 item 17: logged, never returned
                 log.exception("follow-up of %s failed", stored.event.id)
-        await self._fanout.publish(plan.stored)
+        try:
+            await self._fanout.publish(plan.stored)
+        except Exception:  # stored and committed: the OK must say so (relay.md §8 item 18)
+            log.exception("fan-out of %s failed", stored.event.id)
         return Outcome(True, plan.response)

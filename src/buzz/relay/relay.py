@@ -4,6 +4,7 @@ and owns their lifetimes. Handlers reach everything through one `Relay` object."
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
@@ -79,7 +80,8 @@ class Relay:
         the request's Host (relay.md §7.3 item 2)."""
         urls = {self._configured_url}
         if host:
-            urls.add(normalize_relay_url(f"{self._scheme}://{host}"))
+            with contextlib.suppress(ValueError):  # an unparseable Host header names no URL
+                urls.add(normalize_relay_url(f"{self._scheme}://{host}"))
         return frozenset(urls)
 
     async def admit(self, auth_event: Event) -> str:

@@ -80,7 +80,7 @@ async def dm_open(rules: KindRules, plan: Plan, session: Session) -> None:
     """41010: 1–8 `p`, no `h`; the set is the author plus the distinct `p` values."""
     event = plan.stored.event
     others = _p_values(event)
-    if not others:
+    if not others or set(others) == {event.pubkey}:  # "other": the author alone is no DM
         raise NO_PARTICIPANT
     if len(others) > DM_MAX_OTHERS:
         raise Invalid("pubkeys may contain at most 8 other participants (9 total)")

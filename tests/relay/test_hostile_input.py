@@ -1,0 +1,100 @@
+"""Hostile input found by a newcomer's probe: each is answered, nothing leaks, nobody else is hurt."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import orjson
+
+from buzz.core.event import Event
+from buzz.core.nip42 import build_auth_event
+from tests.support.relay import Identity, RunningRelay, relay_on
+
+
+async def _raw_notice(url: str, frame: str) -> list:
+    async with aiohttp.ClientSession() as s, s.ws_connect(url, max_msg_size=0) as ws:
+        await ws.receive(5)  # AUTH challenge
+        await ws.send_str(frame)
+        return orjson.loads((await ws.receive(5)).data)
+
+
+async def test_deeply_nested_frames_get_a_notice_and_leak_no_handler_slot(tmp_path, alice: Identity) -> None:
+    async with relay_on(tmp_path, max_concurrent_handlers=8) as running:
+        bomb = "[" * 5000 + "]" * 5000
+        for _ in range(20):  # more bombs than handler slots
+            answer = await _raw_notice(running.url, bomb)
+            assert answer[0] == "NOTICE" and answer[1].startswith("invalid message:")
+        # Connections that close with queued work give their slots back too.
+        async with aiohttp.ClientSession() as s:
+            for _ in range(10):
+                async with s.ws_connect(running.url) as ws:
+                    await ws.receive(5)
+                    for _ in range(5):
+                        await ws.send_str('["REQ","x",{"kinds":[1]}]')
+        await asyncio.sleep(0.3)
+        assert running.relay._handlers_in_flight == 0
+        async with running.client(alice) as c:
+            assert (await c.publish(Event.create(alice.secret, 1, "still serving"))).accepted
+
+
+async def test_a_sub_id_with_a_lone_surrogate_is_refused_and_hurts_nobody(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    async with sqlite_relay.client(alice) as a, sqlite_relay.client(bob) as b:
+        await a.send_raw('["REQ","\\ud800",{"kinds":[1]}]')
+        sub = await b.subscribe([{"kinds": [1], "authors": [alice.pubkey]}])
+        await sub.eose.wait()
+        note = Event.create(alice.secret, 1, "hello")
+        result = await a.publish(note)
+        assert (result.accepted, result.message) == (True, "")
+        assert (await sub.next()).id == note.id
+        await asyncio.sleep(0.1)
+        assert any(n.startswith("invalid message: subscription id") for n in a.notices)
+
+
+async def test_filter_values_with_lone_surrogates_are_bad_filters(
+    sqlite_relay: RunningRelay, alice: Identity
+) -> None:
+    for flt in ('{"kinds":[1],"#t":["\\ud800"]}', '{"kinds":[1],"search":"\\udfff"}'):
+        raw = await _raw_closed(sqlite_relay, alice, flt)
+        assert raw[0] == "CLOSED" and raw[2].startswith("invalid: bad filter:"), raw
+
+
+async def _raw_closed(running: RunningRelay, who: Identity, flt: str) -> list:
+    async with aiohttp.ClientSession() as s, s.ws_connect(running.url) as ws:
+        challenge = orjson.loads((await ws.receive(5)).data)[1]
+        await ws.send_str(
+            orjson.dumps(["AUTH", build_auth_event(who.secret, challenge, running.url).to_dict()]).decode()
+        )
+        await ws.receive(5)
+        await ws.send_str(f'["REQ","s",{flt}]')
+        return orjson.loads((await ws.receive(5)).data)
+
+
+async def test_auth_with_an_unparseable_relay_url_fails_cleanly(
+    sqlite_relay: RunningRelay, alice: Identity
+) -> None:
+    async with sqlite_relay.client(alice, auth=False) as c:
+        challenge = await c.challenge  # type: ignore[misc]
+        bad = Event.create(alice.secret, 22242, "", [["relay", "ws://[::1"], ["challenge", challenge]])
+        r = await c._send_and_wait_ok("AUTH", bad)
+        assert (r.accepted, r.message) == (False, "auth-required: verification failed")
+
+
+async def test_a_malformed_auth_uses_up_the_attempt(sqlite_relay: RunningRelay, alice: Identity) -> None:
+    async with sqlite_relay.client(alice, auth=False) as c:
+        challenge = await c.challenge  # type: ignore[misc]
+        fut = asyncio.get_running_loop().create_future()
+        c._ok["a" * 64] = fut
+        await c.send_raw(["AUTH", {"id": "a" * 64, "kind": 22242}])
+        r = await asyncio.wait_for(fut, 5)
+        assert not r.accepted and r.message.startswith("invalid: malformed event:")
+        good = build_auth_event(alice.secret, challenge, sqlite_relay.url)
+        r = await c._send_and_wait_ok("AUTH", good)
+        assert (r.accepted, r.message) == (False, "auth-required: authentication already failed")
+
+
+async def test_nan_is_not_json(sqlite_relay: RunningRelay) -> None:
+    answer = await _raw_notice(sqlite_relay.url, '["REQ","s",{"limit":NaN}]')
+    assert answer[0] == "NOTICE" and answer[1].startswith("invalid message:")
