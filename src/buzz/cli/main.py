@@ -22,7 +22,9 @@ from buzz.cli.output import Context
 
 
 @click.group(
-    cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+    name="buzz",
+    cls=CommandGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.option(
     "--relay",
