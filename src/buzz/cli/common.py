@@ -209,7 +209,8 @@ def _parser_errors(group: str) -> Iterator[None]:
     try:
         yield
     except click.exceptions.NoArgsIsHelpError:
-        report(user_error(f"missing command (see buzz {group} --help)"))
+        where = "buzz" if group in ("", "buzz") else f"buzz {group}"
+        report(user_error(f"missing command (see {where} --help)"))
     except click.UsageError as exc:
         report(user_error(exc.format_message()))
 
