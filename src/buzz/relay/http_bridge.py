@@ -152,7 +152,7 @@ class Bridge:
         if not self.replay.first_use(event.id):
             raise _Refusal(401, {"error": str(Nip98Error("event already used"))})
         try:
-            return await self.relay.admit(event)
+            return await self.relay.admit(event, auth_tag=_header_auth_tag(request))
         except BuzzError as exc:
             raise _Refusal(403, {"error": str(exc)}) from None
 
@@ -277,3 +277,18 @@ __all__ = [
     "event_status",
     "read_status",
 ]
+
+
+def _header_auth_tag(request: web.Request) -> list[str] | None:
+    """The NIP-OA tag of the `X-Auth-Tag` header (compact JSON), for NIP-AA (relay.md §15 item 1);
+    None when absent or not a JSON array of strings (then it simply grants nothing)."""
+    raw = request.headers.get("X-Auth-Tag")
+    if not raw:
+        return None
+    try:
+        tag = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(tag, list) and all(isinstance(x, str) for x in tag):
+        return tag
+    return None

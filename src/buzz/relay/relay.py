@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import logging
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from buzz.core import nip_oa
-from buzz.core.errors import Restricted
 from buzz.core.event import Event
 from buzz.core.keys import public_key
 from buzz.core.nip42 import normalize_relay_url
 from buzz.relay import relay_key
 from buzz.relay.access import ChannelAccess
+from buzz.relay.admission import NOT_A_RELAY_MEMBER, nip_aa_admits
 from buzz.relay.bus import RedisBus
 from buzz.relay.config import RelayConfig
 from buzz.relay.emit import Emitter
@@ -84,16 +86,25 @@ class Relay:
                 urls.add(normalize_relay_url(f"{self._scheme}://{host}"))
         return frozenset(urls)
 
-    async def admit(self, auth_event: Event) -> str:
-        """After a verified AUTH event: membership gates (relay.md §4.4); returns the pubkey.
+    async def admit(self, auth_event: Event, auth_tag: Sequence[str] | None = None) -> str:
+        """After a verified AUTH event: membership gates (relay.md §4.4, NIP-AA §7.3 item 3), then
+        the registered owner (§7.3 item 4); returns the pubkey.
 
-        Raises Restricted("not a relay member") for a closed workspace and a non-member.
+        Raises Restricted("not a relay member") for a closed workspace and a non-member that
+        NIP-AA (when enabled) does not admit. `auth_tag` replaces the event's own `auth` tags
+        for the HTTP bridge, whose NIP-98 event carries none (the `X-Auth-Tag` header).
         """
+        if auth_tag is not None:
+            auth_event = _with_auth_tag(auth_event, auth_tag)
         pubkey = auth_event.pubkey
         if self.config.require_relay_membership:
-            is_member = getattr(self.store, "is_relay_member", None)
-            if is_member is None or not await is_member(pubkey):
-                raise Restricted("not a relay member")
+            is_member = self.store.is_relay_member  # type: ignore[attr-defined]
+            admitted = await is_member(pubkey) or (
+                self.config.allow_nip_oa_auth
+                and await nip_aa_admits(auth_event, self.store, is_member, self.config.nip_aa_max_depth)
+            )
+            if not admitted:
+                raise NOT_A_RELAY_MEMBER
         await self._register_owner(auth_event)
         return pubkey
 
@@ -123,3 +134,10 @@ class Relay:
 
     def release_handler(self) -> None:
         self._handlers_in_flight -= 1
+
+
+def _with_auth_tag(event: Event, tag: Sequence[str]) -> Event:
+    """`event` seen as carrying exactly `tag` as its `auth` tag: for admission checks only (the
+    signature is not re-checked; NIP-OA time clauses use its `created_at`)."""
+    tags = (*(t for t in event.tags if not (t and t[0] == "auth")), tuple(tag))
+    return dataclasses.replace(event, tags=tags)

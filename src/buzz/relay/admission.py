@@ -1,0 +1,72 @@
+"""Relay admission after a verified NIP-42 AUTH (relay.md §4.4, §7.3 item 3; agents.md §1.5).
+
+A closed workspace (`BUZZ_REQUIRE_RELAY_MEMBERSHIP`) admits its enrolled members. With
+`BUZZ_ALLOW_NIP_OA_AUTH` it also admits an agent through NIP-AA: the AUTH event's one NIP-OA
+`auth` tag names an owner, and the owner chain (each non-member owner's latest kind 0 carrying
+one valid unconditional `auth` tag) reaches an enrolled member within `BUZZ_NIP_AA_MAX_DEPTH`
+hops. Nothing is written: the grant is this connection's only and re-derived at every AUTH.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from buzz.core import nip_oa
+from buzz.core.errors import Restricted
+from buzz.core.event import Event
+from buzz.core.filters import Filter
+from buzz.store.base import SYSTEM, EventStore
+
+NOT_A_RELAY_MEMBER = Restricted("not a relay member")
+NIP_AA_WINDOW_S = 120  # relay.md §17
+
+IsMember = Callable[[str], Awaitable[bool]]
+
+
+async def nip_aa_admits(auth_event: Event, store: EventStore, is_member: IsMember, max_depth: int) -> bool:
+    """relay.md §7.3 item 3 for a verified AUTH event whose pubkey is not a member.
+
+    True when the owner chain reaches a member. Every failure (stale event, not exactly one
+    `auth` tag, a tag that does not verify, a conditional tag further up, a loop, depth beyond
+    `max_depth`, a lookup error) is False: admission fails closed.
+    """
+    if max_depth <= 0 or abs(int(time.time()) - auth_event.created_at) > NIP_AA_WINDOW_S:
+        return False
+    tags = nip_oa.auth_tags(auth_event)
+    if len(tags) != 1:
+        return False
+    try:
+        owner = nip_oa.verify_auth_tag_at(tags[0], auth_event.pubkey, auth_event.created_at)
+    except nip_oa.InvalidAuthTag:
+        return False
+    visited = {auth_event.pubkey}
+    depth = 1
+    while True:
+        if depth > max_depth or owner in visited:
+            return False
+        visited.add(owner)
+        if await is_member(owner):
+            return True
+        owner_of_owner = await _unconditional_owner(store, owner)
+        if owner_of_owner is None:
+            return False
+        owner, depth = owner_of_owner, depth + 1
+
+
+async def _unconditional_owner(store: EventStore, pubkey: str) -> str | None:
+    """The owner named by the one valid, unconditional `auth` tag of `pubkey`'s latest kind 0."""
+    profiles = await store.query([Filter(kinds=frozenset({0}), authors=frozenset({pubkey}), limit=1)], SYSTEM)
+    if not profiles:
+        return None
+    profile = profiles[0].event
+    tags = nip_oa.auth_tags(profile)
+    if len(tags) != 1:
+        return None
+    try:
+        parsed = nip_oa.parse_auth_tag(tags[0])
+        if parsed.conditions:
+            return None
+        return nip_oa.verify_event_auth(profile, event_verified=True)
+    except nip_oa.InvalidAuthTag:
+        return None
