@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+from asyncio.subprocess import Process
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -25,9 +28,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-async def test_serve_prints_url_answers_nip11_and_stops_on_sigterm(tmp_path: Path) -> None:
+@contextlib.asynccontextmanager
+async def served(
+    data_dir: Path, env: dict[str, str] | None = None
+) -> AsyncIterator[tuple[Process, int, str]]:
+    """`buzz relay serve` on a free port as a subprocess; yields (process, port, first stdout line)
+    once it listens, and kills it on exit if the test did not stop it."""
     port = _free_port()
-    env = {**os.environ, "BUZZ_RELAY_NAME": "Test Hive"}
     proc = await asyncio.create_subprocess_exec(
         BUZZ,
         "relay",
@@ -35,7 +42,7 @@ async def test_serve_prints_url_answers_nip11_and_stops_on_sigterm(tmp_path: Pat
         "--bind",
         f"127.0.0.1:{port}",
         "--data-dir",
-        str(tmp_path / "data"),
+        str(data_dir),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
@@ -43,6 +50,16 @@ async def test_serve_prints_url_answers_nip11_and_stops_on_sigterm(tmp_path: Pat
     try:
         assert proc.stdout is not None
         first = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()
+        yield proc, port, first
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def test_serve_prints_url_answers_nip11_and_stops_on_sigterm(tmp_path: Path) -> None:
+    env = {**os.environ, "BUZZ_RELAY_NAME": "Test Hive"}
+    async with served(tmp_path / "data", env) as (proc, port, first):
         assert f"ws://127.0.0.1:{port}" in first and "Test Hive" in first
         async with aiohttp.ClientSession() as s:
             async with s.get(f"http://127.0.0.1:{port}/", headers={"Accept": "application/nostr+json"}) as r:
@@ -51,34 +68,12 @@ async def test_serve_prints_url_answers_nip11_and_stops_on_sigterm(tmp_path: Pat
         assert (tmp_path / "data" / "relay.sqlite3").exists()
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 20) == 0
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
 
 
 async def test_serve_sigint_stops_cleanly(tmp_path: Path) -> None:
-    port = _free_port()
-    proc = await asyncio.create_subprocess_exec(
-        BUZZ,
-        "relay",
-        "serve",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--data-dir",
-        str(tmp_path),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert proc.stdout is not None
-        await asyncio.wait_for(proc.stdout.readline(), 20)
+    async with served(tmp_path) as (proc, _port, _first):
         proc.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(proc.wait(), 20) == 0
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
 
 
 def test_serve_refuses_bad_configuration(tmp_path: Path) -> None:
@@ -133,21 +128,7 @@ async def test_sigterm_stops_promptly_with_a_client_connected(tmp_path: Path) ->
     from buzz.client import RelayClient
     from buzz.core.keys import generate_secret_key
 
-    port = _free_port()
-    proc = await asyncio.create_subprocess_exec(
-        BUZZ,
-        "relay",
-        "serve",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--data-dir",
-        str(tmp_path),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert proc.stdout is not None
-        await asyncio.wait_for(proc.stdout.readline(), 20)
+    async with served(tmp_path) as (proc, port, _first):
         client = RelayClient(f"ws://127.0.0.1:{port}", generate_secret_key())
         await client.connect()
         started = time.monotonic()
@@ -155,10 +136,6 @@ async def test_sigterm_stops_promptly_with_a_client_connected(tmp_path: Path) ->
         assert await asyncio.wait_for(proc.wait(), 20) == 0
         assert time.monotonic() - started < 10  # not aiohttp's 60 s handler grace
         await client.close()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
 
 
 def test_json_output_writes_integer_keys_as_strings(capsys) -> None:
