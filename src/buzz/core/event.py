@@ -45,11 +45,18 @@ def _is_int(value: object) -> bool:
     return type(value) is int
 
 
-def _check_str(value: str, what: str) -> None:
+def is_valid_unicode(value: str) -> bool:
+    """False for a string holding an unpaired surrogate (it has no UTF-8 form; relay.md §2.1)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise MalformedEvent(f"{what} is not valid Unicode (unpaired surrogate)") from None
+        return False
+    return True
+
+
+def _check_str(value: str, what: str) -> None:
+    if not is_valid_unicode(value):
+        raise MalformedEvent(f"{what} is not valid Unicode (unpaired surrogate)")
 
 
 @dataclass(frozen=True, slots=True)

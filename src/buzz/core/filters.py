@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from buzz.core.errors import BadFilter
-from buzz.core.event import Event
+from buzz.core.event import Event, is_valid_unicode
 from buzz.core.keys import HEX_DIGITS, is_hex
 
 MAX_LIMIT = 1000  # relay.md §6.5: the one clamp, also NIP-11 max_limit and default_limit
@@ -44,18 +44,10 @@ def _int_field(name: str, value: Any) -> int:
     return value
 
 
-def _valid_unicode(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _str_list(name: str, value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise BadFilter(f"{name} must be an array of strings")
-    if not all(_valid_unicode(v) for v in value):
+    if not all(is_valid_unicode(v) for v in value):
         raise BadFilter(f"{name} values must be valid Unicode (no unpaired surrogates)")
     return value
 
@@ -118,7 +110,7 @@ class Filter:
             elif key == "limit":
                 limit = _int_field("limit", value)
             elif key == "search":
-                if not isinstance(value, str) or not _valid_unicode(value):
+                if not isinstance(value, str) or not is_valid_unicode(value):
                     raise BadFilter("search must be a string of valid Unicode")
                 search = value
         return cls(ids, authors, kinds, tags, since, until, limit, search)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import orjson
 
 from buzz.core.errors import BadFilter, Invalid, MalformedEvent
-from buzz.core.event import Event
+from buzz.core.event import Event, is_valid_unicode
 from buzz.core.filters import Filter
 from buzz.core.limits import MAX_FILTERS, MAX_SUBID_LENGTH
 
@@ -77,7 +77,7 @@ SUBID_ERROR = Invalid("subscription id must be 1-64 characters")
 def _check_sub_id(value: Any) -> str:
     # A sub id is echoed in every answer: one that cannot be written as UTF-8 (a lone
     # surrogate) cannot even be refused with CLOSED, so it gets a NOTICE.
-    if not isinstance(value, str) or not _valid_unicode(value):
+    if not isinstance(value, str) or not is_valid_unicode(value):
         raise ProtocolViolation("subscription id must be a string of valid Unicode")
     return value
 
@@ -89,14 +89,6 @@ def sub_id_ok(sub_id: str) -> bool:
 
 def _no_constants(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")  # NaN, Infinity: orjson refuses them too
-
-
-def _valid_unicode(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def parse_client_message(frame: str | bytes) -> ClientMessage:

@@ -55,11 +55,14 @@ def _kind_class(session: Session, event: Event, ctx: PrecheckContext) -> None:
         raise Restricted("unknown event kind")
 
 
+# Kinds with their own fixed clock window, both sides, in seconds (relay.md §8 item 7).
+FIXED_CLOCK_WINDOWS: dict[int, int] = {24200: limits.OBSERVER_CLOCK_DRIFT_S}
+
+
 def _clock(session: Session, event: Event, ctx: PrecheckContext) -> None:
-    future = limits.OBSERVER_CLOCK_DRIFT_S if event.kind == 24200 else limits.MAX_CLOCK_DRIFT_S
-    past = ctx.max_past_drift_s
-    if event.kind == 24200:
-        past = limits.OBSERVER_CLOCK_DRIFT_S
+    fixed = FIXED_CLOCK_WINDOWS.get(event.kind)
+    future = limits.MAX_CLOCK_DRIFT_S if fixed is None else fixed
+    past = ctx.max_past_drift_s if fixed is None else fixed
     delta = event.created_at - ctx.now
     if delta > future or (past and -delta > past):
         raise Invalid("event timestamp too far from server time")
