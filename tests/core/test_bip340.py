@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import csv
-import os
-from pathlib import Path
 
 import pytest
 
 from buzz.core import keys
+from tests.support.vectors import VECTORS_DIR
 
-VECTORS = Path(
-    os.environ.get("BUZZ_VECTORS_DIR") or Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
-)
+VECTORS = VECTORS_DIR
 
 with (VECTORS / "bip340-test-vectors.csv").open(newline="") as fh:
     ROWS = list(csv.DictReader(fh))

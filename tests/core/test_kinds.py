@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,10 +10,9 @@ import pytest
 from buzz.core import kinds
 from buzz.core.kinds import REGISTRY, StorageClass
 from buzz.core.kinds_differences import DELIBERATE_DIFFERENCES
+from tests.support.vectors import VECTORS_DIR
 
-VECTORS = Path(
-    os.environ.get("BUZZ_VECTORS_DIR") or Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
-)
+VECTORS = VECTORS_DIR
 KINDS_JSON: dict[str, Any] = json.loads((VECTORS / "kinds.json").read_text())
 BUZZ = {e["kind"]: e for e in KINDS_JSON["kinds"]}
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,10 +10,9 @@ from bech32 import bech32_encode, convertbits
 
 from buzz.core import nip19
 from buzz.core.nip19 import AddressPointer, EventPointer, Profile
+from tests.support.vectors import VECTORS_DIR
 
-VECTORS = Path(
-    os.environ.get("BUZZ_VECTORS_DIR") or Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
-)
+VECTORS = VECTORS_DIR
 DATA: dict[str, Any] = json.loads((VECTORS / "nip19.vectors.json").read_text())
 
 PK = "3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558472c4eb9aaaefa459d"

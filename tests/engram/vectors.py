@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-VECTORS_DIR = Path(
-    os.environ.get("BUZZ_VECTORS_DIR") or Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
-)
+from tests.support.vectors import VECTORS_DIR
 
 
 @cache

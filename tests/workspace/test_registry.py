@@ -1,7 +1,7 @@
 """Kind registry completeness (relay.md §3, §5.1, §11; agents.md §3.1; §18 items 15, 16, 100, 102).
 
-Three independent sources are checked against `buzz.core.kinds.REGISTRY`: the §3.2 table of
-relay.md itself (parsed from the spec text), block/buzz's kinds.json (with the deliberate
+Three independent sources are checked against `buzz.core.kinds.REGISTRY`: our registry table
+(docs/kinds.md, relay.md §3.2, parsed), block/buzz's kinds.json (with the deliberate
 differences of `buzz.core.kinds_differences`), and the relay over WebSocket (unknown, reserved
 and relay-only kinds refused with their exact messages).
 """
@@ -9,7 +9,6 @@ and relay-only kinds refused with their exact messages).
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,10 @@ from buzz.core.event import Event
 from buzz.core.kinds import REGISTRY, Place, Scope, StorageClass
 from buzz.core.kinds_differences import DELIBERATE_DIFFERENCES, PLACE_DIFFERENCES, SCOPE_DIFFERENCES
 from tests.support.relay import Identity, RunningRelay
+from tests.support.vectors import VECTORS_DIR
 
-SHARED = Path(os.environ.get("BUZZ_SHARED_DIR") or Path(__file__).resolve().parents[2].parent / "shared")
-RELAY_MD = (SHARED / "spec" / "relay.md").read_text()
-KINDS_JSON: dict[str, Any] = json.loads((SHARED / "vectors" / "kinds.json").read_text())
+KINDS_MD = (Path(__file__).resolve().parents[2] / "docs" / "kinds.md").read_text()
+KINDS_JSON: dict[str, Any] = json.loads((VECTORS_DIR / "kinds.json").read_text())
 BUZZ = {e["kind"]: e for e in KINDS_JSON["kinds"]}
 
 CLASS = {
@@ -57,8 +56,8 @@ PLACE = {
 
 
 def _spec_rows() -> dict[int, tuple[StorageClass, frozenset[str], Scope, Place]]:
-    """relay.md §3.2: one entry per kind number (ranges like `1630–1633` expanded)."""
-    section = RELAY_MD.split("### 3.2 Kind registry", 1)[1].split("\n1. A kind is **known**", 1)[0]
+    """docs/kinds.md (relay.md §3.2): one entry per kind number (ranges like `1630–1633` expanded)."""
+    section = KINDS_MD.split("| Kind | Name |", 1)[1].split("\nA kind is **known**", 1)[0]
     rows: dict[int, tuple[StorageClass, frozenset[str], Scope, Place]] = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
