@@ -69,11 +69,19 @@ def _scope(reader: Reader, p: Params) -> str | None:
 
 
 def _ids(prefixes: frozenset[str], p: Params) -> str:
-    """relay.md §6.4 item 1: prefix match. A hex prefix `x` covers exactly [x, x + "g")."""
+    """relay.md §6.4 item 1: prefix match. A hex prefix `x` covers exactly [x, x + "g").
+
+    The prefixes are one bound list joined against the id index, not one OR term each: a
+    frame holds tens of thousands of short prefixes (issue 9 item 4)."""
     exact = [v for v in prefixes if len(v) == 64]
+    short = [v for v in prefixes if len(v) < 64]
     parts = [p.in_list("e.id", exact, "text")] if exact else []
-    parts += [f"(e.id >= {p.add(v)} AND e.id < {p.add(v + 'g')})" for v in sorted(prefixes) if len(v) < 64]
-    return "(" + " OR ".join(parts) + ")"
+    if short:
+        parts.append(
+            f"e.id IN (SELECT x.id FROM {p.table(short, 'j')}"
+            " JOIN events x ON x.id >= j.value AND x.id < j.value || 'g')"
+        )
+    return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
 
 
 def _tag(name: str, values: frozenset[str], p: Params) -> str:

@@ -9,7 +9,10 @@ Differences answered here:
 | question                  | SQLite                            | PostgreSQL                              |
 |---------------------------|-----------------------------------|-----------------------------------------|
 | placeholder n             | `?n`                              | `$n`                                    |
-| `col IN values`           | `col IN (?1, ?2, …)`              | `col = ANY($1::type[])` (one parameter) |
+| `col IN values`           | `col IN (?1, ?2, …)`; more than   | `col = ANY($1::type[])` (one parameter) |
+|                           | 32 values: one JSON parameter     |                                         |
+|                           | read by `json_each`               |                                         |
+| a list as a table         | `json_each(?1)`                   | `unnest($1::type[])`                    |
 | byte-exact text columns   | TEXT                              | bytea (text cannot hold U+0000)         |
 | full-text search (§11)    | FTS5 `events_fts`, bm25           | `event_search.tsv`, ts_rank             |
 | per-key write lock (§13.3)| none: one writer connection       | `pg_advisory_xact_lock(<key hash>)`     |
@@ -17,6 +20,7 @@ Differences answered here:
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
@@ -60,6 +64,13 @@ class Params:
         """`expr` equals one of `values` (non-empty; callers skip empty lists first)."""
         return self.dialect.in_list(self, expr, sorted(values), sqltype)
 
+    def table(self, values: Iterable[str], alias: str) -> str:
+        """A FROM item of one row per text value (non-empty), its column `{alias}.value`.
+
+        One parameter however many values: a filter list as long as a frame allows must not
+        run into a statement's limit on parameters or expression depth (issue 9 item 4)."""
+        return self.dialect.values_table(self, sorted(values), alias)
+
 
 class Dialect(ABC):
     """The base lists every question; the two instances below answer them."""
@@ -84,6 +95,9 @@ class Dialect(ABC):
     def in_list(self, params: Params, expr: str, values: Sequence[object], sqltype: SqlType) -> str: ...
 
     @abstractmethod
+    def values_table(self, params: Params, values: Sequence[str], alias: str) -> str: ...
+
+    @abstractmethod
     def search_match(self, ref: str) -> str:
         """WHERE fragment: the searched text `ref` (placeholder) matches the joined index."""
 
@@ -94,6 +108,9 @@ class Dialect(ABC):
     @abstractmethod
     def search_arg(self, terms: Sequence[str]) -> str:
         """The value bound to `ref` for these terms (every term a whole token, AND)."""
+
+
+_SQLITE_INLINE_MAX = 32  # above this an IN list is one JSON parameter (SQLite caps parameters)
 
 
 class SqliteDialect(Dialect):
@@ -108,7 +125,22 @@ class SqliteDialect(Dialect):
         return f"?{n}"
 
     def in_list(self, params: Params, expr: str, values: Sequence[object], sqltype: SqlType) -> str:
-        return f"{expr} IN ({', '.join(params.add(v, sqltype) for v in values)})"
+        # json_each cuts a string at U+0000, so such values stay separate parameters.
+        inline = (
+            [v for v in values if isinstance(v, str) and "\0" in v]
+            if len(values) > _SQLITE_INLINE_MAX
+            else values
+        )
+        parts = []
+        if inline:
+            parts.append(f"{expr} IN ({', '.join(params.add(v, sqltype) for v in inline)})")
+        if len(inline) < len(values):
+            rest = [v for v in values if not (isinstance(v, str) and "\0" in v)]
+            parts.append(f"{expr} IN (SELECT value FROM json_each({params.add_raw(json.dumps(rest))}))")
+        return parts[0] if len(parts) == 1 else f"({parts[0]} OR {parts[1]})"
+
+    def values_table(self, params: Params, values: Sequence[str], alias: str) -> str:
+        return f"json_each({params.add_raw(json.dumps(list(values)))}) AS {alias}"
 
     def search_match(self, ref: str) -> str:
         return f"events_fts MATCH {ref}"
@@ -144,6 +176,9 @@ class PostgresDialect(Dialect):
     def in_list(self, params: Params, expr: str, values: Sequence[object], sqltype: SqlType) -> str:
         ref = params.add_raw([self.encode(v, sqltype) for v in values])
         return f"{expr} = ANY({ref}::{_PG_ARRAY[sqltype]}[])"
+
+    def values_table(self, params: Params, values: Sequence[str], alias: str) -> str:
+        return f"unnest({params.add_raw(list(values))}::text[]) AS {alias}(value)"
 
     def search_match(self, ref: str) -> str:
         return f"s.tsv @@ plainto_tsquery('simple', {ref})"
