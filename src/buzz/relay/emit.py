@@ -9,6 +9,10 @@ through the normal access-checked fan-out. Failures are logged, never raised (§
 
 State versions get `created_at = max(now, previous + 1)` under a per-channel lock, so a later
 state always wins the §3.1 tie rule, even for several changes within one second (§4.6 item 2).
+
+The change commits before its follow-ups run, so a crash in between leaves the state events
+missing or stale. `repair` republishes exactly those, from the rows; it runs for every channel
+at start and for the channel of a creator's repeated 9007 (issue 9 item 5).
 """
 
 from __future__ import annotations
@@ -23,16 +27,18 @@ from dataclasses import dataclass
 import orjson
 
 from buzz.core.event import Event
+from buzz.core.filters import Filter
 from buzz.core.keys import public_key
 from buzz.core.stored import relay_signed
 from buzz.relay.access import ChannelAccess
 from buzz.relay.fanout import FanOut
 from buzz.relay.revocation import revoke_unreadable
-from buzz.store.base import Channel, EventStore, InsertOutcome, Member
+from buzz.store.base import SYSTEM, Channel, EventStore, InsertOutcome, Member
 
 log = logging.getLogger(__name__)
 
 GROUP_METADATA, GROUP_ADMINS, GROUP_MEMBERS, GROUP_ROLES = 39000, 39001, 39002, 39003
+STATE_KINDS = (GROUP_METADATA, GROUP_ADMINS, GROUP_MEMBERS, GROUP_ROLES)
 MEMBER_ADDED, MEMBER_REMOVED = 44100, 44101
 SYSTEM_MESSAGE = 40099
 ROLES = ("owner", "admin", "member", "guest", "bot")  # relay.md §4.1 item 4, ladder order
@@ -137,16 +143,18 @@ class Emitter:
         if change.system is not None:
             await _logged("40099", self.system_message(channel_id, change.system))
 
-    async def channel_state(self, channel_id: str, roles: bool = False) -> None:
+    async def channel_state(self, channel_id: str, roles: bool = False, repair: bool = False) -> int:
         """Publish 39000–39002 (and 39003 when `roles`) from the current rows; nothing for a
-        missing or deleted channel (§4.6 item 5). Raises StoreError."""
+        missing or deleted channel (§4.6 item 5). With `repair`, only the kinds whose newest
+        stored version is missing or differs from the rows are published. Returns how many
+        versions were published. Raises StoreError."""
         lock = self._locks.get(channel_id)
         if lock is None:
             lock = self._locks[channel_id] = asyncio.Lock()
         async with lock:
             channel = await self._store.get_channel(channel_id)
             if channel is None:
-                return
+                return 0
             members = await self._store.active_members(channel_id)
             versions = [
                 (GROUP_METADATA, metadata_tags(channel, members)),
@@ -155,11 +163,53 @@ class Emitter:
             ]
             if roles:
                 versions.append((GROUP_ROLES, roles_tags(channel_id)))
+            if repair:
+                stored = await self._stored_state(channel_id)
+                versions = [(kind, tags) for kind, tags in versions if stored.get(kind) != tags]
             for kind, tags in versions:
                 previous = await self._store.latest_created_at(kind, self.pubkey, channel_id)
                 now = int(time.time())
                 created_at = now if previous is None else max(now, previous + 1)
                 await self._publish(Event.create(self._secret_key, kind, "", tags, created_at), channel_id)
+            return len(versions)
+
+    async def repair(self, channel_id: str) -> int:
+        """Publish whatever of 39000–39003 a crash between a channel change's commit and its
+        follow-up left missing or stale (issue 9 item 5). Returns the versions published."""
+        return await self.channel_state(channel_id, roles=True, repair=True)
+
+    async def repair_all(self) -> int:
+        """`repair` every live channel (at start). Logs, never raises; returns versions published."""
+        try:
+            channel_ids = await self._store.live_channel_ids()
+        except Exception:
+            log.exception("channel state repair: listing channels failed")
+            return 0
+        published = 0
+        for channel_id in channel_ids:
+            try:
+                published += await self.repair(channel_id)
+            except Exception:
+                log.exception("channel state repair of %s failed", channel_id)
+        if published:
+            log.warning(
+                "channel state repair: %d version(s) republished over %d channel(s)",
+                published,
+                len(channel_ids),
+            )
+        return published
+
+    async def _stored_state(self, channel_id: str) -> dict[int, list[list[str]]]:
+        """kind → tags of the newest live relay-signed 39000–39003 of the channel."""
+        f = Filter(
+            kinds=frozenset(STATE_KINDS),
+            authors=frozenset({self.pubkey}),
+            tags={"d": frozenset({channel_id})},
+        )
+        out: dict[int, list[list[str]]] = {}
+        for stored in await self._store.query([f], SYSTEM):  # newest first (§6.4 item 2)
+            out.setdefault(stored.event.kind, [list(t) for t in stored.event.tags])
+        return out
 
     async def member_notice(self, kind: int, target: str, channel_id: str, actor: str) -> None:
         """44100 / 44101: a global, p-gated notice `["p", target]`, `["h", C]` (§4.6 item 3)."""

@@ -19,6 +19,7 @@ from buzz.core import kinds
 from buzz.core.errors import BuzzError, ServerError
 from buzz.core.event import Event
 from buzz.core.stored import StoredEvent, verify_stored
+from buzz.relay import crash_hook
 from buzz.relay.fanout import FanOut
 from buzz.relay.precheck import PrecheckContext, run_prechecks
 from buzz.relay.rules.base import KindRules
@@ -100,6 +101,7 @@ class Ingest:
         outcome = await self._store.insert(plan.stored, plan.effects)
         if outcome is InsertOutcome.DUPLICATE:
             return Outcome(True, DUPLICATE_MESSAGE)
+        crash_hook.after_commit(stored.event.kind)
         for follow_up in plan.after_commit:
             try:
                 await follow_up()

@@ -69,6 +69,8 @@ class Relay:
             await self.store.put_relay_member(self.config.owner_pubkey, "owner")  # type: ignore[attr-defined]
         if self.bus is not None:
             await self.bus.start()
+        # A crash between a channel change's commit and its follow-ups left state behind.
+        await self.emitter.repair_all()
 
     async def stop(self) -> None:
         if self.bus is not None:

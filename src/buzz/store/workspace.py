@@ -112,6 +112,11 @@ async def active_members_txn(conn: Conn, channel_id: str) -> list[Member]:
     return [Member(**dict(zip(_MEMBER_FIELDS, row, strict=True))) for row in await conn.fetch(sql, p.values)]
 
 
+async def live_channel_ids_txn(conn: Conn) -> list[str]:
+    rows = await conn.fetch("SELECT id FROM channels WHERE deleted_at IS NULL ORDER BY id")
+    return [row[0] for row in rows]
+
+
 async def find_dm_txn(conn: Conn, participants: frozenset[str]) -> str | None:
     p = Params(conn.dialect)
     sql = (

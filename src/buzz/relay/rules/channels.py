@@ -90,7 +90,11 @@ async def _channel(rules: KindRules, channel_id: str) -> Channel:
 async def create_group(rules: KindRules, plan: Plan, session: Session) -> None:
     """9007: a new channel with the client-chosen UUID; the author becomes its owner."""
     event, channel_id = plan.stored.event, _channel_id(plan)
-    if await rules.store.get_channel(channel_id, include_deleted=True) is not None:
+    existing = await rules.store.get_channel(channel_id, include_deleted=True)
+    if existing is not None:
+        if existing.created_by == event.pubkey and rules.emitter is not None:
+            # The creator's retry after a crash: the relay-signed state may be missing.
+            await rules.emitter.repair(channel_id)
         raise Duplicate("channel already exists")
     name = clean_name(event.first_tag("name"))
     if not name:
