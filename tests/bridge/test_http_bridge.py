@@ -11,7 +11,7 @@ import pytest
 
 from buzz.core.event import Event
 from buzz.core.nip98 import build_auth_header
-from buzz.relay.http_bridge import EVENT_STATUS, READ_STATUS, ReplayGuard, event_status, read_status
+from buzz.relay.http_bridge import EVENT_STATUS, READ_STATUS, event_status, read_status
 from tests.bridge.helpers import post, publish, signed_headers
 from tests.support.relay import Identity, RunningRelay, relay_on
 
@@ -318,10 +318,16 @@ async def test_bridge_can_be_switched_off(tmp_path: Path, alice: Identity) -> No
             assert 98 not in (await resp.json(content_type=None))["supported_nips"]
 
 
-def test_replay_guard_expires_after_ttl() -> None:
-    guard = ReplayGuard(ttl_s=120)
-    assert guard.first_use("a", now=0.0)
-    assert not guard.first_use("a", now=119.9)
-    assert guard.first_use("b", now=60.0)
-    assert guard.first_use("a", now=120.0)  # expired, accepted again (created_at is stale by then)
-    assert len(guard) == 2  # "a" (re-added) and "b"; expired entries are dropped
+async def test_reused_nip98_event_after_restart_gets_401(tmp_path: Path, alice: Identity) -> None:
+    """The replay guard lives in the store: a restarted relay still knows the used id (issue 9 item 8)."""
+    first = Event.create(alice.secret, 1, "before restart").to_json().encode()
+    url = "http://relay.example.com/events"  # RELAY_URL's host: the same u tag on any port
+    headers = signed_headers(alice, url, first)
+    async with relay_on(tmp_path, relay_url="ws://relay.example.com") as running:
+        assert (await post(running, "/events", None, alice, headers=headers, raw=first))[0] == 200
+    async with relay_on(tmp_path, relay_url="ws://relay.example.com") as running:
+        status, body = await post(running, "/events", None, alice, headers=headers, raw=first)
+        assert (status, body) == (401, {"error": "NIP-98: event already used"})
+        fresh = signed_headers(alice, url, first)
+        status, body = await post(running, "/events", None, alice, headers=fresh, raw=first)
+        assert status == 200 and body["message"].startswith("duplicate:")  # a new header is fine

@@ -69,11 +69,16 @@ async def redis(workspace_id: str) -> AsyncIterator[Redis]:
 
 @contextlib.asynccontextmanager
 async def replica_pair(
-    tmp_path: Path, url: str, workspace_id: str
+    tmp_path: Path, url: str, workspace_id: str, **config: object
 ) -> AsyncIterator[tuple[RunningRelay, RunningRelay]]:
     """Replicas A and B: one PostgreSQL database, one Redis, one relay key, two processes'
-    worth of state (two `Relay` objects on two ports)."""
-    shared = {"redis_url": url, "workspace_id": workspace_id, "relay_private_key": generate_secret_key()}
+    worth of state (two `Relay` objects on two ports); `config` goes to both."""
+    shared = {
+        "redis_url": url,
+        "workspace_id": workspace_id,
+        "relay_private_key": generate_secret_key(),
+        **config,
+    }
     async with (
         temp_database() as dsn,
         relay_on(tmp_path / "a", dsn, **shared) as a,

@@ -1,7 +1,8 @@
 """The HTTP bridge (relay.md §15): `POST /events`, `POST /query`, `POST /count` with NIP-98.
 
 Every request: body at most 1 MiB (413) → NIP-98 header checked and verified off the event
-loop → replay guard (an auth event id is accepted once within 120 s) → relay membership
+loop → replay guard (an auth event id is accepted once within 120 s, on every replica and across
+restarts: the ids are kept in the store) → relay membership
 (§4.4, through `Relay.admit`, as for NIP-42) → the same code paths as EVENT, REQ and COUNT
 with `Session(pubkey, "http")`.
 
@@ -17,7 +18,6 @@ Answers:
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -77,34 +77,6 @@ def read_status(message: str) -> int:
     return READ_STATUS.get(_prefix(message), 500)
 
 
-class ReplayGuard:
-    """Remembers accepted NIP-98 event ids for `ttl_s` seconds (relay.md §15 item 1).
-
-    Memory is bounded by the request rate over the TTL: ids expire in insertion order
-    (the TTL is constant), and each call drops the expired ones first.
-    """
-
-    def __init__(self, ttl_s: float = NIP98_REPLAY_TTL_S) -> None:
-        self._ttl = ttl_s
-        self._seen: collections.OrderedDict[str, float] = collections.OrderedDict()
-
-    def first_use(self, event_id: str, now: float | None = None) -> bool:
-        """True (and remember the id) the first time within the TTL; False for a replay."""
-        now = time.monotonic() if now is None else now
-        while self._seen:
-            oldest_id, expires = next(iter(self._seen.items()))
-            if expires > now:
-                break
-            del self._seen[oldest_id]
-        if event_id in self._seen:
-            return False
-        self._seen[event_id] = now + self._ttl
-        return True
-
-    def __len__(self) -> int:
-        return len(self._seen)
-
-
 class _Refusal(Exception):
     """A finished HTTP answer raised from a helper (request-level failure)."""
 
@@ -122,7 +94,6 @@ class Bridge:
 
     def __init__(self, relay: Relay) -> None:
         self.relay = relay
-        self.replay = ReplayGuard()
 
     # -- request-level steps -----------------------------------------------------------------
     async def _body(self, request: web.Request) -> bytes:
@@ -149,7 +120,12 @@ class Bridge:
             )
         except Nip98Error as exc:
             raise _Refusal(401, {"error": str(exc)}) from None
-        if not self.replay.first_use(event.id):
+        try:
+            first_use = await self.relay.store.claim_auth_event(event.id, NIP98_REPLAY_TTL_S)
+        except StoreError:
+            log.exception("NIP-98 replay guard failed")
+            raise _Refusal(500, {"error": "error: database error"}) from None
+        if not first_use:
             raise _Refusal(401, {"error": str(Nip98Error("event already used"))})
         try:
             return await self.relay.admit(event, auth_tag=_header_auth_tag(request))
@@ -272,7 +248,6 @@ __all__ = [
     "EVENT_STATUS",
     "READ_STATUS",
     "Bridge",
-    "ReplayGuard",
     "add_routes",
     "event_status",
     "read_status",

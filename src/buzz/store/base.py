@@ -273,6 +273,12 @@ class EventStore(Protocol):
     async def active_members(self, channel_id: str) -> list[Member]:
         """The active members of a channel, oldest first (relay.md §4.1 item 3, §4.6)."""
 
+    async def claim_auth_event(self, event_id: str, ttl_s: int, now: int | None = None) -> bool:
+        """True the first time a NIP-98 event id is presented within `ttl_s` s, else False."""
+
+    async def live_channel_ids(self) -> list[str]:
+        """Ids of every channel that is not deleted, ascending."""
+
     async def find_dm(self, participants: frozenset[str]) -> str | None:
         """The live DM channel whose participant set equals `participants`, or None (§4.8 item 2)."""
 

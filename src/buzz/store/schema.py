@@ -9,6 +9,9 @@ SQLite gives events an integer `seq` so the contentless FTS5 table can point at 
 `deleted_addresses` records kind 5 `a` deletions (relay.md §3.1 item 5, §10.1 item 4): later
 versions at the address with `created_at ≤ deleted_until` lose. Replaceable kinds use `d = ''`.
 
+`nip98_seen` is the HTTP bridge's replay guard (relay.md §15 item 1): NIP-98 event ids used
+within their window, in the database so that every replica and a restarted relay see them.
+
 `agent_owners` is the registered owner of relay.md §7.3 item 4: agent → owner, first write wins.
 
 Workspace tables (`buzz.store.workspace`): `event_threads` (root and depth of each reply, §9
@@ -108,7 +111,12 @@ CREATE TABLE IF NOT EXISTS deleted_addresses (
     d {utf8} NOT NULL,
     deleted_until {int} NOT NULL,
     PRIMARY KEY (kind, pubkey, d)
-)
+);
+CREATE TABLE IF NOT EXISTS nip98_seen (
+    event_id {key} PRIMARY KEY,
+    expires_at {int} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS nip98_seen_by_expiry ON nip98_seen (expires_at)
 """
 
 _SQLITE_TYPES = {

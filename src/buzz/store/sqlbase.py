@@ -18,7 +18,7 @@ from buzz.core.stored import StoredEvent, require_verified
 from buzz.store import reads, workspace
 from buzz.store.base import Accept, Channel, Effect, InsertOutcome, Member, Reader, StoreError
 from buzz.store.dialect import Conn
-from buzz.store.writes import insert_txn, put_relay_member_txn, set_agent_owner_txn
+from buzz.store.writes import claim_auth_event_txn, insert_txn, put_relay_member_txn, set_agent_owner_txn
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -94,6 +94,12 @@ class SqlStore(ABC):
         """Record agent → owner unless a mapping exists: first write wins (relay.md §7.3 item 4)."""
         await self._write(set_agent_owner_txn, agent, owner, int(time.time()))
 
+    async def claim_auth_event(self, event_id: str, ttl_s: int, now: int | None = None) -> bool:
+        """True the first time a NIP-98 event id is presented within `ttl_s` seconds (unix time
+        `now`, default the clock), on any replica sharing this database; False for a replay."""
+        at = int(time.time()) if now is None else now
+        return await self._write(claim_auth_event_txn, event_id, at, ttl_s)
+
     async def is_relay_member(self, pubkey: str) -> bool:
         """On the workspace member list as owner, admin or member (relay.md §4.4 item 1)."""
         return await self._read(reads.is_relay_member_txn, pubkey)
@@ -106,6 +112,10 @@ class SqlStore(ABC):
     async def active_members(self, channel_id: str) -> list[Member]:
         """Active members of a channel, oldest first (relay.md §4.1 item 3, §4.6)."""
         return await self._read(workspace.active_members_txn, channel_id)
+
+    async def live_channel_ids(self) -> list[str]:
+        """Ids of every channel not deleted, ascending (the start-up state repair walks them)."""
+        return await self._read(workspace.live_channel_ids_txn)
 
     async def find_dm(self, participants: frozenset[str]) -> str | None:
         """The live DM of exactly this participant set, or None (relay.md §4.8 item 2)."""

@@ -309,3 +309,16 @@ async def put_relay_member_txn(conn: Conn, pubkey: str, role: str, now: int) -> 
         f" ON CONFLICT (pubkey) DO UPDATE SET role = {p.add(role)}"
     )
     await conn.execute(sql, p.values)
+
+
+async def claim_auth_event_txn(conn: Conn, event_id: str, now: int, ttl_s: int) -> bool:
+    """Record a NIP-98 event id until `now + ttl_s`; False when it is already recorded and not
+    expired. The unique key decides between replicas racing on one id (relay.md §15 item 1)."""
+    p = Params(conn.dialect)
+    await conn.execute(f"DELETE FROM nip98_seen WHERE expires_at <= {p.add(now)}", p.values)
+    p = Params(conn.dialect)
+    sql = (
+        f"INSERT INTO nip98_seen (event_id, expires_at) VALUES ({p.add(event_id)}, {p.add(now + ttl_s)})"
+        " ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
+    )
+    return bool(await conn.fetch(sql, p.values))
