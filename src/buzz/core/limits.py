@@ -29,5 +29,6 @@ MAX_CONCURRENT_HANDLERS = 1024
 HTTP_BODY_MAX = 1 << 20
 NIP98_REPLAY_TTL_S = 120
 PRESENCE_TTL_S = 90
+REDIS_REQUEST_TIMEOUT_MS = 250  # default of BUZZ_REDIS_TIMEOUT_MS: Redis calls a request waits on
 
 __all__ = [name for name in dir() if name.isupper()] + ["DEFAULT_LIMIT", "MAX_LIMIT"]

@@ -10,7 +10,7 @@ Subscribing (item 3): one listener connection subscribes to the global and contr
 and to `buzz:<W>:channel:<C>` while a local filter names C in `#h` (`TopicRefs`: a reference
 count per channel, released after a 500 ms debounce). Exact topic names, never patterns. A lost
 connection is retried after 1 s, 2 s, 4 s … at most 30 s, and every wanted topic is subscribed
-again. A REQ waits (at most READY_TIMEOUT_S) for its channel topics to be confirmed before its
+again. A REQ waits (at most BUZZ_REDIS_TIMEOUT_MS) for its channel topics to be confirmed before its
 stored query, so nothing published by another replica after that query began is missed.
 
 Receiving (item 4): an event whose id is in the echo cache is dropped (our own, or a second
@@ -43,6 +43,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from buzz.core.filters import Filter
+from buzz.core.limits import REDIS_REQUEST_TIMEOUT_MS
 from buzz.core.stored import StoredEvent, from_storage
 from buzz.relay.access import ChannelAccess
 from buzz.relay.bus_topics import TopicRefs, named_channels
@@ -68,7 +69,6 @@ log = logging.getLogger(__name__)
 BACKOFF_MIN_S, BACKOFF_MAX_S = 1.0, 30.0  # REDIS_BACKOFF_S (relay.md §17)
 OUTBOX_MAX = 10_000  # queued publishes; beyond this a publish fails (logged)
 PUBLISH_BATCH = 256  # publishes per pipeline round trip
-READY_TIMEOUT_S = 2.0  # a REQ waits at most this long for its channel topics
 START_TIMEOUT_S = 5.0  # `start` waits at most this long for the first subscription
 IDLE_PING_S, IDLE_DEAD_S = 15.0, 45.0  # listener liveness: PING when idle, reconnect when silent
 CONNECT_TIMEOUT_S, COMMAND_TIMEOUT_S = 2.0, 5.0
@@ -76,12 +76,12 @@ CONNECT_TIMEOUT_S, COMMAND_TIMEOUT_S = 2.0, 5.0
 Outgoing = tuple[str, bytes, "str | None"]  # (topic, payload, event id or None for control)
 
 
-def _client(url: str, retries: int, name: str) -> Redis:
+def _client(url: str, retries: int, name: str, timeout_s: float | None = None) -> Redis:
     return Redis.from_url(
         url,
         client_name=re.sub(r"[^!-~]", "_", name),  # CLIENT LIST shows a relay's (no spaces allowed)
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-        socket_timeout=COMMAND_TIMEOUT_S,
+        socket_connect_timeout=CONNECT_TIMEOUT_S if timeout_s is None else timeout_s,
+        socket_timeout=COMMAND_TIMEOUT_S if timeout_s is None else timeout_s,
         socket_keepalive=True,
         retry=Retry(NoBackoff(), retries),
     )
@@ -104,6 +104,7 @@ class RedisBus:
         access: ChannelAccess,
         connections: Iterable[object],
         stats: collections.Counter[str] | None = None,
+        request_timeout_s: float = REDIS_REQUEST_TIMEOUT_MS / 1000,
     ) -> None:
         self.topics = Topics(workspace)
         self.echo = EchoCache()
@@ -113,8 +114,14 @@ class RedisBus:
         self._fanout = fanout
         self._access = access
         self._connections = connections
-        self._redis = _client(url, retries=1, name=f"buzz-relay:{workspace}")  # publishes, presence
-        self.presence = RedisPresence(self._redis, self.topics)
+        self._redis = _client(url, retries=1, name=f"buzz-relay:{workspace}")  # publishes
+        # Calls a client's request waits on (presence) get their own short timeout, no retry:
+        # a hung Redis must not stall a connection (issue 9 item 6).
+        self.request_timeout_s = request_timeout_s
+        self._requests = _client(
+            url, retries=0, name=f"buzz-relay-requests:{workspace}", timeout_s=request_timeout_s
+        )
+        self.presence = RedisPresence(self._requests, self.topics)
         self._outbox: asyncio.Queue[Outgoing] = asyncio.Queue(OUTBOX_MAX)
         self._pubsub: PubSub | None = None  # the listener's current connection
         self._subscribed: set[str] = set()  # SUBSCRIBE sent on the current connection
@@ -139,6 +146,7 @@ class RedisBus:
             relay.access,
             relay.connections,
             relay.stats,
+            relay.config.redis_timeout_ms / 1000,
         )
         relay.fanout.bus = bus
         relay.index.listener = bus.refs
@@ -176,6 +184,7 @@ class RedisBus:
         await asyncio.gather(*self._tasks, *self._syncs, return_exceptions=True)
         self._tasks = []
         await self._redis.aclose()
+        await self._requests.aclose()
 
     # -- publishing (item 2, item 5) ---------------------------------------------------------
     def announce(self, stored: StoredEvent) -> None:
@@ -252,14 +261,16 @@ class RedisBus:
             except (RedisError, OSError) as exc:
                 log.warning("Redis (un)subscribe failed: %s (the listener reconnects)", exc)
 
-    async def wait_subscribed(self, filters: Iterable[Filter], timeout: float = READY_TIMEOUT_S) -> bool:
-        """Wait until the channel topics `filters` name are confirmed (at most `timeout` s).
+    async def wait_subscribed(self, filters: Iterable[Filter], timeout: float | None = None) -> bool:
+        """Wait until the channel topics `filters` name are confirmed (at most `timeout` s,
+        default the request timeout, BUZZ_REDIS_TIMEOUT_MS).
 
-        Returns False at once while Redis is disconnected, and after `timeout`.
+        Returns False at once while Redis is disconnected, and after `timeout` (a hung Redis:
+        the REQ is then served as during an outage, from this replica).
         """
         topics = {self.topics.channel(c) for c in named_channels(filters)}
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + (self.request_timeout_s if timeout is None else timeout)
         while not topics <= self._confirmed:
             changed = self._confirm_changed
             remaining = deadline - loop.time()

@@ -73,6 +73,7 @@ class RelayConfig:
     relay_description: str = "Self-hosted workspace relay for humans and agents"
     relay_contact: str | None = None
     auth_timeout_s: float = limits.AUTH_TIMEOUT_S
+    redis_timeout_ms: int = limits.REDIS_REQUEST_TIMEOUT_MS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> RelayConfig:
@@ -119,6 +120,7 @@ class RelayConfig:
             ("BUZZ_SEND_BUFFER", "send_buffer", False),
             ("BUZZ_SLOW_CLIENT_GRACE_LIMIT", "slow_client_grace", False),
             ("BUZZ_VERIFY_WORKERS", "verify_workers", False),
+            ("BUZZ_REDIS_TIMEOUT_MS", "redis_timeout_ms", False),
         ):
             if (v := env.get(var)) is not None:
                 kw[attr] = _positive_int(var, v, allow_zero=zero_ok)

@@ -337,7 +337,13 @@ class Connection:
             await self.relay.bus.wait_subscribed(sub.filters)
         try:
             results = await self.relay.reads.stored(msg.filters, self.pubkey)
-        except (StoreError, ServerError):
+        except ServerError as exc:  # e.g. presence while Redis fails: fail closed (issue 9 item 6)
+            if self._sub_tasks.get(sub_id) is asyncio.current_task():
+                del self._sub_tasks[sub_id]
+            self._drop_sub(sub_id)
+            self.send(messages.closed(sub_id, str(exc)))
+            return
+        except StoreError:
             log.exception("stored query failed for %s", sub_id)
             results = []
             self.send(messages.notice("error: database error (stored results incomplete)"))

@@ -4,8 +4,12 @@ a Redis key `buzz:<workspace>:presence:<pubkey>` with a TTL of PRESENCE_TTL_S (9
 Value: compact JSON `{"v":1,"created_at":<n>,"channel_id":"<C>"|null,"event":{…}|null}`, where
 a null event records `offline` (so an older `online` cannot come back while it lives). The
 "newest wins" comparison runs inside Redis (one Lua script), so two replicas writing at once
-cannot let an older status win. The process also keeps its own copy (`Presence`), read only
-when Redis fails; a Redis failure is logged and never refuses the 20001.
+cannot let an older status win.
+
+The client waits on these calls, so they run on a client with the short request timeout
+(BUZZ_REDIS_TIMEOUT_MS, no retry) and fail closed: a Redis error or timeout refuses the 20001
+and the read with `error: presence unavailable: …` (issue 9 item 6), instead of answering from
+this process's partial copy.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from collections.abc import Iterable
 import orjson
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeout
 
+from buzz.core.errors import ServerError
 from buzz.core.limits import PRESENCE_TTL_S
 from buzz.core.stored import StoredEvent, from_storage
 from buzz.relay.bus_wire import BadPayload, Topics, decode_event
@@ -64,6 +70,12 @@ def decode_presence(value: bytes | str) -> StoredEvent | None:
     return from_storage(event, int(time.time()), channel_id)
 
 
+def _unavailable(exc: BaseException) -> ServerError:
+    """A fresh refusal each time (a re-raised instance would keep every traceback alive)."""
+    reason = "Redis did not answer" if isinstance(exc, TimeoutError | RedisTimeout) else "Redis failed"
+    return ServerError(f"presence unavailable: {reason}")
+
+
 class RedisPresence(Presence):
     """`Presence` whose `record` / `lookup` go through Redis (shared by every replica)."""
 
@@ -74,8 +86,9 @@ class RedisPresence(Presence):
         self._set_newest = redis.register_script(_SET_NEWEST)
 
     async def record(self, stored: StoredEvent) -> None:
-        """Keep `stored` (an accepted 20001) unless a newer one is already known. Never raises."""
-        self.update(stored)
+        """Keep `stored` (a 20001 past its checks) unless a newer one is already known.
+
+        Raises ServerError when Redis fails or does not answer in time (then nothing is kept)."""
         event = stored.event
         try:
             await self._set_newest(
@@ -84,18 +97,21 @@ class RedisPresence(Presence):
             )
         except (RedisError, OSError) as exc:
             log.warning("presence of %s not written to Redis: %s", event.pubkey, exc)
+            raise _unavailable(exc) from None
+        self.update(stored)
 
     async def lookup(self, pubkeys: Iterable[str]) -> list[StoredEvent]:
-        """The live presence events of `pubkeys`, sorted by pubkey. On a Redis failure (logged)
-        this process's own copy answers."""
+        """The live presence events of `pubkeys`, sorted by pubkey.
+
+        Raises ServerError when Redis fails or does not answer in time."""
         wanted = sorted(set(pubkeys))
         if not wanted:
             return []
         try:
             values = await self._redis.mget([self._topics.presence_key(p) for p in wanted])
         except (RedisError, OSError) as exc:
-            log.warning("presence lookup in Redis failed, answering from memory: %s", exc)
-            return self.current(wanted)
+            log.warning("presence lookup in Redis failed: %s", exc)
+            raise _unavailable(exc) from None
         out: list[StoredEvent] = []
         for pubkey, value in zip(wanted, values, strict=True):
             if value is None:
