@@ -7,81 +7,30 @@ The shared Redis is never restarted: this test runs its own `redis-server` on a 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import shutil
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from buzz.core.event import Event
-from tests.replicas.conftest import replica_pair, unreachable
+from tests.replicas.conftest import replica_pair
 from tests.replicas.helpers import subscribers, wait_until
+from tests.replicas.own_redis import OwnRedis, own_redis
 from tests.support.relay import Identity
 from tests.workspace.helpers import accepted, create_channel, live, message
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class PrivateRedis:
-    """A `redis-server` of this test alone (no persistence), which it may stop and restart."""
-
-    def __init__(self, exe: str, workdir: Path) -> None:
-        self.exe, self.workdir = exe, workdir
-        self.port = _free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        self.proc = await asyncio.create_subprocess_exec(
-            self.exe,
-            *("--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no"),
-            *("--dir", str(self.workdir)),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        client = Redis.from_url(self.url, socket_connect_timeout=1)
-        try:
-            for _ in range(250):
-                with contextlib.suppress(RedisError, OSError):
-                    if await client.ping():
-                        return
-                await asyncio.sleep(0.02)
-            raise AssertionError("the private redis-server did not start")
-        finally:
-            await client.aclose()
-
-    async def stop(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.terminate()
-            await self.proc.wait()
-        self.proc = None
-
-
 @pytest.fixture
-async def private_redis(tmp_path: Path) -> AsyncIterator[PrivateRedis]:
-    exe = shutil.which("redis-server")
-    if exe is None:
-        unreachable("redis-server is not installed (apt-get install redis-server); the restart test needs it")
-    server = PrivateRedis(exe, tmp_path)  # type: ignore[arg-type]
-    await server.start()
-    try:
+async def private_redis(tmp_path: Path) -> AsyncIterator[OwnRedis]:
+    async with own_redis(tmp_path / "redis") as server:
         yield server
-    finally:
-        await server.stop()
 
 
 async def test_replicas_survive_a_redis_restart(
-    tmp_path: Path, private_redis: PrivateRedis, alice: Identity, bob: Identity
+    tmp_path: Path, private_redis: OwnRedis, alice: Identity, bob: Identity
 ) -> None:
     async with replica_pair(tmp_path, private_redis.url, "restart") as (a, b):
         bus_a, bus_b = a.relay.bus, b.relay.bus
@@ -121,7 +70,7 @@ async def test_replicas_survive_a_redis_restart(
 
 
 async def test_listener_backs_off_1_2_4_seconds_while_redis_is_down(
-    tmp_path: Path, private_redis: PrivateRedis, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, private_redis: OwnRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level("WARNING", logger="buzz.relay.bus")
     async with replica_pair(tmp_path, private_redis.url, "backoff") as (a, _):

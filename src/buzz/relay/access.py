@@ -2,7 +2,8 @@
 
 `readable(C, r)`: C exists (not deleted) and is open or r is an active member. Lookups are
 cached for at most MEMBERSHIP_CACHE_TTL_S; a change made by this process invalidates its own
-cache at once; a failed lookup denies (fail closed).
+cache at once; a failed lookup denies (fail closed). While `cache_enabled` is False (set by the
+Redis bus while it cannot hear other replicas' changes) every answer comes from the store.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ class ChannelAccess:
         self._cache: dict[tuple[str, str | None], tuple[float, bool]] = {}
         # Set by the Redis bus: tells the other replicas (relay.md §12.4 item 5), (channel, pubkey).
         self.on_invalidate: Callable[[str, str | None], None] | None = None
+        # The Redis bus turns this off while it misses other replicas' access changes.
+        self.cache_enabled = True
 
     async def readable(self, channel_id: str, reader: str | None) -> bool:
         """relay.md §4.3 item 1. Never raises: a failed lookup is False."""
         key = (channel_id, reader)
-        hit = self._cache.get(key)
+        hit = self._cache.get(key) if self.cache_enabled else None
         now = time.monotonic()
         if hit is not None and hit[0] > now:
             return hit[1]
@@ -40,6 +43,8 @@ class ChannelAccess:
         except Exception:  # fail closed: a read failure is a denial, never "open"
             log.exception("membership lookup failed for channel %s", channel_id)
             return False
+        if not self.cache_enabled:
+            return ok
         if len(self._cache) > 100_000:
             self._cache.clear()
         self._cache[key] = (now + self._ttl, ok)

@@ -19,7 +19,10 @@ local delivery as ours (`FanOut.deliver`), which re-checks access on this replic
 
 Access changes (item 5): `ChannelAccess.invalidate` on this replica publishes
 `{"v":1,"type":"access_changed",…}` on the control topic; receiving one drops the cached
-membership of that channel and runs revocation (§4.7) for the local connections.
+membership of that channel and runs revocation (§4.7) for the local connections. Changes
+missed while the bus was down (issue 9 item 7): the membership cache is off until the listener
+is subscribed again, then every live subscription naming a channel is re-checked against the
+store and our own control messages that failed to go out are sent again (`_resync`).
 
 If Redis is unreachable at start, the relay still starts (logged) and serves its own clients;
 cross-replica delivery resumes once the listener reconnects.
@@ -94,7 +97,7 @@ def _text(value: bytes | str) -> str:
 class RedisBus:
     """The Redis side of one replica. `await start()` after the store opens, `await stop()`
     before it closes. `stats` counts `bus_published`, `bus_publish_failed`, `bus_received`,
-    `bus_echo_dropped`, `bus_bad_payload`, `bus_reconnects`."""
+    `bus_echo_dropped`, `bus_bad_payload`, `bus_reconnects`, `bus_resyncs`."""
 
     def __init__(
         self,
@@ -131,6 +134,10 @@ class RedisBus:
         self._sync_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._syncs: set[asyncio.Task[None]] = set()
+        # Our access_changed messages that failed to go out, resent once the bus works again.
+        self._unsent_control: dict[bytes, str] = {}
+        # Until the bus hears the other replicas, their access changes may be missed: no cache.
+        access.cache_enabled = False
 
     @classmethod
     def attach(cls, relay: Relay) -> RedisBus:
@@ -223,9 +230,14 @@ class RedisBus:
                     self._outbox.task_done()
 
     def _publish_failed(self, batch: list[Outgoing], reason: str) -> None:
-        for _, _, event_id in batch:
+        for topic, payload, event_id in batch:
             if event_id is not None:
                 self.echo.discard(event_id)
+            else:
+                self._unsent_control.pop(payload, None)  # keep the newest order
+                self._unsent_control[payload] = topic
+                if len(self._unsent_control) > OUTBOX_MAX:
+                    self._unsent_control.pop(next(iter(self._unsent_control)))
         self.stats["bus_publish_failed"] += len(batch)
         log.error("Redis publish of %d message(s) failed: %s", len(batch), reason)
 
@@ -289,6 +301,42 @@ class RedisBus:
             self._ready.set()
         else:
             self._ready.clear()
+            self._access.cache_enabled = False  # other replicas' changes may go unheard from now
+
+    async def _resync(self) -> None:
+        """The bus hears the other replicas again (issue 9 item 7): access changes made while it
+        did not were missed. Drop every cached answer, re-check each live subscription naming a
+        channel against the store (§4.7), resend our own unsent access changes, and only then
+        trust the cache again. Runs on the listener, so no bus event is delivered before it ends."""
+        self._access.forget()
+        channels = sorted(
+            {
+                channel_id
+                for conn in list(self._connections)
+                for sub in list(getattr(conn, "subs", {}).values())
+                for flt in sub.filters
+                for channel_id in flt.channels
+            }
+        )
+        revoked = 0
+        for channel_id in channels:
+            try:
+                revoked += await revoke_unreadable(self._connections, self._access, channel_id)
+            except Exception:
+                log.exception("re-check of channel %s after reconnecting failed", channel_id)
+        unsent, self._unsent_control = self._unsent_control, {}
+        for payload, topic in unsent.items():
+            self._enqueue((topic, payload, None))
+        if self._ready.is_set():
+            self._access.cache_enabled = True
+        self.stats["bus_resyncs"] += 1
+        if channels or unsent:
+            log.info(
+                "Redis bus back: %d channel(s) re-checked, %d subscription(s) revoked, %d access change(s) resent",
+                len(channels),
+                revoked,
+                len(unsent),
+            )
 
     # -- the listener ------------------------------------------------------------------------
     async def _listen_loop(self) -> None:
@@ -347,8 +395,11 @@ class RedisBus:
         kind = _text(message.get("type") or "")
         topic = _text(message.get("channel") or "")
         if kind == "subscribe":
+            was_ready = self._ready.is_set()
             self._confirmed.add(topic)
             self._confirmations_changed()
+            if self._ready.is_set() and not was_ready:
+                await self._resync()
         elif kind == "unsubscribe":
             self._confirmed.discard(topic)
             self._confirmations_changed()
