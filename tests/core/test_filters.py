@@ -3,6 +3,7 @@ against rust-nostr's matcher (nostr-sdk)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import time
@@ -283,3 +284,15 @@ def test_differential_against_nostr_sdk() -> None:
     # Both outcomes must be common, or the comparison says little.
     assert min(counts.values()) > PAIRS // 10, counts
     assert time.monotonic() - started < 20
+
+
+def test_ids_prefix_match_with_many_prefixes_of_mixed_lengths() -> None:
+    """`matches` agrees with "some prefix starts the id" for 4,096 prefixes of 1–64 characters."""
+    ids = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(200)]
+    prefixes = [hashlib.sha256(f"p{i}".encode()).hexdigest()[: 1 + i % 64] for i in range(4096)]
+    prefixes = [p for p in prefixes if len(p) > 3] + [ids[0][:3], ids[1], ids[2][:40]]
+    flt = Filter.parse({"ids": prefixes})
+    for event_id in ids:
+        event = Event(event_id, "ab" * 32, 0, 1, (), "", "00" * 64)
+        assert flt.matches(event) == any(event_id.startswith(p) for p in prefixes), event_id
+    assert flt == Filter.parse({"ids": list(reversed(prefixes))})

@@ -68,6 +68,13 @@ class Filter:
     until: int | None = None
     limit: int | None = None
     search: str | None = None
+    # The distinct lengths of `ids`: a prefix test is then one set lookup per length (at most
+    # 64), not one `startswith` per prefix — a frame can carry 65,536 of them (issue 9 item 4).
+    _id_lengths: frozenset[int] = field(default=frozenset(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.ids is not None:
+            object.__setattr__(self, "_id_lengths", frozenset(len(p) for p in self.ids))
 
     @classmethod
     def parse(cls, obj: Any) -> Filter:
@@ -141,7 +148,7 @@ class Filter:
         `index` is `tag_index(event)` when the caller already built it. `limit` and `search`
         are not matching clauses.
         """
-        if self.ids is not None and not any(event.id.startswith(p) for p in self.ids):
+        if self.ids is not None and not any(event.id[:n] in self.ids for n in self._id_lengths):
             return False
         if self.authors is not None and event.pubkey not in self.authors:
             return False
