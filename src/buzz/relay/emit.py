@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 GROUP_METADATA, GROUP_ADMINS, GROUP_MEMBERS, GROUP_ROLES = 39000, 39001, 39002, 39003
 STATE_KINDS = (GROUP_METADATA, GROUP_ADMINS, GROUP_MEMBERS, GROUP_ROLES)
+REPAIR_BATCH = 250  # channels per state read at start: 4 kinds × 250 = MAX_LIMIT
 MEMBER_ADDED, MEMBER_REMOVED = 44100, 44101
 SYSTEM_MESSAGE = 40099
 ROLES = ("owner", "admin", "member", "guest", "bot")  # relay.md §4.1 item 4, ladder order
@@ -104,6 +105,20 @@ def roles_tags(channel_id: str) -> list[list[str]]:
     return [["d", channel_id]] + [["role", r] for r in ROLES]
 
 
+def state_versions(
+    channel: Channel, members: Sequence[Member], roles: bool
+) -> list[tuple[int, list[list[str]]]]:
+    """(kind, tags) of 39000–39002, and 39003 when `roles`, for these rows."""
+    versions = [
+        (GROUP_METADATA, metadata_tags(channel, members)),
+        (GROUP_ADMINS, admins_tags(channel.id, members)),
+        (GROUP_MEMBERS, members_tags(channel.id, members)),
+    ]
+    if roles:
+        versions.append((GROUP_ROLES, roles_tags(channel.id)))
+    return versions
+
+
 def notice_content(kind: int, channel_id: str, actor: str) -> str:
     """44100/44101 content, compact JSON in the order of relay.md §4.6 item 3."""
     kind_name = "member_added" if kind == MEMBER_ADDED else "member_removed"
@@ -155,16 +170,9 @@ class Emitter:
             channel = await self._store.get_channel(channel_id)
             if channel is None:
                 return 0
-            members = await self._store.active_members(channel_id)
-            versions = [
-                (GROUP_METADATA, metadata_tags(channel, members)),
-                (GROUP_ADMINS, admins_tags(channel_id, members)),
-                (GROUP_MEMBERS, members_tags(channel_id, members)),
-            ]
-            if roles:
-                versions.append((GROUP_ROLES, roles_tags(channel_id)))
+            versions = state_versions(channel, await self._store.active_members(channel_id), roles)
             if repair:
-                stored = await self._stored_state(channel_id)
+                stored = (await self._stored_state([channel_id])).get(channel_id, {})
                 versions = [(kind, tags) for kind, tags in versions if stored.get(kind) != tags]
             for kind, tags in versions:
                 previous = await self._store.latest_created_at(kind, self.pubkey, channel_id)
@@ -179,36 +187,47 @@ class Emitter:
         return await self.channel_state(channel_id, roles=True, repair=True)
 
     async def repair_all(self) -> int:
-        """`repair` every live channel (at start). Logs, never raises; returns versions published."""
+        """`repair` every live channel whose stored state differs from its rows (at start).
+
+        Compared in bulk (two reads for the rows, one per REPAIR_BATCH channels for the state);
+        only differing channels are re-read and republished under their lock. Logs, never
+        raises; returns the versions published."""
         try:
-            channel_ids = await self._store.live_channel_ids()
+            channels = await self._store.live_channels()
+            stale: list[str] = []
+            for start in range(0, len(channels), REPAIR_BATCH):
+                batch = channels[start : start + REPAIR_BATCH]
+                stored = await self._stored_state([channel.id for channel, _ in batch])
+                for channel, members in batch:
+                    have = stored.get(channel.id, {})
+                    if any(have.get(kind) != tags for kind, tags in state_versions(channel, members, True)):
+                        stale.append(channel.id)
         except Exception:
-            log.exception("channel state repair: listing channels failed")
+            log.exception("channel state repair: reading the channels failed")
             return 0
         published = 0
-        for channel_id in channel_ids:
+        for channel_id in stale:
             try:
                 published += await self.repair(channel_id)
             except Exception:
                 log.exception("channel state repair of %s failed", channel_id)
         if published:
             log.warning(
-                "channel state repair: %d version(s) republished over %d channel(s)",
-                published,
-                len(channel_ids),
+                "channel state repair: %d version(s) republished over %d channel(s)", published, len(stale)
             )
         return published
 
-    async def _stored_state(self, channel_id: str) -> dict[int, list[list[str]]]:
-        """kind → tags of the newest live relay-signed 39000–39003 of the channel."""
+    async def _stored_state(self, channel_ids: Sequence[str]) -> dict[str, dict[int, list[list[str]]]]:
+        """channel → kind → tags of the newest live relay-signed 39000–39003 (one query; at
+        most REPAIR_BATCH channels, so the four kinds fit one `limit`)."""
         f = Filter(
-            kinds=frozenset(STATE_KINDS),
-            authors=frozenset({self.pubkey}),
-            tags={"d": frozenset({channel_id})},
+            kinds=frozenset(STATE_KINDS), authors=frozenset({self.pubkey}), tags={"d": frozenset(channel_ids)}
         )
-        out: dict[int, list[list[str]]] = {}
+        out: dict[str, dict[int, list[list[str]]]] = {}
         for stored in await self._store.query([f], SYSTEM):  # newest first (§6.4 item 2)
-            out.setdefault(stored.event.kind, [list(t) for t in stored.event.tags])
+            d = stored.event.first_tag("d")
+            if d is not None:
+                out.setdefault(d, {}).setdefault(stored.event.kind, [list(t) for t in stored.event.tags])
         return out
 
     async def member_notice(self, kind: int, target: str, channel_id: str, actor: str) -> None:

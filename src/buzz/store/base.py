@@ -276,8 +276,8 @@ class EventStore(Protocol):
     async def claim_auth_event(self, event_id: str, ttl_s: int, now: int | None = None) -> bool:
         """True the first time a NIP-98 event id is presented within `ttl_s` s, else False."""
 
-    async def live_channel_ids(self) -> list[str]:
-        """Ids of every channel that is not deleted, ascending."""
+    async def live_channels(self) -> list[tuple[Channel, list[Member]]]:
+        """Every channel not deleted, by id, with its active members oldest first."""
 
     async def find_dm(self, participants: frozenset[str]) -> str | None:
         """The live DM channel whose participant set equals `participants`, or None (§4.8 item 2)."""

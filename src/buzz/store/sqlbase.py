@@ -113,9 +113,10 @@ class SqlStore(ABC):
         """Active members of a channel, oldest first (relay.md §4.1 item 3, §4.6)."""
         return await self._read(workspace.active_members_txn, channel_id)
 
-    async def live_channel_ids(self) -> list[str]:
-        """Ids of every channel not deleted, ascending (the start-up state repair walks them)."""
-        return await self._read(workspace.live_channel_ids_txn)
+    async def live_channels(self) -> list[tuple[Channel, list[Member]]]:
+        """Every channel not deleted, by id, with its active members oldest first (the
+        start-up state repair compares them with the stored 39000–39003)."""
+        return await self._read(workspace.live_channels_txn)
 
     async def find_dm(self, participants: frozenset[str]) -> str | None:
         """The live DM of exactly this participant set, or None (relay.md §4.8 item 2)."""

@@ -13,6 +13,7 @@ from dataclasses import fields
 
 from buzz.store.base import (
     EDITABLE_CHANNEL_FIELDS,
+    Channel,
     DmExists,
     Member,
     PutReaction,
@@ -25,6 +26,7 @@ from buzz.store.base import (
 from buzz.store.dialect import Conn, Params
 
 _MEMBER_FIELDS = tuple(f.name for f in fields(Member))
+_CHANNEL_FIELDS = tuple(f.name for f in fields(Channel))
 
 
 def participants_key(participants: Iterable[str]) -> str:
@@ -112,9 +114,23 @@ async def active_members_txn(conn: Conn, channel_id: str) -> list[Member]:
     return [Member(**dict(zip(_MEMBER_FIELDS, row, strict=True))) for row in await conn.fetch(sql, p.values)]
 
 
-async def live_channel_ids_txn(conn: Conn) -> list[str]:
-    rows = await conn.fetch("SELECT id FROM channels WHERE deleted_at IS NULL ORDER BY id")
-    return [row[0] for row in rows]
+async def live_channels_txn(conn: Conn) -> list[tuple[Channel, list[Member]]]:
+    """Every channel not deleted, by id, with its active members oldest first (two queries)."""
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_CHANNEL_FIELDS)} FROM channels WHERE deleted_at IS NULL ORDER BY id"
+    )
+    out = {row[0]: (Channel(**dict(zip(_CHANNEL_FIELDS, row, strict=True))), []) for row in rows}
+    members = await conn.fetch(
+        f"SELECT {', '.join('m.' + f for f in _MEMBER_FIELDS)} FROM channel_members m"
+        " JOIN channels c ON c.id = m.channel_id"
+        " WHERE m.removed_at IS NULL AND c.deleted_at IS NULL ORDER BY m.channel_id, m.joined_at, m.pubkey"
+    )
+    for row in members:
+        member = Member(**dict(zip(_MEMBER_FIELDS, row, strict=True)))
+        entry = out.get(member.channel_id)
+        if entry is not None:
+            entry[1].append(member)
+    return list(out.values())
 
 
 async def find_dm_txn(conn: Conn, participants: frozenset[str]) -> str | None:
