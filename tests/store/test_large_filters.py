@@ -38,6 +38,7 @@ async def _corpus(store: EventStore) -> list[StoredEvent]:
     events.append(make(7, "+", [["t", "v0"]], who=BOB))
     events.append(make(30023, "article", [["d", "x"], ["t", "\u00e9t\u00e9"]], who=CAROL))
     events.append(make(1, "nul", [["t", "a\u0000b"]], who=CAROL))
+    events.append(make(1, "astral", [["t", "\U0001f600"]], who=CAROL))
     await insert_all(store, *events)
     return events
 
@@ -94,9 +95,9 @@ async def test_every_kind(store: EventStore) -> None:
 
 
 async def test_many_tag_values(store: EventStore) -> None:
-    """50,000 short `#t` values plus a non-ASCII one and one holding U+0000 (≈480 KB)."""
+    """50,000 short `#t` values plus a non-ASCII one, an astral one and one holding U+0000 (≈480 KB)."""
     events = await _corpus(store)
-    values = [f"x{i}" for i in range(50_000)] + ["v3", "v0", "\u00e9t\u00e9", "a\u0000b", "a"]
+    values = [f"x{i}" for i in range(50_000)] + ["v3", "v0", "\u00e9t\u00e9", "a\u0000b", "a", "\U0001f600"]
     f = Filter.parse({"#t": values})
     await _same_as_matches(store, events, f)
 
