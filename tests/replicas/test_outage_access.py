@@ -45,12 +45,14 @@ async def test_member_removed_during_outage_is_revoked_after_reconnect(
         await wait_until(lambda: not bus_a.connected and not bus_b.connected, 10, "both to notice")
         removal = Event.create(alice.secret, 9001, "", [["h", channel], ["p", bob.pubkey]])
         await accepted(alice_a, removal)  # its access_changed cannot reach B
+        await wait_until(lambda: bus_a.unsent_access_changes > 0, 10, "A to keep the failed access_changed")
         during = await message(alice_b, alice, channel, "not for bob (outage)")
         await nothing_more(sub)  # B asked the store, not its cache
 
         await redis.start()
         await wait_until(lambda: bus_a.connected and bus_b.connected, 40, "both to reconnect")
         assert await closed(sub, 10) == ACCESS_REVOKED
+        await wait_until(lambda: bus_a.unsent_access_changes == 0, 10, "A to resend it")
         after = await message(alice_a, alice, channel, "not for bob (after)")
         assert [e.id for e in drain(sub)] == []
         async with b.client(bob) as again:  # and a new REQ on B is refused by the store's answer

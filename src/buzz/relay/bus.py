@@ -162,6 +162,11 @@ class RedisBus:
         return bus
 
     @property
+    def unsent_access_changes(self) -> int:
+        """Our access_changed messages that failed to publish, waiting for the bus to return."""
+        return len(self._unsent_control)
+
+    @property
     def connected(self) -> bool:
         """True while the listener holds confirmed global and control subscriptions."""
         return self._ready.is_set()
