@@ -8,6 +8,7 @@ serve complete and current 39000–39003. A creator's repeated 9007 repairs the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from pathlib import Path
 
@@ -118,3 +119,43 @@ async def test_creators_repeated_9007_repairs_missing_state(tmp_path: Path) -> N
             assert sorted(state) == list(STATE)
             assert _members(state) == {owner.pubkey}
             await accepted(client, Event.create(owner.secret, 9, "hello", [["h", channel_id]]))
+
+
+async def test_kill_9_during_a_burst_of_channel_creations(tmp_path: Path) -> None:
+    """An outside `kill -9` while 60 9007s are in flight on six connections: every channel
+    that was committed comes back with its whole state, wherever the kill landed. (An invariant
+    check; the hook tests above are the deterministic regression tests.)"""
+    owner = Identity.new()
+    creates = [
+        Event.create(owner.secret, 9007, "", [["h", new_channel_id()], ["name", f"burst{i}"]])
+        for i in range(60)
+    ]
+    async with served(tmp_path, _env(owner, None)) as (proc, port, _):
+        clients = [RelayClient(f"ws://127.0.0.1:{port}", owner.secret) for _ in range(6)]
+        for client in clients:
+            await client.connect()
+        try:
+            pending = [asyncio.create_task(clients[i % 6].publish(e)) for i, e in enumerate(creates)]
+            for done, next_done in enumerate(asyncio.as_completed(pending), 1):
+                with contextlib.suppress(Exception):
+                    await next_done
+                if done == 12:  # a fifth of the OKs in: kill -9 from outside
+                    proc.kill()
+                    break
+            results = await asyncio.gather(*pending, return_exceptions=True)
+            assert await proc.wait() == -9
+        finally:
+            for client in clients:
+                await client.close()
+    acknowledged = {r.event_id for r in results if not isinstance(r, BaseException) and r.accepted}
+    assert acknowledged and len(acknowledged) < len(creates)  # the kill landed mid-burst
+    async with served(tmp_path, _env(owner, None)) as (_proc, port, _):
+        async with RelayClient(f"ws://127.0.0.1:{port}", owner.secret) as client:
+            committed = await client.query([{"kinds": [9007], "authors": [owner.pubkey]}])
+            assert acknowledged <= {e.id for e in committed}  # nothing acknowledged is lost
+            for event in committed:
+                channel_id = event.first_tag("h")
+                assert channel_id is not None
+                state = await _state(client, channel_id)
+                assert sorted(state) == list(STATE), (channel_id, sorted(state))
+                assert _members(state) == {owner.pubkey}
