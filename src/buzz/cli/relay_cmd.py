@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
+import orjson
 
 from buzz.cli.common import CommandGroup
+from buzz.cli.output import EXIT_USAGE
+from buzz.relay import banner, oplog
 from buzz.relay.config import ConfigError, RelayConfig, parse_bind
+from buzz.relay.oplog import LOG_FORMATS
 from buzz.store.base import StoreError
 
 
@@ -48,11 +51,32 @@ def relay() -> None:
     help="redis://… to run as one of several replicas; needs --db postgresql://… "
     "[env BUZZ_REDIS_URL or REDIS_URL; unset: single process]",
 )
-@click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--metrics-bind",
+    default=None,
+    help="host:port for GET /metrics (Prometheus), a listener of its own [env BUZZ_METRICS_BIND; unset: off]",
+)
+@click.option("--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING or ERROR")
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="text",
+    show_default=True,
+    help="json: one JSON object per line, for log shippers",
+)
 def serve(
-    bind: str | None, data_dir: Path | None, db: str | None, redis_url: str | None, log_level: str
+    bind: str | None,
+    data_dir: Path | None,
+    db: str | None,
+    redis_url: str | None,
+    metrics_bind: str | None,
+    log_level: str,
+    log_format: str,
 ) -> None:
     """Start the relay and serve until SIGINT/SIGTERM.
+
+    An invalid value (a --bind port beyond 65535, a non-hex key, …) is one JSON line on stderr
+    and exit 2; a taken port or a data dir another relay holds, exit 1.
 
     \b
     Example:
@@ -61,33 +85,37 @@ def serve(
     Several replicas (relay.md §12.4), one PostgreSQL and one Redis:
       buzz relay serve --bind 127.0.0.1:3001 --db postgresql://localhost/buzz --redis-url redis://127.0.0.1:6379/0
     """
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    overrides: dict[str, object] = {"data_dir": data_dir, "database_url": db, "redis_url": redis_url}
+    overrides: dict[str, object] = {
+        "data_dir": data_dir,
+        "database_url": db,
+        "redis_url": redis_url,
+        "metrics_bind": metrics_bind,
+    }
     try:
+        oplog.configure(log_level, log_format)
         if bind:
-            overrides["host"], overrides["port"] = parse_bind(bind)
+            overrides["host"], overrides["port"] = parse_bind(bind, "--bind")
         config = RelayConfig.from_env(**overrides)
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+    except (ConfigError, ValueError) as exc:
+        _refuse(str(exc), EXIT_USAGE)
 
     from buzz.relay.server import serve as run_server
 
     def announce(relay_obj, url: str) -> None:
-        store = config.database_url or str(config.data_dir / "relay.sqlite3")
-        print(f'buzz relay "{config.relay_name}" listening on {url}', flush=True)
-        print(
-            f"  NIP-11: curl -H 'Accept: application/nostr+json' {url.replace('ws://', 'http://')}/",
-            flush=True,
-        )
-        print(f"  store: {store}   relay pubkey (self): {relay_obj.pubkey}", flush=True)
-        if config.redis_url:  # relay.md §12.4 (the URL may hold a password: not printed)
-            print(f"  fan-out: Redis pub/sub, workspace {config.workspace_id!r}", flush=True)
-        print(f"  connect: buzz --relay {config.relay_url} ... (clients must AUTH, NIP-42)", flush=True)
+        for text in banner.lines(relay_obj, url):
+            print(text, flush=True)
 
     try:
         run_loop(run_server(config, announce))
     except KeyboardInterrupt:
         pass
-    except (OSError, StoreError) as exc:  # port taken, database missing or unreachable
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(1) from None
+    except (OSError, StoreError) as exc:  # port taken, data dir locked, database missing or unreachable
+        _refuse(str(exc), 1)
+
+
+def _refuse(message: str, code: int) -> NoReturn:
+    """One JSON line on stderr (agents.md §2.1 item 2 shape), then exit `code`."""
+    sys.stderr.write(
+        orjson.dumps({"error": "user_error", "message": message, "retryable": False}).decode() + "\n"
+    )
+    raise SystemExit(code)

@@ -24,12 +24,19 @@ NIP_AA_WINDOW_S = 120  # relay.md §17
 IsMember = Callable[[str], Awaitable[bool]]
 
 
-async def nip_aa_admits(auth_event: Event, store: EventStore, is_member: IsMember, max_depth: int) -> bool:
+async def nip_aa_admits(
+    auth_event: Event,
+    store: EventStore,
+    is_member: IsMember,
+    max_depth: int,
+    is_banned: IsMember | None = None,
+) -> bool:
     """relay.md §7.3 item 3 for a verified AUTH event whose pubkey is not a member.
 
     True when the owner chain reaches a member. Every failure (stale event, not exactly one
-    `auth` tag, a tag that does not verify, a conditional tag further up, a loop, depth beyond
-    `max_depth`, a lookup error) is False: admission fails closed.
+    `auth` tag, a tag that does not verify, a conditional tag further up, a loop, a banned
+    owner (`is_banned`), depth beyond `max_depth`, a lookup error) is False: admission fails
+    closed.
     """
     if max_depth <= 0 or abs(int(time.time()) - auth_event.created_at) > NIP_AA_WINDOW_S:
         return False
@@ -44,6 +51,8 @@ async def nip_aa_admits(auth_event: Event, store: EventStore, is_member: IsMembe
     depth = 1
     while True:
         if depth > max_depth or owner in visited:
+            return False
+        if is_banned is not None and await is_banned(owner):
             return False
         visited.add(owner)
         if await is_member(owner):

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from aiohttp import web
 
-from buzz.relay import http_bridge, nip11
+from buzz.relay import http_bridge, nip11, oplog
 from buzz.relay.connection import Connection
+from buzz.relay.metrics_prom import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from buzz.relay.relay import Relay
+from buzz.relay.telemetry import forwarded_for
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +59,72 @@ async def health(request: web.Request) -> web.Response:
     return web.Response(text="ok" if ok else "database unavailable", status=200 if ok else 503)
 
 
+# Close codes a client (or the transport) ends a connection with, as the operator reads them.
+CLIENT_CLOSE_REASONS = {
+    1000: "client closed",
+    1001: "client going away",
+    1005: "client closed",
+    1006: "connection lost",
+    1009: "frame too large",
+}
+
+
+class _ObservedSocket(web.WebSocketResponse):
+    """Remembers the first close the relay itself starts (slow consumer, ping or auth timeout,
+    ban, shutdown): aiohttp keeps only the close code, and the peer's echo overwrites it."""
+
+    relay_close: tuple[int, str] | None = None
+
+    async def close(self, *, code: int = 1000, message: bytes = b"", drain: bool = True) -> bool:
+        if self.relay_close is None and self.close_code is None and not self.closed:
+            self.relay_close = (code, message.decode("utf-8", "replace"))
+        return await super().close(code=code, message=message, drain=drain)
+
+
+def close_reason(ws: _ObservedSocket) -> str:
+    """Why the connection ended, in the words of the operator log."""
+    if ws.relay_close is not None:
+        code, text = ws.relay_close
+        return text or f"closed by the relay (code {code})"
+    code = ws.close_code
+    return CLIENT_CLOSE_REASONS.get(code or 1006, f"client closed (code {code})")
+
+
 async def websocket(request: web.Request) -> web.StreamResponse:
     relay = request.app[RELAY_KEY]
     if len(relay.connections) >= relay.config.max_connections:
         return web.Response(status=503, text="too many connections")
-    ws = web.WebSocketResponse(max_msg_size=relay.config.max_frame_bytes, autoping=False, compress=False)
+    ws = _ObservedSocket(max_msg_size=relay.config.max_frame_bytes, autoping=False, compress=False)
     await ws.prepare(request)
+    telemetry = relay.telemetry
+    label = telemetry.connection_label()
+    token = oplog.CONNECTION.set(label)  # tasks started from here on name the connection in logs
+    telemetry.connection_opened(label, request.remote, forwarded_for(request.headers.get("X-Forwarded-For")))
+    started = time.monotonic()
     conn = Connection(relay, ws, request.host)
     relay.connections.add(conn)
     try:
         await conn.run()
     finally:
         relay.connections.discard(conn)
+        telemetry.connection_closed(
+            label, request.remote, conn.pubkey, time.monotonic() - started, close_reason(ws)
+        )
+        oplog.CONNECTION.reset(token)
     return ws
+
+
+async def metrics(request: web.Request) -> web.Response:
+    relay = request.app[RELAY_KEY]
+    return web.Response(body=relay.telemetry.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
+
+
+def build_metrics_app(relay: Relay) -> web.Application:
+    """`GET /metrics` alone, for its own listener (`--metrics-bind`): never on the public port."""
+    app = web.Application()
+    app[RELAY_KEY] = relay
+    app.router.add_get("/metrics", metrics)
+    return app
 
 
 def build_app(relay: Relay) -> web.Application:

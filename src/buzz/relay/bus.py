@@ -62,6 +62,7 @@ from buzz.relay.bus_wire import (
 )
 from buzz.relay.fanout import FanOut
 from buzz.relay.presence_redis import RedisPresence
+from buzz.relay.ratelog import RepeatLog
 from buzz.relay.revocation import revoke_unreadable
 
 if TYPE_CHECKING:
@@ -138,6 +139,7 @@ class RedisBus:
         self._unsent_control: dict[bytes, str] = {}
         # Until the bus hears the other replicas, their access changes may be missed: no cache.
         access.cache_enabled = False
+        self._repeats = RepeatLog(log)  # an outage fails every publish: first line, then counts
 
     @classmethod
     def attach(cls, relay: Relay) -> RedisBus:
@@ -228,6 +230,7 @@ class RedisBus:
                     pipe.publish(topic, payload)
                 await pipe.execute()
                 self.stats["bus_published"] += len(batch)
+                self._repeats.recovered("publish", "Redis publishing works again")
             except Exception as exc:  # RedisError, OSError, or worse: never stop publishing
                 self._publish_failed(batch, str(exc) or type(exc).__name__)
             finally:
@@ -244,7 +247,7 @@ class RedisBus:
                 if len(self._unsent_control) > OUTBOX_MAX:
                     self._unsent_control.pop(next(iter(self._unsent_control)))
         self.stats["bus_publish_failed"] += len(batch)
-        log.error("Redis publish of %d message(s) failed: %s", len(batch), reason)
+        self._repeats.error("publish", "Redis publish of %d message(s) failed: %s", len(batch), reason)
 
     # -- subscribing (item 3) ----------------------------------------------------------------
     def _wanted(self) -> set[str]:
@@ -276,7 +279,9 @@ class RedisBus:
                         self._subscribed.difference_update(drop)
                         self._confirmed.difference_update(drop)
             except (RedisError, OSError) as exc:
-                log.warning("Redis (un)subscribe failed: %s (the listener reconnects)", exc)
+                self._repeats.warning(
+                    "subscribe", "Redis (un)subscribe failed: %s (the listener reconnects)", exc
+                )
 
     async def wait_subscribed(self, filters: Iterable[Filter], timeout: float | None = None) -> bool:
         """Wait until the channel topics `filters` name are confirmed (at most `timeout` s,
@@ -304,6 +309,8 @@ class RedisBus:
         self._confirm_changed = asyncio.Event()
         if {self.topics.global_, self.topics.control} <= self._confirmed:
             self._ready.set()
+            self._repeats.recovered("listener", "Redis bus connected again")
+            self._repeats.recovered("subscribe")
         else:
             self._ready.clear()
             self._access.cache_enabled = False  # other replicas' changes may go unheard from now
@@ -350,7 +357,9 @@ class RedisBus:
             was_ready, error = await self._connection()
             if was_ready:
                 delay = BACKOFF_MIN_S  # a working connection was lost: back off from 1 s again
-            log.warning("Redis bus connection lost (%s); retrying in %.0f s", error, delay)
+            self._repeats.warning(
+                "listener", "Redis bus connection lost (%s); retrying in %.0f s", error, delay
+            )
             await asyncio.sleep(delay)
             delay = min(delay * 2, BACKOFF_MAX_S)
             self.stats["bus_reconnects"] += 1
@@ -420,7 +429,7 @@ class RedisBus:
             event, channel_id = decode_event(data)
         except BadPayload as exc:
             self.stats["bus_bad_payload"] += 1
-            log.warning("dropping a bad bus payload: %s", exc)
+            self._repeats.warning("bad-payload", "dropping a bad bus payload: %s", exc)
             return
         if event.id in self.echo:
             self.stats["bus_echo_dropped"] += 1
@@ -439,7 +448,7 @@ class RedisBus:
             change = decode_control(data)
         except BadPayload as exc:
             self.stats["bus_bad_payload"] += 1
-            log.warning("dropping a bad control payload: %s", exc)
+            self._repeats.warning("bad-control", "dropping a bad control payload: %s", exc)
             return
         self._access.forget(change.channel_id)
         affected = [

@@ -37,12 +37,16 @@ def _positive_int(name: str, value: str, allow_zero: bool = False) -> int:
     return n
 
 
-def parse_bind(value: str) -> tuple[str, int]:
-    """`host:port` (IPv6 as `[::1]:3000`) → (host, port). Raises ConfigError."""
+def parse_bind(value: str, name: str = "BUZZ_BIND_ADDR") -> tuple[str, int]:
+    """`host:port` (IPv6 as `[::1]:3000`, port 0–65535, 0 = any free port) → (host, port).
+    Raises ConfigError naming `name`."""
     host, sep, port = value.rpartition(":")
     if not sep or not host:
-        raise ConfigError(f"BUZZ_BIND_ADDR must be host:port, got {value!r}")
-    return host.strip("[]"), _positive_int("BUZZ_BIND_ADDR port", port, allow_zero=True)
+        raise ConfigError(f"{name} must be host:port, got {value!r}")
+    n = _positive_int(f"{name} port", port, allow_zero=True)
+    if n > 65535:
+        raise ConfigError(f"{name} port must be 0-65535, got {n}")
+    return host.strip("[]"), n
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,7 @@ class RelayConfig:
     relay_contact: str | None = None
     auth_timeout_s: float = limits.AUTH_TIMEOUT_S
     redis_timeout_ms: int = limits.REDIS_REQUEST_TIMEOUT_MS
+    metrics_bind: str | None = None  # host:port of the separate /metrics listener; None = off
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> RelayConfig:
@@ -98,6 +103,8 @@ class RelayConfig:
             kw["database_url"] = v
         if (v := get("BUZZ_REDIS_URL", "REDIS_URL")) is not None:
             kw["redis_url"] = v
+        if (v := get("BUZZ_METRICS_BIND")) is not None:
+            kw["metrics_bind"] = v
         if (v := get("BUZZ_WORKSPACE_ID")) is not None:
             kw["workspace_id"] = v
         if (v := get("BUZZ_RELAY_PRIVATE_KEY")) is not None:
@@ -150,5 +157,7 @@ class RelayConfig:
             raise ConfigError("BUZZ_DATABASE_URL must start with postgres://, postgresql:// or sqlite:")
         if self.redis_url and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
             raise ConfigError("BUZZ_REDIS_URL must be a redis:// URL")
+        if self.metrics_bind is not None:
+            parse_bind(self.metrics_bind, "BUZZ_METRICS_BIND")
         if self.redis_url and not (self.database_url or "").startswith(("postgres://", "postgresql://")):
             raise ConfigError("BUZZ_REDIS_URL needs PostgreSQL: SQLite is single-process (relay.md §13.1)")

@@ -20,6 +20,7 @@ from aiohttp import WSMsgType, web
 
 from buzz.core import kinds, messages, nip42
 from buzz.core.errors import Blocked, BuzzError, ServerError
+from buzz.core.event import Event
 from buzz.core.limits import MAX_MISSED_PONGS, MAX_SUBSCRIPTIONS, PING_INTERVAL_S
 from buzz.core.messages import (
     AuthMessage,
@@ -78,8 +79,9 @@ class Connection:
         except asyncio.QueueFull:
             self._drops += 1
             self.relay.stats["dropped_messages"] += 1
+            self.relay.telemetry.dropped_message(self.pubkey)
             if self._drops >= self.relay.config.slow_client_grace:
-                log.info("closing slow consumer %s after %d drops", self.pubkey, self._drops)
+                log.warning("closing slow consumer %s after %d drops", self.pubkey, self._drops)
                 self.close_soon()
 
     async def send_wait(self, text: str) -> None:
@@ -242,12 +244,14 @@ class Connection:
                 if msg.type == "AUTH" and self.pubkey is None:
                     self._auth_failed = True  # a malformed AUTH is this connection's one attempt
                 self.send(messages.ok(msg.event_id, False, str(msg.error)))
+                self.relay.telemetry.event_answered(msg.event_id, None, None, False, str(msg.error))
             case ReqMessage(type="REQ"):
                 await self._on_req(msg)
             case ReqMessage(type="COUNT"):
                 await self._on_count(msg)
             case BadReqMessage():
                 self.send(messages.closed(msg.sub_id, str(msg.error)))
+                self.relay.telemetry.req_answered(msg.type, msg.sub_id, str(msg.error))
             case CloseMessage():
                 self._drop_sub(msg.sub_id)
                 self.send(messages.closed(msg.sub_id, ""))
@@ -256,18 +260,21 @@ class Connection:
 
     async def _on_event(self, msg: EventMessage, early: Any) -> None:
         event = msg.event
+        accepted, message = await self._event_verdict(event, early)
+        self.relay.telemetry.event_answered(event.id, event.kind, event.pubkey, accepted, message)
+        self.send(messages.ok(event.id, accepted, message))
+
+    async def _event_verdict(self, event: Event, early: Any) -> tuple[bool, str]:
         if isinstance(early, BuzzError):
-            self.send(messages.ok(event.id, False, str(early)))
-            return
+            return False, str(early)
         # The session may have changed while queued (AUTH ahead of this EVENT): recheck.
         try:
             self.relay.ingest.precheck(event, self.session)
             verified = await early
         except BuzzError as exc:
-            self.send(messages.ok(event.id, False, str(exc)))
-            return
+            return False, str(exc)
         outcome = await self.relay.ingest.submit(event, self.session, verified)
-        self.send(messages.ok(event.id, outcome.accepted, outcome.message))
+        return outcome.accepted, outcome.message
 
     async def _on_auth(self, msg: AuthMessage) -> None:
         event = msg.event
@@ -312,16 +319,20 @@ class Connection:
         sub_id = msg.sub_id
         if self.pubkey is None:
             self.send(messages.closed(sub_id, NOT_AUTHENTICATED))
+            self.relay.telemetry.req_answered("REQ", sub_id, NOT_AUTHENTICATED)
             return
         if sub_id not in self.subs and sub_id not in self._sub_tasks and len(self.subs) >= MAX_SUBSCRIPTIONS:
             self.send(messages.closed(sub_id, "error: too many subscriptions"))
+            self.relay.telemetry.req_answered("REQ", sub_id, "error: too many subscriptions")
             return
         self._drop_sub(sub_id)  # a REQ with an existing id replaces it (relay.md §7.5 item 4)
         try:
             searching = await self.relay.reads.check(msg.filters, self.pubkey)
         except BuzzError as exc:
             self.send(messages.closed(sub_id, str(exc)))
+            self.relay.telemetry.req_answered("REQ", sub_id, str(exc))
             return
+        self.relay.telemetry.req_answered("REQ", sub_id, None)
         if searching:
             self._sub_tasks[sub_id] = asyncio.create_task(self._stored_phase(sub_id, msg, None))
             return
@@ -366,15 +377,19 @@ class Connection:
     async def _on_count(self, msg: ReqMessage) -> None:
         if self.pubkey is None:
             self.send(messages.closed(msg.sub_id, NOT_AUTHENTICATED))
+            self.relay.telemetry.req_answered("COUNT", msg.sub_id, NOT_AUTHENTICATED)
             return
         try:
             await self.relay.reads.check(msg.filters, self.pubkey, count=True)
             n = await self.relay.reads.count(msg.filters, self.pubkey)
         except BuzzError as exc:
             self.send(messages.closed(msg.sub_id, str(exc)))
+            self.relay.telemetry.req_answered("COUNT", msg.sub_id, str(exc))
             return
         except StoreError:
             log.exception("count failed")
             self.send(messages.closed(msg.sub_id, "error: database error"))
+            self.relay.telemetry.req_answered("COUNT", msg.sub_id, "error: database error")
             return
+        self.relay.telemetry.req_answered("COUNT", msg.sub_id, None)
         self.send(messages.count(msg.sub_id, n))

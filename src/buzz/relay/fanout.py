@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Protocol
 
 from buzz.core import messages
 from buzz.core.stored import StoredEvent, require_verified
 from buzz.relay.access import ChannelAccess
+from buzz.relay.metrics_prom import RelayMetrics
 from buzz.relay.subscriptions import Subscription, SubscriptionIndex
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,7 @@ class FanOut:
         self.index = index
         self._access = access
         self.bus: Announcer | None = None  # set by the Redis bus (relay.md §12.4), else in-process
+        self.metrics: RelayMetrics | None = None  # set by the relay: deliveries, latency
 
     async def publish(self, stored: StoredEvent) -> int:
         """Deliver `stored` to every matching live subscription of this process (and announce it
@@ -53,6 +56,7 @@ class FanOut:
         subs: list[Subscription] = list(self.index.matching(event, channel_id))
         if not subs:
             return 0
+        started = time.perf_counter()
         event_json = event.to_json()
         delivered = 0
         for sub in subs:
@@ -66,6 +70,9 @@ class FanOut:
                 log.exception("delivery to subscription %r failed", sub.sub_id)
                 continue
             delivered += 1
+        if self.metrics is not None:
+            self.metrics.fanout_seconds.observe(time.perf_counter() - started)
+            self.metrics.deliveries.inc(delivered)
         return delivered
 
     def publish_soon(self, stored: StoredEvent) -> None:

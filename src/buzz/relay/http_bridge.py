@@ -150,6 +150,9 @@ class Bridge:
             outcome = await self.relay.ingest.submit(event, Session(pubkey, "http"))
         finally:
             self.relay.release_handler()
+        self.relay.telemetry.event_answered(
+            event.id, event.kind, event.pubkey, outcome.accepted, outcome.message, "http"
+        )
         return _event_answer(event.id, outcome.accepted, outcome.message)
 
     async def query(self, request: web.Request) -> web.StreamResponse:
@@ -162,10 +165,12 @@ class Bridge:
         except _Refusal as refusal:
             return refusal.response
         except BuzzError as exc:
+            self.relay.telemetry.req_answered("query", None, str(exc))
             return _read_refusal(str(exc))
         except StoreError:
             log.exception("bridge query failed")
             return _read_refusal("error: database error")
+        self.relay.telemetry.req_answered("query", None, None)
         text = "[" + ",".join(stored.event.to_json() for stored in results) + "]"
         return web.Response(text=text, content_type="application/json")
 
@@ -179,10 +184,12 @@ class Bridge:
         except _Refusal as refusal:
             return refusal.response
         except BuzzError as exc:
+            self.relay.telemetry.req_answered("count", None, str(exc))
             return _read_refusal(str(exc))
         except StoreError:
             log.exception("bridge count failed")
             return _read_refusal("error: database error")
+        self.relay.telemetry.req_answered("count", None, None)
         return web.json_response({"count": n}, dumps=_dumps)
 
 

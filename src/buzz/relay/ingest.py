@@ -21,6 +21,7 @@ from buzz.core.event import Event
 from buzz.core.stored import StoredEvent, verify_stored
 from buzz.relay import crash_hook
 from buzz.relay.fanout import FanOut
+from buzz.relay.metrics_prom import RelayMetrics
 from buzz.relay.precheck import PrecheckContext, run_prechecks
 from buzz.relay.rules.base import KindRules
 from buzz.relay.session import Session
@@ -56,6 +57,7 @@ class Ingest:
         self._rules = rules
         self._executor = executor
         self._max_past_drift_s = max_past_drift_s
+        self.metrics: RelayMetrics | None = None  # set by the relay: store latency
 
     async def verify(self, event: Event) -> StoredEvent:
         """relay.md §2.3 in the thread pool. Raises InvalidId / InvalidSignature / ServerError."""
@@ -98,7 +100,10 @@ class Ingest:
             await self._fanout.publish(stored)
             return Outcome(True, "")
         plan = await self._rules.plan(stored, session)
+        started = time.perf_counter()
         outcome = await self._store.insert(plan.stored, plan.effects)
+        if self.metrics is not None:
+            self.metrics.store_insert_seconds.observe(time.perf_counter() - started)
         if outcome is InsertOutcome.DUPLICATE:
             return Outcome(True, DUPLICATE_MESSAGE)
         crash_hook.after_commit(stored.event.kind)

@@ -28,6 +28,7 @@ from buzz.core.limits import PRESENCE_TTL_S
 from buzz.core.stored import StoredEvent, from_storage
 from buzz.relay.bus_wire import BadPayload, Topics, decode_event
 from buzz.relay.presence import OFFLINE, Presence, presence_status
+from buzz.relay.ratelog import RepeatLog
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ class RedisPresence(Presence):
         self._redis = redis
         self._topics = topics
         self._set_newest = redis.register_script(_SET_NEWEST)
+        self._repeats = RepeatLog(log)  # an outage fails every write: first line, then counts
 
     async def record(self, stored: StoredEvent) -> None:
         """Keep `stored` (a 20001 past its checks) unless a newer one is already known.
@@ -96,8 +98,9 @@ class RedisPresence(Presence):
                 args=[encode_presence(stored), event.created_at, int(self._ttl * 1000)],
             )
         except (RedisError, OSError) as exc:
-            log.warning("presence of %s not written to Redis: %s", event.pubkey, exc)
+            self._repeats.warning("presence-write", "presence not written to Redis: %s", exc)
             raise _unavailable(exc) from None
+        self._repeats.recovered("presence-write", "presence writes to Redis work again")
         self.update(stored)
 
     async def lookup(self, pubkeys: Iterable[str]) -> list[StoredEvent]:
@@ -110,8 +113,9 @@ class RedisPresence(Presence):
         try:
             values = await self._redis.mget([self._topics.presence_key(p) for p in wanted])
         except (RedisError, OSError) as exc:
-            log.warning("presence lookup in Redis failed: %s", exc)
+            self._repeats.warning("presence-read", "presence lookup in Redis failed: %s", exc)
             raise _unavailable(exc) from None
+        self._repeats.recovered("presence-read", "presence lookups in Redis work again")
         out: list[StoredEvent] = []
         for pubkey, value in zip(wanted, values, strict=True):
             if value is None:
@@ -119,7 +123,9 @@ class RedisPresence(Presence):
             try:
                 stored = decode_presence(value)
             except BadPayload as exc:
-                log.warning("ignoring a bad presence value for %s: %s", pubkey, exc)
+                self._repeats.warning(
+                    "presence-bad-value", "ignoring a bad presence value for %s: %s", pubkey, exc
+                )
                 continue
             if stored is not None and stored.event.pubkey == pubkey:
                 out.append(stored)

@@ -7,6 +7,7 @@ Live delivery applies the same `visible` in `buzz.relay.fanout`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from buzz.core.channel_id import is_channel_id
@@ -15,6 +16,7 @@ from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent
 from buzz.core.visibility import check_filter_gates, visible_by_sets
 from buzz.relay.access import ChannelAccess
+from buzz.relay.metrics_prom import RelayMetrics
 from buzz.relay.presence import Presence, presence_results
 from buzz.store.base import EventStore
 
@@ -27,6 +29,7 @@ class Reads:
         self._store = store
         self._access = access
         self.presence: Presence | None = None  # set by the relay: 20001 on stored reads (§12.2)
+        self.metrics: RelayMetrics | None = None  # set by the relay: store latency
 
     async def check(self, filters: Sequence[Filter], reader: str, *, count: bool = False) -> bool:
         """Steps 5–7 of relay.md §7.5 (and §7.7 item 1 for COUNT). Returns True for a search request.
@@ -60,7 +63,10 @@ class Reads:
     async def stored(self, filters: Sequence[Filter], reader: str | None) -> list[StoredEvent]:
         """Stored results in relay.md §6.4 order; every event passes `visible`. Live presence
         (relay.md §12.2 item 2) follows the stored rows of a request that asks for it."""
+        started = time.perf_counter()
         results = await self._store.query(filters, reader, self.accept(reader))
+        if self.metrics is not None:
+            self.metrics.store_query_seconds.observe(time.perf_counter() - started)
         if self.presence is not None:
             seen = {s.event.id for s in results}
             results += await presence_results(self.presence, self._access, filters, reader, seen)

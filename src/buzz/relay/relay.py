@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from buzz.core import nip_oa
+from buzz.core.errors import Blocked, BuzzError, ServerError
 from buzz.core.event import Event
 from buzz.core.keys import public_key
 from buzz.core.nip42 import normalize_relay_url
@@ -27,6 +28,7 @@ from buzz.relay.presence import Presence
 from buzz.relay.reads import Reads
 from buzz.relay.rules.base import KindRules
 from buzz.relay.subscriptions import SubscriptionIndex
+from buzz.relay.telemetry import Telemetry
 from buzz.store import open_store
 from buzz.store.base import EventStore, StoreError
 
@@ -57,6 +59,10 @@ class Relay:
         self.reads.presence = self.presence
         self.huddles = Huddles(self)  # huddle.md: audio sockets, rooms, lifecycle
         self.stats: collections.Counter[str] = collections.Counter()
+        self.telemetry = Telemetry(self)  # operator log lines and /metrics
+        self.fanout.metrics = self.ingest.metrics = self.reads.metrics = self.telemetry.metrics
+        self.workspace_setting: str | None = None  # `buzz admin workspace`, as read at start
+        self.metrics_url: str | None = None  # set by the server when /metrics listens
         # relay.md §12.4: with Redis, fan-out, access changes and presence reach every replica.
         self.bus: RedisBus | None = RedisBus.attach(self) if config.redis_url else None
         self._handlers_in_flight = 0
@@ -67,6 +73,7 @@ class Relay:
         await self.store.open()
         if self.config.owner_pubkey:  # relay.md §4.4 item 2: the workspace owner is always a member
             await self.store.put_relay_member(self.config.owner_pubkey, "owner")  # type: ignore[attr-defined]
+        self.workspace_setting = await self.store.get_setting("workspace")  # type: ignore[attr-defined]
         if self.bus is not None:
             await self.bus.start()
         # A crash between a channel change's commit and its follow-ups left state behind.
@@ -89,38 +96,66 @@ class Relay:
         return frozenset(urls)
 
     async def admit(self, auth_event: Event, auth_tag: Sequence[str] | None = None) -> str:
-        """After a verified AUTH event: membership gates (relay.md §4.4, NIP-AA §7.3 item 3), then
-        the registered owner (§7.3 item 4); returns the pubkey.
+        """After a verified AUTH event: the ban gate (relay.md §7.3 item 2.3), membership gates
+        (§4.4, NIP-AA §7.3 item 3), then the registered owner (§7.3 item 4); returns the pubkey.
 
-        Raises Restricted("not a relay member") for a closed workspace and a non-member that
-        NIP-AA (when enabled) does not admit. `auth_tag` replaces the event's own `auth` tags
-        for the HTTP bridge, whose NIP-98 event carries none (the `X-Auth-Tag` header).
+        Raises Blocked("you are banned from this community") for a banned pubkey or a NIP-OA
+        tag from a banned owner, Restricted("not a relay member") for a closed workspace and a
+        non-member that NIP-AA (when enabled) does not admit. The ban list and the workspace
+        switch are read from the store at every call, so `buzz admin` changes apply to the next
+        AUTH of a running relay. `auth_tag` replaces the event's own `auth` tags for the HTTP
+        bridge, whose NIP-98 event carries none (the `X-Auth-Tag` header).
         """
         if auth_tag is not None:
             auth_event = _with_auth_tag(auth_event, auth_tag)
+        try:
+            try:
+                await self._gates(auth_event)
+            except StoreError as exc:  # fail closed, with an answer
+                log.warning("admission lookup failed: %s", exc)
+                raise ServerError("database error") from None
+        except BuzzError as exc:
+            self.telemetry.auth_answered(auth_event.pubkey, str(exc))
+            raise
+        self.telemetry.auth_answered(auth_event.pubkey, None)
+        await self._register_owner(auth_event)
+        return auth_event.pubkey
+
+    async def _gates(self, auth_event: Event) -> None:
         pubkey = auth_event.pubkey
-        if self.config.require_relay_membership:
-            is_member = self.store.is_relay_member  # type: ignore[attr-defined]
+        store = self.store
+        owner = _claimed_owner(auth_event)
+        if await store.banned_among({pubkey} if owner is None else {pubkey, owner}):  # type: ignore[attr-defined]
+            raise Blocked("you are banned from this community")
+        if await self.workspace_closed():
+            is_member = store.is_relay_member  # type: ignore[attr-defined]
+
+            async def is_banned(key: str) -> bool:
+                return bool(await store.banned_among({key}))  # type: ignore[attr-defined]
+
             admitted = await is_member(pubkey) or (
                 self.config.allow_nip_oa_auth
-                and await nip_aa_admits(auth_event, self.store, is_member, self.config.nip_aa_max_depth)
+                and await nip_aa_admits(
+                    auth_event, store, is_member, self.config.nip_aa_max_depth, is_banned=is_banned
+                )
             )
             if not admitted:
                 raise NOT_A_RELAY_MEMBER
-        await self._register_owner(auth_event)
-        return pubkey
+
+    async def workspace_closed(self) -> bool:
+        """Closed when BUZZ_REQUIRE_RELAY_MEMBERSHIP is true or `buzz admin workspace close` said
+        so: either closes it (fail closed; docs/decisions.md)."""
+        if self.config.require_relay_membership:
+            return True
+        return await self.store.get_setting("workspace") == "closed"  # type: ignore[attr-defined]
 
     async def _register_owner(self, auth_event: Event) -> None:
         """relay.md §7.3 item 4: exactly one NIP-OA `auth` tag that verifies against the AUTH
         event's pubkey (time clauses at its `created_at`, `kind=` not evaluated) records
         agent → owner unless a mapping exists. An invalid tag never fails the AUTH; a store
         failure is logged and leaves the agent without a registered owner (fail closed)."""
-        tags = nip_oa.auth_tags(auth_event)
-        if len(tags) != 1:
-            return
-        try:
-            owner = nip_oa.verify_auth_tag_at(tags[0], auth_event.pubkey, auth_event.created_at)
-        except nip_oa.InvalidAuthTag:
+        owner = _claimed_owner(auth_event)
+        if owner is None:
             return
         try:
             await self.store.set_agent_owner_if_absent(auth_event.pubkey, owner)
@@ -136,6 +171,18 @@ class Relay:
 
     def release_handler(self) -> None:
         self._handlers_in_flight -= 1
+
+
+def _claimed_owner(auth_event: Event) -> str | None:
+    """The owner named by the AUTH event's one NIP-OA `auth` tag when it verifies (time clauses
+    at its `created_at`), else None: the ban gate also refuses agents of a banned owner."""
+    tags = nip_oa.auth_tags(auth_event)
+    if len(tags) != 1:
+        return None
+    try:
+        return nip_oa.verify_auth_tag_at(tags[0], auth_event.pubkey, auth_event.created_at)
+    except nip_oa.InvalidAuthTag:
+        return None
 
 
 def _with_auth_tag(event: Event, tag: Sequence[str]) -> Event:

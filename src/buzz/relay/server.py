@@ -1,4 +1,5 @@
-"""Run the relay: bind, print how to connect, stop cleanly on SIGINT/SIGTERM."""
+"""Run the relay: lock its SQLite data dir, bind, serve `/metrics` on its own address when asked,
+print how to connect, stop cleanly on SIGINT/SIGTERM."""
 
 from __future__ import annotations
 
@@ -6,30 +7,57 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 from aiohttp import web
 
-from buzz.relay.app import build_app
-from buzz.relay.config import RelayConfig
+from buzz.relay import datalock
+from buzz.relay.app import build_app, build_metrics_app
+from buzz.relay.config import RelayConfig, parse_bind
 from buzz.relay.relay import Relay
+from buzz.store import sqlite_path
+
+
+def _bound_url(site: web.TCPSite, host: str, port: int, scheme: str) -> str:
+    sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+    port = sockets[0].getsockname()[1] if sockets else port
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}:{port}"
+
+
+def _lock_folder(config: RelayConfig) -> Path | None:
+    """The folder whose lock this relay must hold: SQLite's (single process), none for PostgreSQL."""
+    path = sqlite_path(config.database_url, config.data_dir)
+    return path.parent if path is not None else None
 
 
 @contextlib.asynccontextmanager
 async def running_relay(config: RelayConfig) -> AsyncIterator[tuple[Relay, str]]:
-    """Start a relay on `config.host:config.port` (port 0 = a free one); yield (relay, ws URL)."""
-    relay = Relay(config)
-    app = build_app(relay)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
-    await site.start()
-    sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
-    port = sockets[0].getsockname()[1] if sockets else config.port
-    host = f"[{config.host}]" if ":" in config.host else config.host
-    try:
-        yield relay, f"ws://{host}:{port}"
-    finally:
-        await runner.cleanup()
+    """Start a relay on `config.host:config.port` (port 0 = a free one); yield (relay, ws URL).
+
+    With `config.metrics_bind`, `/metrics` listens there too (`relay.metrics_url`). Raises
+    DataDirLocked when another relay holds the SQLite data dir, OSError when a port is taken.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        folder = _lock_folder(config)
+        if folder is not None:
+            stack.enter_context(datalock.exclusive(folder))
+        relay = Relay(config)
+        runner = web.AppRunner(build_app(relay), handle_signals=False, access_log=None)
+        await runner.setup()
+        stack.push_async_callback(runner.cleanup)
+        site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
+        await site.start()
+        url = _bound_url(site, config.host, config.port, "ws")
+        if config.metrics_bind is not None:
+            host, port = parse_bind(config.metrics_bind, "BUZZ_METRICS_BIND")
+            metrics_runner = web.AppRunner(build_metrics_app(relay), handle_signals=False, access_log=None)
+            await metrics_runner.setup()
+            stack.push_async_callback(metrics_runner.cleanup)
+            metrics_site = web.TCPSite(metrics_runner, host, port, reuse_address=True)
+            await metrics_site.start()
+            relay.metrics_url = _bound_url(metrics_site, host, port, "http") + "/metrics"
+        yield relay, url
 
 
 async def serve(config: RelayConfig, announce: Callable[[Relay, str], None]) -> None:

@@ -14,6 +14,17 @@ SQLITE_FILENAME = "relay.sqlite3"
 _POSTGRES_SCHEMES = ("postgres://", "postgresql://")
 
 
+def sqlite_path(url_or_path: str | None, data_dir: Path) -> Path | None:
+    """The SQLite file `open_store` would use, or None for PostgreSQL (same rules, no checks)."""
+    if url_or_path and url_or_path.startswith(_POSTGRES_SCHEMES):
+        return None
+    if not url_or_path:
+        return Path(data_dir) / SQLITE_FILENAME
+    if url_or_path.startswith("sqlite:///"):
+        return Path(url_or_path.removeprefix("sqlite://"))
+    return Path(url_or_path)
+
+
 def open_store(url_or_path: str | None, data_dir: Path) -> EventStore:
     """The configured backend, not yet opened (relay.md §13.1).
 

@@ -12,6 +12,10 @@ versions at the address with `created_at ≤ deleted_until` lose. Replaceable ki
 `nip98_seen` is the HTTP bridge's replay guard (relay.md §15 item 1): NIP-98 event ids used
 within their window, in the database so that every replica and a restarted relay see them.
 
+`relay_bans` is the operator's ban list of relay.md §7.3 item 2.3 and `relay_settings` the
+operator's switches that a running relay re-reads (`workspace` = `open` | `closed`, §4.4); both
+are written by `buzz admin` (`buzz.store.operator`).
+
 `agent_owners` is the registered owner of relay.md §7.3 item 4: agent → owner, first write wins.
 
 Workspace tables (`buzz.store.workspace`): `event_threads` (root and depth of each reply, §9
@@ -76,6 +80,15 @@ CREATE TABLE IF NOT EXISTS relay_members (
     pubkey {key} PRIMARY KEY,
     role {key} NOT NULL,
     added_at {int} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS relay_bans (
+    pubkey {key} PRIMARY KEY,
+    reason {text} NOT NULL DEFAULT '',
+    banned_at {int} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS relay_settings (
+    name {key} PRIMARY KEY,
+    value {text} NOT NULL
 );
 CREATE TABLE IF NOT EXISTS agent_owners (
     agent {key} PRIMARY KEY,

@@ -15,7 +15,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from buzz.core.filters import Filter
 from buzz.core.kinds import is_ephemeral
 from buzz.core.stored import StoredEvent, require_verified
-from buzz.store import reads, workspace
+from buzz.store import operator, reads, workspace
 from buzz.store.base import Accept, Channel, Effect, InsertOutcome, Member, Reader, StoreError
 from buzz.store.dialect import Conn
 from buzz.store.writes import claim_auth_event_txn, insert_txn, put_relay_member_txn, set_agent_owner_txn
@@ -107,6 +107,45 @@ class SqlStore(ABC):
     async def put_relay_member(self, pubkey: str, role: str) -> None:
         """Operator tooling: add a workspace member or change its role (relay.md §4.4)."""
         await self._write(put_relay_member_txn, pubkey, role, int(time.time()))
+
+    # -- operator tables (buzz.store.operator; `buzz admin`) ---------------------------------
+    async def list_relay_members(self) -> list[operator.RelayMember]:
+        """The workspace member list, oldest first (relay.md §4.4)."""
+        return await self._read(operator.list_relay_members_txn)
+
+    async def remove_relay_member(self, pubkey: str) -> bool:
+        """Take `pubkey` off the member list; False when it was not on it."""
+        return await self._write(operator.remove_relay_member_txn, pubkey)
+
+    async def ban(self, pubkey: str, reason: str = "") -> bool:
+        """Put `pubkey` on the ban list (relay.md §7.3 item 2.3); False when already banned."""
+        return await self._write(operator.ban_txn, pubkey, reason, int(time.time()))
+
+    async def unban(self, pubkey: str) -> bool:
+        """Take `pubkey` off the ban list; False when it was not on it."""
+        return await self._write(operator.unban_txn, pubkey)
+
+    async def banned_among(self, pubkeys: Iterable[str]) -> frozenset[str]:
+        """Which of `pubkeys` are banned: read at every AUTH, so a running relay sees a new ban."""
+        return await self._read(operator.banned_among_txn, sorted(set(pubkeys)))
+
+    async def list_bans(self) -> list[operator.Ban]:
+        return await self._read(operator.list_bans_txn)
+
+    async def get_setting(self, name: str) -> str | None:
+        """An operator setting (`operator.SETTINGS`), None when never set. Raises ValueError for
+        an unknown name."""
+        operator.check_setting(name)
+        return await self._read(operator.get_setting_txn, name)
+
+    async def set_setting(self, name: str, value: str) -> None:
+        """Raises ValueError for a name or value `operator.SETTINGS` does not list."""
+        operator.check_setting(name, value)
+        await self._write(operator.set_setting_txn, name, value)
+
+    async def stats(self) -> operator.StoreStats:
+        """Counts by kind, channels, members, bans and the database size (`buzz admin stats`)."""
+        return await self._read(operator.stats_txn)
 
     # -- workspace lookups (buzz.store.workspace) -------------------------------------------
     async def active_members(self, channel_id: str) -> list[Member]:

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 SocketControl = tuple[Literal["ping", "pong"], bytes]
 
 DROPPED_METRIC = "huddle_audio_frames_dropped_total"
+FORWARDED_METRIC = "huddle_audio_frames_forwarded_total"
 
 
 @dataclass(slots=True)
@@ -98,6 +99,7 @@ class PeerSink:
             self.stats.count(DROPPED_METRIC)
             return False
         self.audio.append(message)
+        self.stats.count(FORWARDED_METRIC)
         self._wake.set()
         return True
 

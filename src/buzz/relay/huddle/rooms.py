@@ -88,5 +88,9 @@ class LocalRooms:
         room = self.registry.by_channel(channel_id)
         return self._slots.get(room) if room is not None else None
 
+    def peer_count(self) -> int:
+        """Peers admitted across every registered room (for metrics)."""
+        return sum(len(slot.room.peers) for slot in self._slots.values())
+
     def __len__(self) -> int:
         return len(self.registry.rooms)

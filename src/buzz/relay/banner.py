@@ -1,0 +1,58 @@
+"""The lines `buzz relay serve` prints once it listens: what is actually running.
+
+Every value comes from the started relay (the bound port, the opened store, the setting read
+from it), never from defaults, and nothing secret is printed: PostgreSQL and Redis URLs lose
+their passwords, the relay key shows only its public half.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from buzz.core import nip19
+from buzz.store import sqlite_path
+from buzz.store.backup import describe_postgres
+
+if TYPE_CHECKING:
+    from buzz.relay.relay import Relay
+
+
+def workspace_state(relay: Relay) -> str:
+    """`open`, or `closed` with the switch that closed it (relay.md §4.4; docs/decisions.md)."""
+    if relay.config.require_relay_membership:
+        return "closed: members only (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true)"
+    if relay.workspace_setting == "closed":
+        return "closed: members only (buzz admin workspace close)"
+    return "open: any key that authenticates (buzz admin workspace close to restrict)"
+
+
+def lines(relay: Relay, url: str) -> list[str]:
+    config = relay.config
+    http = url.replace("ws://", "http://", 1)
+    db = sqlite_path(config.database_url, config.data_dir)
+    store = (
+        f"SQLite {db.resolve()}"
+        if db is not None
+        else f"PostgreSQL {describe_postgres(config.database_url or '')}"
+    )
+    if config.redis_url:  # relay.md §12.4 (the URL may hold a password: not printed)
+        fanout = f"Redis pub/sub, workspace {config.workspace_id!r} (replica mode)"
+    else:
+        fanout = "in-process (single relay)"
+    metrics = relay.metrics_url or "off (--metrics-bind host:port to serve /metrics)"
+    out = [
+        f'buzz relay "{config.relay_name}" listening on {url}',
+        f"  NIP-11:       curl -H 'Accept: application/nostr+json' {http}/",
+        f"  data dir:     {config.data_dir.resolve()}",
+        f"  store:        {store}",
+        f"  fan-out:      {fanout}",
+        f"  workspace:    {workspace_state(relay)}",
+        f"  relay pubkey: {relay.pubkey} ({nip19.npub(relay.pubkey)})",
+        f"  metrics:      {metrics}",
+        f"  connect:      buzz --relay {url} ... (clients must AUTH, NIP-42)",
+    ]
+    if config.relay_url.rstrip("/") != url:
+        out.append(
+            f"  RELAY_URL:    {config.relay_url} (AUTH and NIP-98 may name it or the host the client dialled)"
+        )
+    return out
