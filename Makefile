@@ -13,8 +13,9 @@ $(BIN)/python:
 	$(PIP) install --upgrade pip
 
 # Runtime install (make run) and dev install (make test, lint, bench) keep their own stamps.
+# The runtime gets every extra: each README section (huddles, agents, MCP) runs after `make run`.
 $(VENV)/.runtime: pyproject.toml | $(BIN)/python
-	$(PIP) install -e .
+	$(PIP) install -e '.[voice,agent]'
 	@touch $@
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python

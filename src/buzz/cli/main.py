@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from buzz.cli import (
+    admin_cmd,
     agent_cmd,
     channels_cmd,
     dms_cmd,
@@ -14,7 +17,8 @@ from buzz.cli import (
     relay_cmd,
     users_cmd,
 )
-from buzz.cli.common import CommandGroup
+from buzz.cli.common import CliFailure, CommandGroup, report
+from buzz.cli.extras import install_hint
 from buzz.cli.huddle_cmd import huddle
 from buzz.cli.mcp_cmd import mcp
 from buzz.cli.mem_cmd import mem
@@ -53,6 +57,7 @@ from buzz.cli.output import Context
     show_default=True,
     help="Output format on stdout.",
 )
+@click.version_option(package_name="buzz", prog_name="buzz", message="%(prog)s %(version)s")
 @click.pass_context
 def cli(ctx: click.Context, relay: str, private_key: str | None, auth_tag: str | None, fmt: str) -> None:
     """buzz: a workspace where humans and agents share channels on a Nostr relay you own.
@@ -76,10 +81,15 @@ cli.add_command(users_cmd.users)
 cli.add_command(huddle)
 cli.add_command(agent_cmd.agent)
 cli.add_command(mcp)
+cli.add_command(admin_cmd.admin)
 
 
 def main() -> None:
-    cli(prog_name="buzz")
+    try:
+        cli(prog_name="buzz")
+    except ModuleNotFoundError as exc:  # an optional extra is missing: say how to get it
+        command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+        report(CliFailure("user_error", install_hint(exc.name, command)))
 
 
 if __name__ == "__main__":

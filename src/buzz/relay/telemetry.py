@@ -128,12 +128,11 @@ class Telemetry:
                 reason=oplog.reason_text(refusal),
             )
 
-    def auth_answered(self, pubkey: str, refusal: str | None, via: str) -> None:
+    def auth_answered(self, pubkey: str, refusal: str | None) -> None:
+        """One admission verdict after a verified AUTH / NIP-98 event (relay.md §7.3)."""
         self.metrics.auth_answered(refusal)
         if refusal is not None:
-            oplog.line(
-                log, logging.INFO, "auth refused", via=via, pubkey=pubkey, reason=oplog.reason_text(refusal)
-            )
+            oplog.line(log, logging.INFO, "auth refused", pubkey=pubkey, reason=oplog.reason_text(refusal))
 
     # -- scrape --------------------------------------------------------------------------------
     def _snapshot(self) -> Snapshot:

@@ -1,0 +1,271 @@
+"""`buzz admin`: the operator's commands, run on the relay's machine against its database.
+
+They open the store directly (the relay's `--data-dir` SQLite file, or `--db postgresql://…`),
+like `synapse_admin` or strfry's CLI; a running relay needs no restart: it reads the member list,
+the ban list and the workspace switch at every AUTH (relay.md §4.4, §7.3 item 2.3). SQLite's
+own locking lets these short writes run beside the relay.
+
+Output is one JSON document on stdout; failures are one JSON line on stderr (agents.md §2.1):
+exit 1 for bad values or a missing database, 4 for a database failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from buzz.cli.common import CliFailure, CommandGroup, report, user_error
+from buzz.cli.identity import IdentityError, parse_pubkey
+from buzz.cli.output import Context, emit
+from buzz.core import nip19
+from buzz.store import open_store, sqlite_path
+from buzz.store.backup import pg_dump_command, sqlite_backup
+from buzz.store.base import StoreError
+from buzz.store.operator import RELAY_MEMBER_ROLES
+
+T = TypeVar("T")
+
+
+class _Target:
+    """Where the relay keeps its data, from the group options."""
+
+    def __init__(self, data_dir: Path, db: str | None) -> None:
+        self.data_dir = data_dir
+        self.db = db
+
+    @property
+    def sqlite_file(self) -> Path | None:
+        return sqlite_path(self.db, self.data_dir)
+
+
+def _pubkey(value: str) -> str:
+    try:
+        return parse_pubkey(value, "pubkey")
+    except IdentityError as exc:
+        report(CliFailure(exc.category, exc.message))
+
+
+def _when(ts: int) -> str:
+    return datetime.datetime.fromtimestamp(ts, datetime.UTC).isoformat(timespec="seconds")
+
+
+def _key(pubkey: str) -> dict[str, str]:
+    return {"pubkey": pubkey, "npub": nip19.npub(pubkey)}
+
+
+def _with_store(target: _Target, body: Callable[[Any], Awaitable[T]]) -> T:
+    """Open the relay's store, run `body(store)`, close it; failures are reported and exit."""
+    db_file = target.sqlite_file
+    if db_file is not None and not db_file.is_file():
+        report(
+            user_error(
+                f"no relay database at {db_file}: pass the relay's --data-dir (or --db), or start the relay once"
+            )
+        )
+
+    async def main() -> T:
+        store = open_store(target.db, target.data_dir)
+        await store.open()
+        try:
+            return await body(store)
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(main())
+    except StoreError as exc:
+        report(CliFailure("error", f"database failure: {exc}"))
+    except ValueError as exc:
+        report(user_error(str(exc)))
+
+
+@click.group(cls=CommandGroup)
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    envvar="BUZZ_DATA_DIR",
+    default="./buzz-data",
+    show_default=True,
+    help="The relay's data directory (SQLite file) [env BUZZ_DATA_DIR]",
+)
+@click.option(
+    "--db",
+    envvar=["BUZZ_DATABASE_URL", "DATABASE_URL"],
+    default=None,
+    help="postgresql://… [env BUZZ_DATABASE_URL]",
+)
+@click.pass_context
+def admin(ctx: click.Context, data_dir: Path, db: str | None) -> None:
+    """Operate a relay: members, open/closed workspace, bans, backups, stats.
+
+    Runs on the relay's machine against its database; a running relay applies changes at the
+    next AUTH (existing connections keep their session until they reconnect).
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data members add npub1...
+      buzz admin --data-dir ./buzz-data workspace close
+      buzz admin --data-dir ./buzz-data backup ./buzz-backup.sqlite3
+    """
+    parent: Context = ctx.obj
+    ctx.obj = (parent, _Target(data_dir, db))
+
+
+def _objs(ctx: click.Context) -> tuple[Context, _Target]:
+    return ctx.obj  # type: ignore[no-any-return]
+
+
+# -- members ---------------------------------------------------------------------------------------
+@admin.group(cls=CommandGroup)
+def members() -> None:
+    """The workspace member list of a closed workspace (relay.md §4.4)."""
+
+
+@members.command("list")
+@click.pass_context
+def members_list(ctx: click.Context) -> None:
+    """Print every member: pubkey, npub, role, added_at (UTC)."""
+    out, target = _objs(ctx)
+    rows = _with_store(target, lambda s: s.list_relay_members())
+    emit(out, [{**_key(m.pubkey), "role": m.role, "added_at": _when(m.added_at)} for m in rows])
+
+
+@members.command("add")
+@click.argument("pubkey")
+@click.option("--role", type=click.Choice(RELAY_MEMBER_ROLES), default="member", show_default=True)
+@click.pass_context
+def members_add(ctx: click.Context, pubkey: str, role: str) -> None:
+    """Add PUBKEY (npub or hex) as a member, or change its role."""
+    out, target = _objs(ctx)
+    key = _pubkey(pubkey)
+    _with_store(target, lambda s: s.put_relay_member(key, role))
+    emit(out, {**_key(key), "role": role, "member": True})
+
+
+@members.command("remove")
+@click.argument("pubkey")
+@click.pass_context
+def members_remove(ctx: click.Context, pubkey: str) -> None:
+    """Take PUBKEY (npub or hex) off the member list; `removed` is false if it was not on it."""
+    out, target = _objs(ctx)
+    key = _pubkey(pubkey)
+    removed = _with_store(target, lambda s: s.remove_relay_member(key))
+    emit(out, {**_key(key), "removed": removed})
+
+
+# -- workspace -------------------------------------------------------------------------------------
+@admin.group(cls=CommandGroup)
+def workspace() -> None:
+    """Open (any key that authenticates) or closed (members only) workspace."""
+
+
+def _set_workspace(ctx: click.Context, value: str) -> None:
+    out, target = _objs(ctx)
+    _with_store(target, lambda s: s.set_setting("workspace", value))
+    emit(out, {"workspace": value})
+
+
+@workspace.command("open")
+@click.pass_context
+def workspace_open(ctx: click.Context) -> None:
+    """Let any key that authenticates in (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true still keeps it closed)."""
+    _set_workspace(ctx, "open")
+
+
+@workspace.command("close")
+@click.pass_context
+def workspace_close(ctx: click.Context) -> None:
+    """Admit only members (`buzz admin members add`), and NIP-AA agents when enabled."""
+    _set_workspace(ctx, "closed")
+
+
+@workspace.command("show")
+@click.pass_context
+def workspace_show(ctx: click.Context) -> None:
+    """Print the stored switch (`open`, `closed`, or null: never set, open unless the env closes it)."""
+    out, target = _objs(ctx)
+    emit(out, {"workspace": _with_store(target, lambda s: s.get_setting("workspace"))})
+
+
+# -- bans ------------------------------------------------------------------------------------------
+@admin.command()
+@click.argument("pubkey")
+@click.option("--reason", default="", help="A note for the operator (never sent to the banned key).")
+@click.pass_context
+def ban(ctx: click.Context, pubkey: str, reason: str) -> None:
+    """Ban PUBKEY (npub or hex): its AUTH, and that of agents it attested, is refused with
+    `blocked: you are banned from this community` and the socket closed (relay.md §7.3)."""
+    out, target = _objs(ctx)
+    key = _pubkey(pubkey)
+    added = _with_store(target, lambda s: s.ban(key, reason))
+    emit(out, {**_key(key), "banned": True, "already_banned": not added})
+
+
+@admin.command()
+@click.argument("pubkey")
+@click.pass_context
+def unban(ctx: click.Context, pubkey: str) -> None:
+    """Lift the ban of PUBKEY; `unbanned` is false if it was not banned."""
+    out, target = _objs(ctx)
+    key = _pubkey(pubkey)
+    emit(out, {**_key(key), "unbanned": _with_store(target, lambda s: s.unban(key))})
+
+
+@admin.command()
+@click.pass_context
+def bans(ctx: click.Context) -> None:
+    """Print the ban list: pubkey, npub, reason, banned_at (UTC)."""
+    out, target = _objs(ctx)
+    rows = _with_store(target, lambda s: s.list_bans())
+    emit(out, [{**_key(b.pubkey), "reason": b.reason, "banned_at": _when(b.banned_at)} for b in rows])
+
+
+# -- backup and stats --------------------------------------------------------------------------------
+@admin.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.pass_context
+def backup(ctx: click.Context, file: Path) -> None:
+    """Copy the SQLite database to FILE (a new file) while the relay runs (online backup API).
+
+    With PostgreSQL, print the pg_dump command to run instead (the password is left out: set
+    PGPASSWORD or use ~/.pgpass).
+    """
+    out, target = _objs(ctx)
+    db_file = target.sqlite_file
+    if db_file is None:
+        emit(out, {"backend": "postgresql", "command": pg_dump_command(target.db or "", file)})
+        return
+    try:
+        size = sqlite_backup(db_file, file)
+    except (FileNotFoundError, FileExistsError) as exc:
+        report(user_error(str(exc)))
+    except Exception as exc:  # sqlite3.Error, OSError: the partial copy was removed
+        report(CliFailure("error", f"backup failed: {exc}"))
+    emit(out, {"backend": "sqlite", "source": str(db_file), "file": str(file), "bytes": size})
+
+
+@admin.command()
+@click.pass_context
+def stats(ctx: click.Context) -> None:
+    """Events by kind, channels, members, bans and the database size in bytes."""
+    out, target = _objs(ctx)
+    s = _with_store(target, lambda store: store.stats())
+    emit(
+        out,
+        {
+            "events": s.events_total,
+            "events_by_kind": {str(k): n for k, n in s.events_by_kind.items()},
+            "deleted_events": s.deleted_events,
+            "channels": s.channels,
+            "archived_channels": s.archived_channels,
+            "channel_members": s.channel_members,
+            "relay_members": s.relay_members,
+            "bans": s.bans,
+            "store_bytes": s.size_bytes,
+        },
+    )
