@@ -53,7 +53,8 @@ def extra_for(module: str | None, command: str | None) -> str | None:
 def install_hint(module: str | None, command: str | None) -> str:
     """The message for a missing module: what is missing and the one command that installs it."""
     extra = extra_for(module, command)
-    what = f"the optional dependency {module!r}" if module else "an optional dependency"
+    top = module.split(".", 1)[0] if module else None
+    what = f"the optional dependency {top!r}" if top else "an optional dependency"
     target = f".[{extra}]" if extra else ".[voice,agent]"
     return (
         f"{what} is not installed; run `make run` once (it installs every extra) "

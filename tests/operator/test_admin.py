@@ -1,0 +1,129 @@
+"""`buzz admin` against the database of a running relay process (issue 10 item 6): the relay
+applies member, workspace and ban changes at the next AUTH, without a restart."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from buzz.client import RelayClient, RelayError
+from buzz.core import nip19
+from buzz.core.channel_id import new_channel_id
+from buzz.core.event import Event
+from buzz.core.nip_oa import build_auth_tag
+from tests.operator.support import admin, buzz, lines_with, served
+from tests.support.relay import Identity
+
+
+async def _auth_refusal(url: str, who: Identity, **kw: object) -> str | None:
+    """None when `who` authenticates, else the relay's refusal."""
+    try:
+        async with RelayClient(url, who.secret, **kw):  # type: ignore[arg-type]
+            return None
+    except RelayError as exc:
+        return exc.message
+
+
+async def test_closed_workspace_members_and_bans_apply_to_a_running_relay(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    alice, bob, agent = Identity.new(), Identity.new(), Identity.new()
+    async with served(data) as relay:
+        assert await _auth_refusal(relay.url, bob) is None  # open by default
+        assert admin(data, "workspace", "show") == {"workspace": None}
+        assert admin(data, "workspace", "close") == {"workspace": "closed"}
+        assert await _auth_refusal(relay.url, bob) == "restricted: not a relay member"
+
+        added = admin(data, "members", "add", nip19.npub(alice.pubkey))
+        assert added == {
+            "pubkey": alice.pubkey,
+            "npub": nip19.npub(alice.pubkey),
+            "role": "member",
+            "member": True,
+        }
+        admin(data, "members", "add", bob.pubkey, "--role", "admin")
+        listed = admin(data, "members", "list")
+        assert [(m["pubkey"], m["role"]) for m in listed] == [(alice.pubkey, "member"), (bob.pubkey, "admin")]
+        assert await _auth_refusal(relay.url, alice) is None and await _auth_refusal(relay.url, bob) is None
+
+        assert admin(data, "members", "remove", bob.pubkey)["removed"] is True
+        assert admin(data, "members", "remove", bob.pubkey)["removed"] is False
+        assert await _auth_refusal(relay.url, bob) == "restricted: not a relay member"
+
+        # The ban gate comes before membership, and covers agents the banned key attested.
+        assert admin(data, "ban", alice.pubkey, "--reason", "spam")["already_banned"] is False
+        assert admin(data, "ban", alice.pubkey)["already_banned"] is True
+        assert await _auth_refusal(relay.url, alice) == "blocked: you are banned from this community"
+        admin(data, "workspace", "open")
+        tag = build_auth_tag(alice.secret, agent.pubkey)
+        assert (
+            await _auth_refusal(relay.url, agent, auth_tags=[tag])
+            == "blocked: you are banned from this community"
+        )
+        assert await _auth_refusal(relay.url, agent) is None  # without the tag it is just a key
+        assert [(b["pubkey"], b["reason"]) for b in admin(data, "bans")] == [(alice.pubkey, "spam")]
+
+        assert admin(data, "unban", nip19.npub(alice.pubkey))["unbanned"] is True
+        assert await _auth_refusal(relay.url, alice) is None
+        await relay.stop()
+    assert lines_with(relay.log_text(), "auth refused", 'reason="restricted: not a relay member"')
+
+
+async def test_a_banned_key_is_refused_on_the_http_bridge_too(tmp_path: Path) -> None:
+    data, mallory = tmp_path / "data", Identity.new()
+    async with served(data) as relay:
+        admin(data, "ban", mallory.pubkey)
+        env = {"BUZZ_PRIVATE_KEY": mallory.secret, "BUZZ_RELAY_URL": relay.url}
+        done = buzz("channels", "list", env=env)
+        assert done.returncode == 3, done.stderr  # auth_error: HTTP 403
+        assert "banned" in json.loads(done.stderr)["message"] or "banned" in done.stderr
+        await relay.stop()
+
+
+async def test_backup_and_stats_while_the_relay_runs(tmp_path: Path) -> None:
+    data, alice = tmp_path / "data", Identity.new()
+    async with served(data) as relay:
+        async with RelayClient(relay.url, alice.secret) as a:
+            channel = new_channel_id()
+            tags = [["h", channel], ["name", "b"], ["visibility", "open"]]
+            assert (await a.publish(Event.create(alice.secret, 9007, "", tags))).accepted
+            for n in range(5):
+                assert (
+                    await a.publish(Event.create(alice.secret, 9, f"hello {n}", [["h", channel]]))
+                ).accepted
+        stats = admin(data, "stats")
+        assert stats["events_by_kind"]["9"] == 5 and stats["events_by_kind"]["9007"] == 1
+        assert stats["channels"] == 1 and stats["channel_members"] == 1 and stats["store_bytes"] > 0
+
+        dest = tmp_path / "backup.sqlite3"
+        done = admin(data, "backup", str(dest))
+        assert done["backend"] == "sqlite" and done["bytes"] == dest.stat().st_size
+        with sqlite3.connect(dest) as copy:
+            assert copy.execute("SELECT COUNT(*) FROM events WHERE kind = 9").fetchone()[0] == 5
+        again = buzz("admin", "--data-dir", str(data), "backup", str(dest))
+        assert again.returncode == 1 and json.loads(again.stderr)["error"] == "user_error"
+        await relay.stop()
+
+
+def test_postgres_backup_prints_pg_dump_without_the_password(tmp_path: Path) -> None:
+    out = admin(tmp_path, "--db", "postgresql://ops:s3cret@db.internal:5433/buzz", "backup", "/srv/b.dump")
+    assert out["backend"] == "postgresql"
+    assert (
+        out["command"] == "pg_dump --format=custom --file=/srv/b.dump postgresql://ops@db.internal:5433/buzz"
+    )
+    assert "s3cret" not in json.dumps(out)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["members", "add", "npub1notakey"], ["ban", "zz"], ["members", "list"], ["workspace", "close"]],
+)
+def test_admin_errors_are_one_json_line(tmp_path: Path, argv: list[str]) -> None:
+    """A bad key, or a data dir without a relay database (never created silently)."""
+    done = buzz("admin", "--data-dir", str(tmp_path / "nowhere"), *argv)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["error"] == "user_error"
+    assert not (tmp_path / "nowhere").exists()

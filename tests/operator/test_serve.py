@@ -1,0 +1,102 @@
+"""`buzz relay serve` tells the truth (issue 10 item 3) and `buzz` tells its version and how to
+get a missing extra (item 2): real processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from buzz.core import nip19
+from buzz.relay.relay_key import KEY_FILE
+from tests.operator.support import admin, buzz, served
+
+
+async def test_banner_names_the_bound_url_data_dir_store_workspace_and_pubkey(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with served(data, env={"BUZZ_REQUIRE_RELAY_MEMBERSHIP": "true"}) as relay:
+        banner = "\n".join(relay.banner)
+        await relay.stop()
+    from buzz.core.keys import public_key
+
+    pubkey = public_key((data / KEY_FILE).read_text().strip())
+    assert f"listening on ws://127.0.0.1:{relay.port}" in relay.banner[0]
+    assert f"http://127.0.0.1:{relay.port}/" in banner
+    assert f"data dir:     {data.resolve()}" in banner
+    assert f"store:        SQLite {(data / 'relay.sqlite3').resolve()}" in banner
+    assert "fan-out:      in-process" in banner
+    assert "workspace:    closed: members only (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true)" in banner
+    assert f"relay pubkey: {pubkey} ({nip19.npub(pubkey)})" in banner
+    assert f"connect:      buzz --relay ws://127.0.0.1:{relay.port}" in banner
+    assert "localhost:3000" not in "\n".join(relay.banner[:9])
+
+
+async def test_banner_shows_a_workspace_closed_by_buzz_admin(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with served(data) as relay:
+        assert any("workspace:    open" in line for line in relay.banner)
+        await relay.stop()
+    admin(data, "workspace", "close")
+    async with served(data) as relay:
+        assert any("closed: members only (buzz admin workspace close)" in line for line in relay.banner)
+        await relay.stop()
+
+
+async def test_a_second_relay_on_the_same_data_dir_is_refused_with_the_holder_pid(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with served(data) as relay:
+        done = buzz("relay", "serve", "--bind", "127.0.0.1:0", "--data-dir", str(data))
+        assert done.returncode == 1
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1, done.stderr
+        assert f"pid {relay.proc.pid}" in json.loads(lines[0])["message"]
+        assert await relay.stop() == 0
+    async with served(data) as again:  # released on exit: the next start works
+        await again.stop()
+
+
+def test_bind_with_an_invalid_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    for bind in ("127.0.0.1:70000", "127.0.0.1:http", "nohost"):
+        done = buzz("relay", "serve", "--bind", bind, "--data-dir", str(tmp_path))
+        assert done.returncode == 2, (bind, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and "--bind" in json.loads(lines[0])["message"], done.stderr
+    assert not (tmp_path / "relay.sqlite3").exists()
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    done = buzz("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"buzz {version('buzz')}"
+
+
+def test_a_missing_extra_is_one_line_saying_how_to_install_it() -> None:
+    """As if numpy (voice extra) and mcp (agent extra) were not installed."""
+    for blocked, argv, extra in (
+        ("numpy", ["huddle", "join", "--channel", "00000000-0000-4000-8000-000000000000"], "voice"),
+        ("mcp", ["mcp"], "agent"),
+    ):
+        code = (
+            f"import sys; sys.modules[{blocked!r}] = None; sys.argv = ['buzz', *{argv!r}];"
+            " from buzz.cli.main import main; main()"
+        )
+        env_key = {"BUZZ_PRIVATE_KEY": "1" * 64}
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**_env(), **env_key},
+        )
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 1 and len(lines) == 1, done.stderr
+        message = json.loads(lines[0])["message"]
+        assert repr(blocked) in message and f".[{extra}]" in message and "make run" in message
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("BUZZ_")}
