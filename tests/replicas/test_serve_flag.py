@@ -58,9 +58,12 @@ async def test_serve_with_redis_url_subscribes_the_workspace_topics(
         )
         try:
             assert proc.stdout is not None
-            banner = [(await asyncio.wait_for(proc.stdout.readline(), 20)).decode() for _ in range(4)]
+            banner = [(await asyncio.wait_for(proc.stdout.readline(), 20)).decode() for _ in range(9)]
             assert f"ws://127.0.0.1:{port}" in banner[0]
-            assert f"fan-out: Redis pub/sub, workspace '{workspace_id}'" in banner[3]
+            assert any(f"Redis pub/sub, workspace '{workspace_id}' (replica mode)" in line for line in banner)
+            assert not any(
+                "@" in line for line in banner
+            )  # the store line names host/db, no user or password
             assert await subscribers(redis, f"buzz:{workspace_id}:global") == 1
             assert await subscribers(redis, f"buzz:{workspace_id}:control") == 1
             proc.send_signal(signal.SIGTERM)

@@ -53,16 +53,24 @@ def relay() -> None:
 )
 @click.option(
     "--metrics-bind",
+    envvar="BUZZ_METRICS_BIND",
     default=None,
     help="host:port for GET /metrics (Prometheus), a listener of its own [env BUZZ_METRICS_BIND; unset: off]",
 )
-@click.option("--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING or ERROR")
+@click.option(
+    "--log-level",
+    envvar="BUZZ_LOG_LEVEL",
+    default="INFO",
+    show_default=True,
+    help="DEBUG, INFO, WARNING or ERROR [env BUZZ_LOG_LEVEL]",
+)
 @click.option(
     "--log-format",
+    envvar="BUZZ_LOG_FORMAT",
     type=click.Choice(LOG_FORMATS),
     default="text",
     show_default=True,
-    help="json: one JSON object per line, for log shippers",
+    help="json: one JSON object per line, for log shippers [env BUZZ_LOG_FORMAT]",
 )
 def serve(
     bind: str | None,

@@ -357,9 +357,8 @@ class RedisBus:
             was_ready, error = await self._connection()
             if was_ready:
                 delay = BACKOFF_MIN_S  # a working connection was lost: back off from 1 s again
-            self._repeats.warning(
-                "listener", "Redis bus connection lost (%s); retrying in %.0f s", error, delay
-            )
+            self._repeats.warning("listener", "Redis bus connection lost (%s); retrying with backoff", error)
+            log.debug("Redis listener retrying in %.0f s", delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, BACKOFF_MAX_S)
             self.stats["bus_reconnects"] += 1
