@@ -117,3 +117,27 @@ async def test_a_banned_auth_is_logged_as_refused(tmp_path: Path) -> None:
     log = relay.log_text()
     assert lines_with(log, "auth refused", f"pubkey={mallory.pubkey}", 'reason="blocked:')
     assert lines_with(log, "connection closed", "reason=blocked")
+
+
+async def test_failed_nip42_and_nip98_authentications_are_logged(tmp_path: Path) -> None:
+    from buzz.core.nip42 import build_auth_event
+
+    who = Identity.new()
+    async with served(tmp_path / "data") as relay:
+        async with aiohttp.ClientSession() as s:
+            async with s.ws_connect(relay.url) as ws:
+                await ws.receive_json(timeout=5)  # the challenge, answered with another one
+                await ws.send_json(["AUTH", build_auth_event(who.secret, "0" * 64, relay.url).to_dict()])
+                answer = await ws.receive_json(timeout=5)
+                assert answer[2] is False and answer[3] == "auth-required: verification failed"
+            body = b'{"kinds": [1]}'
+            async with s.post(
+                relay.http_url + "/query", data=body, headers={"Authorization": "Nostr bm9wZQ=="}
+            ) as r:
+                assert r.status == 401
+        await relay.stop()
+    log = relay.log_text()
+    assert lines_with(
+        log, "auth refused", f"pubkey={who.pubkey}", 'reason="auth-required: verification failed"'
+    )
+    assert lines_with(log, "auth refused", "pubkey=?", 'reason="NIP-98:')

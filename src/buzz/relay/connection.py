@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import WSMsgType, web
 
 from buzz.core import kinds, messages, nip42
-from buzz.core.errors import Blocked, BuzzError, ServerError
+from buzz.core.errors import AuthRequired, Blocked, BuzzError, ServerError
 from buzz.core.event import Event
 from buzz.core.limits import MAX_MISSED_PONGS, MAX_SUBSCRIPTIONS, PING_INTERVAL_S
 from buzz.core.messages import (
@@ -293,6 +293,8 @@ class Connection:
             pubkey = await self.relay.admit(event)  # Restricted / Blocked keep their own text
         except BuzzError as exc:
             self._auth_failed = True
+            if isinstance(exc, AuthRequired):  # admission verdicts are logged by Relay.admit
+                self.relay.telemetry.auth_answered(event.pubkey, str(exc))
             self.send(messages.ok(event.id, False, str(exc)))
             if isinstance(exc, Blocked):
                 self.close_soon(code=1008, message=b"blocked")

@@ -119,6 +119,7 @@ class Bridge:
                 self.relay.executor, verify_request, header, urls, request.method, body, int(time.time())
             )
         except Nip98Error as exc:
+            self.relay.telemetry.auth_answered(None, str(exc))
             raise _Refusal(401, {"error": str(exc)}) from None
         try:
             first_use = await self.relay.store.claim_auth_event(event.id, NIP98_REPLAY_TTL_S)

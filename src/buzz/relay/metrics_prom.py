@@ -72,6 +72,7 @@ REASON_PREFIXES = frozenset(
         "error",
         "pow",
         "response",
+        "NIP-98",
     }
 )
 

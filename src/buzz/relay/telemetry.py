@@ -128,11 +128,13 @@ class Telemetry:
                 reason=oplog.reason_text(refusal),
             )
 
-    def auth_answered(self, pubkey: str, refusal: str | None) -> None:
-        """One admission verdict after a verified AUTH / NIP-98 event (relay.md §7.3)."""
+    def auth_answered(self, pubkey: object, refusal: str | None) -> None:
+        """One AUTH / NIP-98 verdict (relay.md §7.3, §15 item 1): admission after a verified
+        event, or the event's own failure (then `pubkey` is only what it claims, or None)."""
         self.metrics.auth_answered(refusal)
         if refusal is not None:
-            oplog.line(log, logging.INFO, "auth refused", pubkey=pubkey, reason=oplog.reason_text(refusal))
+            who = _hex64_or_none(pubkey) or "?"
+            oplog.line(log, logging.INFO, "auth refused", pubkey=who, reason=oplog.reason_text(refusal))
 
     # -- scrape --------------------------------------------------------------------------------
     def _snapshot(self) -> Snapshot:
