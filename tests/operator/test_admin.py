@@ -127,3 +127,21 @@ def test_admin_errors_are_one_json_line(tmp_path: Path, argv: list[str]) -> None
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["error"] == "user_error"
     assert not (tmp_path / "nowhere").exists()
+
+
+async def test_admin_on_postgresql_applies_to_a_running_relay(tmp_path: Path) -> None:
+    from tests.support.pg import temp_database
+
+    alice, mallory = Identity.new(), Identity.new()
+    async with temp_database() as dsn, served(tmp_path / "data", "--db", dsn) as relay:
+        db = ("--db", dsn)
+        assert any("store:        PostgreSQL 127.0.0.1:5432/" in line for line in relay.banner)
+        admin(tmp_path / "unused", *db, "members", "add", alice.pubkey)
+        admin(tmp_path / "unused", *db, "workspace", "close")
+        admin(tmp_path / "unused", *db, "ban", mallory.pubkey)
+        assert await _auth_refusal(relay.url, alice) is None
+        assert await _auth_refusal(relay.url, mallory) == "blocked: you are banned from this community"
+        assert await _auth_refusal(relay.url, Identity.new()) == "restricted: not a relay member"
+        stats = admin(tmp_path / "unused", *db, "stats")
+        assert stats["relay_members"] == 1 and stats["bans"] == 1 and stats["store_bytes"] > 0
+        await relay.stop()
