@@ -145,3 +145,18 @@ async def test_admin_on_postgresql_applies_to_a_running_relay(tmp_path: Path) ->
         stats = admin(tmp_path / "unused", *db, "stats")
         assert stats["relay_members"] == 1 and stats["bans"] == 1 and stats["store_bytes"] > 0
         await relay.stop()
+
+
+async def test_banning_a_connected_key_closes_its_open_session(tmp_path: Path) -> None:
+    """The watcher polls the ban list every 5 s (buzz.relay.banwatch.POLL_S)."""
+    import asyncio
+
+    data, mallory, alice = tmp_path / "data", Identity.new(), Identity.new()
+    async with served(data) as relay:
+        async with RelayClient(relay.url, mallory.secret) as m, RelayClient(relay.url, alice.secret) as a:
+            admin(data, "ban", mallory.pubkey)
+            await asyncio.wait_for(m.wait_closed(), 20)
+            assert "blocked: you are banned from this community" in m.notices
+            assert not a.closed and await a.count([{"kinds": [1]}]) == 0  # others keep their session
+        await relay.stop()
+    assert lines_with(relay.log_text(), "connection closed", f"pubkey={mallory.pubkey}", "reason=blocked")

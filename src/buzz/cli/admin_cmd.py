@@ -104,7 +104,7 @@ def admin(ctx: click.Context, data_dir: Path, db: str | None) -> None:
     """Operate a relay: members, open/closed workspace, bans, backups, stats.
 
     Runs on the relay's machine against its database; a running relay applies changes at the
-    next AUTH (existing connections keep their session until they reconnect).
+    next AUTH, and closes the open sessions of a banned key within 5 s.
 
     \b
     Example:

@@ -3,6 +3,7 @@ and owns their lifetimes. Handlers reach everything through one `Relay` object."
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import dataclasses
@@ -15,7 +16,7 @@ from buzz.core.errors import Blocked, BuzzError, ServerError
 from buzz.core.event import Event
 from buzz.core.keys import public_key
 from buzz.core.nip42 import normalize_relay_url
-from buzz.relay import relay_key
+from buzz.relay import banwatch, relay_key
 from buzz.relay.access import ChannelAccess
 from buzz.relay.admission import NOT_A_RELAY_MEMBER, nip_aa_admits
 from buzz.relay.bus import RedisBus
@@ -63,6 +64,7 @@ class Relay:
         self.fanout.metrics = self.ingest.metrics = self.reads.metrics = self.telemetry.metrics
         self.workspace_setting: str | None = None  # `buzz admin workspace`, as read at start
         self.metrics_url: str | None = None  # set by the server when /metrics listens
+        self._ban_watch: asyncio.Task[None] | None = None  # closes sessions of keys banned later
         # relay.md §12.4: with Redis, fan-out, access changes and presence reach every replica.
         self.bus: RedisBus | None = RedisBus.attach(self) if config.redis_url else None
         self._handlers_in_flight = 0
@@ -78,8 +80,13 @@ class Relay:
             await self.bus.start()
         # A crash between a channel change's commit and its follow-ups left state behind.
         await self.emitter.repair_all()
+        self._ban_watch = asyncio.get_running_loop().create_task(
+            banwatch.watch(self.connections, self.store.banned_among),  # type: ignore[attr-defined]
+            name="ban-watch",
+        )
 
     async def stop(self) -> None:
+        await banwatch.stop(self._ban_watch)
         if self.bus is not None:
             await self.bus.stop()
         await self.store.close()

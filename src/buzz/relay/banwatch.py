@@ -1,0 +1,64 @@
+"""Cut the open sessions of a key the operator bans while the relay runs (relay.md §7.3 item 2.3).
+
+`buzz admin ban` writes the ban list in the store from another process; the ban gate refuses
+the key's next AUTH, and this watcher closes the sessions it already holds: every `POLL_S`
+seconds it reads the ban list (one small query) and closes each authenticated WebSocket
+connection whose pubkey is on it, after a NOTICE with the ban text. The query answers the same
+on every replica, so each one closes its own connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+
+from buzz.core import messages
+
+log = logging.getLogger(__name__)
+
+POLL_S = 5.0
+BANNED = "blocked: you are banned from this community"
+
+
+def close_banned(connections: Iterable[object], banned: frozenset[str]) -> int:
+    """Close every connection whose authenticated `pubkey` is in `banned`; returns how many."""
+    closed = 0
+    for conn in list(connections):
+        pubkey = getattr(conn, "pubkey", None)
+        if pubkey is None or pubkey not in banned or not hasattr(conn, "close_soon"):
+            continue
+        conn.send(messages.notice(BANNED))  # type: ignore[attr-defined]
+        conn.close_soon(code=1008, message=b"blocked")  # type: ignore[attr-defined]
+        closed += 1
+    return closed
+
+
+async def watch(
+    connections: Iterable[object],
+    banned_among: Callable[[Iterable[str]], Awaitable[frozenset[str]]],
+    poll_s: float = POLL_S,
+) -> None:
+    """Run until cancelled. A failed lookup is logged at DEBUG and retried at the next poll (the
+    AUTH gate still holds)."""
+    while True:
+        await asyncio.sleep(poll_s)
+        online = {p for c in list(connections) if (p := getattr(c, "pubkey", None)) is not None}
+        if not online:
+            continue
+        try:
+            banned = await banned_among(online)
+        except Exception as exc:  # StoreError, a closed store at shutdown
+            log.debug("ban list lookup failed: %s", exc)
+            continue
+        if banned and (n := close_banned(connections, banned)):
+            log.info("closed %d connection(s) of banned key(s)", n)
+
+
+async def stop(task: asyncio.Task[None] | None) -> None:
+    """Cancel the watcher started with `asyncio.create_task(watch(…))`; None is a no-op."""
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
