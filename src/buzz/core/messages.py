@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import orjson
 
-from buzz.core.errors import BadFilter, Invalid, MalformedEvent
+from buzz.core.errors import BadFilter, Invalid, MalformedEvent, Refusal
 from buzz.core.event import Event, is_valid_unicode
 from buzz.core.filters import Filter
 from buzz.core.limits import MAX_FILTERS, MAX_SUBID_LENGTH
@@ -71,7 +71,7 @@ class AuthMessage:
 
 ClientMessage = EventMessage | BadEventMessage | ReqMessage | BadReqMessage | CloseMessage | AuthMessage
 
-SUBID_ERROR = Invalid("subscription id must be 1-64 characters")
+SUBID_ERROR = Refusal(Invalid, "subscription id must be 1-64 characters")
 
 
 def _check_sub_id(value: Any) -> str:
@@ -122,7 +122,7 @@ def parse_client_message(frame: str | bytes) -> ClientMessage:
             raise ProtocolViolation(f"{kind} needs a subscription id")
         sub_id = _check_sub_id(msg[1])
         if not sub_id_ok(sub_id):
-            return BadReqMessage(kind, sub_id, SUBID_ERROR)
+            return BadReqMessage(kind, sub_id, SUBID_ERROR())
         raw = msg[2:]
         if not raw:
             return BadReqMessage(kind, sub_id, Invalid("at least one filter is required"))

@@ -282,7 +282,7 @@ class Connection:
             try:
                 await self.relay.ingest.verify(event)
             except BuzzError:
-                raise nip42.VERIFICATION_FAILED from None  # a bad id or signature is a failed AUTH
+                raise nip42.VERIFICATION_FAILED() from None  # a bad id or signature is a failed AUTH
             pubkey = await self.relay.admit(event)  # Restricted / Blocked keep their own text
         except BuzzError as exc:
             self._auth_failed = True

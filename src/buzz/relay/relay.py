@@ -106,7 +106,7 @@ class Relay:
                 and await nip_aa_admits(auth_event, self.store, is_member, self.config.nip_aa_max_depth)
             )
             if not admitted:
-                raise NOT_A_RELAY_MEMBER
+                raise NOT_A_RELAY_MEMBER()
         await self._register_owner(auth_event)
         return pubkey
 
