@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -115,6 +116,7 @@ def frame(*parts: object) -> str:
 
 
 def event_frame(secret: str, content: str, kind: int = 1) -> tuple[str, str]:
-    """(event id, `["EVENT", …]` text) for a freshly signed event."""
-    event = Event.create(secret, kind, content)
+    """(event id, `["EVENT", …]` text) for a freshly signed event (a nonce tag keeps equal
+    contents from being duplicates)."""
+    event = Event.create(secret, kind, content, [["nonce", secrets.token_hex(8)]])
     return event.id, frame("EVENT", event.to_dict())

@@ -13,6 +13,7 @@ from aiohttp import web
 from buzz.relay import http_bridge, nip11
 from buzz.relay.connection import Connection
 from buzz.relay.relay import Relay
+from buzz.relay.websocket import RelayWebSocket
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +61,9 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     relay = request.app[RELAY_KEY]
     if len(relay.connections) >= relay.config.max_connections:
         return web.Response(status=503, text="too many connections")
-    ws = web.WebSocketResponse(max_msg_size=relay.config.max_frame_bytes, autoping=False, compress=False)
+    ws = RelayWebSocket(relay.config.max_frame_bytes, autoping=False, compress=False)
     await ws.prepare(request)
-    conn = Connection(relay, ws, request.host)
+    conn = Connection(relay, ws, request.host, request.transport)
     relay.connections.add(conn)
     try:
         await conn.run()

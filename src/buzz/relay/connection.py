@@ -1,5 +1,5 @@
-"""One WebSocket connection: NIP-42 state, subscriptions, a bounded send queue, and an
-ordered lane of client messages.
+"""One WebSocket connection: NIP-42 state, subscriptions, a send queue bounded in messages
+and bytes, and an ordered lane of client messages.
 
 Source rules: relay.md §7 (connection protocol), §7.9 (slow consumers), §7.1 items 4 and 6
 (ping/pong, handler saturation). EVENT verification starts as soon as a frame is parsed, so
@@ -32,6 +32,7 @@ from buzz.core.messages import (
     parse_client_message,
 )
 from buzz.core.stored import StoredEvent
+from buzz.relay.outbound import Outbound
 from buzz.relay.session import Session
 from buzz.relay.subscriptions import Subscription
 from buzz.store.base import StoreError
@@ -47,19 +48,27 @@ MAX_PIPELINED_EVENTS = 256  # per connection, awaiting their commit
 # consecutive ones from one connection may wait for their commits together.
 PIPELINABLE_KINDS = kinds.GLOBAL_ONLY_KINDS - {kinds.DELETION_KIND}
 SENT_IDS_GRACE_S = 5.0  # how long after EOSE a stored result still suppresses its live copy
+CLOSE_TIMEOUT_S = 2.0  # for the close frame to get out before the socket is dropped
 
 
 class Connection:
-    def __init__(self, relay: Relay, ws: web.WebSocketResponse, host: str | None) -> None:
+    def __init__(
+        self,
+        relay: Relay,
+        ws: web.WebSocketResponse,
+        host: str | None,
+        transport: asyncio.BaseTransport | None = None,
+    ) -> None:
         self.relay = relay
         self.ws = ws
         self.host = host
+        self._transport = transport  # aborted when a close cannot get through (`_close`)
         self.pubkey: str | None = None
         self.challenge = nip42.new_challenge()
         self._auth_failed = False
         self.subs: dict[str, Subscription] = {}
         self._sub_tasks: dict[str, asyncio.Task[None]] = {}
-        self._out: asyncio.Queue[str] = asyncio.Queue(maxsize=relay.config.send_buffer)
+        self._out = Outbound(relay.config.send_buffer, relay.config.send_buffer_bytes)
         self._drops = 0
         self._lane: asyncio.Queue[tuple[Any, Any]] = asyncio.Queue()
         self._inflight: set[asyncio.Task[None]] = set()
@@ -72,15 +81,14 @@ class Connection:
         """Enqueue without blocking; a full queue drops and counts (relay.md §7.9)."""
         if self._closing:
             return
-        try:
-            self._out.put_nowait(text)
+        if self._out.offer(text):
             self._drops = 0
-        except asyncio.QueueFull:
-            self._drops += 1
-            self.relay.stats["dropped_messages"] += 1
-            if self._drops >= self.relay.config.slow_client_grace:
-                log.info("closing slow consumer %s after %d drops", self.pubkey, self._drops)
-                self.close_soon()
+            return
+        self._drops += 1
+        self.relay.stats["dropped_messages"] += 1
+        if self._drops >= self.relay.config.slow_client_grace:
+            log.info("closing slow consumer %s after %d drops", self.pubkey, self._drops)
+            self.close_soon()
 
     async def send_wait(self, text: str) -> None:
         """Enqueue, waiting for room: for this connection's own stored results, which may be
@@ -89,10 +97,28 @@ class Connection:
         if not self._closing:
             await self._out.put(text)
 
+    def overflow(self) -> None:
+        """A subscription's hold buffer is full (issue 9 item 2): the slow-consumer close."""
+        self.relay.stats["dropped_messages"] += 1
+        log.info("closing slow consumer %s: held matches over %d bytes", self.pubkey, self._out.max_bytes)
+        self.close_soon()
+
     def close_soon(self, code: int = 1008, message: bytes = b"slow consumer") -> None:
         if not self._closing:
             self._closing = True
-            asyncio.get_running_loop().create_task(self.ws.close(code=code, message=message))
+            self._out.clear()  # nothing more will be sent: give the memory back now
+            asyncio.get_running_loop().create_task(self._close(code, message))
+
+    async def _close(self, code: int, message: bytes) -> None:
+        """Close with `code`; a peer that does not read cannot take the close frame either, so
+        after CLOSE_TIMEOUT_S the socket is dropped."""
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                await self.ws.close(code=code, message=message)
+        except TimeoutError:
+            log.info("peer did not take the close frame in %.0f s: dropping the socket", CLOSE_TIMEOUT_S)
+            if self._transport is not None:
+                self._transport.abort()
 
     async def _writer(self) -> None:
         while True:
@@ -143,7 +169,7 @@ class Connection:
         while True:
             await asyncio.sleep(PING_INTERVAL_S)
             if self._missed_pongs >= MAX_MISSED_PONGS:
-                await self.ws.close(code=1001, message=b"ping timeout")
+                await self._close(1001, b"ping timeout")
                 return
             self._missed_pongs += 1
             await self.ws.ping()
@@ -151,7 +177,7 @@ class Connection:
     async def _auth_deadline(self) -> None:
         await asyncio.sleep(self.relay.config.auth_timeout_s)
         if self.pubkey is None:
-            await self.ws.close(code=1008, message=b"auth-required: authentication timeout")
+            await self._close(1008, b"auth-required: authentication timeout")
 
     # -- inbound -------------------------------------------------------------------------------
     def _on_frame(self, frame: str) -> None:
@@ -325,7 +351,7 @@ class Connection:
         if searching:
             self._sub_tasks[sub_id] = asyncio.create_task(self._stored_phase(sub_id, msg, None))
             return
-        sub = Subscription(self, sub_id, msg.filters)
+        sub = Subscription(self, sub_id, msg.filters, self.relay.config.send_buffer_bytes)
         self.subs[sub_id] = sub
         self.relay.index.add(sub)  # before the stored query: nothing committed meanwhile is missed
         self._sub_tasks[sub_id] = asyncio.create_task(self._stored_phase(sub_id, msg, sub))
@@ -352,8 +378,7 @@ class Connection:
             await self.send_wait(messages.event(sub_id, stored.event.to_json()))
         if sub is not None:
             while sub.held:  # more may be held while we wait for queue room
-                held, sub.held = sub.held, []
-                for event_id, event_json in held:
+                for event_id, event_json in sub.take_held():
                     if event_id not in sent:
                         sent.add(event_id)
                         await self.send_wait(messages.event(sub_id, event_json))
