@@ -70,6 +70,8 @@ class Soak:
         self.event_ok_ms: list[float] = []
         self.req_eose_ms: list[float] = []
         self.peak = relay.rss_bytes()
+        self.timeline: list[tuple[float, int]] = []  # (seconds since start, RSS) every 30 s
+        self.t0 = time.monotonic()
 
     def running(self) -> bool:
         return time.monotonic() < self.deadline
@@ -227,8 +229,13 @@ class Soak:
                 await ws.close()
 
     async def sample_rss(self) -> None:
+        next_mark = 0.0
         while self.running():
-            self.peak = max(self.peak, self.relay.rss_bytes())
+            rss = self.relay.rss_bytes()
+            self.peak = max(self.peak, rss)
+            if (t := time.monotonic() - self.t0) >= next_mark:
+                self.timeline.append((t, rss))
+                next_mark += 30.0
             await asyncio.sleep(0.5)
 
 

@@ -121,3 +121,21 @@ async def test_an_oversized_frame_gets_a_notice_then_the_1009_close(tmp_path) ->
             msg = await ws.receive(5)
             assert msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
             assert ws.close_code == 1009
+
+
+async def test_the_send_queue_is_bounded_in_bytes_and_in_messages() -> None:
+    from buzz.relay.outbound import Outbound
+
+    big = "b" * 4000
+    q = Outbound(max_messages=100, max_bytes=10_000)
+    assert q.offer(big) and q.offer(big) and not q.offer(big)  # the third would pass 10,000 bytes
+    assert len(q) == 2 and q.bytes <= 10_000
+    waiting = asyncio.create_task(q.put(big))  # stored results wait for room instead
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    assert await q.get() == big
+    await asyncio.wait_for(waiting, 1)
+    q.clear()
+    assert q.offer("h" * 50_000)  # larger than the bound, but alone: it still goes out
+    few = Outbound(max_messages=2, max_bytes=1 << 20)
+    assert few.offer("a") and few.offer("b") and not few.offer("c")

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from buzz.core.event import Event
 from buzz.core.filters import Filter, tag_index
+from buzz.core.limits import SEND_BUFFER_BYTES
 from buzz.relay.bus_topics import named_channels
 
 BucketKey = tuple[str, str] | tuple[str, int] | tuple[str]
@@ -52,7 +53,7 @@ class Subscription:
     conn: Subscriber
     sub_id: str
     filters: tuple[Filter, ...]
-    max_held_bytes: int
+    max_held_bytes: int = SEND_BUFFER_BYTES
     live: bool = False  # False while the stored query runs: matches are held, not sent
     held: list[tuple[str, str]] = field(default_factory=list)  # (event id, event JSON)
     held_bytes: int = 0
