@@ -139,3 +139,32 @@ async def test_the_send_queue_is_bounded_in_bytes_and_in_messages() -> None:
     assert q.offer("h" * 50_000)  # larger than the bound, but alone: it still goes out
     few = Outbound(max_messages=2, max_bytes=1 << 20)
     assert few.offer("a") and few.offer("b") and not few.offer("c")
+
+
+async def test_frames_read_ahead_of_their_handling_are_bounded_in_bytes(
+    tmp_path, alice: Identity, traced: None
+) -> None:
+    """A client pipelining big EVENTs faster than they commit is paused (TCP backpressure)
+    instead of having all its frames held: every event still gets its OK."""
+    async with relay_on(tmp_path) as running, aiohttp.ClientSession() as s:
+        ws = await _non_reader(s, running, alice, ["CLOSE", "none"])
+        assert orjson.loads((await ws.receive(5)).data) == ["CLOSED", "none", ""]
+        events = [Event.create(alice.secret, 1, "e" * 250_000, [["n", str(i)]]) for i in range(300)]
+        frames = [orjson.dumps(["EVENT", e.to_dict()]).decode() for e in events]  # 75 MB in all
+        before = _traced_now()
+        tracemalloc.reset_peak()
+        sender = asyncio.create_task(_send_all(ws, frames))
+        oks = []
+        while len(oks) < len(frames):
+            answer = orjson.loads((await ws.receive(60)).data)
+            oks.append(answer[2] is True and answer[0] == "OK")
+        await sender
+        peak = tracemalloc.get_traced_memory()[1] - before
+        assert all(oks)
+        assert peak < 30 << 20, peak
+        await ws.close()
+
+
+async def _send_all(ws: aiohttp.ClientWebSocketResponse, frames: list[str]) -> None:
+    for text in frames:
+        await ws.send_str(text)

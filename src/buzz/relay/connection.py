@@ -1,5 +1,5 @@
 """One WebSocket connection: NIP-42 state, subscriptions, a send queue bounded in messages
-and bytes, and an ordered lane of client messages.
+and bytes, and an ordered lane of client messages whose unhandled frames are bounded in bytes.
 
 Source rules: relay.md §7 (connection protocol), §7.9 (slow consumers), §7.1 items 4 and 6
 (ping/pong, handler saturation). EVENT verification starts as soon as a frame is parsed, so
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,7 @@ MAX_PIPELINED_EVENTS = 256  # per connection, awaiting their commit
 # consecutive ones from one connection may wait for their commits together.
 PIPELINABLE_KINDS = kinds.GLOBAL_ONLY_KINDS - {kinds.DELETION_KIND}
 SENT_IDS_GRACE_S = 5.0  # how long after EOSE a stored result still suppresses its live copy
+INBOUND_BUFFER_BYTES = 8 << 20  # frames read ahead of their handling, per connection
 CLOSE_TIMEOUT_S = 2.0  # for the close frame to get out before the socket is dropped
 
 
@@ -70,7 +72,9 @@ class Connection:
         self._sub_tasks: dict[str, asyncio.Task[None]] = {}
         self._out = Outbound(relay.config.send_buffer, relay.config.send_buffer_bytes)
         self._drops = 0
-        self._lane: asyncio.Queue[tuple[Any, Any]] = asyncio.Queue()
+        self._lane: asyncio.Queue[tuple[Any, Any, int]] = asyncio.Queue()  # (msg, early, bytes)
+        self._inbound_bytes = 0  # frames read but not yet handled
+        self._inbound_room = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
         self._slots = 0  # handler slots this connection holds
         self._missed_pongs = 0
@@ -150,6 +154,7 @@ class Connection:
 
     async def _read_loop(self) -> None:
         async for msg in self.ws:
+            await self._inbound_budget()
             if msg.type == WSMsgType.TEXT:
                 self._on_frame(msg.data)
             elif msg.type == WSMsgType.BINARY:
@@ -164,6 +169,13 @@ class Connection:
             elif msg.type == WSMsgType.ERROR:
                 log.info("websocket error: %s", self.ws.exception())
                 break
+
+    async def _inbound_budget(self) -> None:
+        """Stop reading while the frames read but not handled hold INBOUND_BUFFER_BYTES: the
+        client's own TCP window then holds the rest (backpressure, nothing dropped)."""
+        while self._inbound_bytes > INBOUND_BUFFER_BYTES:
+            self._inbound_room.clear()
+            await self._inbound_room.wait()
 
     async def _pinger(self) -> None:
         while True:
@@ -198,7 +210,9 @@ class Connection:
         early: Any = None
         if isinstance(msg, EventMessage):
             early = self._start_verify(msg)
-        self._lane.put_nowait((msg, early))
+        size = sys.getsizeof(frame)
+        self._inbound_bytes += size
+        self._lane.put_nowait((msg, early, size))
 
     # Handler slots (relay.md §7.1 item 6) are counted per connection as well, so whatever a
     # connection still holds when it closes (queued or in-flight messages) goes back at once.
@@ -231,11 +245,11 @@ class Connection:
 
     async def _lane_worker(self) -> None:
         while True:
-            msg, early = await self._lane.get()
+            msg, early, size = await self._lane.get()
             if isinstance(msg, EventMessage) and self._pipelinable(msg, early):
                 # Its write is queued behind this connection's earlier writes (the store keeps
                 # FIFO order), so the lane moves on without waiting for the commit.
-                task = asyncio.create_task(self._handle(msg, early))
+                task = asyncio.create_task(self._handle(msg, early, size))
                 self._inflight.add(task)
                 task.add_done_callback(self._inflight.discard)
                 if len(self._inflight) >= MAX_PIPELINED_EVENTS:
@@ -244,13 +258,13 @@ class Connection:
             if self._inflight:
                 # Anything else may read what those events write: let them commit first.
                 await asyncio.wait(self._inflight)
-            await self._handle(msg, early)
+            await self._handle(msg, early, size)
 
     def _pipelinable(self, msg: EventMessage, early: Any) -> bool:
         """Global-only kinds are validated without reading other events (docs/decisions.md 2a)."""
         return not isinstance(early, BuzzError) and msg.event.kind in PIPELINABLE_KINDS
 
-    async def _handle(self, msg: Any, early: Any) -> None:
+    async def _handle(self, msg: Any, early: Any, size: int) -> None:
         try:
             await self._dispatch(msg, early)
         except Exception:
@@ -259,6 +273,8 @@ class Connection:
                 self.send(messages.ok(msg.event.id, False, "error: internal server error"))
         finally:
             self._release_slot()
+            self._inbound_bytes -= size
+            self._inbound_room.set()
 
     async def _dispatch(self, msg: Any, early: Any) -> None:
         match msg:
