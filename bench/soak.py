@@ -90,12 +90,14 @@ class Soak:
             )
         self.closed[f"{actor}: {reason}"] += 1
 
-    async def drain(self, ws: aiohttp.ClientWebSocketResponse, timeout: float = 10.0) -> None:
-        """Read until the relay closes (or `timeout`), so its close code is known."""
+    async def drain(self, ws: aiohttp.ClientWebSocketResponse, timeout: float = 10.0) -> list[str]:
+        """Read until the relay closes (or `timeout`), so its close code is known; the texts read."""
+        texts: list[str] = []
         with contextlib.suppress(TimeoutError, aiohttp.ClientError):
             async with asyncio.timeout(timeout):
-                while (await ws.receive()).type in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
-                    pass
+                while (msg := await ws.receive()).type == aiohttp.WSMsgType.TEXT:
+                    texts.append(msg.data)
+        return texts
 
     # -- actors ---------------------------------------------------------------------------------
     async def well_behaved(self, s: aiohttp.ClientSession) -> None:
@@ -170,8 +172,9 @@ class Soak:
                 await receive_json(ws)
                 await ws.send_str("[" + " " * (MAX_FRAME_BYTES + random.randint(1, 100_000)) + "]")
                 self.sent["oversized frame"] += 1
-                await self.drain(ws)
-                self.ended(ws, "oversized")
+                texts = await self.drain(ws)
+                said = any('"error: frame too large' in t for t in texts)
+                self.ended(ws, "oversized, after its NOTICE" if said else "oversized, no NOTICE")
             await asyncio.sleep(0.1)
 
     async def malformed(self, s: aiohttp.ClientSession) -> None:
