@@ -294,6 +294,7 @@ async def main() -> int:
     trips = soak.event_ok_ms + soak.req_eose_ms
     p99 = _pct(trips, 0.99)
     print(f"RSS: start {start / MIB:.1f} MB, peak {soak.peak / MIB:.1f} MB, end {end / MIB:.1f} MB")
+    print("RSS every 30 s (MB): " + " ".join(f"{rss / MIB:.0f}" for _, rss in soak.timeline))
     print(
         f"RSS growth: {growth:+.1f} MB  target < {TARGET_GROWTH_MB:g} MB  {'MET' if growth < TARGET_GROWTH_MB else 'NOT MET'}"
     )
