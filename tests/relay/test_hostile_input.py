@@ -98,3 +98,28 @@ async def test_a_malformed_auth_uses_up_the_attempt(sqlite_relay: RunningRelay, 
 async def test_nan_is_not_json(sqlite_relay: RunningRelay) -> None:
     answer = await _raw_notice(sqlite_relay.url, '["REQ","s",{"limit":NaN}]')
     assert answer[0] == "NOTICE" and answer[1].startswith("invalid message:")
+
+
+async def test_an_event_id_that_cannot_be_echoed_gets_one_answer_that_does_not_echo_it(
+    sqlite_relay: RunningRelay, alice: Identity
+) -> None:
+    """Issue 9 item 10: exactly one answer for every EVENT, and every answer is encodable."""
+    expected = ["NOTICE", "invalid: malformed event: id is not valid Unicode (unpaired surrogate)"]
+    async with aiohttp.ClientSession() as s, s.ws_connect(sqlite_relay.url) as ws:
+        await ws.receive(5)  # challenge
+        for frame in ('["EVENT",{"id":"\\ud800","kind":1}]', '["AUTH",{"id":"ab\\udfff"}]'):
+            await ws.send_str(frame)
+            assert orjson.loads((await ws.receive(5)).data) == expected
+        await ws.send_str('["CLOSE","next"]')  # nothing else was queued, and the connection serves on
+        assert orjson.loads((await ws.receive(5)).data) == ["CLOSED", "next", ""]
+
+
+def test_relay_answers_are_always_encodable() -> None:
+    """A reason quoting a lone surrogate goes out with U+FFFD instead of failing to encode."""
+    from buzz.core import messages
+
+    assert orjson.loads(messages.ok("ab", False, "invalid: bad \ud800 value")) == [
+        "OK", "ab", False, "invalid: bad \ufffd value",
+    ]  # fmt: skip
+    assert orjson.loads(messages.notice("error: \udfff")) == ["NOTICE", "error: \ufffd"]
+    assert orjson.loads(messages.closed("s", "restricted: \ud83d")) == ["CLOSED", "s", "restricted: \ufffd"]

@@ -15,9 +15,17 @@
 
 Raised by `buzz.core` (pure) and by the relay's gates; the relay turns them into `OK`/`CLOSED`
 messages with `str(exc)` as the wire text (relay.md §7.8).
+
+Fixed refusals are `Refusal` values, never module-level exception instances: raising one
+instance again and again grows its `__traceback__` by every raise, and those frames keep
+their locals (events, filters, the connection) alive for the life of the process. A refusal
+is raised as `raise NOT_A_MEMBER()`, which builds a fresh exception each time.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 
 class BuzzError(Exception):
@@ -91,3 +99,23 @@ class ServerError(BuzzError):
 
 class Duplicate(BuzzError):
     prefix = "duplicate"
+
+
+E = TypeVar("E", bound=BuzzError)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal(Generic[E]):
+    """A fixed refusal message as data: `kind` is the BuzzError class, `reason` its text.
+
+    Calling it builds a fresh exception (`raise NOT_A_MEMBER()`); `str()` is the wire text.
+    """
+
+    kind: type[E]
+    reason: str
+
+    def __call__(self) -> E:
+        return self.kind(self.reason)
+
+    def __str__(self) -> str:
+        return f"{self.kind.prefix}: {self.reason}"

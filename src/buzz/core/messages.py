@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import orjson
 
-from buzz.core.errors import BadFilter, Invalid, MalformedEvent
+from buzz.core.errors import BadFilter, Invalid, MalformedEvent, Refusal
 from buzz.core.event import Event, is_valid_unicode
 from buzz.core.filters import Filter
 from buzz.core.limits import MAX_FILTERS, MAX_SUBID_LENGTH
@@ -24,6 +24,14 @@ class ProtocolViolation(Exception):
 
     def __str__(self) -> str:
         return f"invalid message: {self.args[0]}"
+
+
+class UnanswerableEvent(ProtocolViolation):
+    """An EVENT/AUTH whose id cannot be written back (a lone surrogate): its one answer is a
+    NOTICE `invalid: malformed event: …` that does not echo the id (issue 9 item 10)."""
+
+    def __str__(self) -> str:
+        return f"invalid: malformed event: {self.args[0]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +79,7 @@ class AuthMessage:
 
 ClientMessage = EventMessage | BadEventMessage | ReqMessage | BadReqMessage | CloseMessage | AuthMessage
 
-SUBID_ERROR = Invalid("subscription id must be 1-64 characters")
+SUBID_ERROR = Refusal(Invalid, "subscription id must be 1-64 characters")
 
 
 def _check_sub_id(value: Any) -> str:
@@ -113,8 +121,10 @@ def parse_client_message(frame: str | bytes) -> ClientMessage:
             event = Event.from_json(msg[1])
         except MalformedEvent as exc:
             eid = msg[1].get("id") if isinstance(msg[1], dict) else None
-            if isinstance(eid, str):
+            if isinstance(eid, str) and is_valid_unicode(eid):
                 return BadEventMessage(kind, eid, exc)  # type: ignore[arg-type]
+            if isinstance(eid, str):
+                raise UnanswerableEvent("id is not valid Unicode (unpaired surrogate)") from None
             raise ProtocolViolation(exc.detail) from None
         return EventMessage("EVENT", event) if kind == "EVENT" else AuthMessage("AUTH", event)
     if kind == "REQ" or kind == "COUNT":
@@ -122,7 +132,7 @@ def parse_client_message(frame: str | bytes) -> ClientMessage:
             raise ProtocolViolation(f"{kind} needs a subscription id")
         sub_id = _check_sub_id(msg[1])
         if not sub_id_ok(sub_id):
-            return BadReqMessage(kind, sub_id, SUBID_ERROR)
+            return BadReqMessage(kind, sub_id, SUBID_ERROR())
         raw = msg[2:]
         if not raw:
             return BadReqMessage(kind, sub_id, Invalid("at least one filter is required"))
@@ -142,8 +152,24 @@ def parse_client_message(frame: str | bytes) -> ClientMessage:
 
 
 # -- relay → client ---------------------------------------------------------------------------
+def _scrub(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    return value
+
+
 def _dump(obj: Any) -> str:
-    return orjson.dumps(obj).decode()
+    """Every answer can be written: ids and sub ids are checked at parse time, and a reason
+    that quotes a lone surrogate goes out with U+FFFD in its place (issue 9 item 10)."""
+    try:
+        return orjson.dumps(obj).decode()
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_scrub(obj)).decode()
 
 
 def ok(event_id: str, accepted: bool, message: str = "") -> str:

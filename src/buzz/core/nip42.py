@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from urllib.parse import urlsplit
 
-from buzz.core.errors import AuthRequired
+from buzz.core.errors import AuthRequired, Refusal
 from buzz.core.event import Event
 from buzz.core.kinds import AUTH_KIND
 from buzz.core.limits import AUTH_WINDOW_S, CHALLENGE_BYTES
@@ -17,7 +17,7 @@ from buzz.core.limits import AUTH_WINDOW_S, CHALLENGE_BYTES
 _LOOPBACK = {"localhost": "127.0.0.1", "::1": "127.0.0.1", "[::1]": "127.0.0.1"}
 _DEFAULT_PORTS = {"ws": 80, "wss": 443, "http": 80, "https": 443}
 
-VERIFICATION_FAILED = AuthRequired("verification failed")
+VERIFICATION_FAILED = Refusal(AuthRequired, "verification failed")
 
 
 def new_challenge() -> str:
@@ -59,15 +59,15 @@ def check_auth_event(event: Event, challenge: str, relay_urls: frozenset[str], n
     `relay_urls` holds the normalized URLs this relay answers to.
     """
     if event.kind != AUTH_KIND:
-        raise VERIFICATION_FAILED
+        raise VERIFICATION_FAILED()
     challenges = event.tag_values("challenge")
     relays = event.tag_values("relay")
     if len(challenges) != 1 or challenges[0] != challenge:
-        raise VERIFICATION_FAILED
+        raise VERIFICATION_FAILED()
     if len(relays) != 1 or _normalized_or_none(relays[0]) not in relay_urls:
-        raise VERIFICATION_FAILED
+        raise VERIFICATION_FAILED()
     if abs(now - event.created_at) > AUTH_WINDOW_S:
-        raise VERIFICATION_FAILED
+        raise VERIFICATION_FAILED()
 
 
 def build_auth_event(secret_key: str, challenge: str, relay_url: str, created_at: int | None = None) -> Event:

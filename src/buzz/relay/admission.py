@@ -13,12 +13,12 @@ import time
 from collections.abc import Awaitable, Callable
 
 from buzz.core import nip_oa
-from buzz.core.errors import Restricted
+from buzz.core.errors import Refusal, Restricted
 from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.store.base import SYSTEM, EventStore
 
-NOT_A_RELAY_MEMBER = Restricted("not a relay member")
+NOT_A_RELAY_MEMBER = Refusal(Restricted, "not a relay member")
 NIP_AA_WINDOW_S = 120  # relay.md §17
 
 IsMember = Callable[[str], Awaitable[bool]]

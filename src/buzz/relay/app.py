@@ -16,6 +16,7 @@ from buzz.relay.connection import Connection
 from buzz.relay.metrics_prom import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from buzz.relay.relay import Relay
 from buzz.relay.telemetry import forwarded_for
+from buzz.relay.websocket import RelayWebSocket
 
 log = logging.getLogger(__name__)
 
@@ -69,19 +70,7 @@ CLIENT_CLOSE_REASONS = {
 }
 
 
-class _ObservedSocket(web.WebSocketResponse):
-    """Remembers the first close the relay itself starts (slow consumer, ping or auth timeout,
-    ban, shutdown): aiohttp keeps only the close code, and the peer's echo overwrites it."""
-
-    relay_close: tuple[int, str] | None = None
-
-    async def close(self, *, code: int = 1000, message: bytes = b"", drain: bool = True) -> bool:
-        if self.relay_close is None and self.close_code is None and not self.closed:
-            self.relay_close = (code, message.decode("utf-8", "replace"))
-        return await super().close(code=code, message=message, drain=drain)
-
-
-def close_reason(ws: _ObservedSocket) -> str:
+def close_reason(ws: RelayWebSocket) -> str:
     """Why the connection ended, in the words of the operator log."""
     if ws.relay_close is not None:
         code, text = ws.relay_close
@@ -94,14 +83,14 @@ async def websocket(request: web.Request) -> web.StreamResponse:
     relay = request.app[RELAY_KEY]
     if len(relay.connections) >= relay.config.max_connections:
         return web.Response(status=503, text="too many connections")
-    ws = _ObservedSocket(max_msg_size=relay.config.max_frame_bytes, autoping=False, compress=False)
+    ws = RelayWebSocket(relay.config.max_frame_bytes, autoping=False, compress=False)
     await ws.prepare(request)
     telemetry = relay.telemetry
     label = telemetry.connection_label()
     token = oplog.CONNECTION.set(label)  # tasks started from here on name the connection in logs
     telemetry.connection_opened(label, request.remote, forwarded_for(request.headers.get("X-Forwarded-For")))
     started = time.monotonic()
-    conn = Connection(relay, ws, request.host)
+    conn = Connection(relay, ws, request.host, request.transport)
     relay.connections.add(conn)
     try:
         await conn.run()

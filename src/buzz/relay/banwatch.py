@@ -30,7 +30,7 @@ def close_banned(connections: Iterable[object], banned: frozenset[str]) -> int:
         if pubkey is None or pubkey not in banned or not hasattr(conn, "close_soon"):
             continue
         conn.send(messages.notice(BANNED))  # type: ignore[attr-defined]
-        conn.close_soon(code=1008, message=b"blocked")  # type: ignore[attr-defined]
+        conn.close_soon(code=1008, message=b"blocked", last_words=True)  # type: ignore[attr-defined]
         closed += 1
     return closed
 

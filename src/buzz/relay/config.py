@@ -70,6 +70,7 @@ class RelayConfig:
     max_connections: int = limits.MAX_CONNECTIONS
     max_concurrent_handlers: int = limits.MAX_CONCURRENT_HANDLERS
     send_buffer: int = limits.SEND_BUFFER
+    send_buffer_bytes: int = limits.SEND_BUFFER_BYTES
     slow_client_grace: int = limits.SLOW_CLIENT_GRACE
     verify_workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     http_bridge: bool = True
@@ -125,6 +126,7 @@ class RelayConfig:
             ("BUZZ_MAX_CONNECTIONS", "max_connections", False),
             ("BUZZ_MAX_CONCURRENT_HANDLERS", "max_concurrent_handlers", False),
             ("BUZZ_SEND_BUFFER", "send_buffer", False),
+            ("BUZZ_SEND_BUFFER_BYTES", "send_buffer_bytes", False),
             ("BUZZ_SLOW_CLIENT_GRACE_LIMIT", "slow_client_grace", False),
             ("BUZZ_VERIFY_WORKERS", "verify_workers", False),
             ("BUZZ_REDIS_TIMEOUT_MS", "redis_timeout_ms", False),

@@ -1,5 +1,5 @@
-"""One WebSocket connection: NIP-42 state, subscriptions, a bounded send queue, and an
-ordered lane of client messages.
+"""One WebSocket connection: NIP-42 state, subscriptions, a send queue bounded in messages
+and bytes, and an ordered lane of client messages whose unhandled frames are bounded in bytes.
 
 Source rules: relay.md §7 (connection protocol), §7.9 (slow consumers), §7.1 items 4 and 6
 (ping/pong, handler saturation). EVENT verification starts as soon as a frame is parsed, so
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from buzz.core.messages import (
     parse_client_message,
 )
 from buzz.core.stored import StoredEvent
+from buzz.relay.outbound import Outbound
 from buzz.relay.session import Session
 from buzz.relay.subscriptions import Subscription
 from buzz.store.base import StoreError
@@ -48,21 +50,32 @@ MAX_PIPELINED_EVENTS = 256  # per connection, awaiting their commit
 # consecutive ones from one connection may wait for their commits together.
 PIPELINABLE_KINDS = kinds.GLOBAL_ONLY_KINDS - {kinds.DELETION_KIND}
 SENT_IDS_GRACE_S = 5.0  # how long after EOSE a stored result still suppresses its live copy
+INBOUND_BUFFER_BYTES = 8 << 20  # frames read ahead of their handling, per connection
+CLOSE_TIMEOUT_S = 2.0  # for the close frame to get out before the socket is dropped
 
 
 class Connection:
-    def __init__(self, relay: Relay, ws: web.WebSocketResponse, host: str | None) -> None:
+    def __init__(
+        self,
+        relay: Relay,
+        ws: web.WebSocketResponse,
+        host: str | None,
+        transport: asyncio.BaseTransport | None = None,
+    ) -> None:
         self.relay = relay
         self.ws = ws
         self.host = host
+        self._transport = transport  # aborted when a close cannot get through (`_close`)
         self.pubkey: str | None = None
         self.challenge = nip42.new_challenge()
         self._auth_failed = False
         self.subs: dict[str, Subscription] = {}
         self._sub_tasks: dict[str, asyncio.Task[None]] = {}
-        self._out: asyncio.Queue[str] = asyncio.Queue(maxsize=relay.config.send_buffer)
+        self._out = Outbound(relay.config.send_buffer, relay.config.send_buffer_bytes)
         self._drops = 0
-        self._lane: asyncio.Queue[tuple[Any, Any]] = asyncio.Queue()
+        self._lane: asyncio.Queue[tuple[Any, Any, int]] = asyncio.Queue()  # (msg, early, bytes)
+        self._inbound_bytes = 0  # frames read but not yet handled
+        self._inbound_room = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
         self._slots = 0  # handler slots this connection holds
         self._missed_pongs = 0
@@ -73,16 +86,15 @@ class Connection:
         """Enqueue without blocking; a full queue drops and counts (relay.md §7.9)."""
         if self._closing:
             return
-        try:
-            self._out.put_nowait(text)
+        if self._out.offer(text):
             self._drops = 0
-        except asyncio.QueueFull:
-            self._drops += 1
-            self.relay.stats["dropped_messages"] += 1
-            self.relay.telemetry.dropped_message(self.pubkey)
-            if self._drops >= self.relay.config.slow_client_grace:
-                log.warning("closing slow consumer %s after %d drops", self.pubkey, self._drops)
-                self.close_soon()
+            return
+        self._drops += 1
+        self.relay.stats["dropped_messages"] += 1
+        self.relay.telemetry.dropped_message(self.pubkey)
+        if self._drops >= self.relay.config.slow_client_grace:
+            log.warning("closing slow consumer %s after %d drops", self.pubkey, self._drops)
+            self.close_soon()
 
     async def send_wait(self, text: str) -> None:
         """Enqueue, waiting for room: for this connection's own stored results, which may be
@@ -91,10 +103,35 @@ class Connection:
         if not self._closing:
             await self._out.put(text)
 
-    def close_soon(self, code: int = 1008, message: bytes = b"slow consumer") -> None:
+    def overflow(self) -> None:
+        """A subscription's hold buffer is full (issue 9 item 2): the slow-consumer close."""
+        self.relay.stats["dropped_messages"] += 1
+        self.relay.telemetry.dropped_message(self.pubkey)
+        log.warning("closing slow consumer %s: held matches over %d bytes", self.pubkey, self._out.max_bytes)
+        self.close_soon()
+
+    def close_soon(self, code: int = 1008, message: bytes = b"slow consumer", *, last_words: bool = False) -> None:
+        """Close the connection from any task. A slow consumer's queue is thrown away (nothing
+        more will be sent: give the memory back now); with `last_words` what is queued — the
+        answer that explains the close, e.g. `blocked:` — is sent first."""
         if not self._closing:
             self._closing = True
-            asyncio.get_running_loop().create_task(self.ws.close(code=code, message=message))
+            if not last_words:
+                self._out.clear()
+            asyncio.get_running_loop().create_task(self._close(code, message))
+
+    async def _close(self, code: int, message: bytes) -> None:
+        """Close with `code`; a peer that does not read cannot take the close frame either, so
+        after CLOSE_TIMEOUT_S the socket is dropped."""
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                while len(self._out):  # last words still queued: the writer drains them
+                    await asyncio.sleep(0.005)
+                await self.ws.close(code=code, message=message)
+        except TimeoutError:
+            log.info("peer did not take the close frame in %.0f s: dropping the socket", CLOSE_TIMEOUT_S)
+            if self._transport is not None:
+                self._transport.abort()
 
     async def _writer(self) -> None:
         while True:
@@ -126,6 +163,7 @@ class Connection:
 
     async def _read_loop(self) -> None:
         async for msg in self.ws:
+            await self._inbound_budget()
             if msg.type == WSMsgType.TEXT:
                 self._on_frame(msg.data)
             elif msg.type == WSMsgType.BINARY:
@@ -141,11 +179,18 @@ class Connection:
                 log.info("websocket error: %s", self.ws.exception())
                 break
 
+    async def _inbound_budget(self) -> None:
+        """Stop reading while the frames read but not handled hold INBOUND_BUFFER_BYTES: the
+        client's own TCP window then holds the rest (backpressure, nothing dropped)."""
+        while self._inbound_bytes > INBOUND_BUFFER_BYTES:
+            self._inbound_room.clear()
+            await self._inbound_room.wait()
+
     async def _pinger(self) -> None:
         while True:
             await asyncio.sleep(PING_INTERVAL_S)
             if self._missed_pongs >= MAX_MISSED_PONGS:
-                await self.ws.close(code=1001, message=b"ping timeout")
+                await self._close(1001, b"ping timeout")
                 return
             self._missed_pongs += 1
             await self.ws.ping()
@@ -153,7 +198,7 @@ class Connection:
     async def _auth_deadline(self) -> None:
         await asyncio.sleep(self.relay.config.auth_timeout_s)
         if self.pubkey is None:
-            await self.ws.close(code=1008, message=b"auth-required: authentication timeout")
+            await self._close(1008, b"auth-required: authentication timeout")
 
     # -- inbound -------------------------------------------------------------------------------
     def _on_frame(self, frame: str) -> None:
@@ -174,7 +219,9 @@ class Connection:
         early: Any = None
         if isinstance(msg, EventMessage):
             early = self._start_verify(msg)
-        self._lane.put_nowait((msg, early))
+        size = sys.getsizeof(frame)
+        self._inbound_bytes += size
+        self._lane.put_nowait((msg, early, size))
 
     # Handler slots (relay.md §7.1 item 6) are counted per connection as well, so whatever a
     # connection still holds when it closes (queued or in-flight messages) goes back at once.
@@ -207,11 +254,11 @@ class Connection:
 
     async def _lane_worker(self) -> None:
         while True:
-            msg, early = await self._lane.get()
+            msg, early, size = await self._lane.get()
             if isinstance(msg, EventMessage) and self._pipelinable(msg, early):
                 # Its write is queued behind this connection's earlier writes (the store keeps
                 # FIFO order), so the lane moves on without waiting for the commit.
-                task = asyncio.create_task(self._handle(msg, early))
+                task = asyncio.create_task(self._handle(msg, early, size))
                 self._inflight.add(task)
                 task.add_done_callback(self._inflight.discard)
                 if len(self._inflight) >= MAX_PIPELINED_EVENTS:
@@ -220,13 +267,13 @@ class Connection:
             if self._inflight:
                 # Anything else may read what those events write: let them commit first.
                 await asyncio.wait(self._inflight)
-            await self._handle(msg, early)
+            await self._handle(msg, early, size)
 
     def _pipelinable(self, msg: EventMessage, early: Any) -> bool:
         """Global-only kinds are validated without reading other events (docs/decisions.md 2a)."""
         return not isinstance(early, BuzzError) and msg.event.kind in PIPELINABLE_KINDS
 
-    async def _handle(self, msg: Any, early: Any) -> None:
+    async def _handle(self, msg: Any, early: Any, size: int) -> None:
         try:
             await self._dispatch(msg, early)
         except Exception:
@@ -235,6 +282,8 @@ class Connection:
                 self.send(messages.ok(msg.event.id, False, "error: internal server error"))
         finally:
             self._release_slot()
+            self._inbound_bytes -= size
+            self._inbound_room.set()
 
     async def _dispatch(self, msg: Any, early: Any) -> None:
         match msg:
@@ -289,7 +338,7 @@ class Connection:
             try:
                 await self.relay.ingest.verify(event)
             except BuzzError:
-                raise nip42.VERIFICATION_FAILED from None  # a bad id or signature is a failed AUTH
+                raise nip42.VERIFICATION_FAILED() from None  # a bad id or signature is a failed AUTH
             pubkey = await self.relay.admit(event)  # Restricted / Blocked keep their own text
         except BuzzError as exc:
             self._auth_failed = True
@@ -297,7 +346,7 @@ class Connection:
                 self.relay.telemetry.auth_answered(event.pubkey, str(exc))
             self.send(messages.ok(event.id, False, str(exc)))
             if isinstance(exc, Blocked):
-                self.close_soon(code=1008, message=b"blocked")
+                self.close_soon(code=1008, message=b"blocked", last_words=True)
             return
         self.pubkey = pubkey
         self.send(messages.ok(event.id, True, ""))
@@ -338,7 +387,7 @@ class Connection:
         if searching:
             self._sub_tasks[sub_id] = asyncio.create_task(self._stored_phase(sub_id, msg, None))
             return
-        sub = Subscription(self, sub_id, msg.filters)
+        sub = Subscription(self, sub_id, msg.filters, self.relay.config.send_buffer_bytes)
         self.subs[sub_id] = sub
         self.relay.index.add(sub)  # before the stored query: nothing committed meanwhile is missed
         self._sub_tasks[sub_id] = asyncio.create_task(self._stored_phase(sub_id, msg, sub))
@@ -365,8 +414,7 @@ class Connection:
             await self.send_wait(messages.event(sub_id, stored.event.to_json()))
         if sub is not None:
             while sub.held:  # more may be held while we wait for queue room
-                held, sub.held = sub.held, []
-                for event_id, event_json in held:
+                for event_id, event_json in sub.take_held():
                     if event_id not in sent:
                         sent.add(event_id)
                         await self.send_wait(messages.event(sub_id, event_json))

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from buzz.core import kinds, limits
-from buzz.core.errors import AuthRequired, BuzzError, Invalid, Restricted
+from buzz.core.errors import AuthRequired, BuzzError, Invalid, Refusal, Restricted
 from buzz.core.event import Event
 from buzz.relay.session import Session
 
@@ -23,12 +23,12 @@ class PrecheckContext:
 
 Gate = Callable[[Session, Event, PrecheckContext], None]
 
-NOT_AUTHENTICATED = AuthRequired("not authenticated")
+NOT_AUTHENTICATED = Refusal(AuthRequired, "not authenticated")
 
 
 def _session(session: Session, event: Event, ctx: PrecheckContext) -> None:
     if session.pubkey is None:
-        raise NOT_AUTHENTICATED
+        raise NOT_AUTHENTICATED()
 
 
 def _not_auth_kind(session: Session, event: Event, ctx: PrecheckContext) -> None:

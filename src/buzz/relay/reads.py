@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 
 from buzz.core.channel_id import is_channel_id
-from buzz.core.errors import Invalid, Restricted, ServerError
+from buzz.core.errors import Invalid, Refusal, Restricted, ServerError
 from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent
 from buzz.core.visibility import check_filter_gates, visible_by_sets
@@ -20,8 +20,8 @@ from buzz.relay.metrics_prom import RelayMetrics
 from buzz.relay.presence import Presence, presence_results
 from buzz.store.base import EventStore
 
-MIXED_SEARCH = ServerError("mixed search and non-search filters not supported")
-NOT_A_MEMBER = Restricted("not a channel member")
+MIXED_SEARCH = Refusal(ServerError, "mixed search and non-search filters not supported")
+NOT_A_MEMBER = Refusal(Restricted, "not a channel member")
 
 
 class Reads:
@@ -40,7 +40,7 @@ class Reads:
         for flt in filters:
             for channel_id in flt.channels:
                 if is_channel_id(channel_id) and not await self._access.readable(channel_id, reader):
-                    raise NOT_A_MEMBER
+                    raise NOT_A_MEMBER()
         for flt in filters:
             check_filter_gates(flt, reader)
         searching = [f.search is not None for f in filters]
@@ -48,7 +48,7 @@ class Reads:
             if count:
                 raise Invalid("search is not supported in COUNT")
             if not all(searching):
-                raise MIXED_SEARCH
+                raise MIXED_SEARCH()
             return True
         return False
 

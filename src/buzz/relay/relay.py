@@ -147,7 +147,7 @@ class Relay:
                 )
             )
             if not admitted:
-                raise NOT_A_RELAY_MEMBER
+                raise NOT_A_RELAY_MEMBER()
 
     async def workspace_closed(self) -> bool:
         """Closed when BUZZ_REQUIRE_RELAY_MEMBERSHIP is true or `buzz admin workspace close` said

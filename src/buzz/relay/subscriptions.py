@@ -1,7 +1,9 @@
 """Live subscriptions and the index that finds which ones an event could match.
 
 Source rules: relay.md §6.3 item 3 (live scope), §7.5 items 4 and 8 (replace, register
-before the stored query), §12.1 (delivery at most once per subscription).
+before the stored query), §12.1 (delivery at most once per subscription). The hold buffer of
+the stored phase is bounded in bytes like the send queue (§7.9, issue 9 item 2): a client that
+stops reading while its stored results go out is closed, not buffered for.
 
 Each filter is filed under one bucket key chosen from its most selective field (a tag value,
 else an author, else a kind, else the wildcard bucket). An event looks up only the buckets its
@@ -12,16 +14,19 @@ same function the stored path uses.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from buzz.core.event import Event
 from buzz.core.filters import Filter, tag_index
+from buzz.core.limits import SEND_BUFFER_BYTES
 from buzz.relay.bus_topics import named_channels
 
 BucketKey = tuple[str, str] | tuple[str, int] | tuple[str]
 WILDCARD: BucketKey = ("*",)
+HELD_ENTRY_OVERHEAD = 200  # bytes per held match besides its JSON: id string, tuple, list slot
 
 
 class Subscriber(Protocol):
@@ -31,24 +36,50 @@ class Subscriber(Protocol):
 
     def send(self, text: str) -> None: ...
 
+    def overflow(self) -> None:
+        """A buffer this subscriber fills is full: close it as a slow consumer (§7.9)."""
+        ...
+
 
 @dataclass(eq=False)
 class Subscription:
-    """One REQ: its filters, owner, and the hold buffer used until EOSE (§7.5 item 8)."""
+    """One REQ: its filters, owner, and the hold buffer used until EOSE (§7.5 item 8).
+
+    The hold buffer takes at most `max_held_bytes` (JSON `str` memory plus
+    HELD_ENTRY_OVERHEAD per match); the match that would exceed it empties the buffer and
+    calls `conn.overflow()` instead.
+    """
 
     conn: Subscriber
     sub_id: str
     filters: tuple[Filter, ...]
+    max_held_bytes: int = SEND_BUFFER_BYTES
     live: bool = False  # False while the stored query runs: matches are held, not sent
     held: list[tuple[str, str]] = field(default_factory=list)  # (event id, event JSON)
+    held_bytes: int = 0
+    overflowed: bool = False
     sent_ids: set[str] = field(default_factory=set)  # ids sent before EOSE
 
     def deliver(self, event_id: str, event_json: str, text: str) -> None:
         """Send now when live; hold until EOSE otherwise."""
         if self.live:
             self.conn.send(text)
-        else:
-            self.held.append((event_id, event_json))
+            return
+        if self.overflowed:
+            return
+        size = sys.getsizeof(event_json) + HELD_ENTRY_OVERHEAD
+        if self.held_bytes + size > self.max_held_bytes:
+            self.overflowed = True
+            self.take_held()
+            self.conn.overflow()
+            return
+        self.held.append((event_id, event_json))
+        self.held_bytes += size
+
+    def take_held(self) -> list[tuple[str, str]]:
+        """Empty the hold buffer, returning what it held in arrival order."""
+        held, self.held, self.held_bytes = self.held, [], 0
+        return held
 
 
 def _bucket_keys(flt: Filter) -> list[BucketKey]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from buzz.core import kinds, limits
 from buzz.core.channel_id import is_channel_id
-from buzz.core.errors import Invalid, Restricted
+from buzz.core.errors import Invalid, Refusal, Restricted
 from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.keys import is_hex
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from buzz.relay.emit import Emitter
     from buzz.relay.presence import Presence
 
-NOT_A_MEMBER = Restricted("not a channel member")
+NOT_A_MEMBER = Refusal(Restricted, "not a channel member")
 
 AfterCommit = Callable[[], Awaitable[None]]
 
@@ -93,10 +93,10 @@ class KindRules:
         channel = await self.store.get_channel(channel_id)
         if channel is None:
             if event.kind in EXISTING_CHANNEL_RULES:
-                raise NOT_A_MEMBER
+                raise NOT_A_MEMBER()
             return
         if channel.archived_at is not None and not _unarchives(event):
-            raise CHANNEL_ARCHIVED
+            raise CHANNEL_ARCHIVED()
 
     async def derive_channel(self, stored: StoredEvent) -> str | None:
         """relay.md §4.2, in order."""
@@ -142,7 +142,7 @@ class KindRules:
     async def write_gate(self, channel_id: str, pubkey: str) -> None:
         """relay.md §4.3 item 2: exists and (active member or open), else restricted."""
         if not await self.access.writable(channel_id, pubkey):  # type: ignore[attr-defined]
-            raise NOT_A_MEMBER
+            raise NOT_A_MEMBER()
 
     @staticmethod
     def _check_d_tag(stored: StoredEvent) -> None:
@@ -186,7 +186,7 @@ def parse_address(value: str) -> tuple[int, str, str] | None:
 OWN_CHANNEL_RULES = frozenset({9007, 9021, 9002, 9005, 9008, 40003, 41010, 41011, 41012})
 # Of those, the kinds that still require the channel to exist (`restricted: not a channel member`).
 EXISTING_CHANNEL_RULES = frozenset({9002, 9005, 9008, 40003})
-CHANNEL_ARCHIVED = Invalid("channel is archived")
+CHANNEL_ARCHIVED = Refusal(Invalid, "channel is archived")
 DM_OPEN_KIND = 41010
 PRESENCE_KIND = 20001
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from buzz.core.errors import Duplicate, Invalid, Restricted
+from buzz.core.errors import Duplicate, Invalid, Refusal, Restricted
 from buzz.core.event import Event
 from buzz.core.keys import is_hex
 from buzz.relay.emit import ChannelChange
@@ -40,9 +40,9 @@ ELEVATED_EDITS = ("name", "about", "archived", "visibility", "ttl")
 MEMBER_EDITS = ("topic", "purpose")
 _TTL = re.compile(r"[1-9][0-9]{0,15}")
 
-NAME_REQUIRED = Invalid("channel name is required")
-NOT_ACTIVE = Invalid("actor is not an active member")
-LAST_OWNER = Invalid("cannot remove the last owner")
+NAME_REQUIRED = Refusal(Invalid, "channel name is required")
+NOT_ACTIVE = Refusal(Invalid, "actor is not an active member")
+LAST_OWNER = Refusal(Invalid, "cannot remove the last owner")
 
 
 def _channel_id(plan: Plan) -> str:
@@ -98,7 +98,7 @@ async def create_group(rules: KindRules, plan: Plan, session: Session) -> None:
         raise Duplicate("channel already exists")
     name = clean_name(event.first_tag("name"))
     if not name:
-        raise NAME_REQUIRED
+        raise NAME_REQUIRED()
     visibility = _visibility(_tag_or(event, "visibility", "open"))
     channel_type = _tag_or(event, "channel_type", "stream")
     if channel_type not in CREATABLE_TYPES:
@@ -156,7 +156,7 @@ async def remove_user(rules: KindRules, plan: Plan, session: Session) -> None:
     actor_row = await active_member(rules, channel_id, actor)
     if target == actor:
         if actor_row is None:
-            raise NOT_ACTIVE
+            raise NOT_ACTIVE()
     elif not (
         is_elevated(actor_row) or (actor_row is not None and await rules.registered_owner(target) == actor)
     ):
@@ -165,7 +165,7 @@ async def remove_user(rules: KindRules, plan: Plan, session: Session) -> None:
     if current is None:
         return  # removing a non-member is accepted and changes nothing
     if current.role == "owner" and await is_only_owner(rules, channel_id, target):
-        raise LAST_OWNER
+        raise LAST_OWNER()
     plan.effects.append(RemoveMember(channel_id, target, removed_by=actor))
     plan.after_commit.append(announce(rules, ChannelChange(channel_id, actor, removed=(target,))))
 
@@ -186,7 +186,7 @@ async def edit_metadata(rules: KindRules, plan: Plan, session: Session) -> None:
     if "name" in given:
         name = clean_name(given["name"])
         if not name:
-            raise NAME_REQUIRED
+            raise NAME_REQUIRED()
         changes.append(("name", name))
     if "visibility" in given:
         changes.append(("visibility", _visibility(given["visibility"])))
@@ -246,9 +246,9 @@ async def leave_request(rules: KindRules, plan: Plan, session: Session) -> None:
     event, channel_id = plan.stored.event, _channel_id(plan)
     actor = await active_member(rules, channel_id, event.pubkey)
     if actor is None:
-        raise NOT_ACTIVE
+        raise NOT_ACTIVE()
     if actor.role == "owner" and await is_only_owner(rules, channel_id, event.pubkey):
-        raise LAST_OWNER
+        raise LAST_OWNER()
     plan.effects.append(RemoveMember(channel_id, event.pubkey, removed_by=event.pubkey))
     system = {"type": "member_left", "actor": event.pubkey}
     change = ChannelChange(channel_id, event.pubkey, removed=(event.pubkey,), system=system)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import orjson
 
 from buzz.core.channel_id import new_channel_id
-from buzz.core.errors import Invalid, Restricted
+from buzz.core.errors import Invalid, Refusal, Restricted
 from buzz.core.event import Event
 from buzz.core.keys import is_hex
 from buzz.relay.emit import ChannelChange
@@ -23,8 +23,8 @@ from buzz.store.base import Channel, CreateChannel, PutMember, RegisterDm, SetDm
 DM_MAX_OTHERS = 8  # relay.md §17
 DM_MAX_PARTICIPANTS = 9
 
-NOT_A_DM_MEMBER = Restricted("not a member of this DM")
-NO_PARTICIPANT = Invalid("pubkeys must contain at least 1 other participant")
+NOT_A_DM_MEMBER = Refusal(Restricted, "not a member of this DM")
+NO_PARTICIPANT = Refusal(Invalid, "pubkeys must contain at least 1 other participant")
 
 
 def _p_values(event: Event) -> list[str]:
@@ -81,7 +81,7 @@ async def dm_open(rules: KindRules, plan: Plan, session: Session) -> None:
     event = plan.stored.event
     others = _p_values(event)
     if not others or set(others) == {event.pubkey}:  # "other": the author alone is no DM
-        raise NO_PARTICIPANT
+        raise NO_PARTICIPANT()
     if len(others) > DM_MAX_OTHERS:
         raise Invalid("pubkeys may contain at most 8 other participants (9 total)")
     channel_id, created = await open_dm(rules, plan, frozenset([event.pubkey, *others]), event.pubkey)
@@ -96,7 +96,7 @@ async def _own_dm(rules: KindRules, plan: Plan) -> str:
     if channel_id is None:
         raise Invalid("channel-scoped events must include an h tag")
     if await active_member(rules, channel_id, event.pubkey) is None:
-        raise NOT_A_DM_MEMBER
+        raise NOT_A_DM_MEMBER()
     channel = await rules.store.get_channel(channel_id)
     if channel is None or channel.channel_type != "dm":
         raise Invalid("channel is not a DM")
@@ -109,7 +109,7 @@ async def dm_add_member(rules: KindRules, plan: Plan, session: Session) -> None:
     channel_id = await _own_dm(rules, plan)
     added = _p_values(event)
     if not added:
-        raise NO_PARTICIPANT
+        raise NO_PARTICIPANT()
     current = {m.pubkey for m in await rules.store.active_members(channel_id)}
     merged = frozenset(current | {event.pubkey} | set(added))
     if len(merged) > DM_MAX_PARTICIPANTS:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import orjson
 
 from buzz.core.channel_id import is_channel_id
-from buzz.core.errors import Duplicate, Invalid, Restricted
+from buzz.core.errors import Duplicate, Invalid, Refusal, Restricted
 from buzz.core.event import Event
 from buzz.core.keys import is_hex
 from buzz.core.limits import REACTION_MAX_CHARS
@@ -32,9 +32,9 @@ CONTROL_OUTCOMES = frozenset(
     }
 )
 
-EDIT_REFUSED = Invalid("must be event author to edit")
-MODERATION_REFUSED = Invalid("must be event author or channel owner/admin")
-SYSTEM_REFUSED = Restricted("system messages are relay-signed")
+EDIT_REFUSED = Refusal(Invalid, "must be event author to edit")
+MODERATION_REFUSED = Refusal(Invalid, "must be event author or channel owner/admin")
+SYSTEM_REFUSED = Refusal(Restricted, "system messages are relay-signed")
 
 
 async def mentions(rules: KindRules, plan: Plan, session: Session) -> None:
@@ -80,13 +80,13 @@ async def edit(rules: KindRules, plan: Plan, session: Session) -> None:
     target_id = event.first_tag("e")
     target = await rules.store.get(target_id) if target_id is not None and is_hex(target_id, 64) else None
     if target is None or channel_id is None or target.channel_id != channel_id:
-        raise EDIT_REFUSED
+        raise EDIT_REFUSED()
     actor = event.pubkey
     if not (
         await _author_may_write(rules, target, actor, channel_id)
         or await _is_owner_of_author(rules, target, actor)
     ):
-        raise EDIT_REFUSED
+        raise EDIT_REFUSED()
     await mentions(rules, plan, session)
 
 
@@ -118,7 +118,7 @@ async def moderation_delete(rules: KindRules, plan: Plan, session: Session) -> N
         or await _is_owner_of_author(rules, target, actor)
     )
     if not allowed:
-        raise MODERATION_REFUSED
+        raise MODERATION_REFUSED()
     plan.effects.append(SoftDelete(target.event.id))
 
 
@@ -135,7 +135,7 @@ async def system_message(rules: KindRules, plan: Plan, session: Session) -> None
     """relay.md §9 item 11: only an agent with a registered owner, as a control outcome."""
     event = plan.stored.event
     if not _control_outcome(event.content) or await rules.registered_owner(event.pubkey) is None:
-        raise SYSTEM_REFUSED
+        raise SYSTEM_REFUSED()
 
 
 VALIDATORS: dict[int, Validator] = {

@@ -25,7 +25,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 
-from buzz.core.errors import Invalid, RateLimited, Restricted
+from buzz.core.errors import Invalid, RateLimited, Refusal, Restricted
 from buzz.core.event import Event
 from buzz.core.nip44 import is_plausible_nip44_payload
 from buzz.relay.rules.base import KindRules, Plan, Validator
@@ -34,8 +34,8 @@ from buzz.relay.session import Session
 TURN_METRIC_KIND = 44200
 TURN_METRIC_RATE = 60  # relay.md §17 TURN_METRIC_RATE: per agent per window
 TURN_METRIC_WINDOW_S = 60.0
-NOT_OWNER = Restricted("agent-turn-metric p tag must be the registered owner of this agent")
-RATE_EXCEEDED = RateLimited(f"agent-turn-metric rate exceeded ({TURN_METRIC_RATE}/min per agent)")
+NOT_OWNER = Refusal(Restricted, "agent-turn-metric p tag must be the registered owner of this agent")
+RATE_EXCEEDED = Refusal(RateLimited, f"agent-turn-metric rate exceeded ({TURN_METRIC_RATE}/min per agent)")
 
 _HEX = frozenset("0123456789abcdef")
 
@@ -122,9 +122,9 @@ async def turn_metric(rules: KindRules, plan: Plan, session: Session) -> None:
         raise Invalid(f"agent-turn-metric {problem}")
     owner = await rules.registered_owner(event.pubkey)
     if owner is None or owner != event.first_tag("p"):
-        raise NOT_OWNER
+        raise NOT_OWNER()
     if not window_for(rules).allow(event.pubkey):
-        raise RATE_EXCEEDED
+        raise RATE_EXCEEDED()
 
 
 VALIDATORS: dict[int, Validator] = {TURN_METRIC_KIND: turn_metric}
