@@ -110,7 +110,9 @@ class Connection:
         log.warning("closing slow consumer %s: held matches over %d bytes", self.pubkey, self._out.max_bytes)
         self.close_soon()
 
-    def close_soon(self, code: int = 1008, message: bytes = b"slow consumer", *, last_words: bool = False) -> None:
+    def close_soon(
+        self, code: int = 1008, message: bytes = b"slow consumer", *, last_words: bool = False
+    ) -> None:
         """Close the connection from any task. A slow consumer's queue is thrown away (nothing
         more will be sent: give the memory back now); with `last_words` what is queued — the
         answer that explains the close, e.g. `blocked:` — is sent first."""
