@@ -88,7 +88,13 @@ async def _main(config: Any, identity: Any) -> int:
         harness = Harness(config, identity)
     except ConfigError as exc:
         _error("user_error", exc.message, exc.exit_code)
+    from buzz.agent.preflight import PreflightError
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, lambda: asyncio.ensure_future(harness.request_shutdown()))
-    return await harness.run()
+    try:
+        return await harness.run()
+    except PreflightError as exc:
+        _error("user_error", str(exc), 1)
+        return 1
