@@ -83,11 +83,12 @@ def prompt_verdict(
     *, failed: bool, alive: bool, stop_reason: str | None, cancel_sent: bool, updates: int, after_cancel: bool
 ) -> Verdict:
     """Match a prompt's result to that prompt only. A prompt we cancelled is interrupted
-    even when the agent answered the cancel with an error, as long as the subprocess lives (a
-    timeout kills it, so timeouts stay failures). A `cancelled` stop reason we never asked
-    for, or an empty `end_turn` with no `session/update` right after a cancelled prompt, is a
-    stale answer to that earlier prompt."""
-    if cancel_sent and alive:
+    when the agent answered `cancelled` or with an error (the error answers our cancel, it is
+    no failure), as long as the subprocess lives (a timeout kills it, so timeouts stay
+    failures); any other stop reason means the agent finished before it saw the cancel. A
+    `cancelled` stop reason we never asked for, or an `end_turn` with no `session/update` at
+    all right after a cancelled prompt, is a stale answer to that earlier prompt."""
+    if cancel_sent and alive and (failed or stop_reason == "cancelled"):
         return Verdict.INTERRUPTED
     if failed:
         return Verdict.FAILED

@@ -266,8 +266,9 @@ class Dispatcher:
                 if arrived:
                     # re-prompt the same session: interrupted work + new events (§4.8); an
                     # interrupted batch is merged, never retried alone (issue 14 item 8)
+                    # work the agent finished is not restated as interrupted (item 11)
                     turn.batch.items.extend(arrived)
-                    interrupted = [*interrupted, *items]
+                    interrupted = [*interrupted, *items] if verdict is Verdict.INTERRUPTED else []
                     items = arrived
                     continue
                 if verdict is Verdict.INTERRUPTED:
