@@ -45,6 +45,7 @@ from buzz.agent.intake import CHANNEL_SUB_PREFIX, MEMBERSHIP_SUB, Intake
 from buzz.agent.preflight import PreflightError, check_mcp
 from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
+from buzz.agent.reports import STATUS_REFRESH_S, status_event
 from buzz.agent.runtime import Runtime
 from buzz.agent.sessions import SessionTable
 from buzz.agent.status import StatusPublisher
@@ -90,6 +91,7 @@ class Harness:
         self._stop = asyncio.Event()
         self._inbound: asyncio.Queue[tuple[str, Event]] = asyncio.Queue(maxsize=config.event_buffer)
         self._tasks: list[asyncio.Task[object]] = []
+        self._started_at = int(time.time())
         rules = load_rules(config)
         if config.relay_observer:
             log.warning("--relay-observer: observer frames (kind 24200) are a later feature; ignored")
@@ -201,6 +203,8 @@ class Harness:
                 self._tasks.append(asyncio.create_task(self._heartbeat(), name="heartbeat"))
             if self.config.exit_after_inactivity:
                 self._tasks.append(asyncio.create_task(self._inactivity(), name="inactivity"))
+            if self.identity.owner is not None:
+                self._tasks.append(asyncio.create_task(self._status_loop(), name="owner-status"))
             self.ready.set()
             await self._stop.wait()
         finally:
@@ -268,6 +272,40 @@ class Harness:
             except Exception:
                 log.exception("could not handle event %s", event.id)
 
+    def status_snapshot(self, state: str) -> dict[str, object]:
+        """The owner's view of this harness (issue 14 item 12; `buzz.agent.reports`)."""
+        rt, d = self.runtime, self.dispatcher
+        channels = [
+            {"id": c, "name": info.name, "queue": rt.queue.pending_count(c), "in_flight": c in d.turns}
+            for c, info in rt.channels.items()
+        ]
+        return {
+            "agent": self.identity.pubkey,
+            "name": rt.agent_name,
+            "state": state,
+            "started_at": self._started_at,
+            "updated_at": int(time.time()),
+            "channels": channels,
+            **d.stats,
+            "last_turn": d.last_turn,
+        }
+
+    async def _publish_status(self, state: str) -> None:
+        owner = self.identity.owner
+        if owner is None:
+            return
+        event = status_event(self.identity.secret, owner, self.status_snapshot(state), int(time.time()))
+        await self.runtime.status.send(event, "owner status")
+
+    async def _status_loop(self) -> None:
+        """A snapshot now, after every turn (at most one per second) and every 60 s."""
+        while True:
+            self.dispatcher.turn_ended.clear()
+            await self._publish_status("running")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.dispatcher.turn_ended.wait(), STATUS_REFRESH_S)
+            await asyncio.sleep(1.0)
+
     async def _heartbeat(self) -> None:
         text = self.config.heartbeat_prompt or DEFAULT_HEARTBEAT_PROMPT
         while True:
@@ -292,6 +330,8 @@ class Harness:
         for task in self._tasks:
             if task.get_name() != "relay-link":
                 task.cancel()
+        if self.ready.is_set():
+            await self._publish_status("stopped")
         if rt.link.connected.is_set():
             await rt.status.presence("offline")
         await rt.link.stop()

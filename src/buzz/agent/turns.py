@@ -80,6 +80,10 @@ class Dispatcher:
         self.last_activity = time.monotonic()
         self.heartbeat_running = False
         self._restart: set[int] = set()
+        # for the owner's status snapshot (buzz.agent.reports)
+        self.stats = {"turns": 0, "failures": 0, "dead_letters": 0}
+        self.last_turn: dict[str, object] | None = None
+        self.turn_ended = asyncio.Event()
 
     # -- control surface -------------------------------------------------------------------
     def wake(self) -> None:
@@ -262,17 +266,18 @@ class Dispatcher:
                 log.info("the agent answered a cancel in %s with an error: %s", turn.channel, outcome.failure)
             if requested is TurnEnd.STEERED:
                 turn.requested = None
-                arrived = rt.queue.take_pending(turn.channel)
-                if arrived:
+                if verdict is Verdict.INTERRUPTED:
                     # re-prompt the same session: interrupted work + new events (§4.8); an
                     # interrupted batch is merged, never retried alone (issue 14 item 8)
-                    # work the agent finished is not restated as interrupted (item 11)
+                    arrived = rt.queue.take_pending(turn.channel)
                     turn.batch.items.extend(arrived)
-                    interrupted = [*interrupted, *items] if verdict is Verdict.INTERRUPTED else []
-                    items = arrived
+                    if arrived:
+                        interrupted = [*interrupted, *items]
+                        items = arrived
                     continue
-                if verdict is Verdict.INTERRUPTED:
-                    continue  # nothing new to add: the same work is prompted again
+                # the agent finished before it saw the cancel: this turn is complete and the
+                # new events are the channel's next batch (item 11: a result is its prompt's)
+                requested = None
             if requested is not None:
                 return requested, None
             if verdict is Verdict.INTERRUPTED:
@@ -358,6 +363,9 @@ class Dispatcher:
         rt = self.rt
         items = turn.batch.items
         anchor = reply_anchor(items[-1].event) if items else None
+        self.stats["turns"] += 1
+        self.stats["failures"] += IS_FAILURE[end]
+        self.last_turn = {"channel": turn.channel, "ended": end.value, "at": int(time.time())}
         try:
             await rt.status.unreact(items, (SPEECH,))
             if IS_FAILURE[end] and not turn.drop_session:
@@ -376,6 +384,7 @@ class Dispatcher:
                     if attempt == 1 and anchor is not None:
                         await rt.status.notice(turn.channel, anchor, NOTICE_RETRYING)
                 elif isinstance(result, DeadLetter):
+                    self.stats["dead_letters"] += 1
                     log.error(
                         "turn in %s failed (attempt %d of %d): %s; dead-lettered %d event(s)",
                         turn.channel,
@@ -403,6 +412,7 @@ class Dispatcher:
             rt.pool.busy[turn.worker] = False
             self.turns.pop(turn.channel, None)
             self.last_activity = time.monotonic()
+            self.turn_ended.set()
             self.wake()
 
     def _settle(self, items: list[Item]) -> None:
