@@ -36,10 +36,13 @@ async def _idle(harness, timeout: float = 20.0) -> None:
 
 async def test_a_burst_steers_at_most_twice_then_queues(ws: Workspace) -> None:
     async with ws.harness() as harness:
+        warm = await ws.post(ws.owner, "ping", mention=ws.agent.pubkey)  # the session exists
+        await ws.watcher.wait_for(_answered(ws, warm), what="warm-up answer")
+        await _idle(harness)
         burst = []
-        for _ in range(6):  # a mention every 0.25 s, each needing 0.8 s of work
-            burst.append(await ws.post(ws.owner, "sleep 0.8", mention=ws.agent.pubkey))
-            await asyncio.sleep(0.25)
+        for _ in range(6):  # a mention every 0.3 s, each needing 0.9 s of work
+            burst.append(await ws.post(ws.owner, "sleep 0.9", mention=ws.agent.pubkey))
+            await asyncio.sleep(0.3)
         await _idle(harness)
     cancels = ws.records("cancelled")
     answers = [a for event in burst for a in ws.watcher.answers_to(event, ws.agent.pubkey)]

@@ -342,6 +342,7 @@ class AgentProcess:
 
 
 TRACEBACK_HEAD = "Traceback (most recent call last):"
+CHAINED_TRACEBACK = ("During handling of the above exception", "The above exception was the direct cause")
 
 
 def stderr_level(line: str, in_traceback: bool) -> tuple[int, bool]:
@@ -349,11 +350,10 @@ def stderr_level(line: str, in_traceback: bool) -> tuple[int, bool]:
     a Python traceback (its head, indented frames and the closing exception line) is logged
     at DEBUG so a failing backend costs one log line per attempt, not sixty (issue 14 item 2);
     every other line at INFO."""
-    if line.startswith(TRACEBACK_HEAD):
+    if line.startswith(TRACEBACK_HEAD) or line.startswith(CHAINED_TRACEBACK):
         return logging.DEBUG, True
     if in_traceback:
-        indented = line[:1].isspace() or not line or line.startswith(("During handling", "The above"))
-        return logging.DEBUG, indented
+        return logging.DEBUG, line[:1].isspace() or not line
     return logging.INFO, False
 
 
