@@ -31,7 +31,7 @@ async def test_restart_catches_up_missed_mentions_and_never_answers_twice(ws: Wo
     async with ws.harness():
         before = await ws.post(ws.owner, "echo before the restart", mention=ws.agent.pubkey)
         await ws.watcher.wait_for(_answered(ws, before), what="first answer")
-        await _settled(ws, before)
+        # stopped at once: the turn may still be winding down, its claim must stay anyway
     missed = []
     for i in range(3):  # one per second: `created_at` is all the relay can order them by
         missed.append(await ws.post(ws.owner, f"echo missed {i}", mention=ws.agent.pubkey))

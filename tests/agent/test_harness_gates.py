@@ -30,7 +30,7 @@ async def test_stranger_ignored_under_owner_only_answered_under_anyone(ws: Works
     # dropped before any reaction was added (agents.md §9.2 item 21)
     assert ws.watcher.answers_to(stranger, ws.agent.pubkey) == [] and _eyes_on(ws, stranger) == []
     await ws.next_second()
-    async with ws.harness(respond_to="anyone"):
+    async with ws.harness(respond_to="anyone", catch_up=0):  # only what is posted from now on
         again = await ws.post(bob, "echo hello from bob", mention=ws.agent.pubkey)
         # a non-owner's command text is an ordinary message (agents.md §9.2 item 20)
         fake = await ws.post(bob, "!shutdown", mention=ws.agent.pubkey)

@@ -92,6 +92,7 @@ class Harness:
         self._inbound: asyncio.Queue[tuple[str, Event]] = asyncio.Queue(maxsize=config.event_buffer)
         self._tasks: list[asyncio.Task[object]] = []
         self._started_at = int(time.time())
+        self._status_at = 0
         rules = load_rules(config)
         if config.relay_observer:
             log.warning("--relay-observer: observer frames (kind 24200) are a later feature; ignored")
@@ -294,7 +295,10 @@ class Harness:
         owner = self.identity.owner
         if owner is None:
             return
-        event = status_event(self.identity.secret, owner, self.status_snapshot(state), int(time.time()))
+        # a newer snapshot must win at its address: never reuse a second (ties keep the lowest id)
+        at = max(int(time.time()), self._status_at + 1)
+        self._status_at = at
+        event = status_event(self.identity.secret, owner, self.status_snapshot(state), at)
         await self.runtime.status.send(event, "owner status")
 
     async def _status_loop(self) -> None:

@@ -62,6 +62,7 @@ class Turn:
     batch: Batch
     requested: TurnEnd | None = None
     steers: int = 0  # steering requests honoured so far (issue 14 item 7)
+    answered: bool = False  # the agent answered the batch's last prompt (its claims stay)
     drop_session: bool = False
     session: SessionState | None = None
     proc: AgentProcess | None = None
@@ -262,6 +263,7 @@ class Dispatcher:
                 )
                 resend = blocks
                 continue
+            turn.answered = verdict is Verdict.ANSWERED
             if verdict is Verdict.INTERRUPTED and outcome.failed:
                 log.info("the agent answered a cancel in %s with an error: %s", turn.channel, outcome.failure)
             if requested is TurnEnd.STEERED:
@@ -401,7 +403,7 @@ class Dispatcher:
                 log.info("turn in %s ended %s%s", turn.channel, end.value, f": {failure}" if failure else "")
                 rt.queue.finish(turn.channel)
                 await rt.status.unreact(items, (EYES,))
-                if end is not TurnEnd.SHUTDOWN:  # a stop releases unfinished claims instead
+                if end is not TurnEnd.SHUTDOWN or turn.answered:  # a stop releases the rest
                     self._settle(items)
             session = turn.session
             turns_done = session.turns if session is not None else 0
