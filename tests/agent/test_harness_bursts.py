@@ -12,7 +12,7 @@ import pytest
 
 from buzz.agent.acp_pool import AgentProcess
 from buzz.core.event import Event
-from tests.agent.support import QUIRK_AGENT, SPEECH, Workspace
+from tests.agent.support import EYES, QUIRK_AGENT, SPEECH, Workspace
 
 
 def _answered(ws: Workspace, event: Event):
@@ -23,6 +23,31 @@ async def _prompt_started(ws: Workspace, event: Event) -> None:
     await ws.watcher.wait_for(
         lambda e: e.kind == 7 and e.content == SPEECH and e.tag_values("e") == [event.id], what="💬"
     )
+
+
+async def _queued(ws: Workspace, event: Event) -> None:
+    await ws.watcher.wait_for(
+        lambda e: e.kind == 7 and e.content == EYES and e.tag_values("e") == [event.id], what="👀"
+    )
+
+
+def _worked_on(ws: Workspace, event: Event) -> bool:
+    """`event` was presented to the agent as work (an event block, not history)."""
+    needle = f"Event ID: {event.id}"
+    return any(
+        needle in b and b.startswith(("[Buzz event", "[New events", "[Interrupted work"))
+        for r in ws.records("prompt")
+        for b in r["blocks"]
+    )
+
+
+async def _records(ws: Workspace, kind: str, count: int) -> None:
+    """Wait until the agent recorded `count` entries of `kind`."""
+    for _ in range(200):
+        if len(ws.records(kind)) >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the agent recorded {len(ws.records(kind))} {kind}, not {count}")
 
 
 async def _idle(harness, timeout: float = 20.0) -> None:
@@ -40,17 +65,39 @@ async def test_a_burst_steers_at_most_twice_then_queues(ws: Workspace) -> None:
         await ws.watcher.wait_for(_answered(ws, warm), what="warm-up answer")
         await _idle(harness)
         burst = []
-        for _ in range(6):  # a mention every 0.3 s, each needing 0.9 s of work
-            burst.append(await ws.post(ws.owner, "sleep 0.9", mention=ws.agent.pubkey))
+        for _ in range(8):  # a mention every 0.3 s, each needing 0.9 s of work
+            burst.append(await ws.post(ws.owner, f"sleep 0.9{len(burst)}", mention=ws.agent.pubkey))
             await asyncio.sleep(0.3)
+        await _queued(ws, burst[-1])
         await _idle(harness)
     cancels = ws.records("cancelled")
     answers = [a for event in burst for a in ws.watcher.answers_to(event, ws.agent.pubkey)]
-    assert len(cancels) <= 2  # --steer-limit 2
+    assert 1 <= len(cancels) <= 2  # it did steer, at most --steer-limit (2) times
     assert len(answers) >= 2  # the steered turn finished and the queued rest got its own turn
-    prompted = "".join("".join(r["blocks"]) for r in ws.records("prompt"))
-    assert all(e.id in prompted for e in burst)  # every mention reached the agent
+    assert [_worked_on(ws, e) for e in burst] == [True] * len(burst)  # none lost
     assert ws.watcher.answers_to(burst[-1], ws.agent.pubkey)  # the last one was answered
+
+
+async def test_the_third_steer_waits_for_the_next_turn(ws: Workspace) -> None:
+    async with ws.harness() as harness:
+        first = await ws.post(ws.owner, "sleep 2", mention=ws.agent.pubkey)
+        await _prompt_started(ws, first)
+        steering = []
+        for n in (1, 2):  # two steers: each cancels the prompt in flight and re-prompts
+            steering.append(await ws.post(ws.owner, f"sleep 2.{n}", mention=ws.agent.pubkey))
+            await _records(ws, "prompt", n + 1)
+        queued = await ws.post(ws.owner, "echo queued", mention=ws.agent.pubkey)
+        await ws.watcher.wait_for(_answered(ws, steering[-1]), what="the steered turn's answer")
+        await ws.watcher.wait_for(_answered(ws, queued), what="the queued mention's answer")
+        await _idle(harness)
+    heads = [
+        [b.split("\n", 1)[0][:20] for b in r["blocks"] if b.startswith("[")] for r in ws.records("prompt")
+    ]
+    steered = [h for h in heads if any(x.startswith("[Interrupted work") for x in h)]
+    assert len(heads) == 4 and len(steered) == 2  # the third mention did not steer
+    assert not any(h.startswith("[Interrupted") for h in heads[3])  # a turn of its own
+    assert ws.watcher.answers_to(steering[-1], ws.agent.pubkey)[0].content.startswith("steered: slept 2.2")
+    assert ws.watcher.answers_to(queued, ws.agent.pubkey)[0].content.startswith("queued [")
 
 
 async def test_a_cancel_answered_with_an_error_is_no_failure(
@@ -95,6 +142,7 @@ async def test_a_burst_never_cancels_an_idle_session(ws: Workspace, monkeypatch:
         for i in range(10):  # quick answers: the turn is often between prompts when one arrives
             burst.append(await ws.post(ws.owner, f"echo n{i}", mention=ws.agent.pubkey))
             await asyncio.sleep(0.08)
+        await _queued(ws, burst[-1])
         await _idle(harness)
     assert ws.records("idle_cancel") == [] and ws.records("sticky_abort") == []
     said = " ".join(e.content for e in ws.watcher.of(9, ws.agent.pubkey))

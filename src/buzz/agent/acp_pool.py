@@ -277,6 +277,7 @@ class AgentProcess:
                 if watch.cancel.is_set() and cancel_sent_at is None:
                     cancel_sent_at = now
                     outcome.cancel_requested = True
+                    log.debug("agent[%d]: session/cancel %s", self.index, session_id)
                     await self.notify("session/cancel", {"sessionId": session_id})
                 if cancel_sent_at is None:
                     deadline = min(self.last_activity + idle_timeout, started + max_duration)

@@ -270,8 +270,9 @@ class Harness:
             sub_id, event = await self._inbound.get()
             try:
                 await self.intake.route(sub_id, event)
-            except Exception:
-                log.exception("could not handle event %s", event.id)
+            except Exception as exc:  # one line; the traceback only at DEBUG (issue 14 item 2)
+                log.warning("could not handle event %s: %s: %s", event.id, type(exc).__name__, exc)
+                log.debug("traceback of the failed event", exc_info=True)
 
     def status_snapshot(self, state: str) -> dict[str, object]:
         """The owner's view of this harness (issue 14 item 12; `buzz.agent.reports`)."""

@@ -245,6 +245,14 @@ class Dispatcher:
                 updates=outcome.updates,
                 after_cancel=session.after_cancel,
             )
+            log.debug(
+                "prompt in %s: %s (stop %s, cancel sent %s, %d updates)",
+                turn.channel,
+                verdict.value,
+                outcome.stop_reason,
+                outcome.cancel_requested,
+                outcome.updates,
+            )
             session.after_cancel = outcome.cancel_requested
             requested = turn.requested
             if verdict is Verdict.FAILED:
