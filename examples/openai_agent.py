@@ -6,7 +6,8 @@ of the `agent-client-protocol` package, keeps one chat history per ACP session, 
 model one tool, `buzz`, that runs the `buzz` CLI with the identity the harness put in its
 environment. That is how it replies: the model calls
 `buzz messages send --channel … --reply-to … --content …` itself (the harness never posts
-answers). Not exercised in CI; the deterministic `rules_agent.py` is what the tests drive.
+answers). The tests drive it only against a refused endpoint (a backend that is down); the
+deterministic `rules_agent.py` is what they drive otherwise.
 
 Environment:
 

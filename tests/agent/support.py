@@ -27,6 +27,8 @@ from tests.support.relay import Identity, RunningRelay
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES_AGENT = str(ROOT / "examples" / "rules_agent.py")
+OPENAI_AGENT = str(ROOT / "examples" / "openai_agent.py")
+QUIRK_AGENT = str(Path(__file__).with_name("quirk_agent.py"))
 EYES, SPEECH = "\U0001f440", "\U0001f4ac"
 
 
@@ -84,6 +86,10 @@ def message(
     return Event.create(who.secret, 9, content, tags)
 
 
+def notice_kind(event: Event) -> str | None:
+    return next((t[1] for t in event.tags if len(t) >= 2 and t[0] == "buzz:agent-notice"), None)
+
+
 @dataclass
 class Watcher:
     """Every event the observer's subscriptions delivered, in arrival order."""
@@ -124,6 +130,18 @@ class Watcher:
             if e.kind == 9
             and e.pubkey == author
             and any(len(t) >= 4 and t[0] == "e" and t[1] == event.id for t in e.tags)
+        ]
+
+    def answers_to(self, event: Event, author: str) -> list[Event]:
+        """Replies that are the agent's own answers, not harness notices."""
+        return [e for e in self.replies_to(event, author) if not notice_kind(e)]
+
+    def notices_to(self, event: Event, author: str, kind: str | None = None) -> list[Event]:
+        """Harness notices (`["buzz:agent-notice", kind]`) replying to `event`."""
+        return [
+            e
+            for e in self.replies_to(event, author)
+            if notice_kind(e) and (kind is None or notice_kind(e) == kind)
         ]
 
 

@@ -61,6 +61,11 @@ SPEC_TABLE = [
     ("--relay-observer", "BUZZ_ACP_RELAY_OBSERVER", False),
     ("--exit-after-inactivity", "BUZZ_ACP_EXIT_AFTER_INACTIVITY", 0),
     ("--event-buffer", "BUZZ_ACP_EVENT_BUFFER", 256),
+    # issue 14 (docs/decisions.md): catch-up window, steer limit, retry schedule
+    ("--catch-up", "BUZZ_ACP_CATCH_UP", 600),
+    ("--steer-limit", "BUZZ_ACP_STEER_LIMIT", 2),
+    ("--max-attempts", "BUZZ_ACP_MAX_ATTEMPTS", 10),
+    ("--retry-backoff", "BUZZ_ACP_RETRY_BACKOFF", 5.0),
 ]
 
 

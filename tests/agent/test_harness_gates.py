@@ -28,9 +28,9 @@ async def test_stranger_ignored_under_owner_only_answered_under_anyone(ws: Works
         marker = await ws.post(ws.owner, "echo marker", mention=ws.agent.pubkey)
         await ws.watcher.wait_for(_replied(ws, marker), what="owner's reply")
     # dropped before any reaction was added (agents.md §9.2 item 21)
-    assert ws.watcher.replies_to(stranger, ws.agent.pubkey) == [] and _eyes_on(ws, stranger) == []
+    assert ws.watcher.answers_to(stranger, ws.agent.pubkey) == [] and _eyes_on(ws, stranger) == []
     await ws.next_second()
-    async with ws.harness(respond_to="anyone"):
+    async with ws.harness(respond_to="anyone", catch_up=0):  # only what is posted from now on
         again = await ws.post(bob, "echo hello from bob", mention=ws.agent.pubkey)
         # a non-owner's command text is an ordinary message (agents.md §9.2 item 20)
         fake = await ws.post(bob, "!shutdown", mention=ws.agent.pubkey)
@@ -47,7 +47,7 @@ async def test_allowlist_admits_listed_authors(ws: Workspace, bob: Identity, car
         await ws.watcher.wait_for(_replied(ws, listed), what="reply to the allowlisted author")
         marker = await ws.post(ws.owner, "echo marker", mention=ws.agent.pubkey)
         await ws.watcher.wait_for(_replied(ws, marker), what="owner's reply")
-    assert ws.watcher.replies_to(unlisted, ws.agent.pubkey) == []
+    assert ws.watcher.answers_to(unlisted, ws.agent.pubkey) == []
 
 
 async def test_sibling_agent_is_admitted_other_agents_are_not(ws: Workspace, bob: Identity) -> None:
@@ -61,7 +61,7 @@ async def test_sibling_agent_is_admitted_other_agents_are_not(ws: Workspace, bob
         other = await ws.post(foreign, "echo foreign", mention=ws.agent.pubkey)
         sister = await ws.post(sibling, "echo from your sibling", mention=ws.agent.pubkey)
         await ws.watcher.wait_for(_replied(ws, sister), what="reply to the sibling")
-    assert ws.watcher.replies_to(other, ws.agent.pubkey) == [] and _eyes_on(ws, other) == []
+    assert ws.watcher.answers_to(other, ws.agent.pubkey) == [] and _eyes_on(ws, other) == []
     # a batch from agents only gets no forced reply anchor (agents.md §4.12 step 1)
     context = next(b for b in ws.records("prompt")[0]["blocks"] if b.startswith("[Context]"))
     assert "A human is waiting" not in context

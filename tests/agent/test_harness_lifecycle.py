@@ -79,8 +79,7 @@ async def test_reconnect_resubscribes_without_prompting_twice(ws: Workspace) -> 
 
 
 async def test_dead_lettered_batch_gets_one_failure_notice(ws: Workspace) -> None:
-    async with ws.harness() as harness:
-        harness.runtime.queue.max_attempts = 1  # dead-letter on the first failure
+    async with ws.harness(max_attempts=1):  # dead-letter on the first failure
         failing = await ws.post(ws.owner, "fail", mention=ws.agent.pubkey)
         notice = await ws.watcher.wait_for(_replied(ws, failing), what="failure notice")
         await asyncio.sleep(0.3)
@@ -90,7 +89,8 @@ async def test_dead_lettered_batch_gets_one_failure_notice(ws: Workspace) -> Non
     assert [list(t) for t in notice[0].tags] == [
         ["h", ws.channel],
         ["e", failing.id, "", "reply"],
-    ]  # no p tags
+        ["buzz:agent-notice", "failure"],
+    ]  # no p tags; the marker keeps sibling agents from waking on it (issue 14 item 6)
     assert len(ws.records("session_new")) == 1
 
 

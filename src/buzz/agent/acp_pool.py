@@ -58,6 +58,7 @@ class PromptOutcome:
     usage: dict[str, Any] | None = None
     failure: str | None = None
     cancel_requested: bool = False
+    updates: int = 0  # `session/update` notifications for this session while it was pending
 
     @property
     def failed(self) -> bool:
@@ -94,12 +95,22 @@ class AgentProcess:
         self.last_activity = time.monotonic()
         self._tasks: list[asyncio.Task[Any]] = []
         self._watches: dict[str, _PromptWatch] = {}
+        self._updates: dict[str, int] = {}
+        self._in_traceback = False
         self.heartbeat_session: Any = None  # SessionState of this subprocess's heartbeat session
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.returncode is None and self.conn is not None
+
+    @property
+    def supports_close(self) -> bool:
+        """`initialize` advertised `agentCapabilities.sessionCapabilities.close` (ACP
+        `session/close`, unstable in agent-client-protocol 0.12)."""
+        caps = self.init_result.get("agentCapabilities")
+        sessions = caps.get("sessionCapabilities") if isinstance(caps, dict) else None
+        return isinstance(sessions, dict) and sessions.get("close") is not None
 
     @property
     def protocol_version(self) -> int:
@@ -143,8 +154,17 @@ class AgentProcess:
         self.last_activity = time.monotonic()
 
     def _observe(self, event: StreamEvent) -> None:
-        if event.direction.value == "incoming":
-            self.touch()
+        if event.direction.value != "incoming":
+            return
+        self.touch()
+        # Counted here, in read order, so a prompt's result is never judged before the updates
+        # that preceded it on the wire (the router handles notifications in tasks).
+        msg = event.message
+        if msg.get("method") == "session/update":
+            params = msg.get("params")
+            sid = params.get("sessionId") if isinstance(params, dict) else None
+            if isinstance(sid, str):
+                self._updates[sid] = self._updates.get(sid, 0) + 1
 
     async def _log_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
@@ -156,7 +176,9 @@ class AgentProcess:
             if not line:
                 return
             self.touch()
-            log.info("agent[%d] stderr: %s", self.index, line.decode("utf-8", "replace").rstrip())
+            text = line.decode("utf-8", "replace").rstrip()
+            level, self._in_traceback = stderr_level(text, self._in_traceback)
+            log.log(level, "agent[%d] stderr: %s", self.index, text)
 
     async def kill(self) -> None:
         """Stop the subprocess (close stdin, wait 2 s, terminate, kill) and drop the connection."""
@@ -205,14 +227,33 @@ class AgentProcess:
         with contextlib.suppress(ConnectionError, OSError):
             await self.conn.send_notification(method, params)
 
-    async def cancel(self, session_id: str) -> None:
+    def prompting(self, session_id: str) -> bool:
+        """True while a `session/prompt` of `session_id` is pending."""
+        return session_id in self._watches
+
+    async def cancel(self, session_id: str) -> bool:
         """Ask the agent to finish `session_id`'s pending prompt (`session/cancel`), and start
-        the grace period after which `prompt` kills the subprocess."""
+        the grace period after which `prompt` kills the subprocess. Only a pending prompt is
+        cancelled: an idle session gets nothing (an agent may keep a stray cancel and abort its
+        next prompt, issue 14 item 9). Returns whether a prompt was pending."""
         watch = self._watches.get(session_id)
-        if watch is not None:
-            watch.cancel.set()
-        else:
-            await self.notify("session/cancel", {"sessionId": session_id})
+        if watch is None:
+            return False
+        watch.cancel.set()
+        return True
+
+    async def close_session(self, session_id: str) -> bool:
+        """`session/close` when the agent advertised it (issue 14 item 10); False when it did
+        not or the request failed (the caller then restarts the subprocess)."""
+        if not self.supports_close or not self.alive:
+            return False
+        try:
+            await self.request("session/close", {"sessionId": session_id}, timeout=10.0)
+        except (AgentGone, RequestError, TimeoutError) as exc:
+            log.warning("agent[%d]: session/close failed: %s", self.index, exc)
+            return False
+        self._updates.pop(session_id, None)
+        return True
 
     async def prompt(
         self, session_id: str, blocks: Sequence[str], idle_timeout: float, max_duration: float
@@ -223,6 +264,7 @@ class AgentProcess:
             return PromptOutcome(failure=f"agent[{self.index}] is not running")
         watch = _PromptWatch()
         self._watches[session_id] = watch
+        updates_before = self._updates.get(session_id, 0)
         task = asyncio.create_task(self.conn.send_request("session/prompt", params))
         started = time.monotonic()
         self.touch()
@@ -235,6 +277,7 @@ class AgentProcess:
                 if watch.cancel.is_set() and cancel_sent_at is None:
                     cancel_sent_at = now
                     outcome.cancel_requested = True
+                    log.debug("agent[%d]: session/cancel %s", self.index, session_id)
                     await self.notify("session/cancel", {"sessionId": session_id})
                 if cancel_sent_at is None:
                     deadline = min(self.last_activity + idle_timeout, started + max_duration)
@@ -268,6 +311,7 @@ class AgentProcess:
                     timed_out = True
                     watch.cancel.set()
         finally:
+            outcome.updates = self._updates.get(session_id, 0) - updates_before
             self._watches.pop(session_id, None)
             if not task.done():
                 task.cancel()
@@ -296,6 +340,22 @@ class AgentProcess:
         task.cancel()
         await self.kill()
         return outcome
+
+
+TRACEBACK_HEAD = "Traceback (most recent call last):"
+CHAINED_TRACEBACK = ("During handling of the above exception", "The above exception was the direct cause")
+
+
+def stderr_level(line: str, in_traceback: bool) -> tuple[int, bool]:
+    """The log level of one agent stderr line and whether a traceback continues after it:
+    a Python traceback (its head, indented frames and the closing exception line) is logged
+    at DEBUG so a failing backend costs one log line per attempt, not sixty (issue 14 item 2);
+    every other line at INFO."""
+    if line.startswith(TRACEBACK_HEAD) or line.startswith(CHAINED_TRACEBACK):
+        return logging.DEBUG, True
+    if in_traceback:
+        return logging.DEBUG, line[:1].isspace() or not line
+    return logging.INFO, False
 
 
 def _version() -> str:
@@ -359,6 +419,15 @@ class AgentPool:
         n = self._failures[index]
         self._failures[index] = n + 1
         self._not_before[index] = time.monotonic() + RESPAWN_BACKOFF_S[min(n, len(RESPAWN_BACKOFF_S) - 1)]
+
+    async def restart(self, index: int) -> None:
+        """Stop worker `index` on purpose (its sessions are retired); the next `ensure` starts
+        a fresh one without a backoff."""
+        async with self._locks[index]:
+            proc, self.processes[index] = self.processes[index], None
+            if proc is not None:
+                log.info("agent[%d]: restarting to close its old sessions", index)
+                await proc.kill()
 
     def mark_dead(self, index: int) -> None:
         """Record that worker `index` died (crash or kill): its next `ensure` waits a backoff."""

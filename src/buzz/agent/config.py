@@ -26,7 +26,7 @@ EXIT_AUTH = 3
 
 SUBSCRIBE_MODES = ("mentions", "all", "config")
 EVENT_HANDLING_MODES = ("steer", "queue", "interrupt", "owner-interrupt")
-RESPOND_TO_MODES = ("owner-only", "allowlist", "anyone", "nobody")
+RESPOND_TO_MODES = ("owner-only", "allowlist", "members", "anyone", "nobody")
 PERMISSION_MODES = ("default", "auto", "accept-edits", "bypass-permissions", "dont-ask", "plan")
 PROMPT_TRANSPORTS = ("auto", "field", "claude-meta", "user")
 
@@ -34,6 +34,7 @@ MAX_AGENTS = 32
 MAX_TURN_DURATION_S = 604_800
 MIN_HEARTBEAT_S = 10
 MAX_CONTEXT_MESSAGES = 100
+MAX_ATTEMPTS_LIMIT = 100
 _FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 
 
@@ -68,6 +69,16 @@ def _int_in(low: int, high: int | None) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ConfigError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value > 3600:
+        raise ConfigError(f"must be in (0, 3600] seconds, got {text.strip()}")
+    return value
 
 
 def _choice(options: tuple[str, ...]) -> Callable[[str], str]:
@@ -170,12 +181,16 @@ FLAGS: tuple[Flag, ...] = (
     Flag("effort_level", "--effort-level", "BUZZ_ACP_EFFORT_LEVEL", None, _text, "effort option to apply to sessions"),
     Flag("session_title", "--session-title", "BUZZ_ACP_SESSION_TITLE", None, _text, "_meta.sessionTitle (default '<name> · #<channel>')"),
     Flag("permission_mode", "--permission-mode", "BUZZ_ACP_PERMISSION_MODE", "bypass-permissions", _choice(PERMISSION_MODES), "|".join(PERMISSION_MODES)),
-    Flag("respond_to", "--respond-to", "BUZZ_ACP_RESPOND_TO", "owner-only", _choice(RESPOND_TO_MODES), "owner-only|allowlist|anyone|nobody"),
+    Flag("respond_to", "--respond-to", "BUZZ_ACP_RESPOND_TO", "owner-only", _choice(RESPOND_TO_MODES), "|".join(RESPOND_TO_MODES)),
     Flag("respond_to_allowlist", "--respond-to-allowlist", "BUZZ_ACP_RESPOND_TO_ALLOWLIST", (), _hex_list, "comma-separated hex pubkeys (allowlist mode)"),
     Flag("allowed_respond_to", "--allowed-respond-to", "BUZZ_ACP_ALLOWED_RESPOND_TO", RESPOND_TO_MODES, _modes, "respond-to modes an operator permits"),
     Flag("relay_observer", "--relay-observer", "BUZZ_ACP_RELAY_OBSERVER", False, parse_bool, "observer frames 24200 (later; accepted, not yet sent)", is_flag=True),
     Flag("exit_after_inactivity", "--exit-after-inactivity", "BUZZ_ACP_EXIT_AFTER_INACTIVITY", 0, _int_in(0, None), "exit 0 after this many idle seconds; 0 = never"),
     Flag("event_buffer", "--event-buffer", "BUZZ_ACP_EVENT_BUFFER", 256, _int_in(1, None), "inbound relay event buffer (events)"),
+    Flag("catch_up", "--catch-up", "BUZZ_ACP_CATCH_UP", 600, _int_in(0, None), "seconds of missed mentions answered on start and after a reconnect; 0 = off"),
+    Flag("steer_limit", "--steer-limit", "BUZZ_ACP_STEER_LIMIT", 2, _int_in(0, None), "consecutive steers of one turn before new events queue (steer mode)"),
+    Flag("max_attempts", "--max-attempts", "BUZZ_ACP_MAX_ATTEMPTS", 10, _int_in(1, MAX_ATTEMPTS_LIMIT), "attempts of a failing batch before the failure reply, 1–100"),
+    Flag("retry_backoff", "--retry-backoff", "BUZZ_ACP_RETRY_BACKOFF", 5.0, _seconds, "seconds before the first retry (doubling, at most 300)"),
 )  # fmt: skip
 
 FLAG_BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
@@ -234,6 +249,10 @@ class HarnessConfig:
     relay_observer: bool = False
     exit_after_inactivity: int = 0
     event_buffer: int = 256
+    catch_up: int = 600
+    steer_limit: int = 2
+    max_attempts: int = 10
+    retry_backoff: float = 5.0
     # Derived by load_config (not flags):
     base_prompt: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)  # attribute → "flag" | "env" | "default"

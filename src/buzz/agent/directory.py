@@ -158,3 +158,34 @@ class Profiles:
 
     def forget(self, pubkey: str) -> None:
         self._cache.pop(pubkey, None)
+
+
+MEMBERS_TTL_S = 60.0
+
+
+class Members:
+    """Channel member sets from the relay's 39002 (for `--respond-to members`), cached for
+    `MEMBERS_TTL_S` and fetched with the `LOOKUP_TIMEOUT_S` bound; a failed lookup admits
+    nobody new (fail closed) and is not cached."""
+
+    def __init__(self, query: Query, clock: Callable[[], float] = time.monotonic) -> None:
+        self._query = query
+        self._clock = clock
+        self._cache: dict[str, tuple[float, frozenset[str]]] = {}
+
+    async def is_member(self, channel: str, pubkey: str) -> bool:
+        now = self._clock()
+        cached = self._cache.get(channel)
+        if cached is None or cached[0] <= now:
+            try:
+                events = await asyncio.wait_for(
+                    self._query([{"kinds": [39002], "#d": [channel]}], LOOKUP_TIMEOUT_S), LOOKUP_TIMEOUT_S
+                )
+            except Exception as exc:
+                log.info("member lookup of %s failed: %s", channel, exc)
+                return False
+            latest = newest_by_d(events).get(channel)
+            members = frozenset(latest.tag_values("p")) if latest is not None else frozenset()
+            cached = (now + MEMBERS_TTL_S, members)
+            self._cache[channel] = cached
+        return pubkey in cached[1]

@@ -58,3 +58,14 @@ def mentions(event: Event, pubkey: str) -> bool:
 def channel_of(event: Event) -> str | None:
     """The first `h` value that is a canonical channel UUID (agents.md §3.1), or None."""
     return next((h for h in event.tag_values("h") if is_channel_id(h)), None)
+
+
+# The marker on every notice a harness posts as a message (retrying, failure, not admitted):
+# no agent starts a turn on an event carrying it (issue 14 item 6), so one agent's failure
+# notice cannot wake its siblings.
+NOTICE_TAG = "buzz:agent-notice"
+
+
+def is_notice(event: Event) -> bool:
+    """True for a harness notice, whichever agent posted it."""
+    return any(len(t) >= 2 and t[0] == NOTICE_TAG for t in event.tags)

@@ -3,11 +3,14 @@
 Order for every channel event (the first failing step drops it):
 
 1. relay pre-filter (the REQ built by `channel_filter`);
-2. duplicates (`SeenIds`, at least 10 000 ids) and own events;
+2. duplicates (`SeenIds`, at least 10 000 ids), own events and harness notices of any agent
+   (`is_notice`, issue 14 item 6);
 3. owner control commands `!shutdown`, `!cancel`, `!rotate` (`control_command`), consumed
    before the author gate;
 4. author gate (`author_decision`: a table of admitted author classes per `--respond-to`
-   mode, narrowed by the DM rule; siblings need a kind 0 lookup the caller performs);
+   mode, narrowed by the DM rule; siblings need a kind 0 lookup and members a 39002 lookup the
+   caller performs). A mention that fails it gets one not-admitted notice per author, channel
+   and hour (`NoticeLimiter`, `not_admitted_text`; issue 14 item 1), except in DMs;
 5. rule match (`match_rule`, first match wins);
 6. enqueue — the caller's job.
 
@@ -201,17 +204,30 @@ class Decision(enum.Enum):
     ADMIT = "admit"
     DROP = "drop"
     CHECK_SIBLING = "check_sibling"  # admit iff the author is a sibling (kind 0 lookup)
+    CHECK_MEMBER = "check_member"  # admit iff a sibling or a member of the channel (39002)
 
 
-OWNER, SIBLING, ALLOWLISTED, STRANGER = "owner", "sibling", "allowlisted", "stranger"
+OWNER, SIBLING, ALLOWLISTED, MEMBER, STRANGER = "owner", "sibling", "allowlisted", "member", "stranger"
 
-# Author classes admitted in non-DM channels, per --respond-to (§4.6 table).
+# Author classes admitted in non-DM channels, per --respond-to (§4.6 table; `members` is
+# issue 14 item 1: anyone who is a member of the channel where the mention happened).
 ADMITTED: dict[str, frozenset[str]] = {
     "owner-only": frozenset({OWNER, SIBLING}),
     "allowlist": frozenset({OWNER, SIBLING, ALLOWLISTED}),
-    "anyone": frozenset({OWNER, SIBLING, ALLOWLISTED, STRANGER}),
+    "members": frozenset({OWNER, SIBLING, MEMBER}),
+    "anyone": frozenset({OWNER, SIBLING, ALLOWLISTED, MEMBER, STRANGER}),
     "nobody": frozenset(),
 }
+# Who each mode answers, in the words of the start-up line and the not-admitted notice.
+POLICY_TEXT: dict[str, str] = {
+    "owner-only": "my owner{owner} and agents they own",
+    "allowlist": "my owner{owner}, agents they own and people on their list",
+    "members": "members of this channel",
+    "anyone": "anyone",
+    "nobody": "nobody (I only run scheduled work)",
+}
+NOTICE_WINDOW_S = 3600.0
+NOTICE_MEMORY = 10_000
 # DM rule (§4.6 item 2): channels of these types admit at most the owner and siblings.
 DM_LIKE_TYPES = frozenset({"dm", "unknown"})
 DM_ADMITTED = frozenset({OWNER, SIBLING})
@@ -240,6 +256,45 @@ def author_decision(
         return Decision.ADMIT
     if ALLOWLISTED in admitted and author in set(allowlist):
         return Decision.ADMIT
-    if owner is not None and SIBLING in admitted and author not in (agent, owner):
+    if owner is not None and author in (agent, owner):
+        return Decision.DROP
+    if MEMBER in admitted:
+        return Decision.CHECK_MEMBER
+    if owner is not None and SIBLING in admitted:
         return Decision.CHECK_SIBLING
     return Decision.DROP
+
+
+def describe_policy(mode: str, owner_name: str | None = None) -> str:
+    """Who `mode` answers, e.g. "my owner (Olivia) and agents they own"."""
+    return POLICY_TEXT[mode].format(owner=f" ({owner_name})" if owner_name else "")
+
+
+def not_admitted_text(mode: str, owner_name: str | None = None) -> str:
+    """The visible answer to a mention the author gate refused (issue 14 item 1)."""
+    others = "|".join(m for m in ADMITTED if m != mode)
+    return (
+        f"I only answer {describe_policy(mode, owner_name)}, so I can't help with this. "
+        f"My owner can change that with `buzz agent run --respond-to {others}`."
+    )
+
+
+class NoticeLimiter:
+    """At most one not-admitted notice per (author, channel) per `window_s` (one hour),
+    remembering at most `capacity` pairs (oldest forgotten first). Time is passed in."""
+
+    def __init__(self, window_s: float = NOTICE_WINDOW_S, capacity: int = NOTICE_MEMORY) -> None:
+        self.window_s = window_s
+        self._last: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._capacity = capacity
+
+    def allow(self, author: str, channel: str, now: float) -> bool:
+        key = (author, channel)
+        last = self._last.get(key)
+        if last is not None and now - last < self.window_s:
+            return False
+        self._last[key] = now
+        self._last.move_to_end(key)
+        while len(self._last) > self._capacity:
+            self._last.popitem(last=False)
+        return True

@@ -4,12 +4,17 @@ Startup, in the order of §4.2:
 
 1. configuration (`buzz.agent.config`, done by the caller) and the wake rules;
 2. owner resolution (`buzz.agent.identity`, done by the caller);
-3. the subprocess pool, unless `--lazy-pool`;
+3. start-up checks (`buzz.agent.preflight`, issue 14 item 3): the agent command is spawned and
+   initialized, and so is each `--mcp-command` server; a failure ends `run` with
+   `PreflightError` (one line). Then the subprocess pool, unless `--lazy-pool`;
 4. the relay connection with NIP-42 AUTH carrying the NIP-OA tag (`RelayLink`, which also
    reconnects, re-authenticates, republishes presence and re-subscribes);
 5. presence `online` (the link's connect hook);
-6. channel discovery (39002 → 39000), limited by `--channels`;
-7. one subscription per channel from the start time;
+6. channel discovery (39002 → 39000), limited by `--channels`; the respond-to policy is logged;
+7. catch-up (issue 14 item 5): each channel's events of the last `--catch-up` seconds go
+   through the gate chain oldest first, one batch each, skipping what this agent already
+   claimed on the relay (`buzz.agent.claims`); then one subscription per channel from the
+   start time (after a reconnect the link reports the gap and it is caught up the same way);
 8. the `membership-notif` subscription (44100/44101 for A, from the start time);
 9. the heartbeat timer.
 
@@ -29,15 +34,18 @@ from pathlib import Path
 
 import orjson
 
-from buzz.agent.acp_pool import AgentPool, AgentProcess
+from buzz.agent.acp_pool import AgentGone, AgentPool, AgentProcess
 from buzz.agent.base_prompt import DEFAULT_HEARTBEAT_PROMPT
+from buzz.agent.claims import Claims
 from buzz.agent.config import ConfigError, HarnessConfig
-from buzz.agent.directory import Profiles, discover_channels
-from buzz.agent.gates import WakeRule, build_rules
+from buzz.agent.directory import Members, Profiles, discover_channels
+from buzz.agent.gates import WakeRule, build_rules, describe_policy
 from buzz.agent.identity import AgentIdentity
-from buzz.agent.intake import MEMBERSHIP_SUB, Intake
+from buzz.agent.intake import CHANNEL_SUB_PREFIX, MEMBERSHIP_SUB, Intake
+from buzz.agent.preflight import PreflightError, check_mcp
 from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
+from buzz.agent.reports import STATUS_REFRESH_S, status_event
 from buzz.agent.runtime import Runtime
 from buzz.agent.sessions import SessionTable
 from buzz.agent.status import StatusPublisher
@@ -83,10 +91,13 @@ class Harness:
         self._stop = asyncio.Event()
         self._inbound: asyncio.Queue[tuple[str, Event]] = asyncio.Queue(maxsize=config.event_buffer)
         self._tasks: list[asyncio.Task[object]] = []
+        self._started_at = int(time.time())
+        self._status_at = 0
         rules = load_rules(config)
         if config.relay_observer:
             log.warning("--relay-observer: observer frames (kind 24200) are a later feature; ignored")
         env = agent_environment(config, identity)
+        self._env = env
         pool = AgentPool(
             config.agents,
             lambda i: AgentProcess(
@@ -120,10 +131,12 @@ class Harness:
             rules=rules,
             pool=pool,
             sessions=SessionTable(),
-            queue=WorkQueue(),
+            queue=WorkQueue(max_attempts=config.max_attempts, backoff_base=config.retry_backoff),
             status=status,
             link=link,
             profiles=Profiles(link.query),
+            members=Members(link.query),
+            claims=Claims(link.query, link.publish, identity.secret, identity.pubkey),
         )
         self.dispatcher = Dispatcher(self.runtime)
         self.intake = Intake(self.runtime, self.dispatcher, self.request_shutdown)
@@ -135,8 +148,27 @@ class Harness:
     async def _on_closed(self, sub_id: str, reason: str) -> None:
         await self.intake.closed(sub_id, reason)
 
-    async def _on_connected(self) -> None:
+    async def _on_connected(self, gaps: dict[str, int]) -> None:
         await self.runtime.status.presence("online")
+        if gaps:
+            task = asyncio.create_task(self._catch_up_gaps(gaps), name="catch-up")
+            self._tasks.append(task)
+
+    async def _catch_up_gaps(self, gaps: dict[str, int]) -> None:
+        """After a reconnect: answer what each channel received while we were away."""
+        now = int(time.time())
+        for sub_id, since in gaps.items():
+            channel = sub_id[len(CHANNEL_SUB_PREFIX) :]
+            await self._catch_up(channel, max(since, now - self.config.catch_up), now)
+
+    async def _catch_up(self, channel: str, since: int, until: int) -> None:
+        try:
+            found = await self.intake.catch_up(channel, since, until)
+        except Exception as exc:
+            log.warning("catch-up of %s failed: %s", channel, exc)
+            return
+        if found:
+            log.info("caught up %d event(s) of %s from the last %d s", found, channel, until - since)
 
     async def request_shutdown(self) -> None:
         """Stop accepting events; `run` then cancels turns, goes offline and returns 0."""
@@ -147,9 +179,8 @@ class Harness:
     async def run(self) -> int:
         rt = self.runtime
         start = int(time.time())
+        await self._preflight()
         log.info("agent %s starting (owner %s)", self.identity.pubkey, self.identity.owner or "none")
-        if not self.config.lazy_pool:
-            await rt.pool.start_all()
         link_task = asyncio.create_task(rt.link.run(), name="relay-link")
         self._tasks.append(link_task)
         try:
@@ -173,17 +204,45 @@ class Harness:
                 self._tasks.append(asyncio.create_task(self._heartbeat(), name="heartbeat"))
             if self.config.exit_after_inactivity:
                 self._tasks.append(asyncio.create_task(self._inactivity(), name="inactivity"))
+            if self.identity.owner is not None:
+                self._tasks.append(asyncio.create_task(self._status_loop(), name="owner-status"))
             self.ready.set()
             await self._stop.wait()
         finally:
             await self._shutdown()
         return 0
 
+    async def _preflight(self) -> None:
+        """Refuse to start when the agent command or an MCP server does not start (item 3)."""
+        rt = self.runtime
+        try:
+            await rt.pool.ensure(0)
+            await check_mcp(self.config.mcp_command, self._env, self.cwd)
+        except AgentGone as exc:
+            await rt.pool.close()
+            raise PreflightError(
+                f"--agent-command {self.config.agent_command!r} does not start: {exc}"
+            ) from None
+        except PreflightError:
+            await rt.pool.close()
+            raise
+        if self.config.lazy_pool:
+            await rt.pool.restart(0)
+        else:
+            await rt.pool.start_all()
+
     async def _startup(self, start: int) -> None:
         rt = self.runtime
         await rt.link.connected.wait()
         own = await rt.profiles.get(self.identity.pubkey)
         rt.agent_name = own.display_name
+        owner = self.identity.owner
+        owner_name = (await rt.profiles.get(owner)).display_name if owner is not None else None
+        log.info(
+            "respond-to %s: answering %s",
+            self.config.respond_to,
+            describe_policy(self.config.respond_to, owner_name),
+        )
         while True:
             try:
                 channels = await discover_channels(rt.link.query, self.identity.pubkey)
@@ -194,8 +253,11 @@ class Harness:
         if self.config.channels is not None:
             channels = {c: info for c, info in channels.items() if c in self.config.channels}
         rt.channels.update(channels)
+        catch_up = self.config.catch_up
         for channel in channels:
-            await self.intake.open_channel(channel, start)
+            if catch_up:
+                await self._catch_up(channel, start - catch_up, start)
+            await self.intake.open_channel(channel, start, catch_up=catch_up > 0)
         await rt.link.subscribe(
             MEMBERSHIP_SUB, {"kinds": [44100, 44101], "#p": [self.identity.pubkey]}, start
         )
@@ -208,8 +270,46 @@ class Harness:
             sub_id, event = await self._inbound.get()
             try:
                 await self.intake.route(sub_id, event)
-            except Exception:
-                log.exception("could not handle event %s", event.id)
+            except Exception as exc:  # one line; the traceback only at DEBUG (issue 14 item 2)
+                log.warning("could not handle event %s: %s: %s", event.id, type(exc).__name__, exc)
+                log.debug("traceback of the failed event", exc_info=True)
+
+    def status_snapshot(self, state: str) -> dict[str, object]:
+        """The owner's view of this harness (issue 14 item 12; `buzz.agent.reports`)."""
+        rt, d = self.runtime, self.dispatcher
+        channels = [
+            {"id": c, "name": info.name, "queue": rt.queue.pending_count(c), "in_flight": c in d.turns}
+            for c, info in rt.channels.items()
+        ]
+        return {
+            "agent": self.identity.pubkey,
+            "name": rt.agent_name,
+            "state": state,
+            "started_at": self._started_at,
+            "updated_at": int(time.time()),
+            "channels": channels,
+            **d.stats,
+            "last_turn": d.last_turn,
+        }
+
+    async def _publish_status(self, state: str) -> None:
+        owner = self.identity.owner
+        if owner is None:
+            return
+        # a newer snapshot must win at its address: never reuse a second (ties keep the lowest id)
+        at = max(int(time.time()), self._status_at + 1)
+        self._status_at = at
+        event = status_event(self.identity.secret, owner, self.status_snapshot(state), at)
+        await self.runtime.status.send(event, "owner status")
+
+    async def _status_loop(self) -> None:
+        """A snapshot now, after every turn (at most one per second) and every 60 s."""
+        while True:
+            self.dispatcher.turn_ended.clear()
+            await self._publish_status("running")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.dispatcher.turn_ended.wait(), STATUS_REFRESH_S)
+            await asyncio.sleep(1.0)
 
     async def _heartbeat(self) -> None:
         text = self.config.heartbeat_prompt or DEFAULT_HEARTBEAT_PROMPT
@@ -231,9 +331,12 @@ class Harness:
         rt = self.runtime
         self.intake.accepting = False
         await self.dispatcher.shutdown()
+        await rt.claims.release_all()
         for task in self._tasks:
             if task.get_name() != "relay-link":
                 task.cancel()
+        if self.ready.is_set():
+            await self._publish_status("stopped")
         if rt.link.connected.is_set():
             await rt.status.presence("offline")
         await rt.link.stop()

@@ -14,21 +14,25 @@ import time
 from collections.abc import Awaitable, Callable
 
 from buzz.agent.directory import fetch_channel
-from buzz.agent.event_view import thread_refs
+from buzz.agent.event_view import is_notice, mentions, reply_anchor, thread_refs
 from buzz.agent.gates import (
+    DM_LIKE_TYPES,
     Command,
     Decision,
+    NoticeLimiter,
     SeenIds,
     author_decision,
     channel_filter,
     control_command,
     match_rule,
+    not_admitted_text,
 )
 from buzz.agent.queue import Item
 from buzz.agent.runtime import Runtime
 from buzz.agent.sessions import Arrival, TurnEnd, arrival_action
 from buzz.agent.status import (
     EYES,
+    NOTICE_NOT_ADMITTED,
     OUTCOME_CANCEL_NOOP,
     OUTCOME_CANCELLED,
     OUTCOME_ROTATE_NOOP,
@@ -64,15 +68,30 @@ class Intake:
         self.membership_applied: dict[str, int] = {}
         self.accepting = True
         self.last_accepted = time.monotonic()
+        self.notices = NoticeLimiter()
 
     # -- subscriptions -----------------------------------------------------------------------
-    async def open_channel(self, channel: str, since: int) -> bool:
-        """Subscribe `ch-<C>` from `since` with the filter of the rules covering C."""
+    async def open_channel(self, channel: str, since: int, catch_up: bool = False) -> bool:
+        """Subscribe `ch-<C>` from `since` with the filter of the rules covering C. With
+        `catch_up` the link resumes it from the reconnect time and reports the gap, which
+        `catch_up` then answers (issue 14 item 5)."""
         flt = channel_filter(self.rt.rules, channel, self.rt.identity.pubkey, since)
         if flt is None:
             return False
-        await self.rt.link.subscribe(channel_sub(channel), flt, since)
+        await self.rt.link.subscribe(channel_sub(channel), flt, since, catch_up=catch_up)
         return True
+
+    async def catch_up(self, channel: str, since: int, until: int) -> int:
+        """Feed the channel's events of [since, until] through the gate chain, oldest first,
+        each as a batch of its own (`Item.solo`); already-seen and already-claimed events are
+        skipped. Returns how many were queried. Raises what the query raises."""
+        flt = channel_filter(self.rt.rules, channel, self.rt.identity.pubkey, since)
+        if flt is None or until < since:
+            return 0
+        events = await self.rt.link.query([{**flt, "until": until}])
+        for event in sorted(events, key=lambda e: (e.created_at, e.id)):
+            await self.channel_event(channel, event, solo=True)
+        return len(events)
 
     async def route(self, sub_id: str, event: Event) -> None:
         if sub_id == MEMBERSHIP_SUB:
@@ -86,13 +105,15 @@ class Intake:
             await self.remove_channel(sub_id[len(CHANNEL_SUB_PREFIX) :])
 
     # -- the gate chain (§4.5) -----------------------------------------------------------------
-    async def channel_event(self, channel: str, event: Event) -> None:
+    async def channel_event(self, channel: str, event: Event, solo: bool = False) -> None:
         rt = self.rt
         agent, owner = rt.identity.pubkey, rt.identity.owner
         if not self.accepting or not self.seen.add(event.id):
             return
         if event.pubkey == agent and not rt.config.no_ignore_self:
             return
+        if is_notice(event):
+            return  # another harness's retrying / failure / not-admitted notice (item 6)
         command = control_command(event, agent, owner)
         if command is not None:
             await self.control(command, channel, event)
@@ -101,29 +122,55 @@ class Intake:
         decision = author_decision(
             rt.config.respond_to, info.type, event.pubkey, agent, owner, rt.config.respond_to_allowlist
         )
-        if decision is Decision.CHECK_SIBLING:
+        if decision is Decision.CHECK_MEMBER:
+            admitted = await rt.members.is_member(channel, event.pubkey) or (
+                owner is not None and await rt.profiles.is_sibling(event.pubkey, agent, owner)
+            )
+            decision = Decision.ADMIT if admitted else Decision.DROP
+        elif decision is Decision.CHECK_SIBLING:
             admitted = owner is not None and await rt.profiles.is_sibling(event.pubkey, agent, owner)
             decision = Decision.ADMIT if admitted else Decision.DROP
         if decision is Decision.DROP:
             log.info("dropped %s in %s: author %s not admitted", event.id[:12], channel, event.pubkey[:12])
+            await self.not_admitted(channel, info.type, event)
             return
         rule = match_rule(rt.rules, channel, event, agent)
         if rule is None:
             return
-        item = Item(event, channel, time.monotonic(), meta={"prompt_tag": rule.prompt_tag})
+        if not await rt.claims.claim(event):
+            log.info("skipped %s in %s: this agent already took it", event.id[:12], channel)
+            return
+        item = Item(event, channel, time.monotonic(), meta={"prompt_tag": rule.prompt_tag}, solo=solo)
         await rt.status.react([item], EYES)
         evicted = rt.queue.push(item)
         self.last_accepted = time.monotonic()
         if evicted is not None:
             log.warning("queue of %s is full; dropped the oldest event %s", channel, evicted.event.id[:12])
+            rt.claims.done(evicted.event.id)
             await rt.status.unreact([evicted])
-        if self.dispatcher.in_flight(channel) is not None:
+        if self.dispatcher.in_flight(channel) is not None and not solo:
             action = arrival_action(rt.config.multiple_event_handling, event.pubkey, owner)
             if action is Arrival.STEER:
-                await self.dispatcher.request_end(channel, TurnEnd.STEERED)
+                await self.dispatcher.steer(channel)
             elif action is Arrival.INTERRUPT:
                 await self.dispatcher.request_end(channel, TurnEnd.SUPERSEDED)
         self.dispatcher.wake()
+
+    async def not_admitted(self, channel: str, channel_type: str, event: Event) -> None:
+        """Issue 14 item 1: a mention the author gate refused gets a short visible reply in its
+        thread, once per author and channel per hour; DMs stay silent (the DM rule)."""
+        rt = self.rt
+        agent = rt.identity.pubkey
+        if channel_type in DM_LIKE_TYPES or not mentions(event, agent):
+            return
+        if match_rule(rt.rules, channel, event, agent) is None:
+            return
+        if not self.notices.allow(event.pubkey, channel, time.monotonic()):
+            return
+        owner = rt.identity.owner
+        owner_name = (await rt.profiles.get(owner)).display_name if owner is not None else None
+        text = not_admitted_text(rt.config.respond_to, owner_name)
+        await rt.status.notice(channel, reply_anchor(event), NOTICE_NOT_ADMITTED, text)
 
     # -- owner commands (§4.5 step 3) ----------------------------------------------------------
     async def control(self, command: Command, channel: str, event: Event) -> None:
@@ -146,6 +193,7 @@ class Intake:
                 outcome = OUTCOME_ROTATED
             else:
                 dropped = rt.sessions.drop_channel(channel)
+                await self.dispatcher.retire(dropped)
                 outcome = OUTCOME_ROTATED if dropped else OUTCOME_ROTATE_NOOP
         await rt.status.outcome(channel, outcome, owner, agent, root)
 
@@ -177,7 +225,7 @@ class Intake:
             return
         if info is not None:
             self.rt.channels[channel] = info
-        if await self.open_channel(channel, event.created_at):
+        if await self.open_channel(channel, event.created_at, catch_up=self.rt.config.catch_up > 0):
             log.info("added to channel %s; subscribed", channel)
 
     async def remove_channel(self, channel: str) -> None:
@@ -186,14 +234,20 @@ class Intake:
         rt = self.rt
         await rt.link.unsubscribe(channel_sub(channel))
         drained = rt.queue.drain(channel)
+        for item in drained:
+            rt.claims.done(item.event.id)
         await rt.status.unreact(drained)
         turn = self.dispatcher.in_flight(channel)
         busy_worker = None
         if turn is not None:
             turn.drop_session = True
             busy_worker = turn.worker
+        retired = []
         for state in rt.sessions.drop_channel(channel):
             if state.worker == busy_worker:
                 rt.sessions.put(state)  # dropped when the turn returns
+            else:
+                retired.append(state)
+        await self.dispatcher.retire(retired)
         rt.channels.pop(channel, None)
         log.info("removed from channel %s", channel)

@@ -5,9 +5,11 @@
   pending event has waited longest, and takes up to `BATCH_MAX` (50) events as one batch;
 - at most `PENDING_CAP` (500) pending events per channel; overflow evicts the oldest, which
   `push` returns so the caller removes its 👀;
+- a *solo* item (a caught-up mention, issue 14 item 5) is always a batch of its own and is
+  never taken by steering, so each one is answered in its own thread;
 - a failed batch goes back to the head of its channel and is retried on its own, at most
-  `MAX_ATTEMPTS` (10) attempts, after a backoff of 5 s doubling up to 300 s; the last failure
-  dead-letters it (`fail` returns `DeadLetter`).
+  `max_attempts` (default 10) attempts, after a backoff of `backoff_base` (default 5 s)
+  doubling up to 300 s; the last failure dead-letters it (`fail` returns `DeadLetter`).
 
 Times are float seconds from any monotonic clock.
 """
@@ -38,6 +40,7 @@ class Item:
     enqueued_at: float
     reactions: dict[str, str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    solo: bool = False
 
 
 @dataclass(eq=False)
@@ -64,9 +67,9 @@ class DeadLetter:
     batch: Batch
 
 
-def backoff_s(attempts: int) -> float:
-    """Delay before retry number `attempts` (1-based): 5, 10, 20, … capped at 300 s."""
-    return min(BACKOFF_BASE_S * 2 ** max(attempts - 1, 0), BACKOFF_CAP_S)
+def backoff_s(attempts: int, base: float = BACKOFF_BASE_S) -> float:
+    """Delay before retry number `attempts` (1-based): base, 2·base, 4·base, … capped at 300 s."""
+    return min(base * 2 ** max(attempts - 1, 0), BACKOFF_CAP_S)
 
 
 @dataclass
@@ -90,10 +93,12 @@ class WorkQueue:
         batch_max: int = BATCH_MAX,
         pending_cap: int = PENDING_CAP,
         max_attempts: int = MAX_ATTEMPTS,
+        backoff_base: float = BACKOFF_BASE_S,
     ) -> None:
         self.batch_max = batch_max
         self.pending_cap = pending_cap
         self.max_attempts = max_attempts
+        self.backoff_base = backoff_base
         self._channels: dict[str, _Channel] = {}
 
     def _ch(self, channel: str) -> _Channel:
@@ -129,8 +134,7 @@ class WorkQueue:
         if ch.retry is not None:
             batch, ch.retry = ch.retry, None
         elif ch.pending:
-            n = min(self.batch_max, len(ch.pending))
-            batch = Batch(channel, [ch.pending.popleft() for _ in range(n)])
+            batch = Batch(channel, self._leading(ch, self.batch_max))
         else:
             raise ValueError(f"channel {channel} has nothing pending")
         ch.in_flight = batch
@@ -147,8 +151,20 @@ class WorkQueue:
         """Remove and return up to `limit` (default `batch_max`) pending events of `channel`
         without touching its in-flight batch (steering, §4.8)."""
         ch = self._ch(channel)
-        n = min(limit or self.batch_max, len(ch.pending))
-        return [ch.pending.popleft() for _ in range(n)]
+        if ch.pending and ch.pending[0].solo:
+            return []
+        return self._leading(ch, limit or self.batch_max)
+
+    @staticmethod
+    def _leading(ch: _Channel, limit: int) -> list[Item]:
+        """Up to `limit` pending items from the head, stopping before a solo item; a solo item
+        at the head is taken alone."""
+        if ch.pending and ch.pending[0].solo:
+            return [ch.pending.popleft()]
+        out: list[Item] = []
+        while ch.pending and len(out) < limit and not ch.pending[0].solo:
+            out.append(ch.pending.popleft())
+        return out
 
     # -- completion ------------------------------------------------------------------------
     def in_flight(self, channel: str) -> Batch | None:
@@ -170,7 +186,7 @@ class WorkQueue:
         batch.attempts += 1
         if batch.attempts >= self.max_attempts:
             return DeadLetter(batch)
-        delay = backoff_s(batch.attempts)
+        delay = backoff_s(batch.attempts, self.backoff_base)
         ch.retry = batch
         ch.not_before = now + delay
         return Retry(delay, batch.attempts)

@@ -6,11 +6,14 @@ Two transports, as §4.1 says: the WebSocket for subscriptions and ephemeral kin
 
 `RelayLink.run` connects and answers NIP-42 with the AUTH event carrying the NIP-OA tag
 (`buzz.client.RelayClient` with `auth_tags`), within `AUTH_TIMEOUT_S` (20 s). On any failure or
-disconnect it reconnects with jittered exponential backoff from 1 s to 16 s, re-authenticates,
-re-opens every subscription with `since` = (newest `created_at` received on it, or its previous
-`since`) − 5 s, and calls `on_connected` (presence). Queued work is untouched: the link only
-moves events. A subscription the relay closes (`CLOSED`) is reported to `on_closed` and
-forgotten.
+disconnect it reconnects with jittered exponential backoff from 1 s to `BACKOFF_MAX_S` (5 s:
+issue 14 item 5 caps it so a mention after a 25 s outage is not kept waiting), logs the loss and
+the recovery, re-authenticates, re-opens every subscription with `since` = (newest `created_at`
+received on it, or its previous `since`) − 5 s — or, for a `catch_up` subscription, from the
+reconnect time, handing the gap to `on_connected(gaps)` so the harness answers what it missed
+oldest first — and calls `on_connected` (presence, catch-up). Queued work is untouched: the
+link only moves events. A subscription the relay closes (`CLOSED`) is reported to `on_closed`
+and forgotten.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,19 +36,24 @@ log = logging.getLogger(__name__)
 
 AUTH_TIMEOUT_S = 20.0
 BACKOFF_MIN_S = 1.0
-BACKOFF_MAX_S = 16.0
+BACKOFF_MAX_S = 5.0
 RECONNECT_OVERLAP_S = 5
 EMPTY_CLOSED = "closed"  # how RelayClient reports a CLOSED whose message is empty
 MAX_REOPEN = 3
 
 OnEvent = Callable[[str, Event], Awaitable[None]]
 OnClosed = Callable[[str, str], Awaitable[None]]
-OnConnected = Callable[[], Awaitable[None]]
+OnConnected = Callable[[dict[str, int]], Awaitable[None]]
 
 
 def jittered(delay: float) -> float:
     """`delay` scaled by a random factor in [0.5, 1.0] (full jitter would allow 0)."""
     return delay * (0.5 + random.random() / 2)
+
+
+def next_backoff(delay: float) -> float:
+    """The un-jittered delay after a failed attempt that waited `delay`: doubled, capped."""
+    return min(delay * 2, BACKOFF_MAX_S)
 
 
 @dataclass
@@ -53,6 +62,7 @@ class _Sub:
     flt: dict[str, Any]  # without `since`
     since: int
     newest: int | None = None
+    catch_up: bool = False
     reopened: int = 0
     live: Subscription | None = None
     reader: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -93,6 +103,7 @@ class RelayLink:
         """Connect, serve, reconnect, until `stop`. Never raises for relay or network errors."""
         await self._open_bridge()
         backoff = BACKOFF_MIN_S
+        lost_at: float | None = None
         while not self._stopping:
             client = RelayClient(self.url, self._secret, auth_tags=self._auth_tags, timeout=AUTH_TIMEOUT_S)
             try:
@@ -102,18 +113,24 @@ class RelayLink:
                 delay = jittered(backoff)
                 log.warning("relay connection failed (%s); retrying in %.1f s", _describe(exc), delay)
                 await asyncio.sleep(delay)
-                backoff = min(backoff * 2, BACKOFF_MAX_S)
+                backoff = next_backoff(backoff)
                 continue
             backoff = BACKOFF_MIN_S
             client.timeout = 10.0
             self.client = client
             self.connections += 1
             resumed = self.connections > 1
+            if lost_at is not None:
+                log.warning("relay connection regained after %.1f s", time.monotonic() - lost_at)
+                lost_at = None
             try:
+                gaps: dict[str, int] = {}
                 for sub in list(self._subs.values()):
-                    await self._open(sub, resume=resumed)
+                    gap = await self._open(sub, resume=resumed)
+                    if gap is not None:
+                        gaps[sub.sub_id] = gap
                 self.connected.set()
-                await self._on_connected()
+                await self._on_connected(gaps)
                 await client.wait_closed()
             except Exception as exc:
                 log.warning("relay session ended: %s", _describe(exc))
@@ -123,6 +140,7 @@ class RelayLink:
                 await self._stop_readers()
                 await client.close()
             if not self._stopping:
+                lost_at = time.monotonic()
                 log.warning("relay connection lost; reconnecting")
 
     async def _open_bridge(self) -> None:
@@ -149,13 +167,16 @@ class RelayLink:
                     await task
 
     # -- subscriptions ---------------------------------------------------------------------
-    async def subscribe(self, sub_id: str, flt: Mapping[str, Any], since: int) -> None:
+    async def subscribe(
+        self, sub_id: str, flt: Mapping[str, Any], since: int, catch_up: bool = False
+    ) -> None:
         """Open (or replace) the subscription `sub_id` with `flt` and `since` (unix seconds).
-        A replacement is a new REQ with the same id (NIP-01), without a CLOSE first."""
+        A replacement is a new REQ with the same id (NIP-01), without a CLOSE first. A
+        `catch_up` subscription resumes from the reconnect time and reports its gap."""
         old = self._subs.pop(sub_id, None)
         if old is not None and old.reader is not None and old.reader is not asyncio.current_task():
             old.reader.cancel()
-        sub = _Sub(sub_id, {k: v for k, v in flt.items() if k != "since"}, since)
+        sub = _Sub(sub_id, {k: v for k, v in flt.items() if k != "since"}, since, catch_up=catch_up)
         self._subs[sub_id] = sub
         if self.client is not None and self.connected.is_set():
             await self._open(sub, resume=False)
@@ -173,13 +194,18 @@ class RelayLink:
     def subscribed(self, sub_id: str) -> bool:
         return sub_id in self._subs
 
-    async def _open(self, sub: _Sub, resume: bool) -> None:
+    async def _open(self, sub: _Sub, resume: bool, reconnect: bool = True) -> int | None:
+        """REQ for `sub`; returns the start of the gap a catch-up subscription skipped."""
         assert self.client is not None
+        gap = None
         since = sub.resume_since() if resume else sub.since
+        if resume and reconnect and sub.catch_up:
+            gap, since = since, int(time.time())
         sub.since = since
         flt = {**sub.flt, "since": since}
         sub.live = await self.client.subscribe([flt], sub_id=sub.sub_id)
         sub.reader = asyncio.create_task(self._read(sub, sub.live, self.client), name=f"sub-{sub.sub_id}")
+        return gap
 
     async def _read(self, sub: _Sub, live: Subscription, client: RelayClient) -> None:
         try:
@@ -198,7 +224,7 @@ class RelayLink:
                 # A CLOSED without a reason is the relay acknowledging an earlier CLOSE of the same
                 # sub id (removal followed by re-addition): it never refuses without a prefix.
                 sub.reopened += 1
-                await self._open(sub, resume=True)
+                await self._open(sub, resume=True, reconnect=False)
                 return
             if self._subs.get(sub.sub_id) is sub:
                 del self._subs[sub.sub_id]

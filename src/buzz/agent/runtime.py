@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from buzz.agent.acp_pool import AgentPool
+from buzz.agent.claims import Claims
 from buzz.agent.config import HarnessConfig
-from buzz.agent.directory import Profiles
+from buzz.agent.directory import Members, Profiles
 from buzz.agent.gates import WakeRule
 from buzz.agent.identity import AgentIdentity
 from buzz.agent.prompts import ChannelInfo
@@ -35,6 +36,8 @@ class Runtime:
     status: StatusPublisher
     link: RelayLink
     profiles: Profiles
+    members: Members
+    claims: Claims
     channels: dict[str, ChannelInfo] = field(default_factory=dict)
     agent_name: str | None = None
 

@@ -64,6 +64,41 @@ def arrival_action(mode: str, author: str, owner: str | None) -> Arrival:
     return for_owner if owner is not None and author == owner else for_others
 
 
+def steer_allowed(steers_so_far: int, limit: int) -> bool:
+    """Issue 14 item 7: a newer event may steer an in-flight turn at most `limit` times in a
+    row; after that the turn finishes and later events wait for the next batch."""
+    return steers_so_far < limit
+
+
+class Verdict(enum.Enum):
+    """What one `session/prompt` result means for the batch (issue 14 items 8 and 11)."""
+
+    ANSWERED = "answered"  # the agent answered this prompt
+    INTERRUPTED = "interrupted"  # we cancelled it; whatever it answered, nobody failed
+    STALE = "stale"  # the result belongs to an earlier prompt: send this one again
+    FAILED = "failed"  # error, crash or timeout: the batch is retried with backoff
+
+
+def prompt_verdict(
+    *, failed: bool, alive: bool, stop_reason: str | None, cancel_sent: bool, updates: int, after_cancel: bool
+) -> Verdict:
+    """Match a prompt's result to that prompt only. A prompt we cancelled is interrupted
+    when the agent answered `cancelled` or with an error (the error answers our cancel, it is
+    no failure), as long as the subprocess lives (a timeout kills it, so timeouts stay
+    failures); any other stop reason means the agent finished before it saw the cancel. A
+    `cancelled` stop reason we never asked for, or an `end_turn` with no `session/update` at
+    all right after a cancelled prompt, is a stale answer to that earlier prompt."""
+    if cancel_sent and alive and (failed or stop_reason == "cancelled"):
+        return Verdict.INTERRUPTED
+    if failed:
+        return Verdict.FAILED
+    if stop_reason == "cancelled":
+        return Verdict.STALE
+    if after_cancel and updates == 0 and stop_reason == "end_turn":
+        return Verdict.STALE
+    return Verdict.ANSWERED
+
+
 def drops_session(end: TurnEnd, turns_done: int, max_turns: int) -> bool:
     """§4.9 item 3, including `--max-turns-per-session` (0 = unlimited) after a completed turn."""
     if DROPS_SESSION[end]:
@@ -82,6 +117,7 @@ class SessionState:
     memory_section: str | None = None
     preamble: list[str] = field(default_factory=list)
     turns: int = 0
+    after_cancel: bool = False  # the previous prompt of this session was cancelled
     model: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
 

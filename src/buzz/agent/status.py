@@ -7,7 +7,7 @@
 | kind 5 `["e", <reaction id>]` | when the turn ends (however it ends) and when an event leaves the queue |
 | 20002 typing `["h", C]` | at turn start and every 5 s while it runs (unless `--no-typing`) |
 | 20001 presence | `online` on every (re)connect and every 60 s, `offline` on graceful exit (unless `--no-presence`) |
-| kind 9 failure notice | after a dead-lettered batch (§4.7 item 5) |
+| kind 9 notices, tagged `["buzz:agent-notice", <type>]` | `retrying` after a batch's first failed attempt, `failure` after its last (§4.7 item 5), `not-admitted` to an author the respond-to policy does not admit (issue 14 items 1, 2, 6) |
 | kind 40099 control outcome | for every owner command (§4.5) |
 
 The harness never posts the agent's answer. Builders are pure; `StatusPublisher` sends them and
@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 import orjson
 
+from buzz.agent.event_view import NOTICE_TAG
 from buzz.agent.queue import Item
 from buzz.client import PublishResult
 from buzz.core.event import Event
@@ -34,6 +35,9 @@ SPEECH = "\U0001f4ac"  # 💬 working
 TYPING_REFRESH_S = 5.0
 PRESENCE_REFRESH_S = 60.0
 FAILURE_NOTICE = "Sorry, I could not process this message."
+RETRYING_NOTICE = "I'm having trouble processing this message right now; I'm retrying."
+NOTICE_RETRYING, NOTICE_FAILURE, NOTICE_NOT_ADMITTED = "retrying", "failure", "not-admitted"
+NOTICE_TEXT: dict[str, str] = {NOTICE_RETRYING: RETRYING_NOTICE, NOTICE_FAILURE: FAILURE_NOTICE}
 
 # Control outcome types of §4.5 (this project's vocabulary).
 OUTCOME_SHUTDOWN = "agent_shutdown"
@@ -77,10 +81,17 @@ def control_outcome(
     return Event.create(secret, 40099, content, tags)
 
 
+def notice(secret: str, channel: str, anchor: str, kind: str, text: str | None = None) -> Event:
+    """Kind 9 replying to `anchor` (a thread root or top-level event, §4.12 step 1) with the
+    marker tag `["buzz:agent-notice", kind]`: no `p` tags, no stack trace, no secret (§4.7
+    item 5). `text` defaults to `NOTICE_TEXT[kind]`."""
+    tags = [["h", channel], ["e", anchor, "", "reply"], [NOTICE_TAG, kind]]
+    return Event.create(secret, 9, text if text is not None else NOTICE_TEXT[kind], tags)
+
+
 def failure_notice(secret: str, channel: str, anchor: str) -> Event:
-    """Kind 9 replying to `anchor` (a thread root or top-level event, §4.12 step 1): no `p`
-    tags, no stack trace, no secret (§4.7 item 5)."""
-    return Event.create(secret, 9, FAILURE_NOTICE, [["h", channel], ["e", anchor, "", "reply"]])
+    """The dead-letter notice (§4.7 item 5)."""
+    return notice(secret, channel, anchor, NOTICE_FAILURE)
 
 
 Publish = Callable[[Event], Awaitable[PublishResult]]
@@ -161,4 +172,7 @@ class StatusPublisher:
         )
 
     async def failure(self, channel: str, anchor: str) -> None:
-        await self.send(failure_notice(self._secret, channel, anchor), "failure notice")
+        await self.notice(channel, anchor, NOTICE_FAILURE)
+
+    async def notice(self, channel: str, anchor: str, kind: str, text: str | None = None) -> bool:
+        return await self.send(notice(self._secret, channel, anchor, kind, text), f"{kind} notice")

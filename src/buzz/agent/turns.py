@@ -35,12 +35,21 @@ from buzz.agent.prompts import ChannelInfo, turn_blocks
 from buzz.agent.queue import Batch, DeadLetter, Item, Retry
 from buzz.agent.runtime import Runtime
 from buzz.agent.session_factory import create_session
-from buzz.agent.sessions import IS_FAILURE, SessionState, TurnEnd, drops_session
-from buzz.agent.status import EYES, SPEECH
+from buzz.agent.sessions import (
+    IS_FAILURE,
+    SessionState,
+    TurnEnd,
+    Verdict,
+    drops_session,
+    prompt_verdict,
+    steer_allowed,
+)
+from buzz.agent.status import EYES, NOTICE_FAILURE, NOTICE_RETRYING, SPEECH
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_S = 12.0
+STALE_RESENDS = 1  # a prompt answered stale is sent again at most this often (issue 14 item 11)
 
 
 @dataclass(eq=False)
@@ -52,6 +61,8 @@ class Turn:
     worker: int
     batch: Batch
     requested: TurnEnd | None = None
+    steers: int = 0  # steering requests honoured so far (issue 14 item 7)
+    answered: bool = False  # the agent answered the batch's last prompt (its claims stay)
     drop_session: bool = False
     session: SessionState | None = None
     proc: AgentProcess | None = None
@@ -69,6 +80,11 @@ class Dispatcher:
         self.stopping = False
         self.last_activity = time.monotonic()
         self.heartbeat_running = False
+        self._restart: set[int] = set()
+        # for the owner's status snapshot (buzz.agent.reports)
+        self.stats = {"turns": 0, "failures": 0, "dead_letters": 0}
+        self.last_turn: dict[str, object] | None = None
+        self.turn_ended = asyncio.Event()
 
     # -- control surface -------------------------------------------------------------------
     def wake(self) -> None:
@@ -89,8 +105,37 @@ class Dispatcher:
         ):
             turn.requested = end
         if turn.proc is not None and turn.session is not None:
-            await turn.proc.cancel(turn.session.session_id)
+            await turn.proc.cancel(turn.session.session_id)  # only a pending prompt (item 9)
         return True
+
+    async def steer(self, channel: str) -> bool:
+        """Steer the channel's in-flight turn with newly queued events unless it was already
+        steered `--steer-limit` times (then they wait for the next batch). True when steered
+        or a steer is already pending."""
+        turn = self.turns.get(channel)
+        if turn is None:
+            return False
+        if turn.requested is TurnEnd.STEERED:
+            return True
+        if turn.requested is not None or not steer_allowed(turn.steers, self.rt.config.steer_limit):
+            return False
+        turn.steers += 1
+        return await self.request_end(channel, TurnEnd.STEERED)
+
+    async def retire(self, states: list[SessionState], idle_worker: int | None = None) -> None:
+        """Close dropped sessions (issue 14 item 10): ACP `session/close` when the agent
+        supports it, otherwise restart its subprocess once it is idle (a subprocess holding
+        sessions we no longer use would keep them open for ever)."""
+        for state in states:
+            proc = self.rt.pool.process(state.worker)
+            if proc is None or await proc.close_session(state.session_id):
+                continue
+            self._restart.add(state.worker)
+        for worker in sorted(self._restart):
+            if worker == idle_worker or not self.rt.pool.busy[worker]:
+                self._restart.discard(worker)
+                self.rt.sessions.drop_worker(worker)
+                await self.rt.pool.restart(worker)
 
     def on_update(self, worker: int, session_id: str, update: dict[str, object]) -> None:
         """`session/update` from a subprocess: usage goes to the running turn's metrics."""
@@ -151,7 +196,8 @@ class Dispatcher:
             end = TurnEnd.SHUTDOWN
             raise
         except Exception as exc:  # a bug must not wedge the channel
-            log.exception("turn in %s failed unexpectedly", turn.channel)
+            log.warning("turn in %s failed unexpectedly: %s", turn.channel, exc)
+            log.debug("traceback of the failed turn", exc_info=True)
             end, failure = TurnEnd.FAILED, f"internal error: {type(exc).__name__}"
         finally:
             await asyncio.shield(self._finish(turn, end, failure))
@@ -165,6 +211,8 @@ class Dispatcher:
         turn.proc = proc
         interrupted: list[Item] = []
         items = list(turn.batch.items)
+        resend: list[str] | None = None
+        stale_left = STALE_RESENDS
         while True:
             if turn.requested is not None and turn.requested is not TurnEnd.STEERED:
                 return turn.requested, None  # ended before the prompt started
@@ -176,34 +224,74 @@ class Dispatcher:
                     return TurnEnd.FAILED, f"session/new failed: {exc}"
                 rt.sessions.put(session)
             turn.session = session
-            if turn.requested is TurnEnd.STEERED:  # events arrived before any prompt: join them
-                turn.requested = None
+            if turn.requested is TurnEnd.STEERED and resend is None:
+                turn.requested = None  # events arrived before any prompt: join them
                 arrived = rt.queue.take_pending(turn.channel)
                 turn.batch.items.extend(arrived)
                 items = [*items, *arrived]
-            blocks = await self._blocks(turn, session, channel, items, interrupted)
+            if resend is not None:
+                blocks, resend = resend, None
+            else:
+                blocks = await self._blocks(turn, session, channel, items, interrupted)
             if turn.requested is not None and turn.requested is not TurnEnd.STEERED:
                 return turn.requested, None  # ended while the prompt was being built
             await rt.status.react(items, SPEECH)  # 💬 when the prompt starts (§4.13)
             outcome = await self._prompt(proc, session, turn.channel, blocks)
-            if outcome.failed:
+            verdict = prompt_verdict(
+                failed=outcome.failed,
+                alive=proc.alive,
+                stop_reason=outcome.stop_reason,
+                cancel_sent=outcome.cancel_requested,
+                updates=outcome.updates,
+                after_cancel=session.after_cancel,
+            )
+            log.debug(
+                "prompt in %s: %s (stop %s, cancel sent %s, %d updates)",
+                turn.channel,
+                verdict.value,
+                outcome.stop_reason,
+                outcome.cancel_requested,
+                outcome.updates,
+            )
+            session.after_cancel = outcome.cancel_requested
+            requested = turn.requested
+            if verdict is Verdict.FAILED:
                 if not proc.alive:
                     rt.sessions.drop_worker(turn.worker)
                     rt.pool.mark_dead(turn.worker)
-                requested = turn.requested
                 if requested in (TurnEnd.OWNER_CANCEL, TurnEnd.OWNER_ROTATE, TurnEnd.SHUTDOWN):
                     return requested, outcome.failure
                 return TurnEnd.FAILED, outcome.failure
-            if turn.requested is TurnEnd.STEERED:
+            if verdict is Verdict.STALE:
+                if stale_left == 0:
+                    return TurnEnd.FAILED, f"stale answers ({outcome.stop_reason}) to a repeated prompt"
+                stale_left -= 1
+                log.info(
+                    "a stale %s answer in %s; sending the prompt again", outcome.stop_reason, turn.channel
+                )
+                resend = blocks
+                continue
+            turn.answered = verdict is Verdict.ANSWERED
+            if verdict is Verdict.INTERRUPTED and outcome.failed:
+                log.info("the agent answered a cancel in %s with an error: %s", turn.channel, outcome.failure)
+            if requested is TurnEnd.STEERED:
                 turn.requested = None
-                arrived = rt.queue.take_pending(turn.channel)
-                if arrived:  # re-prompt the same session: interrupted work + new events (§4.8)
+                if verdict is Verdict.INTERRUPTED:
+                    # re-prompt the same session: interrupted work + new events (§4.8); an
+                    # interrupted batch is merged, never retried alone (issue 14 item 8)
+                    arrived = rt.queue.take_pending(turn.channel)
                     turn.batch.items.extend(arrived)
-                    interrupted = [*interrupted, *items]
-                    items = arrived
+                    if arrived:
+                        interrupted = [*interrupted, *items]
+                        items = arrived
                     continue
-            if turn.requested is not None:
-                return turn.requested, None
+                # the agent finished before it saw the cancel: this turn is complete and the
+                # new events are the channel's next batch (item 11: a result is its prompt's)
+                requested = None
+            if requested is not None:
+                return requested, None
+            if verdict is Verdict.INTERRUPTED:
+                return TurnEnd.FAILED, outcome.failure or "the prompt was cancelled"
             session.turns += 1
             return TurnEnd.COMPLETED, None
 
@@ -284,42 +372,63 @@ class Dispatcher:
     async def _finish(self, turn: Turn, end: TurnEnd, failure: str | None) -> None:
         rt = self.rt
         items = turn.batch.items
-        if failure:
-            log.warning("turn in %s ended %s: %s", turn.channel, end.value, failure)
-        else:
-            log.info("turn in %s ended %s", turn.channel, end.value)
+        anchor = reply_anchor(items[-1].event) if items else None
+        self.stats["turns"] += 1
+        self.stats["failures"] += IS_FAILURE[end]
+        self.last_turn = {"channel": turn.channel, "ended": end.value, "at": int(time.time())}
         try:
             await rt.status.unreact(items, (SPEECH,))
             if IS_FAILURE[end] and not turn.drop_session:
                 result = rt.queue.fail(turn.channel, time.monotonic())
+                attempt = result.attempts if isinstance(result, Retry) else result.batch.attempts
+                # one line per attempt (issue 14 item 2); tracebacks only at DEBUG
                 if isinstance(result, Retry):
-                    log.info(
-                        "retrying the batch of %s in %.0f s (attempt %d)",
+                    log.warning(
+                        "turn in %s failed (attempt %d of %d): %s; retrying in %.1f s",
                         turn.channel,
+                        attempt,
+                        rt.queue.max_attempts,
+                        failure,
                         result.delay_s,
-                        result.attempts + 1,
                     )
+                    if attempt == 1 and anchor is not None:
+                        await rt.status.notice(turn.channel, anchor, NOTICE_RETRYING)
                 elif isinstance(result, DeadLetter):
+                    self.stats["dead_letters"] += 1
                     log.error(
-                        "dead-lettered %d event(s) of %s after %d attempts",
-                        len(items),
+                        "turn in %s failed (attempt %d of %d): %s; dead-lettered %d event(s)",
                         turn.channel,
-                        result.batch.attempts,
+                        attempt,
+                        rt.queue.max_attempts,
+                        failure,
+                        len(items),
                     )
                     await rt.status.unreact(items, (EYES,))
-                    await rt.status.failure(turn.channel, reply_anchor(items[-1].event))
+                    if anchor is not None:
+                        await rt.status.notice(turn.channel, anchor, NOTICE_FAILURE)
+                    self._settle(items)
             else:
+                log.info("turn in %s ended %s%s", turn.channel, end.value, f": {failure}" if failure else "")
                 rt.queue.finish(turn.channel)
                 await rt.status.unreact(items, (EYES,))
+                if end is not TurnEnd.SHUTDOWN or turn.answered:  # a stop releases the rest
+                    self._settle(items)
             session = turn.session
             turns_done = session.turns if session is not None else 0
             if turn.drop_session or drops_session(end, turns_done, rt.config.max_turns_per_session):
-                rt.sessions.drop(turn.worker, turn.channel)
+                dropped = rt.sessions.drop(turn.worker, turn.channel)
+                await self.retire([dropped] if dropped is not None else [], idle_worker=turn.worker)
         finally:
             rt.pool.busy[turn.worker] = False
             self.turns.pop(turn.channel, None)
             self.last_activity = time.monotonic()
+            self.turn_ended.set()
             self.wake()
+
+    def _settle(self, items: list[Item]) -> None:
+        """These events are answered (or given up): their relay claims stay (issue 14 item 4)."""
+        for item in items:
+            self.rt.claims.done(item.event.id)
 
     # -- heartbeat (§4.14 item 4) ----------------------------------------------------------
     async def heartbeat_once(self, text: str) -> bool:

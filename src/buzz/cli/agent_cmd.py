@@ -1,4 +1,5 @@
-"""`buzz agent run`: the ACP harness in the foreground (agents.md §4).
+"""`buzz agent run`: the ACP harness in the foreground (agents.md §4); `buzz agent status` and
+`buzz agent usage`: the owner's view of their agents (issue 14 item 12, `buzz.agent.reports`).
 
 Every option comes from the flag table of `buzz.agent.config` (agents.md §4.16): options are
 declared as plain text or switches and resolved, with their environment variables and
@@ -81,6 +82,85 @@ def run(ctx: Context, log_level: str, **given: Any) -> None:
     sys.exit(asyncio.run(_main(config, identity)))
 
 
+def _render_table(columns: tuple[str, ...], rows: list[list[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*columns, box=None, pad_edge=False)
+    for row in rows:
+        table.add_row(*row)
+    Console(width=200).print(table)
+
+
+def _format_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--format",
+        "out_fmt",
+        type=click.Choice(["json", "compact", "table"]),
+        default=None,
+        help="Output: JSON (default, or the root --format), compact JSON, or a table.",
+    )(func)
+
+
+def _report(
+    ctx: Context, out_fmt: str | None, fetch: Callable[[Any], Any], table: Callable[[Any], None]
+) -> None:
+    from buzz.cli.common import run as run_body
+
+    if out_fmt in ("json", "compact"):
+        ctx.fmt = out_fmt
+    run_body(ctx, fetch, render=table if out_fmt == "table" else None)
+
+
+@agent.command()
+@_format_option
+@click.pass_obj
+def status(ctx: Context, out_fmt: str | None) -> None:
+    """My running agents: channels, queue depth, last turn, failures (from their snapshots).
+
+    \b
+    Example:
+      buzz agent status --format table
+    """
+    from buzz.agent.reports import STATUS_COLUMNS, agent_status, status_rows
+
+    _report(
+        ctx,
+        out_fmt,
+        lambda ws: agent_status(ws.query, ws.secret, ws.pubkey),
+        lambda report: _render_table(STATUS_COLUMNS, status_rows(report)),
+    )
+
+
+@agent.command()
+@click.option(
+    "--since", default=None, help="Unix seconds or a duration back from now (24h, 7d); default: all."
+)
+@_format_option
+@click.pass_obj
+def usage(ctx: Context, since: str | None, out_fmt: str | None) -> None:
+    """My agents' turn metrics (44200), decrypted: tokens, turns, errors, per channel.
+
+    \b
+    Example:
+      buzz agent usage --since 7d --format table
+    """
+    import time
+
+    from buzz.agent.reports import USAGE_COLUMNS, agent_usage, parse_since, usage_rows
+
+    try:
+        start = parse_since(since, int(time.time())) if since is not None else None
+    except ValueError as exc:
+        _error("user_error", str(exc), 1)
+    _report(
+        ctx,
+        out_fmt,
+        lambda ws: agent_usage(ws.query, ws.secret, ws.pubkey, start),
+        lambda report: _render_table(USAGE_COLUMNS, usage_rows(report)),
+    )
+
+
 async def _main(config: Any, identity: Any) -> int:
     from buzz.agent.harness import Harness
 
@@ -88,7 +168,13 @@ async def _main(config: Any, identity: Any) -> int:
         harness = Harness(config, identity)
     except ConfigError as exc:
         _error("user_error", exc.message, exc.exit_code)
+    from buzz.agent.preflight import PreflightError
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, lambda: asyncio.ensure_future(harness.request_shutdown()))
-    return await harness.run()
+    try:
+        return await harness.run()
+    except PreflightError as exc:
+        _error("user_error", str(exc), 1)
+        return 1

@@ -173,8 +173,11 @@ class Workspace:
         return found[0]
 
 
-def run(ctx: Context, body: Callable[[Workspace], Awaitable[Any]]) -> None:
-    """Resolve the identity, run `body` against the bridge, emit its result or report a failure."""
+def run(
+    ctx: Context, body: Callable[[Workspace], Awaitable[Any]], render: Callable[[Any], None] | None = None
+) -> None:
+    """Resolve the identity, run `body` against the bridge, emit its result (or hand it to
+    `render`, e.g. a table) or report a failure."""
     try:
         secret = parse_secret_key(ctx.private_key)
         auth_tag = resolve_auth_tag(ctx.auth_tag, secret)
@@ -201,7 +204,10 @@ def run(ctx: Context, body: Callable[[Workspace], Awaitable[Any]]) -> None:
         report(user_error("an argument is not valid UTF-8 text"))
     except Exception as exc:  # agents.md §2.1: "anything else" is `error`, exit 4
         report(CliFailure("error", f"unexpected failure: {type(exc).__name__}: {exc}"))
-    emit(ctx, result)
+    if render is not None:
+        render(result)
+    else:
+        emit(ctx, result)
 
 
 @contextlib.contextmanager

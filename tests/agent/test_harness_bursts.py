@@ -1,0 +1,192 @@
+"""Bursts and cancels (issue 14 items 7–11), against agents that misbehave the way real ACP
+agents have (`tests/agent/quirk_agent.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+
+import pytest
+
+from buzz.agent.acp_pool import AgentProcess
+from buzz.core.event import Event
+from tests.agent.support import EYES, QUIRK_AGENT, SPEECH, Workspace
+
+
+def _answered(ws: Workspace, event: Event):
+    return lambda e: bool(ws.watcher.answers_to(event, ws.agent.pubkey))
+
+
+async def _prompt_started(ws: Workspace, event: Event) -> None:
+    await ws.watcher.wait_for(
+        lambda e: e.kind == 7 and e.content == SPEECH and e.tag_values("e") == [event.id], what="💬"
+    )
+
+
+async def _queued(ws: Workspace, event: Event) -> None:
+    await ws.watcher.wait_for(
+        lambda e: e.kind == 7 and e.content == EYES and e.tag_values("e") == [event.id], what="👀"
+    )
+
+
+def _worked_on(ws: Workspace, event: Event) -> bool:
+    """`event` was presented to the agent as work (an event block, not history)."""
+    needle = f"Event ID: {event.id}"
+    return any(
+        needle in b and b.startswith(("[Buzz event", "[New events", "[Interrupted work"))
+        for r in ws.records("prompt")
+        for b in r["blocks"]
+    )
+
+
+async def _records(ws: Workspace, kind: str, count: int) -> None:
+    """Wait until the agent recorded `count` entries of `kind`."""
+    for _ in range(200):
+        if len(ws.records(kind)) >= count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the agent recorded {len(ws.records(kind))} {kind}, not {count}")
+
+
+async def _idle(harness, timeout: float = 20.0) -> None:
+    """Wait until the harness has nothing queued or in flight."""
+    for _ in range(int(timeout / 0.05)):
+        if not harness.runtime.queue.has_work() and not harness.dispatcher.turns:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the harness did not go idle")
+
+
+async def test_a_burst_steers_at_most_twice_then_queues(ws: Workspace) -> None:
+    async with ws.harness() as harness:
+        warm = await ws.post(ws.owner, "ping", mention=ws.agent.pubkey)  # the session exists
+        await ws.watcher.wait_for(_answered(ws, warm), what="warm-up answer")
+        await _idle(harness)
+        burst = []
+        for _ in range(8):  # a mention every 0.3 s, each needing 0.9 s of work
+            burst.append(await ws.post(ws.owner, f"sleep 0.9{len(burst)}", mention=ws.agent.pubkey))
+            await asyncio.sleep(0.3)
+        await _queued(ws, burst[-1])
+        await _idle(harness)
+    cancels = ws.records("cancelled")
+    answers = [a for event in burst for a in ws.watcher.answers_to(event, ws.agent.pubkey)]
+    assert 1 <= len(cancels) <= 2  # it did steer, at most --steer-limit (2) times
+    assert len(answers) >= 2  # the steered turn finished and the queued rest got its own turn
+    assert [_worked_on(ws, e) for e in burst] == [True] * len(burst)  # none lost
+    assert ws.watcher.answers_to(burst[-1], ws.agent.pubkey)  # the last one was answered
+
+
+async def test_the_third_steer_waits_for_the_next_turn(ws: Workspace) -> None:
+    async with ws.harness() as harness:
+        first = await ws.post(ws.owner, "sleep 2", mention=ws.agent.pubkey)
+        await _prompt_started(ws, first)
+        steering = []
+        for n in (1, 2):  # two steers: each cancels the prompt in flight and re-prompts
+            steering.append(await ws.post(ws.owner, f"sleep 2.{n}", mention=ws.agent.pubkey))
+            await _records(ws, "prompt", n + 1)
+        queued = await ws.post(ws.owner, "echo queued", mention=ws.agent.pubkey)
+        await ws.watcher.wait_for(_answered(ws, steering[-1]), what="the steered turn's answer")
+        await ws.watcher.wait_for(_answered(ws, queued), what="the queued mention's answer")
+        await _idle(harness)
+    heads = [
+        [b.split("\n", 1)[0][:20] for b in r["blocks"] if b.startswith("[")] for r in ws.records("prompt")
+    ]
+    steered = [h for h in heads if any(x.startswith("[Interrupted work") for x in h)]
+    assert len(heads) == 4 and len(steered) == 2  # the third mention did not steer
+    assert not any(h.startswith("[Interrupted") for h in heads[3])  # a turn of its own
+    assert ws.watcher.answers_to(steering[-1], ws.agent.pubkey)[0].content.startswith("steered: slept 2.2")
+    assert ws.watcher.answers_to(queued, ws.agent.pubkey)[0].content.startswith("queued [")
+
+
+async def test_a_cancel_answered_with_an_error_is_no_failure(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="buzz.agent")
+    monkeypatch.setenv("RULES_AGENT_QUIRKS", "cancel-error")
+    async with ws.harness(agent_args=QUIRK_AGENT, max_attempts=2, retry_backoff=0.2) as harness:
+        slow = await ws.post(ws.owner, "sleep 5", mention=ws.agent.pubkey)
+        await _prompt_started(ws, slow)
+        newer = await ws.post(ws.owner, "echo newer", mention=ws.agent.pubkey)
+        await ws.watcher.wait_for(_answered(ws, newer), what="steered answer")
+        await _idle(harness)
+    assert ws.watcher.answers_to(newer, ws.agent.pubkey)[0].content.startswith("steered: newer")
+    agent_messages = ws.watcher.of(9, ws.agent.pubkey)
+    assert not [e for e in agent_messages if any(t[0] == "buzz:agent-notice" for t in e.tags)]
+    assert not [r for r in caplog.records if "failed (attempt" in r.getMessage()]
+    # the interrupted batch was merged into the next prompt, never retried alone
+    prompts = ws.records("prompt")
+    assert len(prompts) == 2 and any(b.startswith("[Interrupted work") for b in prompts[1]["blocks"])
+
+
+async def test_only_a_pending_prompt_is_cancelled(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RULES_AGENT_QUIRKS", "sticky-cancel")
+    env = dict(os.environ)
+    proc = AgentProcess(0, sys.executable, [QUIRK_AGENT], env, str(ws.tmp), "auto", lambda *a: None)
+    await proc.start()
+    try:
+        session = (await proc.request("session/new", {"cwd": str(ws.tmp), "mcpServers": []}))["sessionId"]
+        assert await proc.cancel(session) is False  # idle: nothing is sent
+        outcome = await proc.prompt(session, ["[Heartbeat]\nanything?"], 30, 60)
+        assert outcome.stop_reason == "end_turn" and not outcome.failed
+    finally:
+        await proc.kill()
+    assert ws.records("idle_cancel") == [] and ws.records("sticky_abort") == []
+
+
+async def test_a_burst_never_cancels_an_idle_session(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RULES_AGENT_QUIRKS", "sticky-cancel")
+    async with ws.harness(agent_args=QUIRK_AGENT) as harness:
+        burst = []
+        for i in range(8):  # each right after the previous answer: its turn is winding down
+            burst.append(await ws.post(ws.owner, f"echo n{i}", mention=ws.agent.pubkey))
+            await ws.watcher.wait_for(
+                lambda e, n=i: f"n{n}" in " ".join(m.content for m in ws.watcher.of(9, ws.agent.pubkey)),
+                what=f"answer n{i}",
+            )
+            await asyncio.sleep(0.03 * i)  # land at different points of the turn's ending
+        await _idle(harness)
+    assert ws.records("idle_cancel") == [] and ws.records("sticky_abort") == []
+    said = " ".join(e.content for e in ws.watcher.of(9, ws.agent.pubkey))
+    assert [f"n{i}" in said for i in range(8)] == [True] * 8
+
+
+@pytest.mark.parametrize("quirks", ["close", ""])
+async def test_rotation_closes_the_old_session(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, quirks: str
+) -> None:
+    monkeypatch.setenv("RULES_AGENT_QUIRKS", quirks)
+    async with ws.harness(agent_args=QUIRK_AGENT) as harness:
+        for i in range(3):
+            mention = await ws.post(ws.owner, f"echo turn {i}", mention=ws.agent.pubkey)
+            await ws.watcher.wait_for(_answered(ws, mention), what=f"answer {i}")
+            await _idle(harness)
+            await ws.post(ws.owner, "!rotate", mention=ws.agent.pubkey)
+            await ws.watcher.wait_for(
+                lambda e, n=i: e.kind == 40099 and len(ws.watcher.of(40099, ws.agent.pubkey)) > n,
+                what="!rotate",
+            )
+    opened = ws.records("open")
+    assert len(opened) == 3
+    assert [r["open"] for r in opened] == [1, 1, 1]  # never more than one open session
+    if quirks == "close":  # ACP session/close: one process, every old session closed
+        assert len({r["pid"] for r in opened}) == 1 and len(ws.records("closed")) == 3
+    else:  # no session/close: the subprocess is restarted instead
+        assert len({r["pid"] for r in opened}) == 3 and ws.records("closed") == []
+
+
+async def test_a_stale_end_turn_after_a_cancel_does_not_swallow_the_next_prompt(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RULES_AGENT_QUIRKS", "stale-end-turn")
+    async with ws.harness(agent_args=QUIRK_AGENT) as harness:
+        slow = await ws.post(ws.owner, "sleep 5", mention=ws.agent.pubkey)
+        await _prompt_started(ws, slow)
+        newer = await ws.post(ws.owner, "echo after the cancel", mention=ws.agent.pubkey)
+        await ws.watcher.wait_for(_answered(ws, newer), what="answer after the stale end_turn")
+        await _idle(harness)
+        later = await ws.post(ws.owner, "echo later", mention=ws.agent.pubkey)
+        await ws.watcher.wait_for(_answered(ws, later), what="the next answer")
+    assert len(ws.records("stale")) == 1  # the agent did answer stale once; it was not taken as done
+    assert "after the cancel" in ws.watcher.answers_to(newer, ws.agent.pubkey)[0].content
