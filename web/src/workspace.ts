@@ -30,6 +30,7 @@ export type Msg = {
   deleted: boolean
   replies: Set<string>
   reactions: Map<string, Map<string, string>> // emoji -> pubkey -> reaction event id
+  seq: number // same-second order: arrival for live events, relay order for pages
 }
 type Timeline = { ids: string[]; hasMore: boolean; loading: boolean; loaded: boolean }
 
@@ -77,6 +78,8 @@ export class Workspace {
   private wantedProfiles = new Set<string>()
   private profileTimer = 0
   private lastTyping = 0
+  private newer = 1
+  private older = 0
 
   constructor(readonly me: Signer) {
     this.relay = new RelayConn(relayUrl(), me)
@@ -516,12 +519,13 @@ export class Workspace {
       deleted: false,
       replies: new Set(),
       reactions: new Map(),
+      seq: live ? this.newer++ : this.older--,
     }
     this.msgs.set(e.id, m)
     this.needProfiles([e.pubkey])
     for (const other of this.msgs.values()) if (other.root === e.id) m.replies.add(other.ev.id)
     if (root) this.msgs.get(root)?.replies.add(e.id)
-    if (!root || m.broadcast) insertSorted(this.timeline(channel), e, this.msgs)
+    if (!root || m.broadcast) insertSorted(this.timeline(channel), m, this.msgs)
     if (live) {
       this.typing.get(channel)?.delete(e.pubkey)
       if (channel !== this.active && e.pubkey !== this.me.pubkey) {
@@ -625,7 +629,7 @@ export class Workspace {
     const channel = firstTag(e, 'h')
     if (!channel) return
     const { parent, root } = threadLinks(e)
-    this.msgs.set(e.id, { ev: e, channel, content: e.content, editedAt: null, parent, root, broadcast: false, deleted: false, replies: new Set(), reactions: new Map() })
+    this.msgs.set(e.id, { ev: e, channel, content: e.content, editedAt: null, parent, root, broadcast: false, deleted: false, replies: new Set(), reactions: new Map(), seq: this.older-- })
     this.needProfiles([e.pubkey])
   }
 }
@@ -642,14 +646,10 @@ function profileOf(e: NEvent): Profile {
   return { name: pick('display_name') || pick('name'), about: pick('about'), owner: ownerOf(e), event: e }
 }
 
-const byTime = (a: Msg, b: Msg) => a.ev.created_at - b.ev.created_at || (a.ev.id < b.ev.id ? -1 : 1)
+const byTime = (a: Msg, b: Msg) => a.ev.created_at - b.ev.created_at || a.seq - b.seq
 
-function insertSorted(t: Timeline, e: NEvent, msgs: Map<string, Msg>): void {
+function insertSorted(t: Timeline, m: Msg, msgs: Map<string, Msg>): void {
   let i = t.ids.length
-  while (i > 0) {
-    const prev = msgs.get(t.ids[i - 1])!.ev
-    if (prev.created_at < e.created_at || (prev.created_at === e.created_at && prev.id < e.id)) break
-    i--
-  }
-  t.ids.splice(i, 0, e.id)
+  while (i > 0 && byTime(msgs.get(t.ids[i - 1])!, m) > 0) i--
+  t.ids.splice(i, 0, m.ev.id)
 }
