@@ -69,6 +69,7 @@ async def run_scenario(name: str, config: dict[str, Any], timeout: float = 240) 
     lines = [line for line in stdout.decode().splitlines() if line.strip()]
     assert proc.returncode == 0 and lines, f"scenario {name} failed: {stderr.decode()[-4000:]}"
     report: dict[str, Any] = json.loads(lines[-1])
+    report["stderr"] = stderr.decode()[-6000:]
     return report
 
 

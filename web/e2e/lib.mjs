@@ -30,6 +30,7 @@ export async function person(browser, report, name, viewport = DESKTOP, init) {
   const context = await browser.newContext({ viewport })
   if (init) await init(context)
   const page = await context.newPage()
+  page.setDefaultTimeout(15000)
   page.on('dialog', async (d) => {
     report.errors.push(`${name}: unexpected ${d.type()} dialog: ${d.message()}`)
     await d.dismiss()
@@ -66,9 +67,12 @@ export async function openChannel(page, name) {
 /** Run `fn`; record `name` true, or false with the error text, and go on. */
 export async function check(report, name, fn) {
   try {
+    const started = Date.now()
     await fn()
     report.checks[name] = true
+    process.stderr.write(`ok   ${name} (${Date.now() - started} ms)\n`)
   } catch (e) {
+    process.stderr.write(`FAIL ${name}: ${e}\n`)
     report.checks[name] = false
     report.errors.push(`${name}: ${String(e && e.message ? e.message : e).split('\n')[0]}`)
   }

@@ -112,6 +112,11 @@ export class RelayConn {
     else this.outbox.push(frame)
   }
 
+  /** A registered subscription's REQ: now when authenticated, else answer() sends it after AUTH. */
+  private sendReq(id: string, filters: Filter[]): void {
+    if (this.authed && this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(['REQ', id, ...filters]))
+  }
+
   private onmessage(text: string): void {
     let msg: unknown
     try {
@@ -121,6 +126,7 @@ export class RelayConn {
     }
     if (!Array.isArray(msg)) return
     const [type, a, b, c] = msg as [string, unknown, unknown, unknown]
+    if (typeof a === 'string' && (type === 'EOSE' || type === 'CLOSED') && !this.subs.has(a) && !this.counts.has(a)) return
     if (type === 'AUTH' && typeof a === 'string') {
       void this.answer(a)
     } else if (type === 'EVENT' && typeof a === 'string') {
@@ -205,7 +211,7 @@ export class RelayConn {
           reject(new Error(reason))
         },
       })
-      this.send(JSON.stringify(['REQ', id, ...filters]))
+      this.sendReq(id, filters)
     })
   }
 
@@ -213,7 +219,7 @@ export class RelayConn {
   subscribe(filters: Filter[], onevent: (e: NEvent) => void, onclosed?: (reason: string) => void): () => void {
     const id = `l${++this.serial}`
     this.subs.set(id, { filters, onevent, onclosed, live: true, lastSeen: 0 })
-    this.send(JSON.stringify(['REQ', id, ...filters]))
+    this.sendReq(id, filters)
     return () => {
       if (this.subs.delete(id)) this.send(JSON.stringify(['CLOSE', id]))
     }

@@ -70,6 +70,7 @@ export class Workspace {
   active: string | null = null
   thread: string | null = null
   notice: string | null = null
+  refused = new Map<string, string>() // channel id -> the relay's refusal of a read
   private reactionIndex = new Map<string, { target: string; emoji: string; pubkey: string }>()
   private listeners = new Set<() => void>()
   private scheduled = false
@@ -114,13 +115,10 @@ export class Workspace {
   async start(): Promise<void> {
     this.relay.start()
     this.needProfiles([this.me.pubkey])
-    this.relay.subscribe(
-      [
-        { kinds: [39000, 39002], since: now() },
-        { kinds: [44100, 44101], '#p': [this.me.pubkey], since: now() },
-      ],
-      (e) => this.onChannelState(e),
-    )
+    // Being added to or removed from a channel; that channel's own state (39000/39002) then
+    // comes through the per-channel subscription (relay.md §6.3 item 3: channel events reach
+    // live subscriptions only through a filter naming the channel).
+    this.relay.subscribe([{ kinds: [44100, 44101], '#p': [this.me.pubkey], since: now() }], (e) => this.onChannelState(e))
     void this.publishPresence()
     window.setInterval(() => void this.publishPresence(), 60_000)
     await this.loadChannels()
@@ -213,9 +211,10 @@ export class Workspace {
     this.liveClose = this.relay.subscribe(
       [
         { kinds: LIVE_KINDS, '#h': ids, since },
+        { kinds: [39000, 39002], '#h': ids, since },
         { kinds: [TYPING], '#h': ids, since },
       ],
-      (e) => this.ingest(e, true),
+      (e) => (e.kind === 39000 || e.kind === 39002 ? this.onChannelState(e) : this.ingest(e, true)),
     )
   }
 
@@ -289,6 +288,7 @@ export class Workspace {
   // -- channels --------------------------------------------------------------------------
   async openChannel(id: string): Promise<void> {
     this.active = id
+    history.replaceState(null, '', `#${id}`)
     this.thread = null
     this.unread.delete(id)
     this.markRead(id)
@@ -400,7 +400,10 @@ export class Workspace {
       t.hasMore = page.length >= (flt.limit as number) && fresh.length > 0
       t.loaded = true
     } catch (e) {
-      this.say(String((e as Error).message))
+      const text = String((e as Error).message)
+      if (/^(restricted|auth-required|blocked):/.test(text)) this.refused.set(channel, text)
+      else this.say(text)
+      t.hasMore = false
     } finally {
       t.loading = false
       this.changed()
@@ -583,6 +586,7 @@ export class Workspace {
     const mentions = [...new Set([...picked.filter((p) => names.has(p)), ...resolved])]
     for (const p of mentions) tags.push(['p', p])
     const ev = await this.relay.publish({ kind: MESSAGE, created_at: now(), tags, content: text })
+    this.lastTyping = 0 // the next keystroke is a new bout of typing
     this.ingest(ev, true)
     return ev
   }

@@ -22,9 +22,14 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
   const [creating, setCreating] = useState(false)
   const [query, setQuery] = useState('')
 
-  // First channel of mine once the list arrives.
+  // A #<channel id> link opens that channel; otherwise my first channel once the list arrives.
   useEffect(() => {
     if (!ws.active && ws.channelsLoaded) {
+      const linked = /^#([0-9a-f-]{36})$/.exec(location.hash)?.[1]
+      if (linked) {
+        void ws.openChannel(linked)
+        return
+      }
       const first = ws.myChannels().sort((a, b) => a.name.localeCompare(b.name))[0]
       if (first) void ws.openChannel(first.id)
     }
@@ -56,7 +61,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
         <span class={`status ${ws.status}`} title={ws.statusDetail}>{ws.status === 'online' ? 'Connected' : ws.status === 'connecting' ? 'Connecting…' : 'Offline'}</span>
         <button type="button" class="quiet" onClick={() => setProfile(true)}>{ws.nameOf(ws.me.pubkey)}</button>
       </header>
-      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse') }} onAgents={() => { setMenu(false); toggle('agents') }} />
+      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} />
       <main class="main">
         {channel ? (
           <Conversation
@@ -69,6 +74,11 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
             onMembers={() => toggle('members')}
             onHuddle={() => setPanel('huddle')}
           />
+        ) : ws.active && ws.channelsLoaded ? (
+          <div class="empty">
+            <h2>Channel not available</h2>
+            <p role="alert">{ws.refused.get(ws.active) ?? 'This channel does not exist, or it is private to its members.'}</p>
+          </div>
         ) : (
           <div class="empty">
             <h2>No channel open</h2>
