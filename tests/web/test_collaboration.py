@@ -42,7 +42,12 @@ def _tags(event: Event) -> list[list[str]]:
 
 @pytest.mark.timeout(420)
 async def test_two_people_the_cli_and_an_agent(
-    sqlite_relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sqlite_relay: RunningRelay,
+    alice: Identity,
+    bob: Identity,
+    carol: Identity,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     require_browser()
     agent = Identity.new()
@@ -97,7 +102,7 @@ async def test_two_people_the_cli_and_an_agent(
         # The private channel refuses the third person: nothing to read, no writing.
         secret = report["secretChannel"]
         async with sqlite_relay.client(carol) as outsider:
-            with pytest.raises(RelayError, match="^restricted: not a channel member"):
+            with pytest.raises(RelayError, match=r"^restricted: not a channel member"):
                 await outsider.query([{"kinds": [9], "#h": [secret]}])
             result = await outsider.publish(Event.create(carol.secret, 9, "let me in", [["h", secret]]))
             assert not result.accepted and result.message.startswith("restricted:")

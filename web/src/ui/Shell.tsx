@@ -88,7 +88,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
       </main>
       {panel === 'thread' && ws.thread && <ThreadPanel ws={ws} root={ws.thread} onClose={() => setPanel(null)} />}
       {panel === 'members' && channel && <MembersPanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
-      {panel === 'search' && <SearchPanel ws={ws} query={query} onClose={() => setPanel(null)} onThread={(id) => { setPanel('thread'); void act(ws, () => ws.openThread(id)) }} />}
+      {panel === 'search' && <SearchPanel ws={ws} query={query} onClose={() => { setPanel(null); setQuery('') }} onThread={(id) => { setPanel('thread'); void act(ws, () => ws.openThread(id)) }} />}
       {panel === 'browse' && <BrowsePanel ws={ws} onClose={() => setPanel(null)} onOpen={open} />}
       {panel === 'agents' && <AgentsPanel ws={ws} onClose={() => setPanel(null)} />}
       {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
