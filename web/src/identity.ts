@@ -31,7 +31,8 @@ export class MemorySigner implements Signer {
   async sign(t: Template): Promise<NEvent> {
     return finalizeEvent(t, this.secret) as NEvent
   }
-  private conv(peer: string): Uint8Array {
+  /** The NIP-44 v2 conversation key with `peer` (cached). */
+  conv(peer: string): Uint8Array {
     let k = this.keys.get(peer)
     if (!k) {
       k = nip44.getConversationKey(this.secret, peer)

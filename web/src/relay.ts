@@ -41,7 +41,8 @@ export class RelayConn {
   private stopped = false
   onstatus: (status: 'connecting' | 'online' | 'offline', detail?: string) => void = () => {}
 
-  constructor(readonly url: string, private signer: Signer) {}
+  /** `authTags` ride on the AUTH event (an agent's NIP-OA tag, for relays that admit agents through their owner). */
+  constructor(readonly url: string, private signer: Signer, private authTags: string[][] = []) {}
 
   start(): void {
     this.stopped = false
@@ -83,7 +84,7 @@ export class RelayConn {
     const ev = await this.signer.sign({
       kind: 22242,
       created_at: Math.floor(Date.now() / 1000),
-      tags: [['relay', this.url], ['challenge', challenge]],
+      tags: [['relay', this.url], ['challenge', challenge], ...this.authTags],
       content: '',
     })
     const sent = this.waitOk(ev.id)

@@ -6,6 +6,7 @@ import { RelayConn, relayUrl, type Filter } from './relay'
 import { resolveNames } from './mentions'
 import { firstTag, now, type NEvent, type Signer, type Tag } from './types'
 import { ownerOf } from './nipoa'
+import { AgentDesk } from './agents'
 
 export type Role = 'owner' | 'admin' | 'member' | 'guest' | 'bot'
 export type Channel = {
@@ -56,6 +57,7 @@ export function threadLinks(ev: NEvent): { parent: string | null; root: string |
 
 export class Workspace {
   readonly relay: RelayConn
+  readonly desk: AgentDesk = new AgentDesk(this)
   status: 'connecting' | 'online' | 'offline' = 'connecting'
   statusDetail = ''
   channels = new Map<string, Channel>()
