@@ -6,7 +6,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BIND   ?= 127.0.0.1:3000
 DATA   ?= ./buzz-data
 
-.PHONY: run test bench lint format clean web
+.PHONY: run test bench lint format clean web screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ web/node_modules/.installed: web/package.json web/package-lock.json
 # The browser workspace: rebuilt into src/buzz/web_dist (committed, so `make run` needs no Node).
 web: web/node_modules/.installed
 	cd web && npx tsc --noEmit && npx vite build --logLevel warn
+
+# The browser tests again, saving their screenshots into docs/images (shown in the README).
+screenshots: $(VENV)/.dev web/node_modules/.installed
+	BUZZ_SCREENSHOTS_DIR=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/web
 
 run: $(VENV)/.runtime
 	$(BIN)/buzz relay serve --bind $(BIND) --data-dir $(DATA)

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "web"
 E2E = WEB / "e2e"
-IMAGES = ROOT / "docs" / "images"
+# Screenshots go to docs/images only when asked (`make screenshots`), so a test run leaves the
+# committed images alone; otherwise to a scratch directory.
+IMAGES = os.environ.get("BUZZ_SCREENSHOTS_DIR") or tempfile.mkdtemp(prefix="buzz-screens-")
 CHROMIUM = os.environ.get("BUZZ_CHROMIUM", "/usr/bin/chromium")
 BUZZ = str(Path(sys.executable).parent / "buzz")
 
@@ -54,7 +57,7 @@ async def run_scenario(name: str, config: dict[str, Any], timeout: float = 240) 
     proc = await asyncio.create_subprocess_exec(
         node,
         str(E2E / f"{name}.mjs"),
-        json.dumps(config | {"buzz": BUZZ, "images": str(IMAGES)}),
+        json.dumps(config | {"buzz": BUZZ, "images": IMAGES}),
         cwd=WEB,
         env=env,
         stdout=asyncio.subprocess.PIPE,
