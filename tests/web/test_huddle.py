@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from buzz.cli.huddle_cmd import KeySigner
+from buzz.core.event import Event
 from buzz.voice.client import HuddleClient, HuddleOptions
 from buzz.voice.espeak import EspeakNgEngine
 from buzz.voice.sender import level_dbov
@@ -26,10 +27,10 @@ BOB_SAYS = "i will book the room"
 
 
 def _say(engine: EspeakNgEngine, text: str, path: Path, repeats: int) -> None:
-    """A 48 kHz 16-bit WAV: half a second of silence, then `repeats` × (sentence, one second)."""
+    """A 48 kHz 16-bit WAV: `repeats` × (half a second of silence, the sentence)."""
     speech = np.concatenate(list(render_reply(engine, text)))
     gap = np.zeros(TTS_SAMPLE_RATE // 2, dtype=speech.dtype)
-    pcm = np.concatenate([gap, *([speech, gap, gap] * repeats)])
+    pcm = np.concatenate([gap, speech] * repeats)
     write_wav(path, resample(pcm, TTS_SAMPLE_RATE, 48000), 48000)
 
 
@@ -39,12 +40,14 @@ async def test_browser_and_python_client_hear_each_other(
 ) -> None:
     require_browser()
     engine = EspeakNgEngine()
-    _say(engine, SENTENCE, tmp_path / "browser.wav", repeats=1)  # Chromium loops its file
-    _say(engine, BOB_SAYS, tmp_path / "bob.wav", repeats=4)
+    _say(engine, SENTENCE, tmp_path / "browser.wav", repeats=20)  # longer than the whole call
+    _say(engine, BOB_SAYS, tmp_path / "bob.wav", repeats=6)
     async with sqlite_relay.client(alice) as owner:
         await set_profile(owner, alice, "Alice")
         channel = await create_channel(owner, alice, "standup", "private")
         await add_member(owner, alice, channel, bob.pubkey)
+        for text in ("Standup in the huddle in five minutes.", "Agenda: the web client, then huddles."):
+            assert (await owner.publish(Event.create(alice.secret, 9, text, [["h", channel]]))).accepted
 
     async with sqlite_relay.client(bob) as bob_nostr:
         await set_profile(bob_nostr, bob, "Bob")
@@ -93,5 +96,6 @@ async def test_browser_and_python_client_hear_each_other(
     assert heard.frames_sent > 200 and report["numbers"]["framesSent"] > 200
     assert voiced * 20 > 800, voiced  # most of a ~1.2 s sentence's voice crossed the relay
     text = PocketSphinxRecognizer().transcribe(resample(pcm, 48000, 16000))
-    print(f"bob heard the browser say: {text!r}")
+    print(f"bob heard the browser say: {text!r}; voiced {voiced * 20} ms; bob received {heard.frames_received}")
+    assert voiced * 20 > 800, voiced  # most of a ~1.2 s sentence's voice crossed the relay
     assert set(text.split()) & set(SENTENCE.split()), text

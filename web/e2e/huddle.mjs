@@ -24,6 +24,8 @@ try {
     await roster.getByText('Alice (you)').waitFor()
     await panel.getByText('Agents do not hear browser speech').waitFor()
     await roster.getByRole('listitem').filter({ hasText: 'Bob' }).waitFor({ timeout: 30000 })
+    report.numbers.sentWhenBobCame = Number(await panel.locator('[data-sent]').getAttribute('data-sent'))
+    report.numbers.bobCameAt = Date.now()
   })
   await check(report, 'the Python client’s speech is decoded here with a speaking indicator', async () => {
     const bob = roster.getByRole('listitem').filter({ hasText: 'Bob' })
@@ -37,6 +39,8 @@ try {
   await check(report, 'mute and leave', async () => {
     // Stay unmuted until the Python client has left: it records what this page sends until then.
     await roster.getByRole('listitem').filter({ hasText: 'Bob' }).waitFor({ state: 'detached', timeout: 60000 })
+    report.numbers.sentWhileBobWasHere = Number(await panel.locator('[data-sent]').getAttribute('data-sent')) - report.numbers.sentWhenBobCame
+    report.numbers.bobStayedMs = Date.now() - report.numbers.bobCameAt
     await panel.getByRole('button', { name: 'Mute' }).click()
     await roster.getByText('muted').waitFor()
     if ((await panel.getByRole('button', { name: 'Mute' }).getAttribute('aria-pressed')) !== 'true') throw new Error('Mute is not pressed')

@@ -1,6 +1,6 @@
 // A huddle in the browser (huddle.md §2–§6, §10): the audio socket at /huddle/<channel>/audio,
 // challenge → auth (a kind 22242 signed here) → joined/left rosters; the microphone through an
-// AudioWorklet at 48 kHz into WebCodecs AudioEncoder (Opus, mono, 20 ms, 32 kbit/s, DTX) and
+// AudioWorklet at 48 kHz into WebCodecs AudioEncoder (Opus, mono, 20 ms, 32 kbit/s, no DTX) and
 // out as v2 frames ([seq u16][ts_48k u32][level i8][flags u8][opus]); each peer's frames
 // through its own AudioDecoder into the playout worklet's jitter buffer. Speaking indicators
 // come from the decoded audio's level, not from the sender's header.

@@ -69,6 +69,11 @@ export function ProfileDialog({ ws, fresh, onClose }: { ws: Workspace; fresh: bo
             {shown && <p><code class="nsec" aria-label="Secret key (nsec)">{local.nsec()}</code></p>}
           </div>
         )}
+        {typeof Notification !== 'undefined' && Notification.permission === 'default' && (
+          <button type="button" class="quiet" onClick={() => void Notification.requestPermission().then(() => setNote('Notifications: ' + Notification.permission + '.'))}>
+            Enable notifications for mentions
+          </button>
+        )}
         {note && <p role="status">{note}</p>}
         <div class="row">
           <button type="button" class="quiet" onClick={() => { const d = ref.current; if (d) d.close() }}>Close</button>
