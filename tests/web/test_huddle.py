@@ -96,6 +96,8 @@ async def test_browser_and_python_client_hear_each_other(
     assert heard.frames_sent > 200 and report["numbers"]["framesSent"] > 200
     assert voiced * 20 > 800, voiced  # most of a ~1.2 s sentence's voice crossed the relay
     text = PocketSphinxRecognizer().transcribe(resample(pcm, 48000, 16000))
-    print(f"bob heard the browser say: {text!r}; voiced {voiced * 20} ms; bob received {heard.frames_received}")
+    print(
+        f"bob heard the browser say: {text!r}; voiced {voiced * 20} ms; bob received {heard.frames_received}"
+    )
     assert voiced * 20 > 800, voiced  # most of a ~1.2 s sentence's voice crossed the relay
     assert set(text.split()) & set(SENTENCE.split()), text
