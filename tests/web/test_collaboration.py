@@ -33,6 +33,7 @@ CHECKS = [
     "unread counts are the link description, not its name",
     "a third person cannot see or open the private channel",
     "screenshots: phone width with the menu, thread and members",
+    "rename, remove a member (Bob sees both live), archive",
 ]
 
 
