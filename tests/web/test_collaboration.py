@@ -28,12 +28,13 @@ CHECKS = [
     "search finds a message everywhere and in the channel",
     "the owner deletes their own message and moderates Bob's",
     "screenshots: channel at desktop width",
-    "members: roles, the agent and its owner; screenshot",
+    "members: roles, presence, the agent and its owner; screenshot",
     "a private channel: created, a member added, Bob sees it live",
     "unread counts are the link description, not its name",
     "a third person cannot see or open the private channel",
     "screenshots: phone width with the menu, thread and members",
     "rename, remove a member (Bob sees both live), archive",
+    "a direct message from the members panel reaches Bob live",
 ]
 
 

@@ -137,13 +137,13 @@ try {
     await shot(A, 'channel-desktop')
   })
 
-  await check(report, 'members: roles, the agent and its owner; screenshot', async () => {
+  await check(report, 'members: roles, presence, the agent and its owner; screenshot', async () => {
     await A.getByRole('button', { name: 'Members', exact: true }).click()
     const panel = A.getByRole('complementary', { name: 'Members' })
     const agent = panel.getByRole('listitem').filter({ hasText: 'Rulesbot' })
     await agent.getByText('agent', { exact: true }).waitFor()
     await agent.getByText('owned by Olivia').waitFor()
-    await panel.getByRole('listitem').filter({ hasText: 'Bob' }).waitFor()
+    await panel.getByRole('listitem').filter({ hasText: 'Bob' }).getByRole('img', { name: 'online' }).waitFor()
     await shot(A, 'members-desktop')
     await A.getByRole('button', { name: 'Close members' }).click()
   })
@@ -227,6 +227,17 @@ try {
     dialog = A.getByRole('dialog', { name: 'Channel settings' })
     await dialog.getByRole('button', { name: 'Archive channel' }).click()
     await A.getByText('This channel is archived').waitFor()
+  })
+
+  await check(report, 'a direct message from the members panel reaches Bob live', async () => {
+    await openChannel(A, 'general')
+    await A.getByRole('button', { name: 'Members', exact: true }).click()
+    await A.getByRole('complementary', { name: 'Members' }).getByRole('button', { name: 'Message Bob' }).click()
+    await A.getByRole('heading', { name: 'Bob', exact: true }).waitFor()
+    await send(A, 'psst, Bob: a direct message')
+    const link = B.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'Olivia', exact: true })
+    await link.click()
+    await article(B, 'psst, Bob: a direct message').waitFor()
   })
 } finally {
   finish(report)
