@@ -35,6 +35,8 @@ CHECKS = [
     "screenshots: phone width with the menu, thread and members",
     "rename, remove a member (Bob sees both live), archive",
     "a direct message from the members panel reaches Bob live",
+    "a mention notifies Bob while his tab is in the background",
+    "a plain member cannot add or remove members",
 ]
 
 

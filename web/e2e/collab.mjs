@@ -239,6 +239,36 @@ try {
     await link.click()
     await article(B, 'psst, Bob: a direct message').waitFor()
   })
+
+  await check(report, 'a mention notifies Bob while his tab is in the background', async () => {
+    await openChannel(B, 'general')
+    // Stand-ins for the page being hidden and notifications being allowed: what is checked is
+    // that the page raises one for a mention of Bob, and only then.
+    await B.evaluate(() => {
+      window.__notes = []
+      window.Notification = class { static permission = 'granted'; constructor(title, o) { window.__notes.push([title, o.body]) } }
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => true })
+    })
+    await openChannel(A, 'general')
+    await send(A, 'no mention in this one')
+    const box = A.getByRole('textbox', { name: 'Message', exact: true })
+    await box.fill('@Bo')
+    await box.press('Enter')
+    await box.press('End')
+    await box.pressSequentially('are you there?')
+    await A.getByRole('button', { name: 'Send', exact: true }).click()
+    await article(B, '@Bob are you there?').waitFor()
+    const notes = await B.evaluate(() => window.__notes)
+    if (JSON.stringify(notes) !== JSON.stringify([['Olivia in general', '@Bob are you there?']])) throw new Error(`notifications: ${JSON.stringify(notes)}`)
+  })
+
+  await check(report, 'a plain member cannot add or remove members', async () => {
+    await B.getByRole('button', { name: 'Members', exact: true }).click()
+    const panel = B.getByRole('complementary', { name: 'Members' })
+    await panel.getByRole('listitem').filter({ hasText: 'Olivia' }).first().waitFor()
+    if (await panel.getByRole('textbox', { name: 'Add member' }).count()) throw new Error('Bob can add members')
+    if (await panel.getByRole('button', { name: /^Remove / }).count()) throw new Error('Bob can remove members')
+  })
 } finally {
   finish(report)
   await close()
