@@ -40,8 +40,8 @@ async def test_browser_and_python_client_hear_each_other(
 ) -> None:
     require_browser()
     engine = EspeakNgEngine()
-    _say(engine, SENTENCE, tmp_path / "browser.wav", repeats=20)  # longer than the whole call
-    _say(engine, BOB_SAYS, tmp_path / "bob.wav", repeats=6)
+    _say(engine, SENTENCE, tmp_path / "browser.wav", repeats=40)  # longer than the whole call
+    _say(engine, BOB_SAYS, tmp_path / "bob.wav", repeats=10)
     async with sqlite_relay.client(alice) as owner:
         await set_profile(owner, alice, "Alice")
         channel = await create_channel(owner, alice, "standup", "private")
@@ -85,7 +85,7 @@ async def test_browser_and_python_client_hear_each_other(
     assert_all_passed(
         report,
         [
-            "join: the roster shows me, then the Python client",
+            "join: the roster and the channel header show me, then the Python client",
             "the Python client’s speech is decoded here with a speaking indicator",
             "mute and leave",
         ],

@@ -18,12 +18,13 @@ try {
   await openChannel(p, 'standup')
   const panel = p.getByRole('complementary', { name: 'Huddle' })
   const roster = panel.getByRole('list', { name: 'In the huddle' })
-  await check(report, 'join: the roster shows me, then the Python client', async () => {
+  await check(report, 'join: the roster and the channel header show me, then the Python client', async () => {
     await p.getByRole('button', { name: 'Huddle', exact: true }).click()
     await panel.getByRole('button', { name: 'Join huddle' }).click()
     await roster.getByText('Alice (you)').waitFor()
     await panel.getByText('Agents do not hear browser speech').waitFor()
     await roster.getByRole('listitem').filter({ hasText: 'Bob' }).waitFor({ timeout: 30000 })
+    await p.getByText('In the huddle: Alice, Bob').or(p.getByText('In the huddle: Bob, Alice')).waitFor()
     report.numbers.sentWhenBobCame = Number(await panel.locator('[data-sent]').getAttribute('data-sent'))
     report.numbers.bobCameAt = Date.now()
   })
@@ -47,6 +48,7 @@ try {
     report.numbers.framesSent = Number(await panel.locator('[data-sent]').getAttribute('data-sent'))
     await panel.getByRole('button', { name: 'Leave huddle' }).click()
     await panel.getByRole('button', { name: 'Join huddle' }).waitFor()
+    await p.getByText(/^In the huddle:/).waitFor({ state: 'detached' })
   })
 } finally {
   finish(report)

@@ -10,6 +10,7 @@ import type { Signer } from './types'
 const FRAME = 960
 const SPEAKING_DBOV = -45
 const SPEAKING_HOLD_MS = 400
+const MAX_OUTBOX = 10 // 200 ms
 
 export type HuddlePeer = { index: number; pubkey: string; decoded: number; speakingUntil: number }
 
@@ -38,6 +39,11 @@ export class HuddleCall {
   private ts = 0
   private levels = new Map<number, number>() // input timestamp (µs) -> level, for the frame header
   private speakingSelfUntil = 0
+  // Encoded frames wait here and leave one per 20 ms: the audio thread can hand over several
+  // at once after a stall, and a burst overflows the relay's 8-frame queue per listener (§7.2).
+  private outbox: Uint8Array[] = []
+  private nextSend = 0
+  private pump = 0
 
   constructor(private channel: string, private signer: Signer) {}
 
@@ -59,6 +65,7 @@ export class HuddleCall {
       capture.port.onmessage = (m) => this.captured(m.data as Float32Array)
       source.connect(capture)
       await this.ctx.resume()
+      this.pump = window.setInterval(() => this.drain(), 5)
       this.connect()
     } catch (e) {
       this.fail(e instanceof Error ? e.message : String(e))
@@ -106,8 +113,21 @@ export class HuddleCall {
     view.setUint8(7, chunk.byteLength <= 2 ? 0x01 : 0) // DTX flag for comfort-noise packets
     chunk.copyTo(frame.subarray(8))
     this.seq++
-    this.sent++
-    this.ws.send(frame)
+    this.outbox.push(frame)
+    if (this.outbox.length > MAX_OUTBOX) this.outbox.shift() // bounded latency: drop the oldest
+  }
+
+  private drain(): void {
+    const now = performance.now()
+    if (this.nextSend < now - 100) this.nextSend = now // after a long stall, do not catch up in a burst
+    while (this.outbox.length && this.nextSend <= now) {
+      const frame = this.outbox.shift()!
+      if (this.ws?.readyState === WebSocket.OPEN) {
+        this.ws.send(frame)
+        this.sent++
+      }
+      this.nextSend += 20
+    }
   }
 
   private connect(): void {
@@ -214,6 +234,8 @@ export class HuddleCall {
   }
 
   private teardown(): void {
+    clearInterval(this.pump)
+    this.outbox = []
     for (const t of this.stream?.getTracks() ?? []) t.stop()
     for (const d of this.decoders.values()) if (d.state !== 'closed') d.close()
     this.decoders.clear()

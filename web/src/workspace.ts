@@ -44,7 +44,11 @@ export const TYPING = 20002
 export const PRESENCE = 20001
 export const PAGE = 50
 export const MAX_CONTENT_BYTES = 65_536 // agents.md §2.3 item 1, as `buzz messages send`
-const LIVE_KINDS = [MESSAGE, EDIT, REACTION, DELETION, MODERATION_DELETE]
+export const HUDDLE_JOINED = 48101
+export const HUDDLE_LEFT = 48102
+export const HUDDLE_ENDED = 48103
+const HUDDLE_KINDS = [HUDDLE_JOINED, HUDDLE_LEFT, HUDDLE_ENDED]
+const LIVE_KINDS = [MESSAGE, EDIT, REACTION, DELETION, MODERATION_DELETE, ...HUDDLE_KINDS]
 const TYPING_TTL_S = 6
 const LAST_READ_KEY = 'buzz.lastRead.'
 
@@ -73,6 +77,9 @@ export class Workspace {
   thread: string | null = null
   notice: string | null = null
   refused = new Map<string, string>() // channel id -> the relay's refusal of a read
+  huddles = new Map<string, Set<string>>() // channel id -> pubkeys in its huddle (48101–48103)
+  relayPubkey = ''
+  private huddleSeen = new Set<string>()
   private reactionIndex = new Map<string, { target: string; emoji: string; pubkey: string }>()
   private listeners = new Set<() => void>()
   private scheduled = false
@@ -121,9 +128,41 @@ export class Workspace {
     // comes through the per-channel subscription (relay.md §6.3 item 3: channel events reach
     // live subscriptions only through a filter naming the channel).
     this.relay.subscribe([{ kinds: [44100, 44101], '#p': [this.me.pubkey], since: now() }], (e) => this.onChannelState(e))
+    void this.loadRelayInfo()
     void this.publishPresence()
     window.setInterval(() => void this.publishPresence(), 60_000)
     await this.loadChannels()
+  }
+
+  /** The relay's own key (NIP-11 `self`): huddle lifecycle events count only when it signed them. */
+  private async loadRelayInfo(): Promise<void> {
+    try {
+      const info = (await (await fetch('/', { headers: { Accept: 'application/nostr+json' } })).json()) as { self?: string }
+      this.relayPubkey = info.self ?? ''
+    } catch {
+      /* without it, no huddle roster is shown */
+    }
+  }
+
+  /** Who is in a channel's huddle now, from its lifecycle events (huddle.md §8.5). */
+  async loadHuddle(channel: string): Promise<void> {
+    const found = await this.relay.query([{ kinds: HUDDLE_KINDS, '#h': [channel], limit: 200 }])
+    found.sort((a, b) => a.created_at - b.created_at || a.kind - b.kind)
+    for (const e of found) this.huddleEvent(e)
+  }
+
+  private huddleEvent(e: NEvent): void {
+    const channel = firstTag(e, 'h')
+    if (!channel || !this.relayPubkey || e.pubkey !== this.relayPubkey || this.huddleSeen.has(e.id)) return
+    this.huddleSeen.add(e.id)
+    let inside = this.huddles.get(channel)
+    if (!inside) this.huddles.set(channel, (inside = new Set()))
+    const who = firstTag(e, 'p')
+    if (e.kind === HUDDLE_ENDED) inside.clear()
+    else if (who && e.kind === HUDDLE_JOINED) inside.add(who)
+    else if (who) inside.delete(who)
+    if (who) this.needProfiles([who])
+    this.changed()
   }
 
   private async publishPresence(): Promise<void> {
@@ -297,6 +336,7 @@ export class Workspace {
     this.changed()
     const ch = this.channels.get(id)
     if (ch && !this.roles.has(id)) void this.loadMembers(id)
+    if (ch && !this.huddles.has(id)) void this.loadHuddle(id).catch(() => undefined)
     if (!this.timelines.get(id)?.loaded) await this.loadOlder(id)
   }
 
@@ -482,6 +522,10 @@ export class Workspace {
         for (const t of e.tags) if (t[0] === 'e') this.removeById(t[1])
         this.changed()
         return
+      case HUDDLE_JOINED:
+      case HUDDLE_LEFT:
+      case HUDDLE_ENDED:
+        return this.huddleEvent(e)
       case TYPING: {
         const ch = firstTag(e, 'h')
         if (!ch || e.pubkey === this.me.pubkey) return

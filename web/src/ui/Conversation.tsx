@@ -12,6 +12,7 @@ export function Conversation({ ws, channel, onThread, onMembers, onHuddle }: Pro
   const [settings, setSettings] = useState(false)
   const typing = ws.typingIn(channel.id)
   const label = ws.channelLabel(channel)
+  const inHuddle = [...(ws.huddles.get(channel.id) ?? [])].map((pk) => ws.nameOf(pk))
   return (
     <section class="conversation" aria-label={label}>
       <header class="chan-head">
@@ -20,6 +21,7 @@ export function Conversation({ ws, channel, onThread, onMembers, onHuddle }: Pro
           {channel.about && <p class="about">{channel.about}</p>}
         </div>
         <div class="chan-actions">
+          {inHuddle.length > 0 && <span class="huddle-live" title={inHuddle.join(', ')}>In the huddle: {inHuddle.join(', ')}</span>}
           {channel.member && channel.type !== 'dm' && <button type="button" class="quiet" onClick={onHuddle}>Huddle</button>}
           <button type="button" class="quiet" onClick={onMembers}>Members</button>
           {channel.member && ws.isElevated(channel.id) && <button type="button" class="quiet" onClick={() => setSettings(true)}>Channel settings</button>}
