@@ -6,7 +6,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BIND   ?= 127.0.0.1:3000
 DATA   ?= ./buzz-data
 
-.PHONY: run test bench lint format clean
+.PHONY: run test bench lint format clean web screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,10 +26,22 @@ tests/interop/node_modules/.installed: tests/interop/package.json tests/interop/
 	cd tests/interop && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+web/node_modules/.installed: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The browser workspace: rebuilt into src/buzz/web_dist (committed, so `make run` needs no Node).
+web: web/node_modules/.installed
+	cd web && npx tsc --noEmit && npx vite build --logLevel warn
+
+# The browser tests again, saving their screenshots into docs/images (shown in the README).
+screenshots: $(VENV)/.dev web/node_modules/.installed
+	BUZZ_SCREENSHOTS_DIR=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/web
+
 run: $(VENV)/.runtime
 	$(BIN)/buzz relay serve --bind $(BIND) --data-dir $(DATA)
 
-test: $(VENV)/.dev tests/interop/node_modules/.installed
+test: $(VENV)/.dev tests/interop/node_modules/.installed web/node_modules/.installed
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: $(VENV)/.dev
@@ -46,4 +58,4 @@ format: $(VENV)/.dev
 	$(BIN)/ruff format src tests bench examples
 
 clean:
-	rm -rf $(VENV) .bench-venv tests/interop/node_modules
+	rm -rf $(VENV) .bench-venv tests/interop/node_modules web/node_modules

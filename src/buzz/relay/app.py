@@ -1,4 +1,4 @@
-"""aiohttp routes on one port: NIP-11 and WebSocket at `/`, `/info`, `/health`.
+"""aiohttp routes on one port: NIP-11, WebSocket and the web page at `/`, `/info`, `/health`.
 
 Thin glue: each handler turns a request into a call on the Relay's parts.
 """
@@ -12,6 +12,7 @@ import time
 from aiohttp import web
 
 from buzz.relay import http_bridge, nip11, oplog
+from buzz.relay import web as web_ui
 from buzz.relay.connection import Connection
 from buzz.relay.metrics_prom import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from buzz.relay.relay import Relay
@@ -124,6 +125,7 @@ def build_app(relay: Relay) -> web.Application:
     app.router.add_get("/info", info)
     app.router.add_route("OPTIONS", "/info", options)
     app.router.add_get("/health", health)
+    web_ui.add_routes(app)  # the browser workspace at / (text/html) and /app/…
     relay.huddles.install(app)  # huddle.md §2.1: GET /huddle/{channel_id}/audio
     if relay.config.http_bridge:
         http_bridge.add_routes(app, relay)  # relay.md §15

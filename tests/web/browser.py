@@ -1,0 +1,84 @@
+"""Run a browser scenario (web/e2e/<name>.mjs: playwright-core driving Debian's Chromium)
+against a real relay and hand back its JSON report.
+
+Chromium is /usr/bin/chromium (`apt-get install -y chromium`) or $BUZZ_CHROMIUM; playwright-core
+comes from `npm ci` in web/ (make test does it). With CI=true a missing one fails the test;
+elsewhere the test skips with the command that installs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WEB = ROOT / "web"
+E2E = WEB / "e2e"
+# Screenshots go to docs/images only when asked (`make screenshots`), so a test run leaves the
+# committed images alone; otherwise to a scratch directory.
+IMAGES = os.environ.get("BUZZ_SCREENSHOTS_DIR") or tempfile.mkdtemp(prefix="buzz-screens-")
+CHROMIUM = os.environ.get("BUZZ_CHROMIUM", "/usr/bin/chromium")
+BUZZ = str(Path(sys.executable).parent / "buzz")
+
+
+def require_browser() -> str:
+    """The node executable, after checking Chromium and playwright-core are there."""
+    missing = []
+    if not Path(CHROMIUM).is_file():
+        missing.append(f"Chromium at {CHROMIUM} (apt-get update && apt-get install -y chromium)")
+    node = shutil.which("node")
+    if node is None:
+        missing.append("Node.js 20 (apt-get install -y nodejs npm)")
+    if not (WEB / "node_modules" / "playwright-core").is_dir():
+        missing.append("playwright-core (cd web && npm ci; make test does it)")
+    if missing:
+        what = "browser tests need " + "; ".join(missing)
+        if os.environ.get("CI") == "true":
+            pytest.fail(what)
+        pytest.skip(what)
+    assert node is not None
+    return node
+
+
+async def run_scenario(name: str, config: dict[str, Any], timeout: float = 240) -> dict[str, Any]:
+    """Run web/e2e/<name>.mjs with `config` (JSON in argv); its last stdout line is the report
+    {"checks": {name: bool}, "numbers": {…}, "errors": [...], "console": [...], …}."""
+    node = require_browser()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUZZ_")}
+    env["BUZZ_CHROMIUM"] = CHROMIUM
+    proc = await asyncio.create_subprocess_exec(
+        node,
+        str(E2E / f"{name}.mjs"),
+        json.dumps(config | {"buzz": BUZZ, "images": IMAGES}),
+        cwd=WEB,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        proc.kill()
+        stdout, stderr = await proc.communicate()
+        pytest.fail(f"scenario {name} timed out; stderr: {stderr.decode()[-3000:]}")
+    lines = [line for line in stdout.decode().splitlines() if line.strip()]
+    assert proc.returncode == 0 and lines, f"scenario {name} failed: {stderr.decode()[-4000:]}"
+    report: dict[str, Any] = json.loads(lines[-1])
+    report["stderr"] = stderr.decode()[-6000:]
+    return report
+
+
+def assert_all_passed(report: dict[str, Any], expected: list[str]) -> None:
+    """Every expected check ran and passed, and the page raised nothing."""
+    checks = report["checks"]
+    assert [name for name in expected if name not in checks] == [], report
+    failed = {name: ok for name, ok in checks.items() if not ok}
+    assert failed == {} and report["errors"] == [], json.dumps(report, indent=1)

@@ -1,0 +1,83 @@
+// Shared helpers for the browser scenarios that tests/web/*.py run: Debian's Chromium through
+// playwright-core, one fresh profile per run, and the checks each scenario reports as JSON.
+import { chromium } from 'playwright-core'
+
+export const CHROMIUM = process.env.BUZZ_CHROMIUM || '/usr/bin/chromium'
+export const DESKTOP = { width: 1280, height: 800 }
+export const PHONE = { width: 390, height: 844 }
+
+// Playwright adds --headless and a fresh temporary --user-data-dir of its own to each launch.
+const ARGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--disable-dev-shm-usage',
+]
+
+/** The scenario's JSON config (argv[2]) and a report that is printed as the last line. */
+export function scenario() {
+  const config = JSON.parse(process.argv[2])
+  const report = { checks: {}, numbers: {}, errors: [], console: [] }
+  return { config, report }
+}
+
+export async function launch(extraArgs = []) {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...ARGS, ...extraArgs] })
+  return { browser, close: () => browser.close().catch(() => {}) }
+}
+
+/** A person: their own context (own localStorage) and page, watching for alerts and errors. */
+export async function person(browser, report, name, viewport = DESKTOP, init) {
+  const context = await browser.newContext({ viewport })
+  if (init) await init(context)
+  const page = await context.newPage()
+  page.setDefaultTimeout(15000)
+  page.on('dialog', async (d) => {
+    report.errors.push(`${name}: unexpected ${d.type()} dialog: ${d.message()}`)
+    await d.dismiss()
+  })
+  page.on('pageerror', (e) => report.errors.push(`${name}: page error: ${e.message}`))
+  page.on('console', (m) => {
+    if (m.type() === 'error') report.console.push(`${name}: ${m.text()}`)
+  })
+  return { context, page, name }
+}
+
+export async function signIn(page, url, secret) {
+  await page.goto(url)
+  await page.getByRole('textbox', { name: 'Secret key' }).fill(secret)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('navigation', { name: 'Channels' }).waitFor()
+}
+
+export const log = (page) => page.getByRole('log', { name: 'Messages' })
+export const article = (page, text) => log(page).getByRole('article').filter({ hasText: text })
+
+export async function send(page, text) {
+  const box = page.getByRole('textbox', { name: 'Message', exact: true })
+  await box.fill(text)
+  await page.getByRole('button', { name: 'Send', exact: true }).click()
+  await article(page, text).first().waitFor()
+}
+
+export async function openChannel(page, name) {
+  await page.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name, exact: true }).click()
+  await page.getByRole('heading', { name: `# ${name}` }).waitFor()
+}
+
+/** Run `fn`; record `name` true, or false with the error text, and go on. */
+export async function check(report, name, fn) {
+  try {
+    const started = Date.now()
+    await fn()
+    report.checks[name] = true
+    process.stderr.write(`ok   ${name} (${Date.now() - started} ms)\n`)
+  } catch (e) {
+    process.stderr.write(`FAIL ${name}: ${e}\n`)
+    report.checks[name] = false
+    report.errors.push(`${name}: ${String(e && e.message ? e.message : e).split('\n')[0]}`)
+  }
+}
+
+export function finish(report) {
+  process.stdout.write('\n' + JSON.stringify(report) + '\n')
+}

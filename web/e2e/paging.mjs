@@ -1,0 +1,45 @@
+// A 1,000-message channel (issue 12, item 3 and the closing numbers): time to the first
+// message after signing in, then history by scrolling up (pages by `until`) until the start,
+// every message once and in order.
+import { launch, person, log, scenario, check, finish } from './lib.mjs'
+
+const { config, report } = scenario()
+const { browser, close } = await launch()
+try {
+  const p = (await person(browser, report, 'reader')).page
+  await p.goto(config.url)
+  await p.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
+  await check(report, 'the newest page shows right after sign-in', async () => {
+    const started = Date.now()
+    await p.getByRole('button', { name: 'Sign in' }).click()
+    await log(p).getByRole('article').filter({ hasText: `message ${String(config.count - 1).padStart(4, '0')}` }).waitFor()
+    report.numbers.firstMessageMs = Date.now() - started
+    report.numbers.firstPage = await log(p).getByRole('article').count()
+  })
+  await check(report, 'scrolling up loads every older page once, in order', async () => {
+    const timeline = log(p)
+    for (let i = 0; i < 100; i++) {
+      if (await p.getByText('This is the start of the channel.').count()) break
+      const before = await timeline.getByRole('article').count()
+      await timeline.evaluate((el) => { el.scrollTop = 0; el.dispatchEvent(new Event('scroll')) })
+      await p.waitForFunction(
+        ([n]) => document.querySelectorAll('[role=log] article').length > n || !!document.evaluate("//*[text()='This is the start of the channel.']", document, null, 9, null).singleNodeValue,
+        [before],
+      )
+    }
+    const texts = await timeline.locator('article .text').allTextContents()
+    const ids = await timeline.getByRole('article').evaluateAll((els) => els.map((e) => e.getAttribute('data-id')))
+    report.numbers.loaded = texts.length
+    if (new Set(ids).size !== ids.length) throw new Error('a message shows twice')
+    // Oldest first by second; within one second the relay's order (by id) is as good as any.
+    const numbers = texts.map((t) => Number(t.replace('message ', '')))
+    const second = (n) => Math.floor(n / config.perSecond)
+    const backwards = numbers.findIndex((n, i) => i > 0 && second(n) < second(numbers[i - 1]))
+    if (backwards >= 0) throw new Error(`out of order at ${backwards}: ${texts[backwards - 1]} then ${texts[backwards]}`)
+    const missing = Array.from({ length: config.count }, (_, i) => i).filter((i) => !numbers.includes(i))
+    if (missing.length) throw new Error(`missing ${missing.length}, e.g. message ${missing[0]}`)
+  })
+} finally {
+  finish(report)
+  await close()
+}

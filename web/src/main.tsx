@@ -1,0 +1,5 @@
+import { render } from 'preact'
+import { App } from './ui/App'
+import './styles.css'
+
+render(<App />, document.getElementById('root')!)

@@ -1,0 +1,112 @@
+// Message box with `@` autocomplete over the channel's members: picking one writes `@Name` and
+// remembers the pubkey, which becomes a `p` tag when sent (typed names resolve the same way
+// as `buzz messages send`). Enter sends, Shift+Enter breaks the line.
+import { useRef, useState } from 'preact/hooks'
+import { mentionQuery } from '../mentions'
+import type { Workspace } from '../workspace'
+import { humanError } from './hooks'
+
+type Props = { ws: Workspace; channel: string; label: string; button: string; placeholder: string; replyTo?: string }
+
+export function Composer({ ws, channel, label, button, placeholder, replyTo }: Props) {
+  const [text, setText] = useState('')
+  const [picked, setPicked] = useState<string[]>([])
+  const [caret, setCaret] = useState(0)
+  const [index, setIndex] = useState(0)
+  const [sending, setSending] = useState(false)
+  const [error, setError] = useState('')
+  const area = useRef<HTMLTextAreaElement>(null)
+
+  const q = mentionQuery(text, caret)
+  const options = q
+    ? [...ws.memberNames(channel).entries()]
+        .map(([pk, name]) => ({ pk, name: name || ws.nameOf(pk) }))
+        .filter((o) => o.name.toLowerCase().startsWith(q.query.toLowerCase()))
+        .slice(0, 8)
+    : []
+  const listId = `mentions-${replyTo ?? channel}`
+
+  const pick = (o: { pk: string; name: string }) => {
+    if (!q) return
+    const next = text.slice(0, q.start) + '@' + o.name + ' ' + text.slice(caret)
+    const pos = q.start + o.name.length + 2
+    setText(next)
+    setPicked([...new Set([...picked, o.pk])])
+    setCaret(pos)
+    setIndex(0)
+    requestAnimationFrame(() => area.current?.setSelectionRange(pos, pos))
+  }
+
+  const send = async () => {
+    if (sending || !text.trim()) return
+    setSending(true)
+    setError('')
+    try {
+      await ws.send(channel, text, picked, replyTo ?? null)
+      setText('')
+      setPicked([])
+      setCaret(0)
+    } catch (e) {
+      setError(humanError(e))
+    } finally {
+      setSending(false)
+      area.current?.focus()
+    }
+  }
+
+  const onKey = (e: KeyboardEvent) => {
+    if (options.length) {
+      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault()
+        setIndex((index + (e.key === 'ArrowDown' ? 1 : options.length - 1)) % options.length)
+        return
+      }
+      if (e.key === 'Enter' || e.key === 'Tab') {
+        e.preventDefault()
+        pick(options[Math.min(index, options.length - 1)])
+        return
+      }
+      if (e.key === 'Escape') {
+        setCaret(-1)
+        return
+      }
+    }
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault()
+      void send()
+    }
+  }
+
+  return (
+    <form class="composer" onSubmit={(e) => { e.preventDefault(); void send() }}>
+      {options.length > 0 && (
+        <ul class="mentions" role="listbox" id={listId} aria-label="Mention a member">
+          {options.map((o, i) => (
+            <li role="option" aria-selected={i === index} class={i === index ? 'sel' : ''} onMouseDown={(e) => { e.preventDefault(); pick(o) }}>
+              @{o.name}
+            </li>
+          ))}
+        </ul>
+      )}
+      <textarea
+        ref={area}
+        aria-label={label}
+        aria-controls={options.length ? listId : undefined}
+        aria-autocomplete="list"
+        rows={1}
+        placeholder={placeholder}
+        value={text}
+        onInput={(e) => {
+          setText(e.currentTarget.value)
+          setCaret(e.currentTarget.selectionStart ?? 0)
+          setIndex(0)
+          void ws.typed(channel)
+        }}
+        onKeyDown={onKey}
+        onClick={(e) => setCaret(e.currentTarget.selectionStart ?? 0)}
+      />
+      <button type="submit" disabled={sending}>{button}</button>
+      {error && <p class="error" role="alert">{error}</p>}
+    </form>
+  )
+}

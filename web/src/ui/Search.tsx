@@ -1,0 +1,49 @@
+// NIP-50 search over what I may read, in the open channel or everywhere.
+import { useEffect, useState } from 'preact/hooks'
+import type { Msg, Workspace } from '../workspace'
+import { humanError } from './hooks'
+import { MessageText } from './Text'
+import { Panel } from './Panel'
+
+type Props = { ws: Workspace; query: string; onClose: () => void; onThread: (id: string) => void }
+
+export function SearchPanel({ ws, query, onClose, onThread }: Props) {
+  const [here, setHere] = useState(!!ws.active)
+  const [hits, setHits] = useState<Msg[] | null>(null)
+  const [error, setError] = useState('')
+  useEffect(() => {
+    if (!query.trim()) return
+    setHits(null)
+    setError('')
+    ws.search(query.trim(), here ? ws.active : null).then(setHits, (e) => setError(humanError(e)))
+  }, [query, here, ws.active])
+
+  return (
+    <Panel name="Search results" onClose={onClose}>
+      <label class="check">
+        <input type="checkbox" checked={here} disabled={!ws.active} onChange={(e) => setHere(e.currentTarget.checked)} />
+        Only this channel
+      </label>
+      {error && <p class="error" role="alert">{error}</p>}
+      {hits === null && !error && <p class="hint">Searching…</p>}
+      {hits && !hits.length && <p class="hint">No messages match “{query}”.</p>}
+      <ul class="hits">
+        {hits?.map((m) => {
+          const ch = ws.channels.get(m.channel)
+          return (
+            <li>
+              <article class="msg hit">
+                <div class="msg-head">
+                  <span class="author">{ws.nameOf(m.ev.pubkey)}</span>
+                  <span class="where">in {ch ? ws.channelLabel(ch) : 'a channel'}</span>
+                </div>
+                <MessageText text={m.content} />
+                <button type="button" class="link" onClick={() => void (async () => { await ws.openChannel(m.channel); onThread(m.root ?? m.ev.id) })()}>Open</button>
+              </article>
+            </li>
+          )
+        })}
+      </ul>
+    </Panel>
+  )
+}

@@ -1,0 +1,105 @@
+import { useEffect, useState } from 'preact/hooks'
+import type { Workspace } from '../workspace'
+import { act, useWorkspace } from './hooks'
+import { Sidebar } from './Sidebar'
+import { Conversation } from './Conversation'
+import { ThreadPanel } from './Thread'
+import { MembersPanel } from './Members'
+import { SearchPanel } from './Search'
+import { ProfileDialog } from './Profile'
+import { NewChannelDialog } from './NewChannel'
+import { BrowsePanel } from './Browse'
+import { AgentsPanel } from './Agents'
+import { HuddlePanel } from './Huddle'
+
+export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | null
+
+export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
+  useWorkspace(ws)
+  const [panel, setPanel] = useState<Panel>(null)
+  const [menu, setMenu] = useState(false)
+  const [profile, setProfile] = useState(fresh)
+  const [creating, setCreating] = useState(false)
+  const [query, setQuery] = useState('')
+
+  // A #<channel id> link opens that channel; otherwise my first channel once the list arrives.
+  useEffect(() => {
+    if (!ws.active && ws.channelsLoaded) {
+      const linked = /^#([0-9a-f-]{36})$/.exec(location.hash)?.[1]
+      if (linked) {
+        void ws.openChannel(linked)
+        return
+      }
+      const first = ws.myChannels().sort((a, b) => a.name.localeCompare(b.name))[0]
+      if (first) void ws.openChannel(first.id)
+    }
+  }, [ws.channelsLoaded, ws.channels])
+
+  const open = (id: string) => {
+    setMenu(false)
+    if (panel === 'thread' || panel === 'members') setPanel(null)
+    void act(ws, () => ws.openChannel(id))
+  }
+  const toggle = (p: Panel) => setPanel(panel === p ? null : p)
+  const channel = ws.active ? ws.channels.get(ws.active) ?? null : null
+
+  return (
+    <div class={`shell ${menu ? 'menu-open' : ''} ${panel ? 'panel-open' : ''}`}>
+      <header class="top">
+        <button type="button" class="menu-button" aria-expanded={menu} onClick={() => setMenu(!menu)}>Menu</button>
+        <span class="brand">buzz</span>
+        <form
+          class="search"
+          role="search"
+          onSubmit={(e) => {
+            e.preventDefault()
+            if (query.trim()) setPanel('search')
+          }}
+        >
+          <input type="search" aria-label="Search" placeholder="Search messages" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
+        </form>
+        <span class={`status ${ws.status}`} title={ws.statusDetail}>{ws.status === 'online' ? 'Connected' : ws.status === 'connecting' ? 'Connecting…' : 'Offline'}</span>
+        <button type="button" class="quiet" onClick={() => setProfile(true)}>{ws.nameOf(ws.me.pubkey)}</button>
+      </header>
+      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} />
+      <main class="main">
+        {channel ? (
+          <Conversation
+            ws={ws}
+            channel={channel}
+            onThread={(id) => {
+              setPanel('thread')
+              void act(ws, () => ws.openThread(id))
+            }}
+            onMembers={() => toggle('members')}
+            onHuddle={() => setPanel('huddle')}
+          />
+        ) : ws.active && ws.channelsLoaded ? (
+          <div class="empty">
+            <h2>Channel not available</h2>
+            <p role="alert">{ws.refused.get(ws.active) ?? 'This channel does not exist, or it is private to its members.'}</p>
+          </div>
+        ) : (
+          <div class="empty">
+            <h2>No channel open</h2>
+            <p>{ws.channelsLoaded ? 'Create a channel or browse the open ones to start.' : 'Loading channels…'}</p>
+          </div>
+        )}
+      </main>
+      {panel === 'thread' && ws.thread && <ThreadPanel ws={ws} root={ws.thread} onClose={() => setPanel(null)} />}
+      {panel === 'members' && channel && <MembersPanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
+      {panel === 'search' && <SearchPanel ws={ws} query={query} onClose={() => { setPanel(null); setQuery('') }} onThread={(id) => { setPanel('thread'); void act(ws, () => ws.openThread(id)) }} />}
+      {panel === 'browse' && <BrowsePanel ws={ws} onClose={() => setPanel(null)} onOpen={open} />}
+      {panel === 'agents' && <AgentsPanel ws={ws} onClose={() => setPanel(null)} />}
+      {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
+      {profile && <ProfileDialog ws={ws} fresh={fresh} onClose={() => setProfile(false)} />}
+      {creating && <NewChannelDialog ws={ws} onClose={() => setCreating(false)} onCreated={(id) => { setCreating(false); open(id) }} />}
+      {ws.notice && (
+        <div class="toast" role="alert">
+          <span>{ws.notice}</span>
+          <button type="button" class="quiet" onClick={() => { ws.notice = null; ws.changed() }}>Dismiss</button>
+        </div>
+      )}
+    </div>
+  )
+}

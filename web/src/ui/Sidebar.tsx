@@ -1,0 +1,60 @@
+// My channels and DMs. Each link's accessible name is exactly the channel's name; the unread
+// count is its description (aria-describedby), so screen readers and tests see both apart.
+import type { Channel, Workspace } from '../workspace'
+
+type Props = { ws: Workspace; onOpen: (id: string) => void; onNew: () => void; onBrowse: () => void; onAgents: () => void }
+
+export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents }: Props) {
+  const mine = ws.myChannels()
+  const channels = mine.filter((c) => c.type !== 'dm').sort(byName)
+  const dms = mine.filter((c) => c.type === 'dm')
+  return (
+    <nav class="sidebar" aria-label="Channels">
+      <div class="side-actions">
+        <button type="button" onClick={onNew}>New channel</button>
+        <button type="button" class="quiet" onClick={onBrowse}>Browse channels</button>
+      </div>
+      <h2 class="side-heading">Channels</h2>
+      <ul>
+        {channels.map((c) => <Item ws={ws} c={c} label={c.name} onOpen={onOpen} />)}
+        {!channels.length && <li class="hint">{ws.channelsLoaded ? 'No channels yet.' : 'Loading…'}</li>}
+      </ul>
+      {dms.length > 0 && (
+        <>
+          <h2 class="side-heading">Direct messages</h2>
+          <ul>{dms.map((c) => <Item ws={ws} c={c} label={ws.channelLabel(c)} onOpen={onOpen} />)}</ul>
+        </>
+      )}
+      <div class="side-actions bottom">
+        <button type="button" class="quiet" onClick={onAgents}>My agents</button>
+      </div>
+    </nav>
+  )
+}
+
+function Item({ ws, c, label, onOpen }: { ws: Workspace; c: Channel; label: string; onOpen: (id: string) => void }) {
+  const unread = ws.unread.get(c.id) ?? 0
+  const descId = `unread-${c.id}`
+  return (
+    <li key={c.id}>
+      <a
+        href={`#${c.id}`}
+        aria-label={label}
+        aria-describedby={unread ? descId : undefined}
+        aria-current={ws.active === c.id ? 'page' : undefined}
+        class={`chan ${ws.active === c.id ? 'active' : ''} ${unread ? 'unread' : ''}`}
+        onClick={(e) => {
+          e.preventDefault()
+          onOpen(c.id)
+        }}
+      >
+        <span aria-hidden="true" class="sigil">{c.type === 'dm' ? '@' : c.visibility === 'private' ? '🔒' : '#'}</span>
+        <span class="chan-name" aria-hidden="true">{label}</span>
+        {c.archived && <span class="tag" aria-hidden="true">archived</span>}
+        {unread > 0 && <span id={descId} class="badge">{unread} unread</span>}
+      </a>
+    </li>
+  )
+}
+
+const byName = (a: Channel, b: Channel) => a.name.localeCompare(b.name)

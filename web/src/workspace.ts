@@ -1,0 +1,705 @@
+// The workspace model: channels, members, profiles and messages, fed by the relay. Events
+// have the same shapes the CLI produces (src/buzz/cli/*_cmd.py): kind 9 with tags in the
+// order h, NIP-10 marked e, p, broadcast; 40003 edits; 7 reactions (no h); 5 / 9005 deletions;
+// 9007/9000/9001/9002/9021/9022 channel administration. Views re-render on `changed()`.
+import { RelayConn, relayUrl, type Filter } from './relay'
+import { resolveNames } from './mentions'
+import { firstTag, now, type NEvent, type Signer, type Tag } from './types'
+import { ownerOf } from './nipoa'
+import { AgentDesk } from './agents'
+
+export type Role = 'owner' | 'admin' | 'member' | 'guest' | 'bot'
+export type Channel = {
+  id: string
+  name: string
+  about: string
+  visibility: 'open' | 'private'
+  type: string
+  archived: boolean
+  member: boolean
+  peers: string[] // DM participants
+}
+export type Profile = { name: string; about: string; owner: string | null; event: NEvent }
+export type Msg = {
+  ev: NEvent
+  channel: string
+  content: string
+  editedAt: number | null
+  parent: string | null
+  root: string | null
+  broadcast: boolean
+  deleted: boolean
+  replies: Set<string>
+  reactions: Map<string, Map<string, string>> // emoji -> pubkey -> reaction event id
+  seq: number // same-second order: arrival for live events, relay order for pages
+}
+type Timeline = { ids: string[]; hasMore: boolean; loading: boolean; loaded: boolean }
+
+export const MESSAGE = 9
+export const EDIT = 40003
+export const REACTION = 7
+export const DELETION = 5
+export const MODERATION_DELETE = 9005
+export const TYPING = 20002
+export const PRESENCE = 20001
+export const PAGE = 50
+export const MAX_CONTENT_BYTES = 65_536 // agents.md §2.3 item 1, as `buzz messages send`
+export const HUDDLE_JOINED = 48101
+export const HUDDLE_LEFT = 48102
+export const HUDDLE_ENDED = 48103
+const HUDDLE_KINDS = [HUDDLE_JOINED, HUDDLE_LEFT, HUDDLE_ENDED]
+const LIVE_KINDS = [MESSAGE, EDIT, REACTION, DELETION, MODERATION_DELETE, ...HUDDLE_KINDS]
+const TYPING_TTL_S = 6
+const LAST_READ_KEY = 'buzz.lastRead.'
+
+export function threadLinks(ev: NEvent): { parent: string | null; root: string | null } {
+  const marked = (m: string) => ev.tags.find((t) => t[0] === 'e' && t.length >= 4 && t[3] === m && /^[0-9a-f]{64}$/.test(t[1]))?.[1] ?? null
+  const parent = marked('reply')
+  if (parent === null) return { parent: null, root: null }
+  return { parent, root: marked('root') ?? parent }
+}
+
+export class Workspace {
+  readonly relay: RelayConn
+  readonly desk: AgentDesk = new AgentDesk(this)
+  status: 'connecting' | 'online' | 'offline' = 'connecting'
+  statusDetail = ''
+  channels = new Map<string, Channel>()
+  channelsLoaded = false
+  roles = new Map<string, Map<string, Role>>()
+  profiles = new Map<string, Profile>()
+  presence = new Map<string, string>()
+  msgs = new Map<string, Msg>()
+  timelines = new Map<string, Timeline>()
+  unread = new Map<string, number>()
+  typing = new Map<string, Map<string, number>>()
+  active: string | null = null
+  thread: string | null = null
+  notice: string | null = null
+  refused = new Map<string, string>() // channel id -> the relay's refusal of a read
+  huddles = new Map<string, Set<string>>() // channel id -> pubkeys in its huddle (48101–48103)
+  relayPubkey = ''
+  private huddleSeen = new Set<string>()
+  private reactionIndex = new Map<string, { target: string; emoji: string; pubkey: string }>()
+  private listeners = new Set<() => void>()
+  private scheduled = false
+  private liveClose: (() => void) | null = null
+  private liveKey = ''
+  private wantedProfiles = new Set<string>()
+  private profileTimer = 0
+  private lastTyping = 0
+  private newer = 1
+  private older = 0
+
+  constructor(readonly me: Signer) {
+    this.relay = new RelayConn(relayUrl(), me)
+    this.relay.onstatus = (s, detail) => {
+      this.status = s
+      this.statusDetail = detail ?? ''
+      this.changed()
+    }
+  }
+
+  // -- change notification ---------------------------------------------------------------
+  listen(fn: () => void): () => void {
+    this.listeners.add(fn)
+    return () => this.listeners.delete(fn)
+  }
+
+  changed(): void {
+    if (this.scheduled) return
+    this.scheduled = true
+    queueMicrotask(() => {
+      this.scheduled = false
+      for (const fn of this.listeners) fn()
+    })
+  }
+
+  say(text: string): void {
+    this.notice = text
+    this.changed()
+  }
+
+  // -- start -----------------------------------------------------------------------------
+  async start(): Promise<void> {
+    this.relay.start()
+    this.needProfiles([this.me.pubkey])
+    // Being added to or removed from a channel; that channel's own state (39000/39002) then
+    // comes through the per-channel subscription (relay.md §6.3 item 3: channel events reach
+    // live subscriptions only through a filter naming the channel).
+    this.relay.subscribe([{ kinds: [44100, 44101], '#p': [this.me.pubkey], since: now() }], (e) => this.onChannelState(e))
+    void this.loadRelayInfo()
+    void this.publishPresence()
+    window.setInterval(() => void this.publishPresence(), 60_000)
+    await this.loadChannels()
+  }
+
+  /** The relay's own key (NIP-11 `self`): huddle lifecycle events count only when it signed them. */
+  private async loadRelayInfo(): Promise<void> {
+    try {
+      const info = (await (await fetch('/', { headers: { Accept: 'application/nostr+json' } })).json()) as { self?: string }
+      this.relayPubkey = info.self ?? ''
+    } catch {
+      /* without it, no huddle roster is shown */
+    }
+  }
+
+  /** Who is in a channel's huddle now, from its lifecycle events (huddle.md §8.5). */
+  async loadHuddle(channel: string): Promise<void> {
+    const found = await this.relay.query([{ kinds: HUDDLE_KINDS, '#h': [channel], limit: 200 }])
+    found.sort((a, b) => a.created_at - b.created_at || a.kind - b.kind)
+    for (const e of found) this.huddleEvent(e)
+  }
+
+  private huddleEvent(e: NEvent): void {
+    const channel = firstTag(e, 'h')
+    if (!channel || !this.relayPubkey || e.pubkey !== this.relayPubkey || this.huddleSeen.has(e.id)) return
+    this.huddleSeen.add(e.id)
+    let inside = this.huddles.get(channel)
+    if (!inside) this.huddles.set(channel, (inside = new Set()))
+    const who = firstTag(e, 'p')
+    if (e.kind === HUDDLE_ENDED) inside.clear()
+    else if (who && e.kind === HUDDLE_JOINED) inside.add(who)
+    else if (who) inside.delete(who)
+    if (who) this.needProfiles([who])
+    this.changed()
+  }
+
+  private async publishPresence(): Promise<void> {
+    try {
+      await this.relay.publish({ kind: PRESENCE, created_at: now(), tags: [], content: 'online' })
+    } catch {
+      /* presence is best effort */
+    }
+  }
+
+  private stateTimer = 0
+  private onChannelState(e: NEvent): void {
+    if (e.kind === 39002) this.applyRoles(e)
+    clearTimeout(this.stateTimer)
+    this.stateTimer = window.setTimeout(() => void this.loadChannels(), 150)
+  }
+
+  private applyRoles(e: NEvent): void {
+    const id = firstTag(e, 'd')
+    if (!id) return
+    const roles = new Map<string, Role>()
+    for (const t of e.tags) {
+      if (t[0] === 'p' && /^[0-9a-f]{64}$/.test(t[1] ?? '')) roles.set(t[1], ((t[3] || 'member') as Role))
+    }
+    this.roles.set(id, roles)
+    this.needProfiles([...roles.keys()])
+    this.changed()
+  }
+
+  async loadChannels(): Promise<void> {
+    const [mine, metas] = await Promise.all([
+      this.relay.query([{ kinds: [39002], '#p': [this.me.pubkey] }]),
+      this.relay.query([{ kinds: [39000], limit: 1000 }]),
+    ])
+    const member = new Set<string>()
+    for (const e of mine) {
+      const id = firstTag(e, 'd')
+      if (id) {
+        member.add(id)
+        if (!this.roles.has(id)) this.applyRoles(e)
+      }
+    }
+    const next = new Map<string, Channel>()
+    for (const m of metas) {
+      const id = firstTag(m, 'd')
+      if (!id || next.has(id)) continue
+      const names = new Set(m.tags.map((t) => t[0]))
+      const ch: Channel = {
+        id,
+        name: firstTag(m, 'name') ?? '',
+        about: firstTag(m, 'about') ?? '',
+        visibility: names.has('private') ? 'private' : 'open',
+        type: firstTag(m, 't') ?? 'stream',
+        archived: firstTag(m, 'archived') === 'true',
+        member: member.has(id),
+        peers: m.tags.filter((t) => t[0] === 'p').map((t) => t[1]),
+      }
+      if (ch.type === 'dm') this.needProfiles(ch.peers)
+      next.set(id, ch)
+    }
+    this.channels = next
+    this.channelsLoaded = true
+    this.resubscribe()
+    void this.countUnread()
+    this.changed()
+  }
+
+  myChannels(): Channel[] {
+    return [...this.channels.values()].filter((c) => c.member)
+  }
+
+  channelLabel(c: Channel): string {
+    if (c.type !== 'dm') return c.name
+    const others = c.peers.filter((p) => p !== this.me.pubkey)
+    return others.length ? others.map((p) => this.nameOf(p)).join(', ') : this.nameOf(this.me.pubkey)
+  }
+
+  private resubscribe(): void {
+    const ids = this.myChannels().map((c) => c.id).sort()
+    const key = ids.join(',')
+    if (key === this.liveKey) return
+    this.liveKey = key
+    this.liveClose?.()
+    this.liveClose = null
+    if (!ids.length) return
+    const since = now()
+    this.liveClose = this.relay.subscribe(
+      [
+        { kinds: LIVE_KINDS, '#h': ids, since },
+        { kinds: [39000, 39002], '#h': ids, since },
+        { kinds: [TYPING], '#h': ids, since },
+      ],
+      (e) => (e.kind === 39000 || e.kind === 39002 ? this.onChannelState(e) : this.ingest(e, true)),
+    )
+  }
+
+  private async countUnread(): Promise<void> {
+    for (const c of this.myChannels()) {
+      const last = Number(localStorage.getItem(LAST_READ_KEY + c.id) ?? '0')
+      if (!last || c.id === this.active || this.unread.has(c.id)) continue
+      try {
+        const n = await this.relay.count([{ kinds: [MESSAGE], '#h': [c.id], since: last + 1 }])
+        if (n > 0 && c.id !== this.active) this.unread.set(c.id, n)
+      } catch {
+        /* counts are a hint */
+      }
+    }
+    this.changed()
+  }
+
+  // -- profiles --------------------------------------------------------------------------
+  needProfiles(pubkeys: string[]): void {
+    let added = false
+    for (const p of pubkeys) {
+      if (!this.profiles.has(p) && !this.wantedProfiles.has(p)) {
+        this.wantedProfiles.add(p)
+        added = true
+      }
+    }
+    if (!added) return
+    clearTimeout(this.profileTimer)
+    this.profileTimer = window.setTimeout(() => void this.fetchProfiles(), 30)
+  }
+
+  private async fetchProfiles(): Promise<void> {
+    const keys = [...this.wantedProfiles]
+    this.wantedProfiles.clear()
+    if (!keys.length) return
+    const found = await this.relay.query([
+      { kinds: [0], authors: keys },
+      { kinds: [PRESENCE], authors: keys },
+    ])
+    for (const e of found) {
+      if (e.kind === PRESENCE) {
+        this.presence.set(e.pubkey, e.content)
+        continue
+      }
+      const have = this.profiles.get(e.pubkey)
+      if (have && have.event.created_at >= e.created_at) continue
+      this.profiles.set(e.pubkey, profileOf(e))
+    }
+    this.changed()
+  }
+
+  nameOf(pubkey: string): string {
+    const p = this.profiles.get(pubkey)
+    return p?.name || pubkey.slice(0, 8)
+  }
+
+  async setProfile(name: string, about: string): Promise<void> {
+    const old = this.profiles.get(this.me.pubkey)
+    let fields: Record<string, unknown> = {}
+    try {
+      fields = old ? JSON.parse(old.event.content) : {}
+    } catch {
+      fields = {}
+    }
+    fields = { ...fields, name, display_name: name, about }
+    const ev = await this.relay.publish({ kind: 0, created_at: now(), tags: old?.event.tags.filter((t) => t[0] === 'auth') ?? [], content: JSON.stringify(fields) })
+    this.profiles.set(ev.pubkey, profileOf(ev))
+    this.changed()
+  }
+
+  // -- channels --------------------------------------------------------------------------
+  async openChannel(id: string): Promise<void> {
+    this.active = id
+    history.replaceState(null, '', `#${id}`)
+    this.thread = null
+    this.unread.delete(id)
+    this.markRead(id)
+    this.changed()
+    const ch = this.channels.get(id)
+    if (ch && !this.roles.has(id)) void this.loadMembers(id)
+    if (ch && !this.huddles.has(id)) void this.loadHuddle(id).catch(() => undefined)
+    if (!this.timelines.get(id)?.loaded) await this.loadOlder(id)
+  }
+
+  private markRead(id: string): void {
+    localStorage.setItem(LAST_READ_KEY + id, String(now()))
+  }
+
+  async loadMembers(id: string): Promise<void> {
+    const found = await this.relay.query([{ kinds: [39002], '#d': [id] }])
+    if (found[0]) this.applyRoles(found[0])
+  }
+
+  roleOf(channel: string, pubkey: string): Role | undefined {
+    return this.roles.get(channel)?.get(pubkey)
+  }
+
+  isElevated(channel: string): boolean {
+    const r = this.roleOf(channel, this.me.pubkey)
+    return r === 'owner' || r === 'admin'
+  }
+
+  async createChannel(name: string, visibility: 'open' | 'private', about: string): Promise<string> {
+    const id = crypto.randomUUID()
+    const tags: Tag[] = [['h', id], ['name', name], ['visibility', visibility], ['channel_type', 'stream']]
+    if (about) tags.push(['about', about])
+    await this.relay.publish({ kind: 9007, created_at: now(), tags, content: '' })
+    await this.loadChannels()
+    return id
+  }
+
+  async join(id: string): Promise<void> {
+    await this.relay.publish({ kind: 9021, created_at: now(), tags: [['h', id]], content: '' })
+    await this.loadChannels()
+  }
+
+  async leave(id: string): Promise<void> {
+    await this.relay.publish({ kind: 9022, created_at: now(), tags: [['h', id]], content: '' })
+    if (this.active === id) this.active = null
+    await this.loadChannels()
+  }
+
+  async putMember(channel: string, pubkey: string, role?: Role): Promise<void> {
+    const tags: Tag[] = [['h', channel], ['p', pubkey]]
+    if (role) tags.push(['role', role])
+    await this.relay.publish({ kind: 9000, created_at: now(), tags, content: '' })
+    await this.loadMembers(channel)
+  }
+
+  async removeMember(channel: string, pubkey: string): Promise<void> {
+    await this.relay.publish({ kind: 9001, created_at: now(), tags: [['h', channel], ['p', pubkey]], content: '' })
+    await this.loadMembers(channel)
+  }
+
+  async editChannel(channel: string, fields: { name?: string; about?: string; archived?: boolean }): Promise<void> {
+    const tags: Tag[] = [['h', channel]]
+    if (fields.name !== undefined) tags.push(['name', fields.name])
+    if (fields.about !== undefined) tags.push(['about', fields.about])
+    if (fields.archived !== undefined) tags.push(['archived', fields.archived ? 'true' : 'false'])
+    await this.relay.publish({ kind: 9002, created_at: now(), tags, content: '' })
+    await this.loadChannels()
+  }
+
+  async openDm(pubkey: string): Promise<string> {
+    const ev = await this.me.sign({ kind: 41010, created_at: now(), tags: [['p', pubkey]], content: '' })
+    const answer = await this.relay.publishSigned(ev)
+    const m = /^response:(.*)$/.exec(answer)
+    const id = m ? (JSON.parse(m[1]) as { channel_id?: string }).channel_id : undefined
+    await this.loadChannels()
+    if (!id) throw new Error('error: the relay did not name the DM channel')
+    return id
+  }
+
+  // -- messages --------------------------------------------------------------------------
+  timeline(channel: string): Timeline {
+    let t = this.timelines.get(channel)
+    if (!t) {
+      t = { ids: [], hasMore: true, loading: false, loaded: false }
+      this.timelines.set(channel, t)
+    }
+    return t
+  }
+
+  /** One page older than what is shown (paged by `until`, relay.md §6.4: inclusive bounds). */
+  async loadOlder(channel: string): Promise<void> {
+    const t = this.timeline(channel)
+    if (t.loading || !t.hasMore) return
+    t.loading = true
+    this.changed()
+    try {
+      const all = [...this.msgs.values()].filter((m) => m.channel === channel)
+      const oldest = all.reduce((min, m) => Math.min(min, m.ev.created_at), Infinity)
+      const flt: Filter = { kinds: [MESSAGE], '#h': [channel], limit: PAGE }
+      if (oldest !== Infinity) {
+        // Same-second neighbours of the oldest shown event come back again; ask for that many more.
+        const same = all.filter((m) => m.ev.created_at === oldest).length
+        flt.until = oldest
+        flt.limit = Math.min(PAGE + same, 500)
+      }
+      const page = await this.relay.query([flt])
+      const fresh = page.filter((e) => !this.msgs.has(e.id))
+      for (const e of fresh) this.ingest(e, false)
+      await this.decorate(channel, fresh.map((e) => e.id))
+      t.hasMore = page.length >= (flt.limit as number) && fresh.length > 0
+      t.loaded = true
+    } catch (e) {
+      const text = String((e as Error).message)
+      if (/^(restricted|auth-required|blocked):/.test(text)) this.refused.set(channel, text)
+      else this.say(text)
+      t.hasMore = false
+    } finally {
+      t.loading = false
+      this.changed()
+    }
+  }
+
+  /** Edits and reactions of freshly loaded messages. */
+  private async decorate(channel: string, ids: string[]): Promise<void> {
+    if (!ids.length) return
+    const found = await this.relay.query([
+      { kinds: [EDIT], '#e': ids, '#h': [channel] },
+      { kinds: [REACTION], '#e': ids },
+    ])
+    for (const e of found) this.ingest(e, false)
+  }
+
+  async openThread(root: string): Promise<void> {
+    this.thread = root
+    this.changed()
+    const m = this.msgs.get(root)
+    const channel = m?.channel ?? this.active
+    if (!channel) return
+    const found = await this.relay.query([
+      { ids: [root] },
+      { kinds: [MESSAGE], '#h': [channel], '#e': [root], limit: 500 },
+    ])
+    const fresh = found.filter((e) => !this.msgs.has(e.id))
+    for (const e of fresh) this.ingest(e, false)
+    await this.decorate(channel, fresh.map((e) => e.id))
+    this.changed()
+  }
+
+  threadMessages(root: string): Msg[] {
+    const r = this.msgs.get(root)
+    if (!r) return []
+    const replies = [...r.replies].map((id) => this.msgs.get(id)).filter((m): m is Msg => !!m && !m.deleted)
+    replies.sort(byTime)
+    return [r, ...replies]
+  }
+
+  visible(channel: string): Msg[] {
+    const t = this.timelines.get(channel)
+    if (!t) return []
+    return t.ids.map((id) => this.msgs.get(id)).filter((m): m is Msg => !!m && !m.deleted)
+  }
+
+  ingest(e: NEvent, live: boolean): void {
+    switch (e.kind) {
+      case MESSAGE:
+        return this.addMessage(e, live)
+      case EDIT: {
+        const target = this.msgs.get(firstTag(e, 'e') ?? '')
+        if (target && target.ev.pubkey === e.pubkey && (target.editedAt === null || e.created_at >= target.editedAt)) {
+          target.content = e.content
+          target.editedAt = e.created_at
+          this.changed()
+        }
+        return
+      }
+      case REACTION: {
+        const id = e.tags.filter((t) => t[0] === 'e').pop()?.[1] ?? ''
+        const target = this.msgs.get(id)
+        if (!target) return
+        const emoji = e.content || '+'
+        let by = target.reactions.get(emoji)
+        if (!by) target.reactions.set(emoji, (by = new Map()))
+        by.set(e.pubkey, e.id)
+        this.reactionIndex.set(e.id, { target: id, emoji, pubkey: e.pubkey })
+        this.changed()
+        return
+      }
+      case DELETION:
+      case MODERATION_DELETE:
+        for (const t of e.tags) if (t[0] === 'e') this.removeById(t[1])
+        this.changed()
+        return
+      case HUDDLE_JOINED:
+      case HUDDLE_LEFT:
+      case HUDDLE_ENDED:
+        return this.huddleEvent(e)
+      case TYPING: {
+        const ch = firstTag(e, 'h')
+        if (!ch || e.pubkey === this.me.pubkey) return
+        let m = this.typing.get(ch)
+        if (!m) this.typing.set(ch, (m = new Map()))
+        m.set(e.pubkey, now() + TYPING_TTL_S)
+        this.needProfiles([e.pubkey])
+        this.changed()
+        window.setTimeout(() => this.changed(), TYPING_TTL_S * 1000 + 100)
+        return
+      }
+    }
+  }
+
+  private removeById(id: string): void {
+    const m = this.msgs.get(id)
+    if (m) m.deleted = true
+    const r = this.reactionIndex.get(id)
+    if (r) {
+      this.reactionIndex.delete(id)
+      const by = this.msgs.get(r.target)?.reactions.get(r.emoji)
+      by?.delete(r.pubkey)
+      if (by && by.size === 0) this.msgs.get(r.target)?.reactions.delete(r.emoji)
+    }
+  }
+
+  private addMessage(e: NEvent, live: boolean): void {
+    if (this.msgs.has(e.id)) return
+    const channel = firstTag(e, 'h')
+    if (!channel) return
+    const { parent, root } = threadLinks(e)
+    const m: Msg = {
+      ev: e,
+      channel,
+      content: e.content,
+      editedAt: null,
+      parent,
+      root,
+      broadcast: e.tags.some((t) => t[0] === 'broadcast'),
+      deleted: false,
+      replies: new Set(),
+      reactions: new Map(),
+      seq: live ? this.newer++ : this.older--,
+    }
+    this.msgs.set(e.id, m)
+    this.needProfiles([e.pubkey])
+    for (const other of this.msgs.values()) if (other.root === e.id) m.replies.add(other.ev.id)
+    if (root) this.msgs.get(root)?.replies.add(e.id)
+    if (!root || m.broadcast) insertSorted(this.timeline(channel), m, this.msgs)
+    if (live) {
+      this.typing.get(channel)?.delete(e.pubkey)
+      if (channel !== this.active && e.pubkey !== this.me.pubkey) {
+        this.unread.set(channel, (this.unread.get(channel) ?? 0) + 1)
+      } else if (channel === this.active) {
+        this.markRead(channel)
+      }
+      if (e.pubkey !== this.me.pubkey && e.tags.some((t) => t[0] === 'p' && t[1] === this.me.pubkey)) this.notify(m)
+    }
+    this.changed()
+  }
+
+  private notify(m: Msg): void {
+    if (!document.hidden || typeof Notification === 'undefined' || Notification.permission !== 'granted') return
+    const ch = this.channels.get(m.channel)
+    new Notification(`${this.nameOf(m.ev.pubkey)} in ${ch ? this.channelLabel(ch) : 'a channel'}`, { body: m.content.slice(0, 200), tag: m.ev.id })
+  }
+
+  typingIn(channel: string): string[] {
+    const m = this.typing.get(channel)
+    if (!m) return []
+    const t = now()
+    return [...m.entries()].filter(([, until]) => until > t).map(([pk]) => this.nameOf(pk))
+  }
+
+  async typed(channel: string): Promise<void> {
+    if (Date.now() - this.lastTyping < 3000) return
+    this.lastTyping = Date.now()
+    try {
+      await this.relay.publish({ kind: TYPING, created_at: now(), tags: [['h', channel]], content: '' })
+    } catch {
+      /* typing is best effort */
+    }
+  }
+
+  /** Members' display names for `@` mentions: {pubkey: name}. */
+  memberNames(channel: string): Map<string, string> {
+    const out = new Map<string, string>()
+    for (const pk of this.roles.get(channel)?.keys() ?? []) out.set(pk, this.profiles.get(pk)?.name ?? '')
+    return out
+  }
+
+  async send(channel: string, text: string, picked: string[], replyTo: string | null = null): Promise<NEvent> {
+    if (!text.trim()) throw new Error('Type a message first.')
+    if (new TextEncoder().encode(text).length > MAX_CONTENT_BYTES) throw new Error(`Messages are at most ${MAX_CONTENT_BYTES} bytes.`)
+    const tags: Tag[] = [['h', channel]]
+    if (replyTo) {
+      const parent = this.msgs.get(replyTo)
+      const links = parent ? threadLinks(parent.ev) : { parent: null, root: null }
+      if (links.parent === null) tags.push(['e', replyTo, '', 'reply'])
+      else tags.push(['e', links.root as string, '', 'root'], ['e', replyTo, '', 'reply'])
+    }
+    const names = this.memberNames(channel)
+    const resolved = resolveNames(text, names).resolved
+    const mentions = [...new Set([...picked.filter((p) => names.has(p)), ...resolved])]
+    for (const p of mentions) tags.push(['p', p])
+    const ev = await this.relay.publish({ kind: MESSAGE, created_at: now(), tags, content: text })
+    this.lastTyping = 0 // the next keystroke is a new bout of typing
+    this.ingest(ev, true)
+    return ev
+  }
+
+  async edit(id: string, text: string): Promise<void> {
+    const m = this.msgs.get(id)
+    if (!m) return
+    const ev = await this.relay.publish({ kind: EDIT, created_at: now(), tags: [['h', m.channel], ['e', id]], content: text })
+    this.ingest(ev, true)
+  }
+
+  async remove(id: string): Promise<void> {
+    const m = this.msgs.get(id)
+    if (!m) return
+    const own = m.ev.pubkey === this.me.pubkey || this.profiles.get(m.ev.pubkey)?.owner === this.me.pubkey
+    const kind = own ? DELETION : MODERATION_DELETE
+    const ev = await this.relay.publish({ kind, created_at: now(), tags: [['h', m.channel], ['e', id]], content: '' })
+    this.ingest(ev, true)
+  }
+
+  async react(id: string, emoji: string): Promise<void> {
+    const m = this.msgs.get(id)
+    if (!m) return
+    const mine = m.reactions.get(emoji)?.get(this.me.pubkey)
+    if (mine) {
+      const ev = await this.relay.publish({ kind: DELETION, created_at: now(), tags: [['e', mine]], content: '' })
+      this.ingest(ev, true)
+      return
+    }
+    const ev = await this.relay.publish({ kind: REACTION, created_at: now(), tags: [['e', id]], content: emoji })
+    this.ingest(ev, true)
+  }
+
+  async search(text: string, channel: string | null): Promise<Msg[]> {
+    const flt: Filter = { kinds: [MESSAGE], search: text, limit: 50 }
+    if (channel) flt['#h'] = [channel]
+    const found = await this.relay.query([flt])
+    for (const e of found) if (!this.msgs.has(e.id)) this.ingestQuiet(e)
+    return found.map((e) => this.msgs.get(e.id)).filter((m): m is Msg => !!m && !m.deleted)
+  }
+
+  /** Keep a search hit without putting it on a timeline that has not reached it. */
+  private ingestQuiet(e: NEvent): void {
+    const channel = firstTag(e, 'h')
+    if (!channel) return
+    const { parent, root } = threadLinks(e)
+    this.msgs.set(e.id, { ev: e, channel, content: e.content, editedAt: null, parent, root, broadcast: false, deleted: false, replies: new Set(), reactions: new Map(), seq: this.older-- })
+    this.needProfiles([e.pubkey])
+  }
+}
+
+function profileOf(e: NEvent): Profile {
+  let fields: Record<string, unknown> = {}
+  try {
+    const v = JSON.parse(e.content)
+    if (v && typeof v === 'object' && !Array.isArray(v)) fields = v
+  } catch {
+    /* not JSON */
+  }
+  const pick = (k: string) => (typeof fields[k] === 'string' ? (fields[k] as string).trim() : '')
+  return { name: pick('display_name') || pick('name'), about: pick('about'), owner: ownerOf(e), event: e }
+}
+
+const byTime = (a: Msg, b: Msg) => a.ev.created_at - b.ev.created_at || a.seq - b.seq
+
+function insertSorted(t: Timeline, m: Msg, msgs: Map<string, Msg>): void {
+  let i = t.ids.length
+  while (i > 0 && byTime(msgs.get(t.ids[i - 1])!, m) > 0) i--
+  t.ids.splice(i, 0, m.ev.id)
+}
