@@ -23,7 +23,7 @@ from buzz.cli.output import Context, emit, fail
 from buzz.client import RelayClient, RelayError
 from buzz.core.channel_id import is_channel_id
 from buzz.core.event import Event
-from buzz.core.huddle_wire import CURRENT_PROTOCOL_VERSION
+from buzz.core.huddle_wire import BARGE_IN_MIN_MS, CURRENT_PROTOCOL_VERSION
 from buzz.core.keys import public_key
 
 
@@ -84,6 +84,27 @@ def huddle() -> None:
 @click.option("--leave-after-input", is_flag=True, help="Leave once the --input file has been sent.")
 @click.option("--duration", type=float, default=None, help="Leave after this many seconds.")
 @click.option("--protocol-version", type=int, default=CURRENT_PROTOCOL_VERSION, show_default=True)
+@click.option(
+    "--stt-engine",
+    type=click.Choice(["whisper", "pocketsphinx"]),
+    default="whisper",
+    show_default=True,
+    help="Speech recogniser for your microphone (offline).",
+)
+@click.option(
+    "--stt-model",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Model directory for --stt-engine (e.g. a downloaded faster-whisper base.en or small).",
+)
+@click.option("--stt-language", default=None, help="Language code for multilingual models (e.g. de).")
+@click.option(
+    "--barge-in-ms",
+    type=click.IntRange(20, 5000),
+    default=BARGE_IN_MIN_MS,
+    show_default=True,
+    help="Speech needed to stop a spoken agent reply.",
+)
 @click.pass_obj
 def join(
     ctx: Context,
@@ -96,6 +117,10 @@ def join(
     leave_after_input: bool,
     duration: float | None,
     protocol_version: int,
+    stt_engine: str,
+    stt_model: Path | None,
+    stt_language: str | None,
+    barge_in_ms: int,
 ) -> None:
     """Join the huddle of CHANNEL until Ctrl-C, --duration or the end of --input.
 
@@ -105,6 +130,7 @@ def join(
         --input hello.wav --record-dir ./huddle-out --leave-after-input
     """
     from buzz.voice.client import HuddleOptions
+    from buzz.voice.engines import SttChoice
 
     try:
         secret = parse_secret_key(ctx.private_key)
@@ -122,6 +148,8 @@ def join(
         speak_replies=speak,
         leave_after_input=leave_after_input,
         duration_s=duration,
+        stt=SttChoice(stt_engine, stt_model, stt_language),
+        barge_in_ms=barge_in_ms,
     )
     report = asyncio.run(_run(options, secret, auth_tags))
     emit(ctx, report)
@@ -129,13 +157,20 @@ def join(
 
 async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict[str, object]:
     from buzz.voice.client import HuddleClient, HuddleOptions
+    from buzz.voice.engines import build_recognizer
+    from buzz.voice.models import IncompleteModelBundle
     from buzz.voice.session import JoinFailed
+    from buzz.voice.whisper import SttUnavailable
 
     assert isinstance(options, HuddleOptions)
     signer = KeySigner(secret, auth_tags)
+    try:  # load the recogniser before joining: a missing model is a one-line error, not a hang
+        recognizer = await asyncio.to_thread(build_recognizer, options.stt)
+    except (SttUnavailable, IncompleteModelBundle) as exc:
+        fail(str(exc))
     try:
         async with RelayClient(options.relay_url, secret, auth_tags=auth_tags) as nostr:
-            client = HuddleClient(options, signer, nostr)
+            client = HuddleClient(options, signer, nostr, recognizer_factory=lambda: recognizer)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError):

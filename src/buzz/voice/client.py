@@ -26,6 +26,7 @@ import numpy as np
 from buzz.client import RelayClient
 from buzz.core.event import Event
 from buzz.core.huddle_wire import (
+    BARGE_IN_MIN_MS,
     CLIENT_CHALLENGE_TIMEOUT,
     CLIENT_HANDSHAKE_TIMEOUT,
     CLIENT_JOINED_TIMEOUT,
@@ -38,10 +39,11 @@ from buzz.core.huddle_wire import (
 )
 from buzz.core.kinds import AUTH_KIND
 from buzz.voice.agents import AgentDirectory
-from buzz.voice.echo import RemoteFloor
+from buzz.voice.echo import EchoGate, RemoteFloor
+from buzz.voice.engines import SttChoice, build_recognizer
 from buzz.voice.replies import ReplySpeaker
 from buzz.voice.session import HuddleSession, JoinFailed, Phase
-from buzz.voice.stt import PocketSphinxRecognizer, Recognizer, SpeechToText, SttWorker
+from buzz.voice.stt import Recognizer, SpeechToText, SttWorker
 from buzz.voice.transcripts import Signer, TranscriptPublisher
 from buzz.voice.tts import TtsEngine
 from buzz.voice.wav import PeerWavs, WavWriter, iter_frames, read_wav_48k
@@ -67,6 +69,8 @@ class HuddleOptions:
     speak_replies: bool = True
     leave_after_input: bool = False
     duration_s: float | None = None
+    stt: SttChoice = field(default_factory=SttChoice)
+    barge_in_ms: int = BARGE_IN_MIN_MS
 
     @property
     def audio_url(self) -> str:
@@ -85,6 +89,7 @@ class HuddleReport:
     transcripts: list[dict[str, object]] = field(default_factory=list)
     replies_spoken: int = 0
     replies_cancelled: int = 0
+    replies: list[dict[str, object]] = field(default_factory=list)  # as heard; `cut` by barge-in
     stt_dropped: int = 0
     recordings: list[str] = field(default_factory=list)
 
@@ -106,7 +111,7 @@ class HuddleClient:
         signer: Signer,
         nostr: RelayClient,
         *,
-        recognizer_factory: Callable[[], Recognizer] = PocketSphinxRecognizer,
+        recognizer_factory: Callable[[], Recognizer] | None = None,
         tts_factory: Callable[[], TtsEngine] = _default_tts,
     ) -> None:
         self.options = options
@@ -122,10 +127,12 @@ class HuddleClient:
         self.publisher = TranscriptPublisher(
             options.channel_id, signer, self.agents, self._publish, options.transcribe
         )
-        self.stt = SttWorker(SpeechToText(), recognizer_factory, self._on_text, self._on_cancel_tts)
+        factory = recognizer_factory or (lambda: build_recognizer(options.stt))
+        pipeline = SpeechToText(gate=EchoGate(barge_in_ms=options.barge_in_ms))
+        self.stt = SttWorker(pipeline, factory, self._on_text, self._on_cancel_tts)
         self._t0 = time.monotonic()
         self.speaker = ReplySpeaker(tts_factory, self._play_tts, self.stt.pipeline.gate, self.now_ms)
-        self.floor = RemoteFloor()
+        self.floor = RemoteFloor(options.barge_in_ms)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = asyncio.Event()
         self._publishing: set[asyncio.Task[object]] = set()
@@ -204,6 +211,7 @@ class HuddleClient:
             self.report.stt_dropped = self.stt.dropped
             self.report.replies_spoken = self.speaker.spoken
             self.report.replies_cancelled = self.speaker.cancelled
+            self.report.replies = [r.to_json() for r in self.speaker.log]
             self.report.frames_dropped = self.session.receiver.dropped
 
     # -- socket reader -----------------------------------------------------------------------
@@ -332,4 +340,4 @@ class HuddleClient:
                 continue
             agents = await self.agents.current()
             if event.pubkey in agents and self.options.speak_replies:
-                self.speaker.offer(event.content)
+                self.speaker.offer(event.content, event.id)
