@@ -160,7 +160,7 @@ def joined_ab() -> Joined:
 
 
 def test_receiver_drops_unknown_and_short_frames() -> None:
-    rx = Receiver(FakeDecoder)
+    rx = Receiver(FakeDecoder, protocol_version=2)
     assert not rx.on_frame(frame(3, 0, 7), 0.0)  # no roster yet
     rx.on_control(joined_ab())
     assert rx.on_frame(frame(3, 0, 7), 0.0)
@@ -170,7 +170,7 @@ def test_receiver_drops_unknown_and_short_frames() -> None:
 
 
 def test_receiver_ticks_480_samples_per_peer_in_order() -> None:
-    rx = Receiver(FakeDecoder)
+    rx = Receiver(FakeDecoder, protocol_version=2)
     rx.on_control(joined_ab())
     for seq in range(4):
         rx.on_frame(frame(3, seq, 10 + seq), seq * 20.0)
@@ -180,7 +180,7 @@ def test_receiver_ticks_480_samples_per_peer_in_order() -> None:
 
 
 def test_receiver_idle_peer_and_speaking() -> None:
-    rx = Receiver(FakeDecoder)
+    rx = Receiver(FakeDecoder, protocol_version=2)
     rx.on_control(joined_ab())
     rx.on_frame(frame(3, 0, 1, dtx=True), 0.0)
     assert rx.speaking(10.0) == set()  # DTX never marks speaking
@@ -194,7 +194,7 @@ def test_receiver_idle_peer_and_speaking() -> None:
 
 
 def test_receiver_resets_peer_state_on_left() -> None:
-    rx = Receiver(FakeDecoder)
+    rx = Receiver(FakeDecoder, protocol_version=2)
     rx.on_control(joined_ab())
     rx.on_frame(frame(3, 0, 1), 0.0)
     rx.on_control(Left(2, B, 3))

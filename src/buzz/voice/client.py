@@ -35,6 +35,7 @@ from buzz.core.huddle_wire import (
     FRAME_SAMPLES,
     PLAYOUT_TICK_MS,
     TTS_SAMPLE_RATE,
+    Retry,
     parse_relay_frame,
 )
 from buzz.core.kinds import AUTH_KIND
@@ -82,6 +83,7 @@ class HuddleReport:
     """What happened, for the CLI's JSON output and for tests."""
 
     peer_index: int | None = None
+    protocol_version: int | None = None  # as negotiated with the relay
     roster: dict[int, str] = field(default_factory=dict)
     frames_sent: int = 0
     frames_received: int = 0
@@ -118,11 +120,7 @@ class HuddleClient:
         self.signer = signer
         self.nostr = nostr
         self.report = HuddleReport()
-        self.session = HuddleSession(
-            self._sign_auth,
-            parent_channel_id=options.parent_channel_id,
-            protocol_version=options.protocol_version,
-        )
+        self.session = self._new_session(options.protocol_version)
         self.agents = AgentDirectory(nostr.query, options.channel_id)
         self.publisher = TranscriptPublisher(
             options.channel_id, signer, self.agents, self._publish, options.transcribe
@@ -139,6 +137,13 @@ class HuddleClient:
         self._wavs = PeerWavs(options.record_dir) if options.record_dir else None
         self._tts_wav: WavWriter | None = None
 
+    def _new_session(self, protocol_version: int) -> HuddleSession:
+        return HuddleSession(
+            self._sign_auth,
+            parent_channel_id=self.options.parent_channel_id,
+            protocol_version=protocol_version,
+        )
+
     def now_ms(self) -> float:
         return (time.monotonic() - self._t0) * 1000.0
 
@@ -153,16 +158,41 @@ class HuddleClient:
             self.options.record_dir.mkdir(parents=True, exist_ok=True)
         await self.agents.refresh()  # on connect (§10.5 item 2)
         async with aiohttp.ClientSession() as http:
-            ws = await http.ws_connect(
-                self.options.audio_url, max_msg_size=CLIENT_MAX_MESSAGE_BYTES, autoping=True, heartbeat=None
-            )
             try:
-                await asyncio.wait_for(self._handshake(ws), CLIENT_HANDSHAKE_TIMEOUT)
+                ws = await self._connect(http)
+            except JoinFailed:
+                self._close_outputs()
+                raise
+            try:
                 await self._joined(ws)
             finally:
                 await ws.close()
                 self._close_outputs()
         return self.report
+
+    async def _connect(self, http: aiohttp.ClientSession) -> aiohttp.ClientWebSocketResponse:
+        """Open the socket and join; once, fall back to the relay's version when it answers
+        `unsupported_version` with one this client speaks (v3 → v2 on an older relay, §4.3)."""
+        for attempt in range(2):
+            ws = await http.ws_connect(
+                self.options.audio_url, max_msg_size=CLIENT_MAX_MESSAGE_BYTES, autoping=True, heartbeat=None
+            )
+            try:
+                await asyncio.wait_for(self._handshake(ws), CLIENT_HANDSHAKE_TIMEOUT)
+                self.report.protocol_version = self.session.protocol_version
+                return ws
+            except JoinFailed as exc:
+                await ws.close()
+                fallback = exc.error.current_version if exc.error is not None else None
+                speaks = fallback is not None and 2 <= fallback < self.session.protocol_version
+                if attempt or exc.retry is not Retry.WITH_VERSION or not speaks:
+                    raise
+                assert fallback is not None
+                self.session = self._new_session(fallback)
+            except BaseException:
+                await ws.close()
+                raise
+        raise AssertionError("unreachable")
 
     async def _handshake(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         for timeout in (CLIENT_CHALLENGE_TIMEOUT, CLIENT_JOINED_TIMEOUT):
@@ -226,7 +256,7 @@ class HuddleClient:
                     self._remote_barge_in(msg.data, now)
 
     def _remote_barge_in(self, message: bytes, now: float) -> None:
-        frame = parse_relay_frame(message, self.options.protocol_version)
+        frame = parse_relay_frame(message, self.session.protocol_version)
         if frame is None or frame.header is None:
             return
         is_agent = self.session.roster.get(frame.peer_index) in self.agents.agents
