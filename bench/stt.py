@@ -232,6 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--engines", default=",".join(ENGINES), help="comma list of engines to compare")
+    parser.add_argument("--whisper-model", type=Path, default=None, help="faster-whisper model directory")
     parser.add_argument("--limit", type=int, default=len(CORPUS), help="use the first N sentences")
     parser.add_argument("--show", action="store_true", help="print every reference and hypothesis")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
@@ -242,7 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     results = []
     for engine in args.engines.split(","):
-        recognizer = build_recognizer(SttChoice(engine))
+        model = args.whisper_model if engine == "whisper" else None
+        recognizer = build_recognizer(SttChoice(engine, model))
         warm: Callable[[np.ndarray], str] = recognizer.transcribe
         warm(np.zeros(16000, np.float32))  # first call pays one-time setup
         result = run_engine(engine, recognizer, utterances)

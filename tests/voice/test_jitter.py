@@ -200,3 +200,42 @@ def test_receiver_resets_peer_state_on_left() -> None:
     rx.on_control(Left(2, B, 3))
     assert rx.tick(100.0) == {}
     assert not rx.on_frame(frame(3, 1, 1), 120.0)
+
+
+class CountingDecoder(FakeDecoder):
+    made = 0
+
+    def __init__(self) -> None:
+        CountingDecoder.made += 1
+        self.serial = CountingDecoder.made
+
+
+def v3_frame(index: int, epoch: int, seq: int, value: int) -> bytes:
+    return relay_frame(index, client_frame(FrameHeader(seq, seq * 960, -20, 0), bytes([value])), epoch)
+
+
+def test_index_reuse_gets_a_fresh_decoder_and_stale_epochs_are_dropped() -> None:
+    """Issue 13 item 5: Bob (index 3, epoch 0) leaves, Carol gets index 3 with epoch 1."""
+    rx = Receiver(CountingDecoder)
+    rx.on_control(Joined(1, A, 0, (RosterEntry(0, A), RosterEntry(3, B, 0)), 0))
+    assert rx.on_frame(v3_frame(3, 0, 0, 1), 0.0)
+    rx.tick(40.0)
+    bobs = rx._peers[3].decoder
+    rx.on_control(Left(2, B, 3, 0))
+    assert 3 not in rx._peers  # decoder and jitter buffer of the leaver are gone
+    assert not rx.on_frame(v3_frame(3, 0, 1, 1), 60.0)  # index not in the roster now
+    carol = "cc" * 32
+    rx.on_control(Joined(3, carol, 3, (RosterEntry(0, A), RosterEntry(3, carol, 1)), 1))
+    assert not rx.on_frame(v3_frame(3, 0, 2, 1), 80.0)  # Bob's frame still in flight: old epoch
+    assert rx.on_frame(v3_frame(3, 1, 0, 2), 100.0)
+    assert rx._peers[3].decoder is not bobs and rx._peers[3].jitter is not None
+    assert rx.dropped == 2
+    assert not rx.on_frame(v3_frame(3, 1, 1, 2)[:10], 120.0)  # v3: 10 bytes carry no payload
+
+
+def test_joined_with_a_new_epoch_for_the_same_pubkey_resets_that_slot() -> None:
+    roster = ClientRoster()
+    roster.apply(Joined(1, A, 0, (RosterEntry(0, A), RosterEntry(3, B, 0))))
+    change = roster.apply(Joined(2, B, 3, (RosterEntry(0, A), RosterEntry(3, B, 1)), 1))
+    assert change is not None and change.reset == frozenset({3}) and change.joined == frozenset({3})
+    assert roster.holds(3, 1) and not roster.holds(3, 0)

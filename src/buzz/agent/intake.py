@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from buzz.agent.directory import fetch_channel
 from buzz.agent.event_view import thread_refs
 from buzz.agent.gates import (
+    VOICE_GUIDELINES_KIND,
     Command,
     Decision,
     SeenIds,
@@ -92,6 +93,9 @@ class Intake:
         if not self.accepting or not self.seen.add(event.id):
             return
         if event.pubkey == agent and not rt.config.no_ignore_self:
+            return
+        if event.kind == VOICE_GUIDELINES_KIND:  # the channel is a voice huddle: prompt context only
+            rt.voice_guidelines[channel] = event.content
             return
         command = control_command(event, agent, owner)
         if command is not None:

@@ -26,6 +26,7 @@ import numpy as np
 from buzz.client import RelayClient
 from buzz.core.event import Event
 from buzz.core.huddle_wire import (
+    AGENT_REFRESH,
     BARGE_IN_MIN_MS,
     CLIENT_CHALLENGE_TIMEOUT,
     CLIENT_HANDSHAKE_TIMEOUT,
@@ -42,6 +43,7 @@ from buzz.core.kinds import AUTH_KIND
 from buzz.voice.agents import AgentDirectory
 from buzz.voice.echo import EchoGate, RemoteFloor
 from buzz.voice.engines import SttChoice, build_recognizer
+from buzz.voice.guidelines import GuidelinesNotifier, i_post_guidelines
 from buzz.voice.replies import ReplySpeaker
 from buzz.voice.session import HuddleSession, JoinFailed, Phase
 from buzz.voice.stt import Recognizer, SpeechToText, SttWorker
@@ -72,6 +74,8 @@ class HuddleOptions:
     duration_s: float | None = None
     stt: SttChoice = field(default_factory=SttChoice)
     barge_in_ms: int = BARGE_IN_MIN_MS
+    voice_guidelines: bool = True  # post 48106 to the agents (when this seat is the room's poster)
+    agents_check_s: float = AGENT_REFRESH  # how often the agent list is read for newcomers
 
     @property
     def audio_url(self) -> str:
@@ -92,6 +96,7 @@ class HuddleReport:
     replies_spoken: int = 0
     replies_cancelled: int = 0
     replies: list[dict[str, object]] = field(default_factory=list)  # as heard; `cut` by barge-in
+    guidelines: list[dict[str, object]] = field(default_factory=list)  # 48106 posted: id, agents
     stt_dropped: int = 0
     recordings: list[str] = field(default_factory=list)
 
@@ -125,6 +130,7 @@ class HuddleClient:
         self.publisher = TranscriptPublisher(
             options.channel_id, signer, self.agents, self._publish, options.transcribe
         )
+        self.guidelines = GuidelinesNotifier(options.channel_id, signer, self.agents, self._publish)
         factory = recognizer_factory or (lambda: build_recognizer(options.stt))
         pipeline = SpeechToText(gate=EchoGate(barge_in_ms=options.barge_in_ms))
         self.stt = SttWorker(pipeline, factory, self._on_text, self._on_cancel_tts)
@@ -212,6 +218,8 @@ class HuddleClient:
             asyncio.create_task(self._playout()),
             asyncio.create_task(self._watch_replies()),
         ]
+        if self.options.voice_guidelines:
+            tasks.append(asyncio.create_task(self._tell_agents()))
         if self.options.speak_replies:
             tasks.append(asyncio.create_task(self.speaker.run()))
         capture = asyncio.create_task(self._capture(ws))
@@ -242,6 +250,9 @@ class HuddleClient:
             self.report.replies_spoken = self.speaker.spoken
             self.report.replies_cancelled = self.speaker.cancelled
             self.report.replies = [r.to_json() for r in self.speaker.log]
+            self.report.guidelines = [
+                {"id": e.id, "agents": e.tag_values("p")} for e in self.guidelines.posted
+            ]
             self.report.frames_dropped = self.session.receiver.dropped
 
     # -- socket reader -----------------------------------------------------------------------
@@ -360,6 +371,17 @@ class HuddleClient:
     async def _publish(self, event: Event) -> tuple[bool, str]:
         result = await self.nostr.publish(event)
         return result.accepted, result.message
+
+    async def _tell_agents(self) -> None:
+        """Voice guidelines (48106) to every agent in the huddle, newcomers included (item 4)."""
+        while True:
+            agents = await self.agents.refresh()
+            if i_post_guidelines(self.session.roster, self.session.peer_index, agents):
+                try:
+                    await self.guidelines.check(agents)
+                except Exception as exc:  # the relay went away: try again at the next check
+                    log.warning("posting voice guidelines failed: %s", exc)
+            await asyncio.sleep(self.options.agents_check_s)
 
     async def _watch_replies(self) -> None:
         """Agent replies: kind 9 in the huddle channel by `bot` members, from now on (§10.6)."""

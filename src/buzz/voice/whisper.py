@@ -98,16 +98,32 @@ def load_model(model_dir: str | Path | None = None, compute_type: str = "int8") 
         return _load(str(root.resolve()), compute_type, threads)
 
 
+# Whisper conditions on a prompt as if it were the text before the utterance: saying what kind
+# of talk this is lifts tiny.en on our corpus (bench/stt.py) from WER ≈ 0.18 to ≈ 0.15.
+CONTEXT_PROMPT = "A team member speaks to the team's AI agent in a voice huddle."
+BEAM_SIZE = 5  # beam 1 is ~30 % faster but ~0.03 worse in WER on bench/stt.py
+
+
 class WhisperRecognizer:
-    """`transcribe(float32 16 kHz mono) -> str` with greedy decoding (beam 1), no timestamps.
+    """`transcribe(float32 16 kHz mono) -> str` with beam search (5), no timestamps, and a
+    short context prompt (`CONTEXT_PROMPT`).
 
     `language`: an ISO code such as "en" or "de"; None means English for `.en` models and
     detection for multilingual ones. Segments the model itself marks as non-speech are dropped.
     Safe to share between threads (CTranslate2 serialises calls on one model).
     """
 
-    def __init__(self, model_dir: str | Path | None = None, language: str | None = None) -> None:
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        language: str | None = None,
+        *,
+        beam_size: int = BEAM_SIZE,
+        prompt: str | None = CONTEXT_PROMPT,
+    ) -> None:
         self._model = load_model(model_dir)
+        self.beam_size = beam_size
+        self.prompt = prompt
         multilingual = bool(getattr(self._model.model, "is_multilingual", True))
         if not multilingual and language not in (None, "en"):
             raise SttUnavailable(
@@ -122,7 +138,8 @@ class WhisperRecognizer:
         segments, _info = self._model.transcribe(
             pcm,
             language=self.language,
-            beam_size=1,
+            beam_size=self.beam_size,
+            initial_prompt=self.prompt,
             condition_on_previous_text=False,
             without_timestamps=True,
             vad_filter=False,  # utterances are already cut by our own VAD

@@ -7,8 +7,8 @@ Each admitted seat owns a `PeerSink`:
   those already written but still in the transport's buffer or the kernel's send queue
   (`SIOCOUTQ`) stay within 200 ms (10 frames); beyond that, and beyond the 8-frame queue, the
   oldest queued frame is dropped for that receiver only and counted (§7.2). The writer holds
-  audio back while 10 frames are still unsent, so a receiver that stops reading never finds
-  seconds of stale audio in the socket buffers when it resumes.
+  audio back while 5 frames are still unsent, so a receiver that stops reading never finds
+  seconds of stale audio in the socket buffers when it resumes, and gets the newest next.
 - `control`: the room control queue, capacity 32 (`joined`, `left`). A full queue drops the
   message, logs a warning naming room and peer, counts it and closes that socket (§7.3).
 - `socket_control`: Ping/Pong for this socket, capacity 8 (§7.4); failing to queue one closes.
@@ -54,6 +54,10 @@ FORWARDED_METRIC = "huddle_audio_frames_forwarded_total"
 FLUSHED_METRIC = "huddle_audio_frames_flushed_total"  # a leaver's frames removed from queues
 FRAME_MS = _TS_STEP * 1000 // 48000  # 20
 AUDIO_BUDGET_FRAMES = AUDIO_BUDGET_MS // FRAME_MS  # 10
+# The writer stops handing audio to the socket at half the budget: frames in the kernel can no
+# longer be dropped, so keeping the other half in our queue means a receiver that resumes gets
+# the newest frames next, not only the oldest.
+WRITE_AHEAD_FRAMES = AUDIO_BUDGET_FRAMES // 2  # 5
 BUDGET_POLL_S = 0.010  # how often a writer held back by the budget looks at the socket again
 
 
@@ -228,7 +232,7 @@ class PeerSink:
                 self._trim()
                 if not self.audio:
                     continue
-                if self.inflight >= AUDIO_BUDGET_FRAMES:
+                if self.inflight >= WRITE_AHEAD_FRAMES:
                     self._wake.clear()
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), BUDGET_POLL_S)
