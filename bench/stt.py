@@ -9,8 +9,9 @@ prefix → `Receiver` (jitter buffer, Opus decode, 10 ms playout) → `SpeechToT
 recognition time is measured on the wall clock.
 
 Per engine it prints:
-- WER: word error rate over the corpus (jiwer), after normalising both sides (lowercase, no
-  punctuation, numbers and ordinals as words);
+- WER: word error rate over the corpus (jiwer), after normalising both sides with Whisper's
+  English text normaliser (package `whisper-normalizer`: case, punctuation, numbers, spellings),
+  as Whisper's own evaluations do;
 - RTF: recognition wall time / audio duration (lower is faster; < 1 is faster than real time);
 - latency p50 / p95: from the end of the speech to the text, i.e. the VAD's silence flush
   (300 ms of audio) plus the recogniser's wall time.
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import jiwer
 import numpy as np
-from num2words import num2words
+from whisper_normalizer.english import EnglishTextNormalizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -51,7 +51,7 @@ CORPUS = (
     "hey agent what is on the agenda for tomorrow",
     "please schedule the design review for monday morning",
     "remind me to call alice at three in the afternoon",
-    "move the standup to nine thirty on wednesday",
+    "move the stand-up to nine thirty on wednesday",
     "what did bob say about the release yesterday",
     "create a ticket for the login bug and assign it to carol",
     "how many open issues do we have this week",
@@ -132,26 +132,12 @@ class EngineResult:
         return float(np.percentile(self.latencies_ms, q)) if self.latencies_ms else float("nan")
 
 
-def _number_words(match: re.Match[str]) -> str:
-    token = match.group(0)
-    if ":" in token:  # 10:30 → ten thirty
-        hours, minutes = token.split(":")
-        return (
-            f"{num2words(int(hours))} {num2words(int(minutes))}" if minutes != "00" else num2words(int(hours))
-        )
-    ordinal = re.fullmatch(r"(\d+)(st|nd|rd|th)", token)
-    if ordinal:
-        return str(num2words(int(ordinal.group(1)), to="ordinal"))
-    return str(num2words(int(token.replace(",", ""))))
+_normaliser = EnglishTextNormalizer()
 
 
 def normalise(text: str) -> str:
-    """Lowercase words without punctuation; digits, times and ordinals spelled out."""
-    text = text.lower().replace("%", " percent").replace("o'clock", "oclock")
-    text = re.sub(r"\d+:\d\d|\d+(?:st|nd|rd|th)\b|\d{1,3}(?:,\d{3})+|\d+", _number_words, text)
-    text = text.replace("-", " ").replace(" and ", " ")
-    text = re.sub(r"[^a-z' ]+", " ", text).replace("'", "")
-    return " ".join(text.split())
+    """Whisper's English normalisation: lowercase, no punctuation, numbers as digits, US spelling."""
+    return str(_normaliser(text))
 
 
 def synthesise(corpus: Sequence[str]) -> list[Utterance]:
@@ -244,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     for engine in args.engines.split(","):
         model = args.whisper_model if engine == "whisper" else None
-        recognizer = build_recognizer(SttChoice(engine, model))
+        recognizer = build_recognizer(SttChoice(engine, model, "en" if engine == "whisper" else None))
         warm: Callable[[np.ndarray], str] = recognizer.transcribe
         warm(np.zeros(16000, np.float32))  # first call pays one-time setup
         result = run_engine(engine, recognizer, utterances)

@@ -35,6 +35,7 @@ from buzz.core.huddle_wire import (
     CURRENT_PROTOCOL_VERSION,
     FRAME_SAMPLES,
     PLAYOUT_TICK_MS,
+    SPEAKER_TICK_MS,
     TTS_SAMPLE_RATE,
     Retry,
     parse_relay_frame,
@@ -76,6 +77,7 @@ class HuddleOptions:
     barge_in_ms: int = BARGE_IN_MIN_MS
     voice_guidelines: bool = True  # post 48106 to the agents (when this seat is the room's poster)
     agents_check_s: float = AGENT_REFRESH  # how often the agent list is read for newcomers
+    display: Callable[[str], None] | None = None  # live roster / speaking lines (the CLI's stderr)
 
     @property
     def audio_url(self) -> str:
@@ -99,6 +101,10 @@ class HuddleReport:
     guidelines: list[dict[str, object]] = field(default_factory=list)  # 48106 posted: id, agents
     stt_dropped: int = 0
     recordings: list[str] = field(default_factory=list)
+
+
+def _who(pubkey: str, agents: frozenset[str]) -> str:
+    return f"{pubkey[:12]}…{' (agent)' if pubkey in agents else ''}"
 
 
 def _default_tts() -> TtsEngine:
@@ -220,6 +226,8 @@ class HuddleClient:
         ]
         if self.options.voice_guidelines:
             tasks.append(asyncio.create_task(self._tell_agents()))
+        if self.options.display is not None:
+            tasks.append(asyncio.create_task(self._show_room(self.options.display)))
         if self.options.speak_replies:
             tasks.append(asyncio.create_task(self.speaker.run()))
         capture = asyncio.create_task(self._capture(ws))
@@ -371,6 +379,26 @@ class HuddleClient:
     async def _publish(self, event: Event) -> tuple[bool, str]:
         result = await self.nostr.publish(event)
         return result.accepted, result.message
+
+    async def _show_room(self, show: Callable[[str], None]) -> None:
+        """Roster changes and who is speaking, as plain lines, checked every 500 ms (§10.3)."""
+        roster: dict[int, str] = {}
+        speaking: set[int] = set()
+        while True:
+            now_roster = dict(self.session.roster)
+            for index in sorted(now_roster.keys() - roster.keys()):
+                who = (
+                    "you" if index == self.session.peer_index else _who(now_roster[index], self.agents.agents)
+                )
+                show(f"joined: {who} (peer {index})")
+            for index in sorted(roster.keys() - now_roster.keys()):
+                show(f"left: {_who(roster[index], self.agents.agents)} (peer {index})")
+            now_speaking = self.session.receiver.speaking(self.now_ms()) & now_roster.keys()
+            if now_speaking != speaking:
+                names = [_who(now_roster[i], self.agents.agents) for i in sorted(now_speaking)]
+                show(f"speaking: {', '.join(names) or '-'}")
+            roster, speaking = now_roster, now_speaking
+            await asyncio.sleep(SPEAKER_TICK_MS / 1000)
 
     async def _tell_agents(self) -> None:
         """Voice guidelines (48106) to every agent in the huddle, newcomers included (item 4)."""

@@ -140,6 +140,7 @@ class WhisperRecognizer:
             language=self.language,
             beam_size=self.beam_size,
             initial_prompt=self.prompt,
+            temperature=0.0,  # no sampling fallback: the same audio always gives the same text
             condition_on_previous_text=False,
             without_timestamps=True,
             vad_filter=False,  # utterances are already cut by our own VAD
