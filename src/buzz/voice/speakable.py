@@ -27,6 +27,7 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+", re.MULTILINE)
 _QUOTE = re.compile(r"^\s*>+\s?", re.MULTILINE)
 _EMPHASIS = re.compile(r"(\*\*|__|\*|~~)(?=\S)(.+?)(?<=\S)\1")
+_UNDERSCORE = re.compile(r"(?<!\w)_(?=\S)(.+?)(?<=\S)_(?!\w)")  # not inside snake_case names
 
 CODE_NOTE = "code is in the channel"
 SHORT_CODE_CHARS = 24
@@ -53,6 +54,7 @@ _RULES: tuple[tuple[re.Pattern[str], object], ...] = (
     (_BULLET, ""),
     (_QUOTE, ""),
     (_EMPHASIS, r"\2"),
+    (_UNDERSCORE, r"\1"),
 )
 
 
