@@ -18,7 +18,10 @@ from buzz.voice.speakable import CODE_NOTE, speakable
     [
         ("pong [session=rules-1a2b turn=3 events=1]", "pong"),
         ("See https://github.com/buzz/buzz/pull/42 for details.", "See a link to github.com for details."),
-        ("Docs: [the guide](https://docs.example.org/x?y=1).", "Docs: the guide (a link to docs.example.org)."),
+        (
+            "Docs: [the guide](https://docs.example.org/x?y=1).",
+            "Docs: the guide (a link to docs.example.org).",
+        ),
         ("Run this:\n```python\nprint('hi')\n```\nthen tell me.", f"Run this: {CODE_NOTE}. then tell me."),
         ("Set `BUZZ_RELAY_URL` first", "Set BUZZ_RELAY_URL first"),
         ("Use `buzz messages send --channel x` now", f"Use {CODE_NOTE} now"),
@@ -41,7 +44,9 @@ class ToneEngine:
 async def test_a_cut_reply_is_marked_and_a_finished_one_is_not() -> None:
     clock = {"ms": 0.0}
     played: list[int] = []
-    speaker = ReplySpeaker(ToneEngine, lambda block: played.append(len(block)), EchoGate(), lambda: clock["ms"])
+    speaker = ReplySpeaker(
+        ToneEngine, lambda block: played.append(len(block)), EchoGate(), lambda: clock["ms"]
+    )
     task = asyncio.create_task(speaker.run())
     try:
         speaker.offer("a long answer [session=s turn=1]", "e1")

@@ -52,7 +52,7 @@ def test_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch) ->
 def test_model_dir_missing_a_file_names_it(tmp_path: Path) -> None:
     for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
         shutil.copy(packaged_model_dir() / name, tmp_path / name)
-    with pytest.raises(IncompleteModelBundle, match="model.bin"):
+    with pytest.raises(IncompleteModelBundle, match=r"model\.bin"):
         WhisperRecognizer(tmp_path)
 
 

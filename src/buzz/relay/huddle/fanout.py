@@ -37,13 +37,13 @@ from buzz.core.huddle_wire import (
     AUDIO_BUDGET_MS,
     AUDIO_QUEUE_CAPACITY,
     CONTROL_QUEUE_CAPACITY,
+    FRAME_SAMPLES,
     WS_CONTROL_QUEUE,
     FrameHeader,
     Ingress,
     ingress_verdict,
     relay_frame,
 )
-from buzz.core.huddle_wire import TS_STEP as _TS_STEP
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ SocketControl = tuple[Literal["ping", "pong"], bytes]
 DROPPED_METRIC = "huddle_audio_frames_dropped_total"
 FORWARDED_METRIC = "huddle_audio_frames_forwarded_total"
 FLUSHED_METRIC = "huddle_audio_frames_flushed_total"  # a leaver's frames removed from queues
-FRAME_MS = _TS_STEP * 1000 // 48000  # 20
+FRAME_MS = FRAME_SAMPLES * 1000 // 48000  # 20 ms per Opus frame
 AUDIO_BUDGET_FRAMES = AUDIO_BUDGET_MS // FRAME_MS  # 10
 # The writer stops handing audio to the socket at half the budget: frames in the kernel can no
 # longer be dropped, so keeping the other half in our queue means a receiver that resumes gets
