@@ -201,6 +201,19 @@ def run_engine(engine: str, recognizer: Recognizer, utterances: Sequence[Utteran
     return result
 
 
+def print_breakdown(result: EngineResult, utterances: Sequence[Utterance]) -> None:
+    """WER of one engine per eSpeak voice and per speed."""
+    groups: dict[str, list[int]] = {}
+    for i, utt in enumerate(utterances):
+        groups.setdefault(utt.voice, []).append(i)
+        groups.setdefault(f"{utt.wpm} wpm", []).append(i)
+    cells = []
+    for name, idx in groups.items():
+        wer = jiwer.wer([result.references[i] for i in idx], [result.hypotheses[i] for i in idx])
+        cells.append(f"{name} {wer:.3f}")
+    print(f"  {result.engine} by voice / speed: " + ", ".join(cells))
+
+
 def print_table(results: Sequence[EngineResult], default: str) -> None:
     print(f"{'engine':<14}{'WER':>7}{'RTF':>7}{'latency p50':>14}{'latency p95':>14}{'utterances':>12}")
     for r in results:
@@ -239,6 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for ref, hyp in zip(result.references, result.hypotheses, strict=True):
                 print(f"  [{engine}] {'ok ' if ref == hyp else 'ERR'} {ref!r} → {hyp!r}")
     print_table(results, ENGINES[0])
+    for result in results:
+        print_breakdown(result, utterances)
     if args.json:
         args.json.write_text(
             json.dumps(
