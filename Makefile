@@ -48,6 +48,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/ingest.py $(BENCH_ARGS)
 	@if [ -f bench/huddle.py ]; then $(BIN)/python bench/huddle.py; else echo "bench/huddle.py not present: skipped"; fi
 	$(BIN)/python bench/soak.py $(SOAK_ARGS)
+	$(BIN)/python bench/stt.py
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench examples

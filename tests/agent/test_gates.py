@@ -48,7 +48,7 @@ def test_only_a_p_tag_wakes_in_mentions_mode() -> None:
 def test_rule_overrides_and_filters() -> None:
     rules = build_rules("mentions")
     assert channel_filter(rules, C1, AGENT, 100) == {
-        "kinds": [9, 40007, 46010],
+        "kinds": [9, 40007, 46010, 48106],  # 48106: voice guidelines always pass (issue 13 item 4)
         "#h": [C1],
         "#p": [AGENT],
         "since": 100,
@@ -57,7 +57,7 @@ def test_rule_overrides_and_filters() -> None:
     assert channel_filter(everything, C1, AGENT, 5) == {"#h": [C1], "since": 5}
     assert match_rule(everything, C1, ev(OWNER_SK, kind=40003), AGENT) is not None
     kinds_only = build_rules("all", kinds=[9])
-    assert channel_filter(kinds_only, C1, AGENT, 5) == {"kinds": [9], "#h": [C1], "since": 5}
+    assert channel_filter(kinds_only, C1, AGENT, 5) == {"kinds": [9, 48106], "#h": [C1], "since": 5}
     loose = build_rules("mentions", no_mention_filter=True)
     assert match_rule(loose, C1, ev(OWNER_SK), AGENT) is not None
     assert "#p" not in (channel_filter(loose, C1, AGENT, 1) or {})
@@ -79,7 +79,7 @@ require_mention = false
     assert match_rule(rules, C2, ev(OWNER_SK), AGENT).prompt_tag == "message"  # type: ignore[union-attr]
     assert match_rule(rules, C1, ev(OWNER_SK), AGENT) is None
     assert match_rule(rules, C1, ev(OWNER_SK, tags=[["p", AGENT]]), AGENT).prompt_tag == "any"  # type: ignore[union-attr]
-    assert channel_filter(rules, C2, AGENT, 1) == {"kinds": [9, 40003], "#h": [C2], "since": 1}
+    assert channel_filter(rules, C2, AGENT, 1) == {"kinds": [9, 40003, 48106], "#h": [C2], "since": 1}
     for bad in ("[[rules]]\nchannels = ['x']", "[[rules]]\nkinds = 'nine'", "not toml =", ""):
         with pytest.raises(ConfigError):
             parse_rules_toml(bad)

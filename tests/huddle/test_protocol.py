@@ -126,12 +126,12 @@ async def test_restricted_relay_member(tmp_path, alice: Identity) -> None:
 
 async def test_unsupported_version(sqlite_relay: RunningRelay, alice: Identity) -> None:
     cid = await make_channel(sqlite_relay, ChannelSpec(alice))
-    for requested in (0, 3):
+    for requested in (0, 4):  # v3 (§6.6) is implemented, so the maximum is 3
         assert await refused(sqlite_relay, alice, cid, version=requested) == {
             "type": "error",
             "code": "unsupported_version",
-            "message": f"huddle audio protocol v{requested} not supported; relay max is v2",
-            "current_version": 2,
+            "message": f"huddle audio protocol v{requested} not supported; relay max is v3",
+            "current_version": 3,
         }
 
 
@@ -180,13 +180,13 @@ async def test_room_full_and_its_precedence(sqlite_relay: RunningRelay, alice: I
     full = {"type": "error", "code": "room_full", "message": "room participant capacity reached"}
     assert await refused(sqlite_relay, alice, cid, version=2) == full  # the 26th
     assert await refused(sqlite_relay, alice, cid, version=1) == full  # full AND mismatched: full
-    # LIFO reuse: free 7 then 3; the next two joiners get 3 then 7.
+    # FIFO reuse (issue 13, least recently freed first): free 7 then 3; the next joiners get 7 then 3.
     for i in (7, 3):
         await seats[i].ws.send_str('{"type":"leave"}')
         await seats[i].expect_close()
     await asyncio.sleep(0.1)
     again = [await join(sqlite_relay, alice, cid) for _ in range(2)]
-    assert [p.joined["peer_index"] for p in again if p.joined] == [3, 7]
+    assert [p.joined["peer_index"] for p in again if p.joined] == [7, 3]
     for peer in seats + again:
         await peer.close()
 

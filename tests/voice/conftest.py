@@ -6,6 +6,7 @@ import pytest
 
 from buzz.voice.espeak import EspeakNgEngine
 from buzz.voice.stt import PocketSphinxRecognizer
+from buzz.voice.whisper import WhisperRecognizer
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +17,9 @@ def espeak() -> EspeakNgEngine:
 @pytest.fixture(scope="session")
 def sphinx() -> PocketSphinxRecognizer:
     return PocketSphinxRecognizer()
+
+
+@pytest.fixture(scope="session")
+def whisper() -> WhisperRecognizer:
+    """The default recogniser; the model is loaded once per process and shared."""
+    return WhisperRecognizer()

@@ -151,9 +151,9 @@ ERRORS = [
         '{"type":"error","code":"huddle_audio_unavailable","message":"huddle audio unavailable in this deployment"}',
     ),
     (
-        hw.unsupported_version(3),
+        hw.unsupported_version(4),
         '{"type":"error","code":"unsupported_version",'
-        '"message":"huddle audio protocol v3 not supported; relay max is v2","current_version":2}',
+        '"message":"huddle audio protocol v4 not supported; relay max is v3","current_version":3}',
     ),
     (
         hw.OWNER_UNREACHABLE,
@@ -270,7 +270,9 @@ def test_parse_server_message_refuses(text: bytes) -> None:
 
 
 def test_parse_server_message_edges() -> None:
-    assert hw.parse_server_message(orjson.dumps({"type": "roster", "peers": []})) is None
+    assert hw.parse_server_message(orjson.dumps({"type": "rosters", "peers": []})) is None
+    roster = hw.parse_server_message(orjson.dumps({"type": "roster", "revision": 4, "peers": []}))
+    assert roster == hw.Roster(4, ())
     assert hw.parse_server_message(orjson.dumps({"type": "challenge", "challenge": "a" * 4096})) is not None
     unsorted = hw.parse_server_message(
         orjson.dumps(_joined_obj([{"pubkey": B, "peer_index": 9}, {"pubkey": A, "peer_index": 0}]))
@@ -301,13 +303,15 @@ def test_retry_advice_branches_on_code(error: hw.ErrorMessage, advice: Retry) ->
     assert hw.retry_advice(error) is advice
 
 
-@pytest.mark.parametrize(("requested", "ok"), [(0, False), (1, True), (2, True), (3, False), (255, False)])
+@pytest.mark.parametrize(
+    ("requested", "ok"), [(0, False), (1, True), (2, True), (3, True), (4, False), (255, False)]
+)
 def test_check_version(requested: int, ok: bool) -> None:
     error = hw.check_version(requested)
     assert (error is None) == ok
     if error is not None:
         assert error.code == "unsupported_version"
-        assert error.current_version == 2
+        assert error.current_version == 3
 
 
 @pytest.mark.parametrize(
@@ -338,5 +342,5 @@ def test_constants_match_the_spec_table() -> None:
         16,
     )
     assert (hw.AUTH_TIMEOUT, hw.HEARTBEAT_INTERVAL, hw.MAX_MISSED_PONGS) == (5.0, 30.0, 3)
-    assert (hw.MAX_PEERS_PER_ROOM, hw.MAX_PEER_INDEX, hw.CURRENT_PROTOCOL_VERSION) == (25, 254, 2)
+    assert (hw.MAX_PEERS_PER_ROOM, hw.MAX_PEER_INDEX, hw.CURRENT_PROTOCOL_VERSION) == (25, 254, 3)
     assert hw.HUDDLE_AUDIO_PATH.format(channel_id=UUID) == f"/huddle/{UUID}/audio"

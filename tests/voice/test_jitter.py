@@ -160,7 +160,7 @@ def joined_ab() -> Joined:
 
 
 def test_receiver_drops_unknown_and_short_frames() -> None:
-    rx = Receiver(FakeDecoder)
+    rx = Receiver(FakeDecoder, protocol_version=2)
     assert not rx.on_frame(frame(3, 0, 7), 0.0)  # no roster yet
     rx.on_control(joined_ab())
     assert rx.on_frame(frame(3, 0, 7), 0.0)
@@ -170,7 +170,7 @@ def test_receiver_drops_unknown_and_short_frames() -> None:
 
 
 def test_receiver_ticks_480_samples_per_peer_in_order() -> None:
-    rx = Receiver(FakeDecoder)
+    rx = Receiver(FakeDecoder, protocol_version=2)
     rx.on_control(joined_ab())
     for seq in range(4):
         rx.on_frame(frame(3, seq, 10 + seq), seq * 20.0)
@@ -180,7 +180,7 @@ def test_receiver_ticks_480_samples_per_peer_in_order() -> None:
 
 
 def test_receiver_idle_peer_and_speaking() -> None:
-    rx = Receiver(FakeDecoder)
+    rx = Receiver(FakeDecoder, protocol_version=2)
     rx.on_control(joined_ab())
     rx.on_frame(frame(3, 0, 1, dtx=True), 0.0)
     assert rx.speaking(10.0) == set()  # DTX never marks speaking
@@ -194,9 +194,48 @@ def test_receiver_idle_peer_and_speaking() -> None:
 
 
 def test_receiver_resets_peer_state_on_left() -> None:
-    rx = Receiver(FakeDecoder)
+    rx = Receiver(FakeDecoder, protocol_version=2)
     rx.on_control(joined_ab())
     rx.on_frame(frame(3, 0, 1), 0.0)
     rx.on_control(Left(2, B, 3))
     assert rx.tick(100.0) == {}
     assert not rx.on_frame(frame(3, 1, 1), 120.0)
+
+
+class CountingDecoder(FakeDecoder):
+    made = 0
+
+    def __init__(self) -> None:
+        CountingDecoder.made += 1
+        self.serial = CountingDecoder.made
+
+
+def v3_frame(index: int, epoch: int, seq: int, value: int) -> bytes:
+    return relay_frame(index, client_frame(FrameHeader(seq, seq * 960, -20, 0), bytes([value])), epoch)
+
+
+def test_index_reuse_gets_a_fresh_decoder_and_stale_epochs_are_dropped() -> None:
+    """Issue 13 item 5: Bob (index 3, epoch 0) leaves, Carol gets index 3 with epoch 1."""
+    rx = Receiver(CountingDecoder)
+    rx.on_control(Joined(1, A, 0, (RosterEntry(0, A), RosterEntry(3, B, 0)), 0))
+    assert rx.on_frame(v3_frame(3, 0, 0, 1), 0.0)
+    rx.tick(40.0)
+    bobs = rx._peers[3].decoder
+    rx.on_control(Left(2, B, 3, 0))
+    assert 3 not in rx._peers  # decoder and jitter buffer of the leaver are gone
+    assert not rx.on_frame(v3_frame(3, 0, 1, 1), 60.0)  # index not in the roster now
+    carol = "cc" * 32
+    rx.on_control(Joined(3, carol, 3, (RosterEntry(0, A), RosterEntry(3, carol, 1)), 1))
+    assert not rx.on_frame(v3_frame(3, 0, 2, 1), 80.0)  # Bob's frame still in flight: old epoch
+    assert rx.on_frame(v3_frame(3, 1, 0, 2), 100.0)
+    assert rx._peers[3].decoder is not bobs and rx._peers[3].jitter is not None
+    assert rx.dropped == 2
+    assert not rx.on_frame(v3_frame(3, 1, 1, 2)[:10], 120.0)  # v3: 10 bytes carry no payload
+
+
+def test_joined_with_a_new_epoch_for_the_same_pubkey_resets_that_slot() -> None:
+    roster = ClientRoster()
+    roster.apply(Joined(1, A, 0, (RosterEntry(0, A), RosterEntry(3, B, 0))))
+    change = roster.apply(Joined(2, B, 3, (RosterEntry(0, A), RosterEntry(3, B, 1)), 1))
+    assert change is not None and change.reset == frozenset({3}) and change.joined == frozenset({3})
+    assert roster.holds(3, 1) and not roster.holds(3, 0)

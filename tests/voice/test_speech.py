@@ -42,7 +42,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 def huddle_round_trip(mic: np.ndarray, out_dir: Path) -> np.ndarray:
     """Send `mic` (48 kHz int16) as peer 3 and play it out at the listener; returns its WAV."""
     sender = FrameSender(OpusEncoder())
-    receiver = Receiver()
+    receiver = Receiver(protocol_version=2)
     receiver.on_control(Joined(2, LISTENER, 0, (RosterEntry(0, LISTENER), RosterEntry(3, SPEAKER))))
     wavs = PeerWavs(out_dir)
     now_ms = 0.0

@@ -79,7 +79,7 @@ def test_local_barge_in_and_cooldown() -> None:
     gate.tts_started()
     verdicts = [gate.mic_frame(True, 20.0 * i) for i in range(20)]
     assert not any(v.feed for v in verdicts)  # TTS echo is never transcribed
-    assert [i for i, v in enumerate(verdicts) if v.cancel_tts] == [15]  # 16 frames = 320 ms
+    assert [i for i, v in enumerate(verdicts) if v.cancel_tts] == [14]  # 15 frames = 300 ms (issue 13)
     gate.tts_stopped(400.0)
     assert not gate.mic_frame(True, 420.0).feed  # within the 50 ms cooldown
     after = gate.mic_frame(True, 450.0)
@@ -90,8 +90,15 @@ def test_local_barge_in_and_cooldown() -> None:
 def test_speech_interrupted_by_silence_does_not_barge_in() -> None:
     gate = EchoGate()
     gate.tts_started()
-    pattern = [True] * 15 + [False] + [True] * 15
+    pattern = [True] * 14 + [False] + [True] * 14
     assert not any(gate.mic_frame(s, 20.0 * i).cancel_tts for i, s in enumerate(pattern))
+
+
+def test_local_barge_in_threshold_is_configurable() -> None:
+    gate = EchoGate(barge_in_ms=600)
+    gate.tts_started()
+    verdicts = [gate.mic_frame(True, 20.0 * i) for i in range(40)]
+    assert [i for i, v in enumerate(verdicts) if v.cancel_tts] == [29]  # 30 frames = 600 ms
 
 
 def test_push_to_talk_discards_during_tts_without_barge_in() -> None:
@@ -103,9 +110,9 @@ def test_push_to_talk_discards_during_tts_without_barge_in() -> None:
 
 def test_remote_floor() -> None:
     floor = RemoteFloor()
-    assert [floor.frame(4, False, 100.0 * i) for i in range(5)] == [False] * 4 + [True]  # 5 in 500 ms
+    spurt = [floor.frame(4, False, 20.0 * i) for i in range(15)]
+    assert spurt == [False] * 14 + [True]  # 15 non-DTX frames = 300 ms of speech
     assert floor.holder == 4
-    assert not any(floor.frame(7, False, 600.0 + 200.0 * i) for i in range(5))  # 2-3 per window: no floor
     assert not floor.frame(9, False, 0.0, is_agent=True)
     floor.frame(4, True, 1000.0)  # DTX starts: release pending
     floor.frame(4, False, 1400.0)  # speech again cancels it
@@ -114,6 +121,23 @@ def test_remote_floor() -> None:
     assert floor.holder == 4
     floor.tick(1950.0)
     assert floor.holder is None
+
+
+def test_remote_breaths_and_short_words_do_not_barge_in() -> None:
+    """Five frames in 500 ms used to cut the agent off (100 ms of noise); now 300 ms of speech."""
+    floor = RemoteFloor()
+    now, cancels = 0.0, 0
+    for _ in range(10):  # ten 200 ms bursts ("mm", breaths) with 300 ms of DTX between them
+        for _ in range(10):
+            cancels += floor.frame(7, False, now)
+            now += 20.0
+        for _ in range(15):
+            cancels += floor.frame(7, True, now)
+            now += 20.0
+    assert cancels == 0 and floor.holder is None
+    assert not any(floor.frame(8, False, 20.0 * i) for i in range(14))
+    assert RemoteFloor(barge_in_ms=100).frame(5, False, 0.0) is False
+    assert [RemoteFloor(barge_in_ms=20).frame(5, False, 0.0)] == [True]
 
 
 class ScriptedVad:

@@ -37,6 +37,8 @@ ALL_PROMPT_TAG = "message"
 SEEN_IDS_CAPACITY = 10_000
 ANY_CHANNEL = "*"
 
+VOICE_GUIDELINES_KIND = 48106  # huddle.md §8.1: "channel rules for voice mode"
+
 
 # -- wake rules (§4.4) -------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
@@ -148,7 +150,8 @@ def channel_filter(rules: Iterable[WakeRule], channel: str, agent: str, since: i
         return None
     flt: dict[str, Any] = {}
     if all(r.kinds is not None for r in covering):
-        flt["kinds"] = sorted(set().union(*(r.kinds or () for r in covering)))
+        # 48106 (voice guidelines) always passes: it is context for prompts, never a turn
+        flt["kinds"] = sorted(set().union(*(r.kinds or () for r in covering), {VOICE_GUIDELINES_KIND}))
     flt["#h"] = [channel]
     if all(r.require_mention for r in covering):
         flt["#p"] = [agent]

@@ -17,6 +17,7 @@ from buzz.agent.directory import fetch_channel
 from buzz.agent.event_view import is_notice, mentions, reply_anchor, thread_refs
 from buzz.agent.gates import (
     DM_LIKE_TYPES,
+    VOICE_GUIDELINES_KIND,
     Command,
     Decision,
     NoticeLimiter,
@@ -114,6 +115,9 @@ class Intake:
             return
         if is_notice(event):
             return  # another harness's retrying / failure / not-admitted notice (item 6)
+        if event.kind == VOICE_GUIDELINES_KIND:  # the channel is a voice huddle: prompt context only
+            rt.voice_guidelines[channel] = event.content
+            return
         command = control_command(event, agent, owner)
         if command is not None:
             await self.control(command, channel, event)

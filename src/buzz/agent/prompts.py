@@ -228,6 +228,20 @@ def slash_command(events: Sequence[Event], agent_pubkey: str, agent_names: Seque
     return text if text.startswith("/") else None
 
 
+VOICE_RULES = (
+    "This channel is a live voice huddle: your reply is read aloud and the messages you get are "
+    "speech transcripts (expect recognition errors). Answer briefly in plain spoken sentences: no "
+    "markdown, no code blocks, no URLs; post code or links only when asked, and say so briefly."
+)
+
+
+def voice_section(posted: str) -> str:
+    """`[Voice]`: our own rules for voice replies, then the huddle's 48106 text, quoted as channel
+    content (it comes from a participant, so it cannot override the owner or the system prompt)."""
+    quoted = "\n".join(f"> {line}" for line in posted.strip().splitlines()) or "> (empty)"
+    return f"[Voice]\n{VOICE_RULES}\nThe huddle's voice guidelines (kind 48106):\n{quoted}"
+
+
 def turn_blocks(
     events: Sequence[Event],
     channel: ChannelInfo,
@@ -237,8 +251,10 @@ def turn_blocks(
     history: str | None = None,
     interrupted: Sequence[Event] = (),
     agent_names: Sequence[str] = (),
+    voice: str | None = None,
 ) -> list[str]:
-    """All text blocks of one turn (§4.12), steering sections included when `interrupted`."""
+    """All text blocks of one turn (§4.12), steering sections included when `interrupted`;
+    a `[Voice]` section after `[Context]` when the channel is a voice huddle (`voice` = its 48106)."""
     trigger = events[-1]
     any_human = any(not people.get(e.pubkey, Person(e.pubkey)).is_agent for e in (*interrupted, *events))
     blocks: list[str] = []
@@ -246,6 +262,8 @@ def turn_blocks(
     if command is not None:
         blocks.append(command)
     blocks.append(context_section(channel, trigger, any_human))
+    if voice is not None:
+        blocks.append(voice_section(voice))
     if history:
         blocks.append(history)
     if interrupted:

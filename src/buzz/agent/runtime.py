@@ -40,6 +40,7 @@ class Runtime:
     claims: Claims
     channels: dict[str, ChannelInfo] = field(default_factory=dict)
     agent_name: str | None = None
+    voice_guidelines: dict[str, str] = field(default_factory=dict)  # channel → latest 48106 text
 
     def channel(self, channel_id: str) -> ChannelInfo:
         """Known metadata of `channel_id`, else a placeholder of type `unknown`."""

@@ -318,7 +318,10 @@ class Dispatcher:
         )
         prompt_tag = str(items[0].meta.get("prompt_tag", "@mention"))
         names = [rt.agent_name] if rt.agent_name else []
-        blocks = turn_blocks(events, channel, people, prompt_tag, rt.identity.pubkey, history, old, names)
+        voice = rt.voice_guidelines.get(channel.id)
+        blocks = turn_blocks(
+            events, channel, people, prompt_tag, rt.identity.pubkey, history, old, names, voice
+        )
         if session.preamble:
             blocks = [*session.preamble, *blocks]
             session.preamble = []

@@ -13,17 +13,20 @@ import asyncio
 import contextlib
 import dataclasses
 import signal
-from collections.abc import Sequence
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import click
+import orjson
 
 from buzz.cli.identity import IdentityError, auth_tags_for, parse_secret_key
 from buzz.cli.output import Context, emit, fail
 from buzz.client import RelayClient, RelayError
 from buzz.core.channel_id import is_channel_id
 from buzz.core.event import Event
-from buzz.core.huddle_wire import CURRENT_PROTOCOL_VERSION
+from buzz.core.huddle_wire import BARGE_IN_MIN_MS, CURRENT_PROTOCOL_VERSION
 from buzz.core.keys import public_key
 
 
@@ -40,6 +43,13 @@ class KeySigner:
         return Event.create(self._secret, kind, content, [*(list(t) for t in tags), *extra])
 
 
+def _show_line(line: str) -> None:
+    """Live huddle lines on stderr (stdout keeps the JSON report); a terminal gets a timestamp."""
+    prefix = time.strftime("%H:%M:%S ") if sys.stderr.isatty() else ""
+    sys.stderr.write(f"{prefix}{line}\n")
+    sys.stderr.flush()
+
+
 def _channel(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None and not is_channel_id(value):
         raise click.BadParameter("must be a canonical channel UUID (lowercase 8-4-4-4-12)")
@@ -48,7 +58,7 @@ def _channel(ctx: click.Context, param: click.Parameter, value: str | None) -> s
 
 @click.group()
 def huddle() -> None:
-    """Voice huddles: join a channel's audio room."""
+    """Voice huddles: start, join, leave, list and inspect a channel's audio room."""
 
 
 @huddle.command()
@@ -84,6 +94,28 @@ def huddle() -> None:
 @click.option("--leave-after-input", is_flag=True, help="Leave once the --input file has been sent.")
 @click.option("--duration", type=float, default=None, help="Leave after this many seconds.")
 @click.option("--protocol-version", type=int, default=CURRENT_PROTOCOL_VERSION, show_default=True)
+@click.option(
+    "--stt-engine",
+    type=click.Choice(["whisper", "pocketsphinx"]),
+    default="whisper",
+    show_default=True,
+    help="Speech recogniser for your microphone (offline).",
+)
+@click.option(
+    "--stt-model",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Model directory for --stt-engine (e.g. a downloaded faster-whisper base.en or small).",
+)
+@click.option("--stt-language", default=None, help="Language code for multilingual models (e.g. de).")
+@click.option(
+    "--barge-in-ms",
+    type=click.IntRange(20, 5000),
+    default=BARGE_IN_MIN_MS,
+    show_default=True,
+    help="Speech needed to stop a spoken agent reply.",
+)
+@click.option("--quiet", is_flag=True, help="No live roster / speaking lines on stderr.")
 @click.pass_obj
 def join(
     ctx: Context,
@@ -96,6 +128,11 @@ def join(
     leave_after_input: bool,
     duration: float | None,
     protocol_version: int,
+    stt_engine: str,
+    stt_model: Path | None,
+    stt_language: str | None,
+    barge_in_ms: int,
+    quiet: bool,
 ) -> None:
     """Join the huddle of CHANNEL until Ctrl-C, --duration or the end of --input.
 
@@ -105,6 +142,7 @@ def join(
         --input hello.wav --record-dir ./huddle-out --leave-after-input
     """
     from buzz.voice.client import HuddleOptions
+    from buzz.voice.engines import SttChoice
 
     try:
         secret = parse_secret_key(ctx.private_key)
@@ -122,6 +160,9 @@ def join(
         speak_replies=speak,
         leave_after_input=leave_after_input,
         duration_s=duration,
+        stt=SttChoice(stt_engine, stt_model, stt_language),
+        barge_in_ms=barge_in_ms,
+        display=None if quiet else _show_line,
     )
     report = asyncio.run(_run(options, secret, auth_tags))
     emit(ctx, report)
@@ -129,13 +170,20 @@ def join(
 
 async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict[str, object]:
     from buzz.voice.client import HuddleClient, HuddleOptions
+    from buzz.voice.engines import build_recognizer
+    from buzz.voice.models import IncompleteModelBundle
     from buzz.voice.session import JoinFailed
+    from buzz.voice.whisper import SttUnavailable
 
     assert isinstance(options, HuddleOptions)
     signer = KeySigner(secret, auth_tags)
+    try:  # load the recogniser before joining: a missing model is a one-line error, not a hang
+        recognizer = await asyncio.to_thread(build_recognizer, options.stt)
+    except (SttUnavailable, IncompleteModelBundle) as exc:
+        fail(str(exc))
     try:
         async with RelayClient(options.relay_url, secret, auth_tags=auth_tags) as nostr:
-            client = HuddleClient(options, signer, nostr)
+            client = HuddleClient(options, signer, nostr, recognizer_factory=lambda: recognizer)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError):
@@ -154,3 +202,126 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
     except (OSError, TimeoutError) as exc:
         fail("could not reach the relay", detail=str(exc) or type(exc).__name__)
     return dataclasses.asdict(report)
+
+
+async def _with_relay(ctx: Context, body: Callable[[RelayClient, KeySigner], Awaitable[object]]) -> object:
+    """Run `body` on an authenticated connection; errors become one JSON line (exit 1)."""
+    from buzz.voice.huddle_flow import HuddleFlowError
+
+    try:
+        secret = parse_secret_key(ctx.private_key)
+        auth_tags = auth_tags_for(ctx.auth_tag, secret)
+    except IdentityError as exc:
+        fail(str(exc), exc.exit_code)
+    try:
+        async with RelayClient(ctx.relay_url, secret, auth_tags=auth_tags) as client:
+            return await body(client, KeySigner(secret, auth_tags))
+    except (HuddleFlowError, ValueError) as exc:
+        fail(str(exc))
+    except RelayError as exc:
+        fail("relay refused the connection", detail=exc.message)
+    except (OSError, TimeoutError) as exc:
+        fail("could not reach the relay", detail=str(exc) or type(exc).__name__)
+
+
+@huddle.command()
+@click.option("--channel", required=True, callback=_channel, help="Channel to start the huddle from.")
+@click.option(
+    "--agent", "agents", multiple=True, help="Agent pubkey (hex) to invite; repeatable, at most 20."
+)
+@click.option("--name", default=None, help="Name of the huddle channel.")
+@click.pass_obj
+def start(ctx: Context, channel: str, agents: tuple[str, ...], name: str | None) -> None:
+    """Start a huddle from CHANNEL in its own ephemeral channel (huddle.md §8.4).
+
+    Prints {"huddle_channel_id", "parent_channel_id", "agents", "started_event_id",
+    "guidelines_event_id"}; then join with `buzz huddle join --channel <huddle> --parent <channel>`.
+    """
+    from buzz.voice.huddle_flow import start_huddle
+
+    async def body(client: RelayClient, signer: KeySigner) -> object:
+        return (await start_huddle(client, signer, channel, agents, name)).to_json()
+
+    emit(ctx, asyncio.run(_with_relay(ctx, body)))
+
+
+@huddle.command()
+@click.option("--channel", required=True, callback=_channel, help="Huddle channel UUID.")
+@click.option("--parent", callback=_channel, default=None, help="Parent channel (needed with --end).")
+@click.option("--end", is_flag=True, help="End the huddle for everyone (its starter only): 48103, archive.")
+@click.pass_obj
+def leave(ctx: Context, channel: str, parent: str | None, end: bool) -> None:
+    """Leave a huddle's channel (kind 9022), or end the huddle you started with --end.
+
+    A running `huddle join` leaves the audio room on Ctrl-C (or --duration / --leave-after-input).
+    """
+    from buzz.voice.huddle_flow import end_huddle
+
+    if end and parent is None:
+        fail("--end needs --parent (the channel the huddle was started from)")
+
+    async def body(client: RelayClient, signer: KeySigner) -> object:
+        if end:
+            assert parent is not None
+            await end_huddle(client, signer, channel, parent)
+            return {"huddle_channel_id": channel, "ended": True}
+        result = await client.publish(signer.sign(9022, "", [["h", channel]]))
+        if not result.accepted:
+            fail("leaving the huddle channel was refused", detail=result.message)
+        return {"huddle_channel_id": channel, "left": True}
+
+    emit(ctx, asyncio.run(_with_relay(ctx, body)))
+
+
+@huddle.command(name="list")
+@click.option("--all", "show_all", is_flag=True, help="Include ended huddles.")
+@click.pass_obj
+def list_(ctx: Context, show_all: bool) -> None:
+    """Huddles in the channels you are a member of; live ones unless --all.
+
+    Prints {"huddles": [{"huddle_channel_id", "parent_channel_id", "live", "started_by",
+    "started_at", "ended_at", "duration_s", "participants"}]}.
+    """
+    from buzz.voice.huddle_flow import huddles_in, my_channels
+
+    async def body(client: RelayClient, signer: KeySigner) -> object:
+        states = await huddles_in(client, await my_channels(client, signer.pubkey))
+        now = int(time.time())
+        shown = [s.to_json(now) for s in states.values() if show_all or s.live]
+        return {"huddles": sorted(shown, key=lambda h: -(h["started_at"] or 0))}
+
+    emit(ctx, asyncio.run(_with_relay(ctx, body)))
+
+
+@huddle.command()
+@click.option("--channel", required=True, callback=_channel, help="Huddle channel UUID.")
+@click.option("--parent", callback=_channel, default=None, help="Parent channel (ephemeral huddles).")
+@click.pass_obj
+def status(ctx: Context, channel: str, parent: str | None) -> None:
+    """One huddle from its lifecycle events: live, starter, duration, participants with names.
+
+    Prints {"huddle_channel_id", "parent_channel_id", "live", "started_by", "started_at",
+    "ended_at", "duration_s", "participants": [{"pubkey", "name"}]}; not_found (exit 1) when no
+    lifecycle event names it. Your own peer index and codec are in `huddle join`'s report.
+    """
+    from buzz.voice.huddle_flow import huddles_in
+
+    async def body(client: RelayClient, signer: KeySigner) -> object:
+        states = await huddles_in(client, [parent or channel])
+        state = states.get(channel)
+        if state is None:
+            fail("no huddle found for this channel", 1, category="not_found")
+        out = state.to_json(int(time.time()))
+        names: dict[str, str] = {}
+        if state.participants:
+            for profile in await client.query([{"kinds": [0], "authors": sorted(state.participants)}]):
+                with contextlib.suppress(ValueError, AttributeError):
+                    meta = orjson.loads(profile.content)
+                    names[profile.pubkey] = str(meta.get("display_name") or meta.get("name") or "")
+        out["participants"] = [
+            {"pubkey": p, "name": names.get(p) or None} for p in sorted(state.participants)
+        ]
+        out["codec"] = "opus/48000/1"
+        return out
+
+    emit(ctx, asyncio.run(_with_relay(ctx, body)))

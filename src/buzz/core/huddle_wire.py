@@ -16,6 +16,7 @@ never raises on client input: `parse_client_message` returns None for anything t
 
 from __future__ import annotations
 
+import collections
 import enum
 import re
 import secrets
@@ -39,19 +40,22 @@ MAX_TEXT_FRAME_BYTES = 8192  # longer text is ignored (§2.3)
 MAX_AUDIO_FRAME_BYTES = 4096  # inbound binary above this is dropped (§2.3, §6.2)
 HEARTBEAT_INTERVAL = 30.0  # s, first tick at once (§2.4)
 MAX_MISSED_PONGS = 3
-CURRENT_PROTOCOL_VERSION = 2  # highest accepted (3 after §6.6)
+CURRENT_PROTOCOL_VERSION = 3  # highest accepted: v3 of §6.6 (per-index epoch)
 DEFAULT_PROTOCOL_VERSION = 1  # when `auth` omits protocol_version (§3.2)
 MAX_PEERS_PER_ROOM = 25  # seat cap, checked before index allocation (§5.3)
 MAX_PEER_INDEX = 254  # valid indices are 0..254
 NO_PEER_INDEX = 255  # never assigned; "no peer" in §9
-AUDIO_QUEUE_CAPACITY = 8  # frames (160 ms) per peer, drop when full (§7.2)
+AUDIO_QUEUE_CAPACITY = 8  # frames (160 ms) per peer, drop the oldest when full (§7.2, issue 13)
+AUDIO_BUDGET_MS = 200  # issue 13: audio buffered per receiver, queue + transport + kernel send queue
 CONTROL_QUEUE_CAPACITY = 32  # messages per peer, warn when full (§7.3)
 WS_CONTROL_QUEUE = 8  # per-socket writer queues, control written first (§7.4)
 WS_AUDIO_QUEUE = 16
 V2_HEADER_LEN = 8  # bytes (§6.1)
 FRAME_SAMPLES = 960  # 20 ms at 48 kHz
 TS_STEP = 960  # ts_48k increment per frame
-RELAY_PREFIX_LEN = 1  # [peer_index] for v1 and v2 (2 in v3)
+RELAY_PREFIX_LEN = 1  # [peer_index] for v1 and v2
+RELAY_PREFIX_LEN_V3 = 2  # [peer_index][epoch]
+EPOCH_MODULUS = 256
 LEASE_TTL = 30.0  # s (§9.3)
 LEASE_RENEW_INTERVAL = 10.0  # s (§9.5)
 LEASE_PROFILE = "huddle-control"
@@ -98,6 +102,8 @@ TTS_LEAD_IN_MS = 20
 TTS_FADE_OUT_MS = 8
 TTS_SENTENCE_GAP_MS = 100
 BARGE_IN_LOCAL_MS = 320  # (§10.7)
+BARGE_IN_MIN_MS = 300  # issue 13: speech needed before local or remote barge-in stops TTS
+BARGE_IN_GAP_MS = 200  # a remote talk spurt ends after this long without a non-DTX frame
 BARGE_IN_REMOTE_FRAMES = 5  # non-DTX frames in one BARGE_IN_REMOTE_WINDOW_MS window
 BARGE_IN_REMOTE_WINDOW_MS = 500
 FLOOR_RELEASE_MS = 500
@@ -191,11 +197,29 @@ def ingress_verdict(frame: bytes, protocol_version: int) -> Ingress:
     return Ingress.FORWARD
 
 
-def relay_frame(peer_index: int, frame: bytes) -> bytes:
-    """The relay → client message `[peer_index][frame exactly as received]` (§6.3, v1 and v2)."""
+def relay_frame(peer_index: int, frame: bytes, epoch: int | None = None) -> bytes:
+    """The relay → client message `[peer_index][frame exactly as received]` (§6.3, v1 and v2),
+    or `[peer_index][epoch][frame]` for a v3 receiver (§6.6) when `epoch` is given."""
     if not 0 <= peer_index <= MAX_PEER_INDEX:
         raise ValueError(f"peer_index must be 0..254, got {peer_index}")
-    return bytes((peer_index,)) + frame
+    if epoch is None:
+        return bytes((peer_index,)) + frame
+    return bytes((peer_index, epoch % EPOCH_MODULUS)) + frame
+
+
+def prefix_len(protocol_version: int) -> int:
+    """Bytes the relay puts before a client frame for a receiver of this version (§6.3, §6.6)."""
+    return RELAY_PREFIX_LEN_V3 if protocol_version >= 3 else RELAY_PREFIX_LEN
+
+
+def same_media_format(a: int, b: int) -> bool:
+    """Whether clients of versions `a` and `b` can share a room (issue 13: v2 and v3 do).
+
+    v2 and v3 send the same client → relay frames (8-byte header); only the relay → client
+    prefix and the epoch fields differ, and the relay produces those per receiver. v1 has no
+    header, so it shares a room only with v1.
+    """
+    return (a >= 2) == (b >= 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +229,7 @@ class ReceivedFrame:
     peer_index: int
     header: FrameHeader | None
     opus_packet: bytes
+    epoch: int = 0
 
 
 def parse_relay_frame(
@@ -212,9 +237,16 @@ def parse_relay_frame(
 ) -> ReceivedFrame | None:
     """Split a relay → client binary message (§6.3), or None when §6.5 says drop it.
 
-    v2: 9 bytes or fewer (no payload) is dropped. v1: the prefix must be followed by at least one
-    Opus byte. The roster check (unknown `peer_index`) is the caller's, it holds the roster.
+    v3: 10 bytes or fewer is dropped, the second byte is the epoch. v2: 9 bytes or fewer (no
+    payload) is dropped. v1: the prefix must be followed by at least one Opus byte. The roster
+    check (unknown `peer_index` or epoch) is the caller's, it holds the roster.
     """
+    if protocol_version >= 3:
+        if len(message) <= RELAY_PREFIX_LEN_V3 + V2_HEADER_LEN:
+            return None
+        header = FrameHeader.read(message[RELAY_PREFIX_LEN_V3:])
+        body = message[RELAY_PREFIX_LEN_V3 + V2_HEADER_LEN :]
+        return ReceivedFrame(message[0], header, body, message[1])
     if protocol_version >= 2:
         if len(message) <= RELAY_PREFIX_LEN + V2_HEADER_LEN:
             return None
@@ -285,9 +317,13 @@ class RosterEntry:
 
     peer_index: int
     pubkey: str
+    epoch: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {"pubkey": self.pubkey, "peer_index": self.peer_index}
+    def to_json(self, with_epoch: bool = False) -> dict[str, Any]:
+        obj: dict[str, Any] = {"pubkey": self.pubkey, "peer_index": self.peer_index}
+        if with_epoch:
+            obj["epoch"] = self.epoch
+        return obj
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,18 +334,22 @@ class Joined:
     pubkey: str
     peer_index: int
     peers: tuple[RosterEntry, ...]
+    epoch: int = 0
     type: Literal["joined"] = "joined"
 
-    def to_text(self) -> str:
-        return _dumps(
-            {
-                "type": "joined",
-                "revision": self.revision,
-                "pubkey": self.pubkey,
-                "peer_index": self.peer_index,
-                "peers": [p.to_json() for p in self.peers],
-            }
-        )
+    def to_text(self, protocol_version: int = 2) -> str:
+        """The JSON for a receiver of `protocol_version`: v3 adds `epoch` (§6.6)."""
+        v3 = protocol_version >= 3
+        obj: dict[str, Any] = {
+            "type": "joined",
+            "revision": self.revision,
+            "pubkey": self.pubkey,
+            "peer_index": self.peer_index,
+            "peers": [p.to_json(v3) for p in self.peers],
+        }
+        if v3:
+            obj["epoch"] = self.epoch
+        return _dumps(obj)
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,11 +359,33 @@ class Left:
     revision: int
     pubkey: str
     peer_index: int
+    epoch: int = 0
     type: Literal["left"] = "left"
+
+    def to_text(self, protocol_version: int = 2) -> str:
+        """The JSON for a receiver of `protocol_version`: v3 adds `epoch` (§6.6)."""
+        obj: dict[str, Any] = {
+            "type": "left",
+            "revision": self.revision,
+            "pubkey": self.pubkey,
+            "peer_index": self.peer_index,
+        }
+        if protocol_version >= 3:
+            obj["epoch"] = self.epoch
+        return _dumps(obj)
+
+
+@dataclass(frozen=True, slots=True)
+class Roster:
+    """Relay → v3 client: a full replacement of the client's roster (§6.6)."""
+
+    revision: int
+    peers: tuple[RosterEntry, ...]
+    type: Literal["roster"] = "roster"
 
     def to_text(self) -> str:
         return _dumps(
-            {"type": "left", "revision": self.revision, "pubkey": self.pubkey, "peer_index": self.peer_index}
+            {"type": "roster", "revision": self.revision, "peers": [p.to_json(True) for p in self.peers]}
         )
 
 
@@ -434,7 +496,7 @@ def retry_advice(error: ErrorMessage) -> Retry:
 
 
 ClientMessage = Auth | Leave
-ServerMessage = Challenge | Joined | Left | ErrorMessage
+ServerMessage = Challenge | Joined | Left | Roster | ErrorMessage
 
 
 def parse_client_message(text: str | bytes) -> ClientMessage | None:
@@ -487,6 +549,17 @@ def _is_pubkey(value: object) -> bool:
     return is_hex(value, 64)
 
 
+def _is_epoch(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < EPOCH_MODULUS
+
+
+def _epoch(obj: Mapping[str, Any]) -> int:
+    """A missing `epoch` means 0 (§6.6); a present one must be a u8."""
+    if "epoch" not in obj:
+        return 0
+    return int(_field(obj, "epoch", _is_epoch, "an integer 0..255"))
+
+
 def _parse_roster(value: Any) -> tuple[RosterEntry, ...]:
     if not isinstance(value, list) or len(value) > CLIENT_MAX_ROSTER:
         raise HuddleWireError(f"joined: peers must be a list of at most {CLIENT_MAX_ROSTER} entries")
@@ -498,6 +571,7 @@ def _parse_roster(value: Any) -> tuple[RosterEntry, ...]:
             RosterEntry(
                 peer_index=_field(item, "peer_index", _is_index, "an integer 0..254"),
                 pubkey=_field(item, "pubkey", _is_pubkey, "64 lowercase hex"),
+                epoch=_epoch(item),
             )
         )
     if len({e.peer_index for e in entries}) != len(entries):
@@ -552,12 +626,19 @@ def parse_server_message(text: str | bytes) -> ServerMessage | None:
                 pubkey=_field(obj, "pubkey", _is_pubkey, "64 lowercase hex"),
                 peer_index=_field(obj, "peer_index", _is_index, "an integer 0..254"),
                 peers=_parse_roster(obj.get("peers")),
+                epoch=_epoch(obj),
             )
         case "left":
             return Left(
                 revision=_field(obj, "revision", _is_revision, "a u64"),
                 pubkey=_field(obj, "pubkey", _is_pubkey, "64 lowercase hex"),
                 peer_index=_field(obj, "peer_index", _is_index, "an integer 0..254"),
+                epoch=_epoch(obj),
+            )
+        case "roster":
+            return Roster(
+                revision=_field(obj, "revision", _is_revision, "a u64"),
+                peers=_parse_roster(obj.get("peers")),
             )
         case "error":
             return _parse_error(obj)
@@ -584,10 +665,11 @@ class Peer(Generic[S]):
     peer_index: int
     protocol_version: int
     sink: S
+    epoch: int = 0
 
     @property
     def entry(self) -> RosterEntry:
-        return RosterEntry(self.peer_index, self.pubkey)
+        return RosterEntry(self.peer_index, self.pubkey, self.epoch)
 
 
 class Refusal(enum.Enum):
@@ -648,7 +730,10 @@ class Room(Generic[S]):
 
     max_peers: int = MAX_PEERS_PER_ROOM
     peers: dict[str, Peer[S]] = field(default_factory=dict)
-    free_indices: list[int] = field(default_factory=list)  # LIFO stack
+    # FIFO (issue 13, where the spec has a LIFO stack): the least recently freed index is reused
+    # first, so an index rests as long as possible before it names someone else.
+    free_indices: collections.deque[int] = field(default_factory=collections.deque)
+    epochs: dict[int, int] = field(default_factory=dict)  # index → epoch of its latest occupancy
     next_fresh: int = 0
     pinned_version: int | None = None
     ended: bool = False
@@ -672,7 +757,7 @@ class Room(Generic[S]):
             return Refused(Refusal.ENDED, version)
         if len(self.peers) >= self.max_peers or not index_available:
             return Refused(Refusal.FULL, version)
-        if self.pinned_version is not None and self.pinned_version != version:
+        if self.pinned_version is not None and not same_media_format(self.pinned_version, version):
             return Refused(Refusal.VERSION_MISMATCH, version, self.pinned_version)
         return None
 
@@ -681,8 +766,9 @@ class Room(Generic[S]):
     ) -> Admitted[S] | Refused:
         """`add_peer(pubkey, version)` of §5.4: Ended > Full > VersionMismatch, else admit.
 
-        The index pops `free_indices` (most recently freed first), else takes `next_fresh` while
-        it is below 255. `peer_id` defaults to a fresh UUIDv4.
+        The index is the least recently freed one, else `next_fresh` while it is below 255. The
+        version check accepts v2 and v3 in one room (`same_media_format`). `peer_id` defaults to
+        a fresh UUIDv4.
         """
         index_available = bool(self.free_indices) or self.next_fresh <= MAX_PEER_INDEX
         refused = self._refusal(version, index_available)
@@ -690,7 +776,7 @@ class Room(Generic[S]):
             return refused
         try:
             if self.free_indices:
-                index = self.free_indices.pop()
+                index = self.free_indices.popleft()
             else:
                 index = self.next_fresh
                 self.next_fresh += 1
@@ -723,12 +809,14 @@ class Room(Generic[S]):
             raise
 
     def _insert(self, pubkey: str, version: int, sink: S, index: int, peer_id: str | None) -> Admitted[S]:
-        peer = Peer(peer_id or str(uuid.uuid4()), pubkey, index, version, sink)
+        epoch = (self.epochs[index] + 1) % EPOCH_MODULUS if index in self.epochs else 0
+        self.epochs[index] = epoch
+        peer = Peer(peer_id or str(uuid.uuid4()), pubkey, index, version, sink, epoch)
         self.peers[peer.peer_id] = peer
         if self.pinned_version is None:
             self.pinned_version = version
         self.revision = (self.revision + 1) % REVISION_MODULUS
-        joined = Joined(self.revision, pubkey, index, self.roster())
+        joined = Joined(self.revision, pubkey, index, self.roster(), epoch)
         return Admitted(peer, self.revision, joined, tuple(self.peers.values()))
 
     def remove(self, peer_id: str) -> Removed[S] | None:
@@ -750,7 +838,7 @@ class Room(Generic[S]):
         except BaseException:
             self.unusable = True
             raise
-        left = Left(self.revision, peer.pubkey, peer.peer_index)
+        left = Left(self.revision, peer.pubkey, peer.peer_index, peer.epoch)
         return Removed(peer, self.revision, left, tuple(self.peers.values()), should_end)
 
     def reopen(self) -> None:

@@ -25,7 +25,7 @@ Names (all prefixed `buzz_`):
 | `store_seconds` | histogram | `op` (insert, query) |
 | `messages_dropped_total` | counter | (full send queue, relay.md §7.9) |
 | `huddle_rooms` / `huddle_peers` | gauge | |
-| `huddle_frames_total` | counter | `what` (in, forwarded, dropped, oversized, too_short) |
+| `huddle_frames_total` | counter | `what` (in, forwarded, dropped, flushed, oversized, too_short) |
 | `redis_bus_enabled` / `redis_bus_connected` | gauge | |
 | `redis_bus_messages_total` | counter | `what` (published, publish_failed, received, echo_dropped, bad_payload) |
 | `redis_bus_reconnects_total` | counter | |
@@ -80,6 +80,7 @@ HUDDLE_FRAME_COUNTERS = (  # exported label → key in HuddleStats.counters
     ("in", "huddle_audio_frames_in_total"),
     ("forwarded", "huddle_audio_frames_forwarded_total"),
     ("dropped", "huddle_audio_frames_dropped_total"),
+    ("flushed", "huddle_audio_frames_flushed_total"),  # a leaver's queued frames (issue 13)
     ("oversized", "huddle_audio_frames_oversized_total"),
     ("too_short", "huddle_audio_frames_too_short_total"),
 )

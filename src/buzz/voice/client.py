@@ -26,6 +26,8 @@ import numpy as np
 from buzz.client import RelayClient
 from buzz.core.event import Event
 from buzz.core.huddle_wire import (
+    AGENT_REFRESH,
+    BARGE_IN_MIN_MS,
     CLIENT_CHALLENGE_TIMEOUT,
     CLIENT_HANDSHAKE_TIMEOUT,
     CLIENT_JOINED_TIMEOUT,
@@ -33,15 +35,19 @@ from buzz.core.huddle_wire import (
     CURRENT_PROTOCOL_VERSION,
     FRAME_SAMPLES,
     PLAYOUT_TICK_MS,
+    SPEAKER_TICK_MS,
     TTS_SAMPLE_RATE,
+    Retry,
     parse_relay_frame,
 )
 from buzz.core.kinds import AUTH_KIND
 from buzz.voice.agents import AgentDirectory
-from buzz.voice.echo import RemoteFloor
+from buzz.voice.echo import EchoGate, RemoteFloor
+from buzz.voice.engines import SttChoice, build_recognizer
+from buzz.voice.guidelines import GuidelinesNotifier, i_post_guidelines
 from buzz.voice.replies import ReplySpeaker
 from buzz.voice.session import HuddleSession, JoinFailed, Phase
-from buzz.voice.stt import PocketSphinxRecognizer, Recognizer, SpeechToText, SttWorker
+from buzz.voice.stt import Recognizer, SpeechToText, SttWorker
 from buzz.voice.transcripts import Signer, TranscriptPublisher
 from buzz.voice.tts import TtsEngine
 from buzz.voice.wav import PeerWavs, WavWriter, iter_frames, read_wav_48k
@@ -67,6 +73,11 @@ class HuddleOptions:
     speak_replies: bool = True
     leave_after_input: bool = False
     duration_s: float | None = None
+    stt: SttChoice = field(default_factory=SttChoice)
+    barge_in_ms: int = BARGE_IN_MIN_MS
+    voice_guidelines: bool = True  # post 48106 to the agents (when this seat is the room's poster)
+    agents_check_s: float = AGENT_REFRESH  # how often the agent list is read for newcomers
+    display: Callable[[str], None] | None = None  # live roster / speaking lines (the CLI's stderr)
 
     @property
     def audio_url(self) -> str:
@@ -78,6 +89,7 @@ class HuddleReport:
     """What happened, for the CLI's JSON output and for tests."""
 
     peer_index: int | None = None
+    protocol_version: int | None = None  # as negotiated with the relay
     roster: dict[int, str] = field(default_factory=dict)
     frames_sent: int = 0
     frames_received: int = 0
@@ -85,8 +97,14 @@ class HuddleReport:
     transcripts: list[dict[str, object]] = field(default_factory=list)
     replies_spoken: int = 0
     replies_cancelled: int = 0
+    replies: list[dict[str, object]] = field(default_factory=list)  # as heard; `cut` by barge-in
+    guidelines: list[dict[str, object]] = field(default_factory=list)  # 48106 posted: id, agents
     stt_dropped: int = 0
     recordings: list[str] = field(default_factory=list)
+
+
+def _who(pubkey: str, agents: frozenset[str]) -> str:
+    return f"{pubkey[:12]}…{' (agent)' if pubkey in agents else ''}"
 
 
 def _default_tts() -> TtsEngine:
@@ -106,31 +124,37 @@ class HuddleClient:
         signer: Signer,
         nostr: RelayClient,
         *,
-        recognizer_factory: Callable[[], Recognizer] = PocketSphinxRecognizer,
+        recognizer_factory: Callable[[], Recognizer] | None = None,
         tts_factory: Callable[[], TtsEngine] = _default_tts,
     ) -> None:
         self.options = options
         self.signer = signer
         self.nostr = nostr
         self.report = HuddleReport()
-        self.session = HuddleSession(
-            self._sign_auth,
-            parent_channel_id=options.parent_channel_id,
-            protocol_version=options.protocol_version,
-        )
+        self.session = self._new_session(options.protocol_version)
         self.agents = AgentDirectory(nostr.query, options.channel_id)
         self.publisher = TranscriptPublisher(
             options.channel_id, signer, self.agents, self._publish, options.transcribe
         )
-        self.stt = SttWorker(SpeechToText(), recognizer_factory, self._on_text, self._on_cancel_tts)
+        self.guidelines = GuidelinesNotifier(options.channel_id, signer, self.agents, self._publish)
+        factory = recognizer_factory or (lambda: build_recognizer(options.stt))
+        pipeline = SpeechToText(gate=EchoGate(barge_in_ms=options.barge_in_ms))
+        self.stt = SttWorker(pipeline, factory, self._on_text, self._on_cancel_tts)
         self._t0 = time.monotonic()
         self.speaker = ReplySpeaker(tts_factory, self._play_tts, self.stt.pipeline.gate, self.now_ms)
-        self.floor = RemoteFloor()
+        self.floor = RemoteFloor(options.barge_in_ms)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = asyncio.Event()
         self._publishing: set[asyncio.Task[object]] = set()
         self._wavs = PeerWavs(options.record_dir) if options.record_dir else None
         self._tts_wav: WavWriter | None = None
+
+    def _new_session(self, protocol_version: int) -> HuddleSession:
+        return HuddleSession(
+            self._sign_auth,
+            parent_channel_id=self.options.parent_channel_id,
+            protocol_version=protocol_version,
+        )
 
     def now_ms(self) -> float:
         return (time.monotonic() - self._t0) * 1000.0
@@ -146,16 +170,41 @@ class HuddleClient:
             self.options.record_dir.mkdir(parents=True, exist_ok=True)
         await self.agents.refresh()  # on connect (§10.5 item 2)
         async with aiohttp.ClientSession() as http:
-            ws = await http.ws_connect(
-                self.options.audio_url, max_msg_size=CLIENT_MAX_MESSAGE_BYTES, autoping=True, heartbeat=None
-            )
             try:
-                await asyncio.wait_for(self._handshake(ws), CLIENT_HANDSHAKE_TIMEOUT)
+                ws = await self._connect(http)
+            except JoinFailed:
+                self._close_outputs()
+                raise
+            try:
                 await self._joined(ws)
             finally:
                 await ws.close()
                 self._close_outputs()
         return self.report
+
+    async def _connect(self, http: aiohttp.ClientSession) -> aiohttp.ClientWebSocketResponse:
+        """Open the socket and join; once, fall back to the relay's version when it answers
+        `unsupported_version` with one this client speaks (v3 → v2 on an older relay, §4.3)."""
+        for attempt in range(2):
+            ws = await http.ws_connect(
+                self.options.audio_url, max_msg_size=CLIENT_MAX_MESSAGE_BYTES, autoping=True, heartbeat=None
+            )
+            try:
+                await asyncio.wait_for(self._handshake(ws), CLIENT_HANDSHAKE_TIMEOUT)
+                self.report.protocol_version = self.session.protocol_version
+                return ws
+            except JoinFailed as exc:
+                await ws.close()
+                fallback = exc.error.current_version if exc.error is not None else None
+                speaks = fallback is not None and 2 <= fallback < self.session.protocol_version
+                if attempt or exc.retry is not Retry.WITH_VERSION or not speaks:
+                    raise
+                assert fallback is not None
+                self.session = self._new_session(fallback)
+            except BaseException:
+                await ws.close()
+                raise
+        raise AssertionError("unreachable")
 
     async def _handshake(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         for timeout in (CLIENT_CHALLENGE_TIMEOUT, CLIENT_JOINED_TIMEOUT):
@@ -175,6 +224,10 @@ class HuddleClient:
             asyncio.create_task(self._playout()),
             asyncio.create_task(self._watch_replies()),
         ]
+        if self.options.voice_guidelines:
+            tasks.append(asyncio.create_task(self._tell_agents()))
+        if self.options.display is not None:
+            tasks.append(asyncio.create_task(self._show_room(self.options.display)))
         if self.options.speak_replies:
             tasks.append(asyncio.create_task(self.speaker.run()))
         capture = asyncio.create_task(self._capture(ws))
@@ -204,6 +257,10 @@ class HuddleClient:
             self.report.stt_dropped = self.stt.dropped
             self.report.replies_spoken = self.speaker.spoken
             self.report.replies_cancelled = self.speaker.cancelled
+            self.report.replies = [r.to_json() for r in self.speaker.log]
+            self.report.guidelines = [
+                {"id": e.id, "agents": e.tag_values("p")} for e in self.guidelines.posted
+            ]
             self.report.frames_dropped = self.session.receiver.dropped
 
     # -- socket reader -----------------------------------------------------------------------
@@ -218,7 +275,7 @@ class HuddleClient:
                     self._remote_barge_in(msg.data, now)
 
     def _remote_barge_in(self, message: bytes, now: float) -> None:
-        frame = parse_relay_frame(message, self.options.protocol_version)
+        frame = parse_relay_frame(message, self.session.protocol_version)
         if frame is None or frame.header is None:
             return
         is_agent = self.session.roster.get(frame.peer_index) in self.agents.agents
@@ -323,6 +380,37 @@ class HuddleClient:
         result = await self.nostr.publish(event)
         return result.accepted, result.message
 
+    async def _show_room(self, show: Callable[[str], None]) -> None:
+        """Roster changes and who is speaking, as plain lines, checked every 500 ms (§10.3)."""
+        roster: dict[int, str] = {}
+        speaking: set[int] = set()
+        while True:
+            now_roster = dict(self.session.roster)
+            for index in sorted(now_roster.keys() - roster.keys()):
+                who = (
+                    "you" if index == self.session.peer_index else _who(now_roster[index], self.agents.agents)
+                )
+                show(f"joined: {who} (peer {index})")
+            for index in sorted(roster.keys() - now_roster.keys()):
+                show(f"left: {_who(roster[index], self.agents.agents)} (peer {index})")
+            now_speaking = self.session.receiver.speaking(self.now_ms()) & now_roster.keys()
+            if now_speaking != speaking:
+                names = [_who(now_roster[i], self.agents.agents) for i in sorted(now_speaking)]
+                show(f"speaking: {', '.join(names) or '-'}")
+            roster, speaking = now_roster, now_speaking
+            await asyncio.sleep(SPEAKER_TICK_MS / 1000)
+
+    async def _tell_agents(self) -> None:
+        """Voice guidelines (48106) to every agent in the huddle, newcomers included (item 4)."""
+        while True:
+            agents = await self.agents.refresh()
+            if i_post_guidelines(self.session.roster, self.session.peer_index, agents):
+                try:
+                    await self.guidelines.check(agents)
+                except Exception as exc:  # the relay went away: try again at the next check
+                    log.warning("posting voice guidelines failed: %s", exc)
+            await asyncio.sleep(self.options.agents_check_s)
+
     async def _watch_replies(self) -> None:
         """Agent replies: kind 9 in the huddle channel by `bot` members, from now on (§10.6)."""
         since = int(time.time())
@@ -332,4 +420,4 @@ class HuddleClient:
                 continue
             agents = await self.agents.current()
             if event.pubkey in agents and self.options.speak_replies:
-                self.speaker.offer(event.content)
+                self.speaker.offer(event.content, event.id)

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from buzz.core.huddle_wire import (
-    BARGE_IN_LOCAL_MS,
-    BARGE_IN_REMOTE_FRAMES,
-    BARGE_IN_REMOTE_WINDOW_MS,
-    FLOOR_RELEASE_MS,
-    TTS_COOLDOWN_MS,
-)
+from buzz.core.huddle_wire import BARGE_IN_GAP_MS, BARGE_IN_MIN_MS, FLOOR_RELEASE_MS, TTS_COOLDOWN_MS
 
 MIC_FRAME_MS = 20
-BARGE_IN_LOCAL_FRAMES = BARGE_IN_LOCAL_MS // MIC_FRAME_MS  # 16
+REMOTE_FRAME_MS = 20
+
+
+def barge_in_frames(barge_in_ms: int) -> int:
+    """20 ms frames of speech needed to barge in (at least one)."""
+    return max(1, -(-barge_in_ms // MIC_FRAME_MS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +36,15 @@ class EchoGate:
     """Decides per mic frame while TTS plays and for 50 ms after (`TTS_COOLDOWN`).
 
     While TTS is active: push-to-talk discards the audio; VAD mode discards it too but counts
-    consecutive speech frames, and the 16th (320 ms) raises `cancel_tts` (local barge-in). The
+    consecutive speech frames, and once they reach `barge_in_ms` (default 300 ms, 15 frames) it
+    raises `cancel_tts` (local barge-in), so a breath or a cough does not cut the reply. The
     frames that raised it are discarded as well. After TTS stops, frames are discarded for 50 ms,
     then the utterance state is reset once and audio flows again.
     """
 
-    def __init__(self, *, push_to_talk: bool = False) -> None:
+    def __init__(self, *, push_to_talk: bool = False, barge_in_ms: int = BARGE_IN_MIN_MS) -> None:
         self.push_to_talk = push_to_talk
+        self.barge_in_frames = barge_in_frames(barge_in_ms)
         self.tts_active = False
         self._speech_run = 0
         self._cooldown_until: float | None = None
@@ -63,7 +64,7 @@ class EchoGate:
             if self.push_to_talk:
                 return DISCARD
             self._speech_run = self._speech_run + 1 if is_speech else 0
-            if self._speech_run == BARGE_IN_LOCAL_FRAMES:
+            if self._speech_run == self.barge_in_frames:
                 return MicVerdict(feed=False, reset_utterance=True, cancel_tts=True)
             return DISCARD
         if self._cooldown_until is not None:
@@ -75,21 +76,23 @@ class EchoGate:
 
 
 class RemoteFloor:
-    """Remote barge-in (§10.7): non-DTX frames of each non-agent peer in 500 ms windows.
+    """Remote barge-in (§10.7, issue 13 item 6): talk spurts of each non-agent peer.
 
-    Five or more in one window give that peer the floor and raise `tts_cancel` (returned True).
-    The floor is released 500 ms after its holder starts sending DTX; any non-DTX frame from the
-    holder cancels a pending release. Agents' frames are never counted.
+    A spurt is a run of non-DTX frames with no gap over 200 ms; once it holds `barge_in_ms` of
+    audio (default 300 ms, 15 frames) that peer gets the floor and `tts_cancel` is raised
+    (returned True). The floor is released 500 ms after its holder starts sending DTX; any
+    non-DTX frame from the holder cancels a pending release. Agents' frames are never counted.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, barge_in_ms: int = BARGE_IN_MIN_MS) -> None:
         self.holder: int | None = None
-        self._windows: dict[int, tuple[float, int]] = {}  # peer → (window start ms, count)
+        self.barge_in_frames = barge_in_frames(barge_in_ms)
+        self._spurts: dict[int, tuple[float, int]] = {}  # peer → (last non-DTX ms, frames)
         self._release_at: float | None = None
 
     def forget(self, peer_index: int) -> None:
-        """The peer left: drop its window, and the floor if it held it."""
-        self._windows.pop(peer_index, None)
+        """The peer left: drop its spurt, and the floor if it held it."""
+        self._spurts.pop(peer_index, None)
         if self.holder == peer_index:
             self.holder = None
             self._release_at = None
@@ -110,12 +113,12 @@ class RemoteFloor:
             return False
         if peer_index == self.holder:
             self._release_at = None
-        start, count = self._windows.get(peer_index, (now_ms, 0))
-        if now_ms - start >= BARGE_IN_REMOTE_WINDOW_MS:
-            start, count = now_ms, 0
+        last, count = self._spurts.get(peer_index, (now_ms, 0))
+        if now_ms - last > BARGE_IN_GAP_MS:
+            count = 0
         count += 1
-        self._windows[peer_index] = (start, count)
-        if count >= BARGE_IN_REMOTE_FRAMES:
+        self._spurts[peer_index] = (now_ms, count)
+        if count >= self.barge_in_frames:
             if self.holder != peer_index:
                 self.holder = peer_index
                 self._release_at = None

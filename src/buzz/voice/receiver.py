@@ -18,6 +18,7 @@ from buzz.core.huddle_wire import (
     SPEAKER_TICK_MS,
     Joined,
     Left,
+    Roster,
     parse_relay_frame,
 )
 from buzz.voice.jitter import JitterBuffer
@@ -85,17 +86,19 @@ class Receiver:
         self._factory = decoder_factory
         self._peers: dict[int, PeerPlayout] = {}
 
-    def on_control(self, message: Joined | Left) -> None:
-        """Apply a roster message; recreate the state of indices that left or changed pubkey."""
+    def on_control(self, message: Joined | Left | Roster) -> None:
+        """Apply a roster message; recreate the decoder and jitter buffer of indices that left or
+        changed pubkey or epoch, so a new occupant never continues the previous one's stream."""
         change = self.roster.apply(message)
         if change is not None:
             for index in change.reset:
                 self._peers.pop(index, None)
 
     def on_frame(self, message: bytes, now_ms: float) -> bool:
-        """Take one relay → client binary message; False when §6.5 says drop it."""
+        """Take one relay → client binary message; False when §6.5 / §6.6 say drop it: too short,
+        an index not in the roster, or (v3) an epoch other than the index's current one."""
         frame = parse_relay_frame(message, self.protocol_version)
-        if frame is None or frame.peer_index not in self.roster or frame.header is None:
+        if frame is None or frame.header is None or not self.roster.holds(frame.peer_index, frame.epoch):
             self.dropped += 1
             return False
         peer = self._peers.get(frame.peer_index)

@@ -24,6 +24,7 @@ from buzz.core.huddle_wire import (
     Leave,
     Left,
     Retry,
+    Roster,
     parse_server_message,
     retry_advice,
 )
@@ -109,7 +110,7 @@ class HuddleSession:
                     self.phase = Phase.JOINED
                     self._sender = FrameSender(self._encoder_factory())
                 self.receiver.on_control(message)
-            case Left() if self.phase is Phase.JOINED:
+            case Left() | Roster() if self.phase is Phase.JOINED:
                 self.receiver.on_control(message)
             case _:
                 pass  # unknown type, or out of order: ignored

