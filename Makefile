@@ -50,9 +50,11 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/soak.py $(SOAK_ARGS)
 	$(BIN)/python bench/stt.py
 
+# The import-layer rule (docs/architecture.md) is a test; lint runs it too, without servers.
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_layers.py
 
 format: $(VENV)/.dev
 	$(BIN)/ruff check --fix src tests bench examples

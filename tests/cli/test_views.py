@@ -3,8 +3,8 @@ message objects (§2.1 item 5)."""
 
 from __future__ import annotations
 
-from buzz.cli.mentions import resolve_names, uri_mentions
-from buzz.cli.views import message_view, newest_edits, thread_links
+from buzz.client.mentions import resolve_names, uri_mentions
+from buzz.client.views import message_view, newest_edits, thread_links
 from buzz.core import nip19
 from buzz.core.event import Event
 from tests.support.relay import Identity
@@ -46,10 +46,10 @@ def test_thread_links_and_message_view(alice: Identity) -> None:
     new = Event.create(alice.secret, 40003, "v3", [["e", root.id]], created_at=200)
     edits = newest_edits([old, new])
     view = message_view(root, edits[root.id])
-    assert (view["content"], view["edited_at"], view["channel_id"]) == (
+    assert (view.content, view.edited_at, view.channel_id) == (
         "v3",
         200,
         "0b6c2f5e-6f7a-4c1d-9e2b-3a4b5c6d7e8f",
     )
-    assert (view["reply_to"], view["root"], view["mentions"]) == (None, None, [])
-    assert message_view(direct)["channel_id"] is None  # "x" is not a channel id
+    assert (view.reply_to, view.root, view.mentions) == (None, None, [])
+    assert message_view(direct).channel_id is None  # "x" is not a channel id

@@ -1,6 +1,7 @@
 """Core-memory injection for a new agent session (engram.md §13, agents.md §4.15).
 
-`fetch_core_memory` runs the core head query for `(agent, owner)`, bounded by
+`fetch_core_memory` runs the core head query for `(agent, owner)` (engram I/O of the client
+layer: `buzz.client.engrams.Engrams.core`), bounded by
 CORE_FETCH_TIMEOUT (3 s) for connect, query and decode together, and returns one of the three
 §13.4 states with the section to append to the session's system prompt:
 
@@ -22,8 +23,9 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from buzz.agent.memory import Memory, Pair, QueryFailed, connect
 from buzz.client import RelayClient
+from buzz.client.engrams import Engrams, Pair, connect
+from buzz.client.errors import WorkspaceError
 from buzz.core import engram
 from buzz.core.engram import CoreState
 from buzz.core.keys import public_key
@@ -80,13 +82,9 @@ class CoreMemory:
 
 
 async def _fetch(client: RelayClient, pair: Pair) -> CoreMemory:
-    answer = await Memory(client, pair).answer(engram.CORE_SLUG)
-    outcome = engram.head_outcome(answer, pair.agent, pair.owner, pair.secret, pair.their_pubkey)
-    state, profile = engram.core_state(outcome)
+    state, profile, reason = await Engrams(client, pair).core()
     if state is CoreState.FAILURE:
-        return _failed(
-            outcome.reason if isinstance(outcome, engram.AllInvalid | engram.Failure) else "failure"
-        )
+        return _failed(reason or "failure")
     return CoreMemory(state, render_core_section(state, profile))
 
 
@@ -122,7 +120,7 @@ async def fetch_core_memory(
                 return await _fetch(fresh, pair)
     except TimeoutError:
         return _failed(f"core memory fetch timed out after {timeout} s")
-    except QueryFailed as exc:
+    except WorkspaceError as exc:
         return _failed(exc.message)
 
 

@@ -19,9 +19,10 @@ from typing import Any, TypeVar
 
 import click
 
-from buzz.cli.common import CliFailure, CommandGroup, report, user_error
-from buzz.cli.identity import IdentityError, parse_pubkey
+from buzz.cli.common import CommandGroup, report
 from buzz.cli.output import Context, emit
+from buzz.client.errors import UserError, WorkspaceError
+from buzz.client.identity import parse_pubkey
 from buzz.core import nip19
 from buzz.store import open_store, sqlite_path
 from buzz.store.backup import pg_dump_command, sqlite_backup
@@ -46,8 +47,8 @@ class _Target:
 def _pubkey(value: str) -> str:
     try:
         return parse_pubkey(value, "pubkey")
-    except IdentityError as exc:
-        report(CliFailure(exc.category, exc.message))
+    except WorkspaceError as exc:
+        report(exc)
 
 
 def _when(ts: int) -> str:
@@ -63,7 +64,7 @@ def _with_store(target: _Target, body: Callable[[Any], Awaitable[T]]) -> T:
     db_file = target.sqlite_file
     if db_file is not None and not db_file.is_file():
         report(
-            user_error(
+            UserError(
                 f"no relay database at {db_file}: pass the relay's --data-dir (or --db), or start the relay once"
             )
         )
@@ -79,9 +80,9 @@ def _with_store(target: _Target, body: Callable[[Any], Awaitable[T]]) -> T:
     try:
         return asyncio.run(main())
     except StoreError as exc:
-        report(CliFailure("error", f"database failure: {exc}"))
+        report(WorkspaceError(f"database failure: {exc}"))
     except ValueError as exc:
-        report(user_error(str(exc)))
+        report(UserError(str(exc)))
 
 
 @click.group(cls=CommandGroup)
@@ -243,9 +244,9 @@ def backup(ctx: click.Context, file: Path) -> None:
     try:
         size = sqlite_backup(db_file, file)
     except (FileNotFoundError, FileExistsError) as exc:
-        report(user_error(str(exc)))
+        report(UserError(str(exc)))
     except Exception as exc:  # sqlite3.Error, OSError: the partial copy was removed
-        report(CliFailure("error", f"backup failed: {exc}"))
+        report(WorkspaceError(f"backup failed: {exc}"))
     emit(out, {"backend": "sqlite", "source": str(db_file), "file": str(file), "bytes": size})
 
 

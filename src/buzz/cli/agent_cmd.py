@@ -1,7 +1,9 @@
 """`buzz agent run`: the ACP harness in the foreground (agents.md §4); `buzz agent status` and
 `buzz agent usage`: the owner's view of their agents (issue 14 item 12, `buzz.agent.reports`).
+The harness and the reports are reached through the agent face's public entry point
+`buzz.agent.entry`, the only agent module the CLI imports.
 
-Every option comes from the flag table of `buzz.agent.config` (agents.md §4.16): options are
+Every option comes from the agent's flag table (agents.md §4.16): options are
 declared as plain text or switches and resolved, with their environment variables and
 defaults, by `load_config`, so a bad value exits 1 with a JSON error (never click's exit 2),
 and a missing or invalid key or `BUZZ_AUTH_TAG` exits 3. SIGINT / SIGTERM stop it gracefully
@@ -12,26 +14,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import click
-import orjson
 
-from buzz.agent.config import FLAGS, ConfigError, load_config
-from buzz.cli.output import Context
+import buzz.agent.entry as entry
+from buzz.agent.entry import FLAGS, ConfigError
+from buzz.cli.output import Context, fail
 
 # Root options that `agent run` inherits when not given on the subcommand itself.
 _INHERITED = {"private_key": "private_key", "relay": "relay_url", "auth_tag": "auth_tag"}
 
 
-def _error(category: str, message: str, code: int) -> None:
-    sys.stderr.write(
-        orjson.dumps({"error": category, "message": message, "retryable": False}).decode() + "\n"
-    )
-    raise SystemExit(code)
+def _config_failure(exc: ConfigError) -> NoReturn:
+    """A refused configuration: exit 3 (`auth_error`) for a key or tag, else 1 (`user_error`)."""
+    fail(exc.message, "auth_error" if exc.exit_code == 3 else "user_error")
 
 
 def _with_flag_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -70,16 +69,18 @@ def run(ctx: Context, log_level: str, **given: Any) -> None:
     try:
         import acp  # noqa: F401  (the `agent` extra)
     except ImportError:
-        _error("user_error", "buzz agent run needs the agent extra: pip install 'buzz[agent]'", 1)
+        fail("buzz agent run needs the agent extra: pip install 'buzz[agent]'", "user_error")
     try:
-        config = load_config(given)
-        from buzz.agent.identity import resolve_identity
-
-        identity = resolve_identity(config)
+        prepared = entry.prepare(given)
     except ConfigError as exc:
-        category = "auth_error" if exc.exit_code == 3 else "user_error"
-        _error(category, exc.message, exc.exit_code)
-    sys.exit(asyncio.run(_main(config, identity)))
+        _config_failure(exc)
+    try:
+        code = asyncio.run(entry.run(prepared))
+    except ConfigError as exc:  # refused by the harness itself
+        _config_failure(exc)
+    except entry.PreflightError as exc:  # the agent or MCP command does not start
+        fail(str(exc), "user_error")
+    sys.exit(code)
 
 
 def _render_table(columns: tuple[str, ...], rows: list[list[str]]) -> None:
@@ -122,13 +123,11 @@ def status(ctx: Context, out_fmt: str | None) -> None:
     Example:
       buzz agent status --format table
     """
-    from buzz.agent.reports import STATUS_COLUMNS, agent_status, status_rows
-
     _report(
         ctx,
         out_fmt,
-        lambda ws: agent_status(ws.query, ws.secret, ws.pubkey),
-        lambda report: _render_table(STATUS_COLUMNS, status_rows(report)),
+        lambda ws: entry.agent_status(ws.session.query, ws.identity.secret, ws.pubkey),
+        lambda report: _render_table(entry.STATUS_COLUMNS, entry.status_rows(report)),
     )
 
 
@@ -147,34 +146,13 @@ def usage(ctx: Context, since: str | None, out_fmt: str | None) -> None:
     """
     import time
 
-    from buzz.agent.reports import USAGE_COLUMNS, agent_usage, parse_since, usage_rows
-
     try:
-        start = parse_since(since, int(time.time())) if since is not None else None
+        start = entry.parse_since(since, int(time.time())) if since is not None else None
     except ValueError as exc:
-        _error("user_error", str(exc), 1)
+        fail(str(exc), "user_error")
     _report(
         ctx,
         out_fmt,
-        lambda ws: agent_usage(ws.query, ws.secret, ws.pubkey, start),
-        lambda report: _render_table(USAGE_COLUMNS, usage_rows(report)),
+        lambda ws: entry.agent_usage(ws.session.query, ws.identity.secret, ws.pubkey, start),
+        lambda report: _render_table(entry.USAGE_COLUMNS, entry.usage_rows(report)),
     )
-
-
-async def _main(config: Any, identity: Any) -> int:
-    from buzz.agent.harness import Harness
-
-    try:
-        harness = Harness(config, identity)
-    except ConfigError as exc:
-        _error("user_error", exc.message, exc.exit_code)
-    from buzz.agent.preflight import PreflightError
-
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, lambda: asyncio.ensure_future(harness.request_shutdown()))
-    try:
-        return await harness.run()
-    except PreflightError as exc:
-        _error("user_error", str(exc), 1)
-        return 1

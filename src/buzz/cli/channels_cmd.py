@@ -1,20 +1,15 @@
 """`buzz channels`: create, list, get, join, leave, members, add-member, remove-member
 (agents.md §2.2; the kinds are relay.md §4.5: 9007, 9021, 9022, 9000, 9001; the state read
-back is the relay-signed 39000/39002 of §4.6). Writes and reads go through the HTTP bridge."""
+back is the relay-signed 39000/39002 of §4.6): a thin shell over `buzz.client.channels`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from buzz.cli.common import CommandGroup, Workspace, channel_arg, not_found, pubkey_arg, run, user_error
-from buzz.cli.lookups import MEMBERS_KIND, METADATA_KIND, channel_members, channel_metadata, profiles
+from buzz.cli.common import CommandGroup, keyed, run
 from buzz.cli.output import Context
-from buzz.cli.views import channel_view, display_name, newest_per_channel, profile_view
-from buzz.core.channel_id import new_channel_id
+from buzz.client.channels import ROLES
 
-ROLES = ("owner", "admin", "member", "guest", "bot")
 _channel_option = click.option("--channel", "channel", required=True, help="Channel id (UUID).")
 
 
@@ -49,23 +44,7 @@ def create(
     Example:
       buzz channels create --name design --visibility private --description "UI work"
     """
-
-    async def body(ws: Workspace) -> dict[str, Any]:
-        if not name.strip().lstrip("#").strip():
-            raise user_error("channel name is required")
-        if ttl is not None and ttl <= 0:
-            raise user_error("--ttl must be a positive number of seconds")
-        channel_id = new_channel_id()
-        tags = [["h", channel_id], ["name", name], ["visibility", visibility], ["channel_type", channel_type]]
-        if description:
-            tags.append(["about", description])
-        if ttl is not None:
-            tags.append(["ttl", str(ttl)])
-        event = ws.sign(9007, "", tags)
-        await ws.publish(event)
-        return {"channel_id": channel_id, "event_id": event.id}
-
-    run(ctx, body)
+    run(ctx, lambda ws: ws.channels.create(name, channel_type, visibility, description, ttl))
 
 
 @channels.command("list")
@@ -85,34 +64,7 @@ def list_(ctx: Context, member: bool, visibility: str | None, limit: int) -> Non
     Example:
       buzz channels list --member --visibility private
     """
-
-    async def body(ws: Workspace) -> dict[str, Any]:
-        return await list_channels(ws, member, visibility, limit)
-
-    run(ctx, body)
-
-
-async def list_channels(
-    ws: Workspace, member: bool = False, visibility: str | None = None, limit: int = 500
-) -> dict[str, Any]:
-    """Readable non-DM channels sorted by name: `channels list` and the MCP tool `list_channels`.
-
-    Returns {"channels": [{"id", "name", "type", "visibility", "about", "archived", "member"}]}.
-    """
-    mine = {e.d_tag for e in await ws.query([{"kinds": [MEMBERS_KIND], "#p": [ws.pubkey]}])}
-    if member:
-        metas = await ws.query([{"kinds": [METADATA_KIND], "#d": sorted(mine)}]) if mine else []
-    else:
-        metas = await ws.query([{"kinds": [METADATA_KIND]}])
-    rows = []
-    for channel_id, meta in newest_per_channel(metas).items():
-        view = channel_view(meta)
-        if view["type"] == "dm" or (visibility and view["visibility"] != visibility):
-            continue
-        keys = ("id", "name", "type", "visibility", "about", "archived")
-        rows.append({k: view[k] for k in keys} | {"member": channel_id in mine})
-    rows.sort(key=lambda r: (r["name"].lower(), r["id"]))
-    return {"channels": rows[:limit]}
+    run(ctx, lambda ws: keyed("channels", ws.channels.listing(member, visibility, limit)))
 
 
 @channels.command()
@@ -129,35 +81,11 @@ def get(ctx: Context, channel: str) -> None:
     Example:
       buzz channels get --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
     """
-
-    async def body(ws: Workspace) -> dict[str, Any]:
-        channel_id = channel_arg(channel)
-        meta = await channel_metadata(ws, channel_id)
-        if meta is None:
-            raise not_found(f"channel not found: {channel_id}")
-        members = await channel_members(ws, channel_id) or {}
-        view = channel_view(meta)
-        view.pop("hidden")
-        role = members.get(ws.pubkey)
-        return view | {"member": role is not None, "role": role}
-
-    run(ctx, body)
+    run(ctx, lambda ws: ws.channels.get(channel))
 
 
-def _membership_event(ctx: Context, channel: str, kind: int) -> None:
-    async def body(ws: Workspace) -> dict[str, Any]:
-        return await membership_event(ws, channel, kind)
-
-    run(ctx, body)
-
-
-async def membership_event(ws: Workspace, channel: str, kind: int) -> dict[str, Any]:
-    """Publish a 9021 (join) or 9022 (leave) for `channel` (relay.md §4.5): `channels join` /
-    `leave` and the MCP tool `join_channel`. Returns {"channel_id", "event_id"}."""
-    channel_id = channel_arg(channel)
-    event = ws.sign(kind, "", [["h", channel_id]])
-    await ws.publish(event)
-    return {"channel_id": channel_id, "event_id": event.id}
+def _membership_event(ctx: Context, channel: str, join: bool) -> None:
+    run(ctx, lambda ws: ws.channels.join(channel) if join else ws.channels.leave(channel))
 
 
 @channels.command()
@@ -170,7 +98,7 @@ def join(ctx: Context, channel: str) -> None:
     Example:
       buzz channels join --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
     """
-    _membership_event(ctx, channel, 9021)
+    _membership_event(ctx, channel, join=True)
 
 
 @channels.command()
@@ -183,7 +111,7 @@ def leave(ctx: Context, channel: str) -> None:
     Example:
       buzz channels leave --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
     """
-    _membership_event(ctx, channel, 9022)
+    _membership_event(ctx, channel, join=False)
 
 
 @channels.command()
@@ -198,28 +126,7 @@ def members(ctx: Context, channel: str) -> None:
     Example:
       buzz channels members --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
     """
-
-    async def body(ws: Workspace) -> dict[str, Any]:
-        channel_id = channel_arg(channel)
-        roles = await channel_members(ws, channel_id)
-        if roles is None:
-            raise not_found(f"channel not found: {channel_id}")
-        found = await profiles(ws, roles)
-        rows = []
-        for pubkey, role in roles.items():
-            profile = found.get(pubkey)
-            view = profile_view(pubkey, profile)
-            rows.append(
-                {
-                    "pubkey": pubkey,
-                    "role": role,
-                    "display_name": display_name(profile),
-                    "is_agent": view["is_agent"],
-                }
-            )
-        return {"members": rows}
-
-    run(ctx, body)
+    run(ctx, lambda ws: keyed("members", ws.channels.members(channel)))
 
 
 @channels.command("add-member")
@@ -237,15 +144,7 @@ def add_member(ctx: Context, channel: str, pubkey: str, role: str | None) -> Non
     Example:
       buzz channels add-member --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b --pubkey npub1... --role bot
     """
-
-    async def body(ws: Workspace) -> dict[str, Any]:
-        channel_id, target = channel_arg(channel), pubkey_arg(pubkey)
-        tags = [["h", channel_id], ["p", target]] + ([["role", role]] if role else [])
-        event = ws.sign(9000, "", tags)
-        await ws.publish(event)
-        return {"channel_id": channel_id, "event_id": event.id, "pubkey": target, "role": role}
-
-    run(ctx, body)
+    run(ctx, lambda ws: ws.channels.add_member(channel, pubkey, role))
 
 
 @channels.command("remove-member")
@@ -259,11 +158,4 @@ def remove_member(ctx: Context, channel: str, pubkey: str) -> None:
     Example:
       buzz channels remove-member --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b --pubkey npub1...
     """
-
-    async def body(ws: Workspace) -> dict[str, Any]:
-        channel_id, target = channel_arg(channel), pubkey_arg(pubkey)
-        event = ws.sign(9001, "", [["h", channel_id], ["p", target]])
-        await ws.publish(event)
-        return {"channel_id": channel_id, "event_id": event.id, "pubkey": target}
-
-    run(ctx, body)
+    run(ctx, lambda ws: ws.channels.remove_member(channel, pubkey))

@@ -1,30 +1,28 @@
-"""CLI identity helpers shared by every command that signs or connects (agents.md §1.3, §1.5, §2.1).
+"""Identity parsing for commands that do not run through `buzz.cli.common.run` (keys, huddle):
+the client API's parsers (`buzz.client.identity`), with their failures as `IdentityError`s that
+carry the CLI exit code of their category (`buzz.cli.output.EXIT_CODES`: `user_error` 1,
+`auth_error`/`key_error` 3); `fail_identity` prints one and exits.
 
-- `parse_pubkey`: a public key given as 64 hex or `npub1…` → 64 lowercase hex.
-- `resolve_auth_tag`: `BUZZ_AUTH_TAG` / `--auth-tag` → the verified NIP-OA tag (engram.md §14.6:
-  normalize the shorthand, parse strictly, verify against the holder's own pubkey; no clause is
-  evaluated here, time bounds are the relay's business at admission).
+- `parse_secret_key`, `parse_pubkey`, `resolve_auth_tag`: as in `buzz.client.identity`;
 - `auth_tags_for`: the `auth_tags=` argument of `buzz.client.RelayClient` for a CLI context, so
-  the NIP-42 AUTH event carries exactly one `auth` tag when one is configured (§1.5).
-
-Errors are `IdentityError`s that carry the CLI error category and exit code of agents.md §2.1
-(`user_error` 1, `auth_error`/`key_error` 3); `fail_identity` prints one and exits.
+  the NIP-42 AUTH event carries exactly one `auth` tag when one is configured (agents.md §1.5).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NoReturn, ParamSpec, TypeVar
 
 import orjson
 
-from buzz.core import nip19
-from buzz.core.keys import public_key
-from buzz.core.nip_oa import InvalidAuthTag, normalize_auth_tag_input, parse_auth_tag, verify_auth_tag
+from buzz.cli.output import EXIT_CODES
+from buzz.client import identity as api
+from buzz.client.errors import WorkspaceError
 
-EXIT_USER = 1
-EXIT_AUTH = 3
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass
@@ -39,64 +37,25 @@ class IdentityError(Exception):
         return self.message
 
 
-def parse_secret_key(value: str | None) -> str:
-    """A secret key as 64 hex or `nsec1…` → 64 lowercase hex (agents.md §1.1 item 2).
+def _cli(fn: Callable[P, R]) -> Callable[P, R]:
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except WorkspaceError as exc:
+            raise IdentityError(exc.category, exc.message, EXIT_CODES[exc.category]) from None
 
-    Raises IdentityError: `auth_error` (exit 3) when missing, `key_error` (exit 3) when invalid.
-    The message never contains the key.
-    """
-    if value is None or not value.strip():
-        raise IdentityError(
-            "auth_error", "no private key: pass --private-key or set BUZZ_PRIVATE_KEY", EXIT_AUTH
-        )
-    try:
-        secret = nip19.parse_key_text(value, "nsec")
-    except ValueError:
-        raise IdentityError(
-            "key_error", "invalid private key: expected 64 hex characters or nsec1…", EXIT_AUTH
-        ) from None
-    try:
-        public_key(secret)
-    except ValueError:
-        raise IdentityError(
-            "key_error", "invalid private key: not a valid secp256k1 secret", EXIT_AUTH
-        ) from None
-    return secret
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
 
 
-def parse_pubkey(value: str, what: str = "pubkey") -> str:
-    """A public key as 64 hex (any case) or `npub1…` → 64 lowercase hex (agents.md §1.1 item 2).
-
-    Raises IdentityError (`user_error`, exit 1) naming `what`.
-    """
-    try:
-        return nip19.parse_key_text(value, "npub")
-    except ValueError as exc:
-        raise IdentityError("user_error", f"invalid {what}: {exc}", EXIT_USER) from None
-
-
-def resolve_auth_tag(raw: str | None, secret_key: str) -> list[str] | None:
-    """The verified NIP-OA tag for the holder of `secret_key`, or None when `raw` is unset/blank.
-
-    Steps of engram.md §14.6: trim, rewrite the unquoted shorthand, `parse_auth_tag`, then
-    `verify_auth_tag(tag, own pubkey)` (no clause evaluated). Raises IdentityError
-    (`auth_error`, exit 3) for a value that fails either step.
-    """
-    if raw is None or not raw.strip():
-        return None
-    try:
-        tag = parse_auth_tag(normalize_auth_tag_input(raw))
-        verify_auth_tag(tag.to_list(), public_key(secret_key))
-    except InvalidAuthTag as exc:
-        raise IdentityError("auth_error", f"invalid BUZZ_AUTH_TAG: {exc.reason}", EXIT_AUTH) from None
-    return tag.to_list()
+parse_secret_key = _cli(api.parse_secret_key)
+parse_pubkey = _cli(api.parse_pubkey)
+resolve_auth_tag = _cli(api.resolve_auth_tag)
 
 
 def auth_tags_for(auth_tag: str | None, secret_key: str) -> list[list[str]]:
     """`RelayClient(..., auth_tags=…)` for a CLI identity: `[tag]` or `[]` (agents.md §1.5).
-
-    Raises IdentityError like `resolve_auth_tag`.
-    """
+    Raises IdentityError like `resolve_auth_tag`."""
     tag = resolve_auth_tag(auth_tag, secret_key)
     return [tag] if tag is not None else []
 

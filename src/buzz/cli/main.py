@@ -17,12 +17,13 @@ from buzz.cli import (
     relay_cmd,
     users_cmd,
 )
-from buzz.cli.common import CliFailure, CommandGroup, report
+from buzz.cli.common import CommandGroup, report
 from buzz.cli.extras import install_hint
 from buzz.cli.huddle_cmd import huddle
 from buzz.cli.mcp_cmd import mcp
 from buzz.cli.mem_cmd import mem
 from buzz.cli.output import Context
+from buzz.client.errors import UserError
 
 
 @click.group(
@@ -89,7 +90,7 @@ def main() -> None:
         cli(prog_name="buzz")
     except ModuleNotFoundError as exc:  # an optional extra is missing: say how to get it
         command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
-        report(CliFailure("user_error", install_hint(exc.name, command)))
+        report(UserError(install_hint(exc.name, command)))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
-"""`buzz mcp`: run the MCP stdio server (agents.md §7; implementation in `buzz.agent.mcp_server`).
+"""`buzz mcp`: run the MCP stdio server (agents.md §7; the server is `buzz.mcp.server`, a face
+started here through its one entry point `serve`).
 
 The identity comes from the global options (`buzz --private-key … mcp`) and their environment
 variables (`BUZZ_PRIVATE_KEY`, `BUZZ_RELAY_URL`, `BUZZ_AUTH_TAG`); the same three options are
 also accepted after `mcp`, where they win, so an MCP client config can pass them as arguments.
+They are resolved here, before serving (a failure is the CLI error object and its exit code).
 stdout is the protocol: nothing else is ever written there.
 """
 
@@ -13,8 +15,10 @@ from typing import Any
 
 import click
 
-from buzz.cli.common import report, user_error
+from buzz.cli.common import identity_of, report
 from buzz.cli.output import Context
+from buzz.client.errors import UserError, WorkspaceError
+from buzz.client.workspace import Workspace
 
 
 class _McpCommand(click.Command):
@@ -26,7 +30,7 @@ class _McpCommand(click.Command):
         try:
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
-            report(user_error(exc.format_message()))
+            report(UserError(exc.format_message()))
 
 
 @click.command("mcp", cls=_McpCommand)
@@ -46,7 +50,12 @@ def mcp(ctx: Context, relay: str | None, private_key: str | None, auth_tag: str 
     Example (MCP client config: command "buzz", args ["mcp"], with the env below):
       BUZZ_RELAY_URL=ws://localhost:3000 BUZZ_PRIVATE_KEY=<agent nsec> BUZZ_AUTH_TAG='["auth",…]' buzz mcp
     """
-    from buzz.agent.mcp_server import serve  # the MCP SDK loads only for this command
-
     overrides = {"relay_url": relay, "private_key": private_key, "auth_tag": auth_tag}
-    serve(dataclasses.replace(ctx, **{k: v for k, v in overrides.items() if v is not None}))
+    ctx = dataclasses.replace(ctx, **{k: v for k, v in overrides.items() if v is not None})
+    try:
+        ws = Workspace(ctx.relay_url, identity_of(ctx))
+    except WorkspaceError as exc:
+        report(exc)
+    from buzz.mcp.server import serve  # the MCP SDK loads only for this command
+
+    serve(ws)

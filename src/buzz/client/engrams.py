@@ -1,9 +1,17 @@
 """Engram I/O over one relay connection: head fetch, listing, publishing (engram.md §8, §9, §12.4).
 
-Shared by `buzz mem` and the agent harness. A `Pair` says whose memory is read and with which
-keys; a `Memory` runs the queries of §8 and §9 on an authenticated `RelayClient` and hands the
-answers to the pure library (`buzz.core.engram`). A query that does not complete raises
-`QueryFailed` (or yields a `Failure` outcome): failure is never presented as absence.
+Used by the memory area of the workspace API (`buzz.client.memory`, i.e. `buzz mem` and the MCP
+`mem_*` tools) and by the agent harness's core-memory fetch. A `Pair` says whose memory is read
+and with which keys; an `Engrams` runs the queries of §8 and §9 on an authenticated
+`RelayClient` and hands the answers to the pure library (`buzz.core.engram`). A query that does
+not complete raises a `buzz.client.errors` failure (or yields a `Failure` outcome): failure is
+never presented as absence.
+
+| cause | error |
+|---|---|
+| transport error, timeout, connection lost | `NetworkError` (retryable) |
+| AUTH refused; `auth-required:`, `restricted:`, `blocked:` answers | `AuthError` |
+| any other refusal or unexpected answer | `Refused` |
 """
 
 from __future__ import annotations
@@ -12,51 +20,33 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import aiohttp
 
-from buzz.client import RelayClient, RelayError
-from buzz.client.relay_client import ConnectionLost, PublishResult
+from buzz.client.errors import AuthError, NetworkError, Refused, WorkspaceError
+from buzz.client.relay_client import ConnectionLost, PublishResult, RelayClient, RelayError
 from buzz.core import engram
 from buzz.core.event import Event
 from buzz.core.keys import is_hex
-
-Cause = Literal["network", "auth", "relay"]
 
 # CLOSED / OK prefixes that mean "you may not" rather than "something broke" (relay.md §7.8).
 _AUTH_PREFIXES = ("auth-required", "restricted", "blocked")
 
 
-class QueryFailed(Exception):
-    """A relay exchange that did not complete (engram.md §8 step 5, Failure).
-
-    `cause`: "network" (transport error, timeout), "auth" (AUTH refused, `auth-required:`,
-    `restricted:` or `blocked:` answer) or "relay" (any other refusal); `relay_message` is the
-    relay's raw text when there is one.
-    """
-
-    def __init__(self, cause: Cause, message: str, relay_message: str | None = None) -> None:
-        super().__init__(message)
-        self.cause: Cause = cause
-        self.message = message
-        self.relay_message = relay_message
-
-
-def failure_of(exc: BaseException) -> QueryFailed:
-    """Classify a client exception as a QueryFailed (never raises)."""
-    if isinstance(exc, QueryFailed):
+def failure_of(exc: BaseException) -> WorkspaceError:
+    """Classify a client exception by the table above (never raises)."""
+    if isinstance(exc, WorkspaceError):
         return exc
     if isinstance(exc, ConnectionLost):
-        return QueryFailed("network", f"connection lost: {exc.message}")
+        return NetworkError(f"connection lost: {exc.message}")
     if isinstance(exc, RelayError):
-        cause: Cause = "auth" if exc.prefix in _AUTH_PREFIXES else "relay"
-        return QueryFailed(cause, f"relay refused: {exc.message}", exc.message)
+        cls = AuthError if exc.prefix in _AUTH_PREFIXES else Refused
+        return cls(f"relay refused: {exc.message}", relay_message=exc.message)
     if isinstance(exc, TimeoutError):
-        return QueryFailed("network", "timed out waiting for the relay")
+        return NetworkError("timed out waiting for the relay")
     if isinstance(exc, aiohttp.ClientError | OSError):
-        return QueryFailed("network", f"cannot reach the relay: {exc}")
-    return QueryFailed("relay", f"unexpected relay answer: {exc!r}")
+        return NetworkError(f"cannot reach the relay: {exc}")
+    return Refused(f"unexpected relay answer: {exc!r}")
 
 
 def websocket_url(url: str) -> str:
@@ -73,7 +63,8 @@ async def connect(
 ) -> AsyncIterator[RelayClient]:
     """An authenticated client for `url` (NIP-42, with `auth_tags` such as a NIP-OA tag).
 
-    Connecting and AUTH together are bounded by `timeout` seconds. Raises QueryFailed.
+    Connecting and AUTH together are bounded by `timeout` seconds. Raises NetworkError,
+    AuthError or Refused.
     """
     client = RelayClient(websocket_url(url), secret_key, auth_tags=auth_tags, timeout=timeout)
     try:
@@ -149,7 +140,7 @@ class Listing:
     skipped: int
 
 
-class Memory:
+class Engrams:
     """Engram queries and writes for one Pair on one authenticated client."""
 
     def __init__(self, client: RelayClient, pair: Pair) -> None:
@@ -177,12 +168,12 @@ class Memory:
         }
 
     async def answer(self, slug: str) -> list[Event]:
-        """The relay's answer to the §8 head query for `slug`, unverified. Raises QueryFailed."""
+        """The relay's answer to the §8 head query for `slug`, unverified. Raises WorkspaceError."""
         return await self._query(self.head_filter(slug))
 
     async def head(self, slug: str) -> engram.Found | engram.EmptyAnswer | engram.AllInvalid:
         """§8 for `slug`: Found, EmptyAnswer or AllInvalid. A Found whose body names another
-        slug is counted as invalid. Raises QueryFailed (Failure)."""
+        slug is counted as invalid. Raises WorkspaceError (Failure)."""
         answer = await self.answer(slug)
         opened = engram.open_candidates(
             answer, self.pair.agent, self.pair.owner, self.pair.secret, self.pair.their_pubkey
@@ -200,16 +191,28 @@ class Memory:
         )
         return engram.AllInvalid(len(answer), last or "no candidate")
 
+    async def core(self) -> tuple[engram.CoreState, str | None, str | None]:
+        """The core head of engram.md §13.3–§13.4: (state, profile text for FOUND, failure
+        reason for FAILURE). Raises WorkspaceError when the query does not complete."""
+        answer = await self.answer(engram.CORE_SLUG)
+        p = self.pair
+        outcome = engram.head_outcome(answer, p.agent, p.owner, p.secret, p.their_pubkey)
+        state, profile = engram.core_state(outcome)
+        reason = None
+        if state is engram.CoreState.FAILURE:
+            reason = outcome.reason if isinstance(outcome, engram.AllInvalid | engram.Failure) else "failure"
+        return state, profile, reason
+
     async def fetch_head(self, slug: str) -> engram.HeadOutcome:
-        """`head`, with a Failure outcome instead of QueryFailed (never raises for I/O)."""
+        """`head`, with a Failure outcome instead of an error (never raises for I/O)."""
         try:
             return await self.head(slug)
-        except QueryFailed as exc:
+        except WorkspaceError as exc:
             return engram.Failure(exc.message)
 
     async def listing(self) -> Listing:
         """§9: every record of the pair (no `#d`, limit 5000), heads per `d`, live memory
-        entries only. Raises QueryFailed."""
+        entries only. Raises WorkspaceError."""
         answer = await self._query(
             {
                 "kinds": [engram.KIND_ENGRAM],
@@ -232,7 +235,7 @@ class Memory:
         return engram.build_event(self.pair.secret, self.pair.owner, body, created_at)
 
     async def publish(self, event: Event) -> PublishResult:
-        """Send the event and return the relay's acceptance. Raises QueryFailed (transport)."""
+        """Send the event and return the relay's acceptance. Raises WorkspaceError (transport)."""
         try:
             return await self.client.publish(event)
         except Exception as exc:

@@ -3,8 +3,9 @@
 Each `ToolSpec.input_schema` is a JSON Schema object (draft 2020-12) with
 `additionalProperties: false`; `defaults` fills the `default` of every absent property so a
 handler reads one value whichever way the client called it. The server validates every call
-against its schema before running it (fail closed); the shared CLI functions then apply the
-exact CLI rules (agents.md §2.3, engram.md §12), which the schemas only summarize.
+against its schema before running it (fail closed); the workspace client API then applies the
+exact rules the CLI also follows (agents.md §2.3, engram.md §12), which the schemas only
+summarize.
 """
 
 from __future__ import annotations

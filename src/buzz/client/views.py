@@ -1,5 +1,5 @@
-"""Pure conversions from relay events to the CLI's JSON output objects (agents.md §2.1 item 5,
-§2.2), and the thread links of the message model (agents.md §3.3).
+"""Pure conversions from relay events to the client API's values (`buzz.client.models`;
+agents.md §2.1 item 5, §2.2), and the thread links of the message model (agents.md §3.3).
 
 - channel metadata 39000 → `channel_view` (relay.md §4.6 item 1 tags);
 - member list 39002 → `member_roles` (`["p", <pk>, "", <role>]`);
@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from buzz.client.models import ChannelMeta, Message, Profile
 from buzz.core import nip19
 from buzz.core.channel_id import is_channel_id
 from buzz.core.event import Event
@@ -25,23 +26,22 @@ EDIT_KIND = 40003
 
 
 # -- channels --------------------------------------------------------------------------------
-def channel_view(meta: Event) -> dict[str, Any]:
-    """A 39000 event → `{"id","name","type","visibility","about","topic","purpose","archived",
-    "ttl_seconds","hidden"}` (missing tags give "" / defaults)."""
+def channel_view(meta: Event) -> ChannelMeta:
+    """A 39000 event → its ChannelMeta (missing tags give "" / defaults)."""
     names = {t[0] for t in meta.tags if t}
     ttl = meta.first_tag("ttl")
-    return {
-        "id": meta.d_tag,
-        "name": meta.first_tag("name") or "",
-        "type": meta.first_tag("t") or "stream",
-        "visibility": "private" if "private" in names else "open",
-        "about": meta.first_tag("about") or "",
-        "topic": meta.first_tag("topic") or "",
-        "purpose": meta.first_tag("purpose") or "",
-        "archived": meta.first_tag("archived") == "true",
-        "ttl_seconds": int(ttl) if ttl is not None and ttl.isdigit() else None,
-        "hidden": "hidden" in names,
-    }
+    return ChannelMeta(
+        id=meta.d_tag,
+        name=meta.first_tag("name") or "",
+        type=meta.first_tag("t") or "stream",
+        visibility="private" if "private" in names else "open",
+        about=meta.first_tag("about") or "",
+        topic=meta.first_tag("topic") or "",
+        purpose=meta.first_tag("purpose") or "",
+        archived=meta.first_tag("archived") == "true",
+        ttl_seconds=int(ttl) if ttl is not None and ttl.isdigit() else None,
+        hidden="hidden" in names,
+    )
 
 
 def member_roles(members_event: Event) -> dict[str, str]:
@@ -90,8 +90,8 @@ def display_name(profile: Event | None) -> str | None:
     return None
 
 
-def profile_view(pubkey: str, profile: Event | None) -> dict[str, Any]:
-    """`{"pubkey","npub","name","display_name","about","picture","is_agent","owner"}`."""
+def profile_view(pubkey: str, profile: Event | None) -> Profile:
+    """The Profile of `pubkey` from its kind 0 (null fields without one)."""
     fields = profile_fields(profile)
     owner = owner_of(profile) if profile is not None else None
 
@@ -99,16 +99,16 @@ def profile_view(pubkey: str, profile: Event | None) -> dict[str, Any]:
         value = fields.get(key)
         return value if isinstance(value, str) else None
 
-    return {
-        "pubkey": pubkey,
-        "npub": nip19.npub(pubkey),
-        "name": text("name"),
-        "display_name": text("display_name"),
-        "about": text("about"),
-        "picture": text("picture"),
-        "is_agent": owner is not None,
-        "owner": owner,
-    }
+    return Profile(
+        pubkey=pubkey,
+        npub=nip19.npub(pubkey),
+        name=text("name"),
+        display_name=text("display_name"),
+        about=text("about"),
+        picture=text("picture"),
+        is_agent=owner is not None,
+        owner=owner,
+    )
 
 
 # -- messages --------------------------------------------------------------------------------
@@ -142,18 +142,21 @@ def newest_edits(edits: Iterable[Event]) -> dict[str, Event]:
     return out
 
 
-def message_view(event: Event, edit: Event | None = None) -> dict[str, Any]:
+def message_view(event: Event, edit: Event | None = None) -> Message:
     """NIP-01 fields plus `channel_id`, `reply_to`, `root`, `mentions`, `edited_at`
     (agents.md §2.1 item 5); an applied edit replaces `content`."""
     reply_to, root = thread_links(event)
-    obj = event.to_dict()
-    if edit is not None:
-        obj["content"] = edit.content
-    obj.update(
+    return Message(
+        id=event.id,
+        pubkey=event.pubkey,
+        created_at=event.created_at,
+        kind=event.kind,
+        tags=[list(t) for t in event.tags],
+        content=edit.content if edit is not None else event.content,
+        sig=event.sig,
         channel_id=next((h for h in event.tag_values("h") if is_channel_id(h)), None),
         reply_to=reply_to,
         root=root,
         mentions=list(dict.fromkeys(p for p in event.tag_values("p") if is_hex(p, 64))),
         edited_at=edit.created_at if edit is not None else None,
     )
-    return obj

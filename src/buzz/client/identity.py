@@ -1,0 +1,95 @@
+"""Who the workspace client acts as (agents.md §1.1 item 2, §1.3, §1.5).
+
+- `parse_secret_key`: a secret key as 64 hex or `nsec1…` → 64 lowercase hex.
+- `parse_pubkey`: a public key as 64 hex (any case) or `npub1…` → 64 lowercase hex.
+- `resolve_auth_tag`: `BUZZ_AUTH_TAG` text → the verified NIP-OA tag (engram.md §14.6: normalize
+  the shorthand, parse strictly, verify against the holder's own pubkey; no clause is evaluated
+  here, time bounds are the relay's business at admission).
+- `Identity`: a parsed key and its optional tag; `Identity.from_text` runs both parsers.
+
+Errors are from `buzz.client.errors`: `AuthError` (missing key, bad tag), `InvalidKey` (a key that
+does not parse or is not a valid secp256k1 secret), `UserError` (a bad pubkey). Messages never
+contain the secret key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from buzz.client.errors import AuthError, InvalidKey, UserError
+from buzz.core import nip19
+from buzz.core.keys import public_key
+from buzz.core.nip_oa import InvalidAuthTag, normalize_auth_tag_input, parse_auth_tag, verify_auth_tag
+
+
+def parse_secret_key(value: str | None) -> str:
+    """A secret key as 64 hex or `nsec1…` → 64 lowercase hex.
+
+    Raises AuthError when missing or blank, InvalidKey when it does not parse or is off-curve.
+    """
+    if value is None or not value.strip():
+        raise AuthError("no private key: pass --private-key or set BUZZ_PRIVATE_KEY")
+    try:
+        secret = nip19.parse_key_text(value, "nsec")
+    except ValueError:
+        raise InvalidKey("invalid private key: expected 64 hex characters or nsec1…") from None
+    try:
+        public_key(secret)
+    except ValueError:
+        raise InvalidKey("invalid private key: not a valid secp256k1 secret") from None
+    return secret
+
+
+def parse_pubkey(value: str, what: str = "pubkey") -> str:
+    """A public key as 64 hex (any case) or `npub1…` → 64 lowercase hex. Raises UserError
+    naming `what`."""
+    try:
+        return nip19.parse_key_text(value, "npub")
+    except ValueError as exc:
+        raise UserError(f"invalid {what}: {exc}") from None
+
+
+def resolve_auth_tag(raw: str | None, secret_key: str) -> list[str] | None:
+    """The verified NIP-OA tag for the holder of `secret_key`, or None when `raw` is unset/blank.
+
+    Steps of engram.md §14.6: trim, rewrite the unquoted shorthand, `parse_auth_tag`, then
+    `verify_auth_tag(tag, own pubkey)`. Raises AuthError for a value that fails either step.
+    """
+    if raw is None or not raw.strip():
+        return None
+    try:
+        tag = parse_auth_tag(normalize_auth_tag_input(raw))
+        verify_auth_tag(tag.to_list(), public_key(secret_key))
+    except InvalidAuthTag as exc:
+        raise AuthError(f"invalid BUZZ_AUTH_TAG: {exc.reason}") from None
+    return tag.to_list()
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A secret key (64 lowercase hex) and, for an agent, its verified NIP-OA tag
+    `["auth", owner, conditions, sig]`."""
+
+    secret: str = field(repr=False)
+    auth_tag: list[str] | None = None
+
+    @classmethod
+    def from_text(cls, private_key: str | None, auth_tag: str | None = None) -> Identity:
+        """Parse `--private-key` / `BUZZ_PRIVATE_KEY` and `--auth-tag` / `BUZZ_AUTH_TAG` text.
+        Raises AuthError / InvalidKey as `parse_secret_key` and `resolve_auth_tag`."""
+        secret = parse_secret_key(private_key)
+        return cls(secret, resolve_auth_tag(auth_tag, secret))
+
+    @property
+    def pubkey(self) -> str:
+        return public_key(self.secret)
+
+    @property
+    def owner(self) -> str | None:
+        """The owner named by the tag (element 1), None without a tag."""
+        return self.auth_tag[1] if self.auth_tag is not None else None
+
+    @property
+    def auth_tags(self) -> list[list[str]]:
+        """The `auth_tags=` of a `RelayClient` (NIP-42 AUTH carries exactly this tag, §1.5)."""
+        return [list(self.auth_tag)] if self.auth_tag is not None else []

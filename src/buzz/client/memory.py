@@ -1,0 +1,265 @@
+"""Agent memory: encrypted engrams shared by an agent and its owner (engram.md §8–§12).
+
+`Memory` is one `(agent, owner)` pair seen by one identity (§12.3): the agent side (the default;
+the owner from `owner=` or the identity's NIP-OA tag) reads and writes, the owner side
+(`agent=`) only reads. Each call opens its own WebSocket with NIP-42 AUTH (carrying the tag),
+bounded by RELAY_TIMEOUT_S, and closes it. Values are UTF-8 text of at most
+`engram.PLAINTEXT_MAX` bytes.
+
+Errors (`buzz.client.errors`): UserError (bad slug, flag or value), NotFound (absent, tombstoned
+or all candidates invalid), Conflict (base-hash mismatch, a `duplicate:` answer = the write lost
+to a newer head, a clock-poisoned head), Refused (`OK false`, build failure), NetworkError,
+AuthError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import time
+from collections.abc import AsyncIterator
+
+from buzz.client.engrams import Engrams, Listing, Pair, connect, is_duplicate, relay_max_limit
+from buzz.client.errors import Conflict, NotFound, Refused, UserError, WorkspaceError
+from buzz.client.models import EngramWrite, Patched
+from buzz.client.session import Session
+from buzz.core import engram
+from buzz.core.engram_patch import MalformedDiff, MultiFilePatch, NoOpPatch, PatchError, apply_patch
+from buzz.core.event import Event
+from buzz.core.keys import is_hex
+
+RELAY_TIMEOUT_S = 10.0
+
+
+def normalize_slug(text: str) -> str:
+    """`engram.normalize_slug` (§12.4); raises UserError "invalid slug: …"."""
+    try:
+        return engram.normalize_slug(text)
+    except engram.InvalidSlug as exc:
+        raise UserError(f"invalid slug: {exc.reason}") from None
+
+
+def check_perspective(owner: str | None, agent: str | None) -> None:
+    """`owner=` and `agent=` exclude each other (§12.3); raises UserError."""
+    if owner is not None and agent is not None:
+        raise UserError("--owner and --agent are mutually exclusive")
+
+
+def base_hash_arg(slug: str, base_hash: str | None, no_base_hash: bool) -> str | None:
+    """The expected SHA-256 of a patch base (§12.9 steps 1–2): required unless `no_base_hash`.
+    Returns 64 lowercase hex or None; raises UserError."""
+    if base_hash is not None and no_base_hash:
+        raise UserError("--base-hash and --no-base-hash are mutually exclusive")
+    if base_hash is None and not no_base_hash:
+        raise UserError(
+            f"patch needs --base-hash: run `buzz mem hash {slug}` and pass its output, "
+            "or pass --no-base-hash to skip the check"
+        )
+    if base_hash is None:
+        return None
+    value = base_hash.strip().lower()
+    if not is_hex(value, 64):
+        raise UserError("invalid --base-hash: expected 64 hex characters")
+    return value
+
+
+def check_removable(slug: str) -> None:
+    """Core cannot be tombstoned (§12.7; empty it with `set(core, "")`); raises UserError."""
+    if slug == engram.CORE_SLUG:
+        raise UserError("core cannot be tombstoned; to empty it run: buzz mem set core ''")
+
+
+def sha256_hex(text: str) -> str:
+    """SHA-256 (hex) of the UTF-8 value: what `hash` prints and `patch` checks."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _pubkey_flag(value: str, flag: str) -> str:
+    key = value.strip().lower()
+    if not is_hex(key, 64):
+        raise UserError(f"invalid {flag}: expected 64 hex characters")
+    return key
+
+
+def resolve_pair(session: Session, owner: str | None = None, agent: str | None = None) -> Pair:
+    """The pair of §12.3: agent side by default (owner from `owner`, else the identity's tag),
+    owner side with `agent`. Raises UserError."""
+    check_perspective(owner, agent)
+    secret, me, tag = session.identity.secret, session.pubkey, session.identity.auth_tag
+    if agent is not None:
+        flag, other = "--agent", _pubkey_flag(agent, "--agent")
+        if other == me:
+            raise UserError("--agent must differ from your own pubkey (you would be reading as the agent)")
+        pair = Pair.as_owner(secret, me, other)
+    else:
+        if owner is not None:
+            flag, other = "--owner", _pubkey_flag(owner, "--owner")
+        elif tag is not None:
+            flag, other = "BUZZ_AUTH_TAG", tag[1]
+        else:
+            raise UserError("no owner: pass --owner <64 hex> or set BUZZ_AUTH_TAG (the agent's NIP-OA tag)")
+        pair = Pair.as_agent(secret, me, other)
+    try:
+        pair.check_keys()
+    except engram.InvalidKey as exc:
+        raise UserError(f"invalid {flag}: {exc.reason}") from None
+    return pair
+
+
+def _not_found(slug: str, outcome: engram.HeadOutcome) -> NotFound:
+    if isinstance(outcome, engram.AllInvalid):
+        return NotFound(
+            f"not found: {slug} (skipped {outcome.count} invalid candidates: {outcome.last_error})"
+        )
+    return NotFound(f"not found: {slug}")
+
+
+def value_of(slug: str, outcome: engram.HeadOutcome) -> str:
+    """The live text at `slug`; raises NotFound for absent, all-invalid or tombstoned."""
+    if not isinstance(outcome, engram.Found):
+        raise _not_found(slug, outcome)
+    if outcome.body.is_tombstone:
+        raise NotFound(f"tombstoned: {slug}")
+    text = outcome.body.text
+    assert text is not None
+    return text
+
+
+def _body(slug: str, value: str | None) -> engram.Body:
+    if slug == engram.CORE_SLUG:
+        assert value is not None
+        return engram.CoreBody(value)
+    return engram.MemoryBody(slug, value)
+
+
+def _head_created_at(outcome: engram.HeadOutcome) -> int | None:
+    return outcome.event.created_at if isinstance(outcome, engram.Found) else None
+
+
+def _patched(current: str, diff: str) -> str:
+    """engram.md §12.9 steps 6–10 with their UserError messages."""
+    try:
+        return apply_patch(current, diff)
+    except (MultiFilePatch, NoOpPatch) as exc:
+        raise UserError(str(exc)) from None
+    except MalformedDiff as exc:
+        raise UserError(f"malformed unified diff: {exc}") from None
+    except PatchError as exc:
+        raise UserError(f"patch does not apply (no fuzz and no offset are allowed): {exc}") from None
+
+
+async def _write(engrams: Engrams, slug: str, value: str | None, head_created_at: int | None) -> EngramWrite:
+    """§12.8 steps 5–7: monotonic created_at, poison check, build, submit."""
+    now = int(time.time())
+    created_at = engram.monotonic_created_at(now, head_created_at)
+    if engram.is_clock_poisoned(created_at, now):
+        raise Conflict(
+            f"the head of {slug} has created_at {head_created_at}, more than "
+            f"{engram.CLOCK_POISON_MARGIN} s ahead of this clock ({now}); refusing to write"
+        )
+    try:
+        event: Event = engrams.build(_body(slug, value), created_at)
+    except engram.EngramError as exc:
+        raise WorkspaceError(f"build event failed: {exc.reason}") from None
+    result = await engrams.publish(event)
+    if not result.accepted:
+        raise Refused(f"relay rejected the write: {result.message}", relay_message=result.message)
+    if is_duplicate(result):
+        raise Conflict(
+            f"write lost to a newer head of {slug}: {result.message}", relay_message=result.message
+        )
+    return EngramWrite(slug, event.id, event.created_at)
+
+
+class Memory:
+    """The memory of one pair, as one identity sees it. `slug` arguments must be normalized
+    (`normalize_slug`)."""
+
+    def __init__(self, session: Session, pair: Pair) -> None:
+        self._s = session
+        self.pair = pair
+
+    @contextlib.asynccontextmanager
+    async def _engrams(self) -> AsyncIterator[Engrams]:
+        ident = self._s.identity
+        async with connect(
+            self._s.relay_url, ident.secret, auth_tags=ident.auth_tags, timeout=RELAY_TIMEOUT_S
+        ) as client:
+            yield Engrams(client, self.pair)
+
+    async def get(self, slug: str) -> str:
+        """The live value at `slug`; raises NotFound."""
+        async with self._engrams() as engrams:
+            return value_of(slug, await engrams.head(slug))
+
+    async def value(self, slug: str) -> str | None:
+        """`get`, with None where it raises NotFound."""
+        try:
+            return await self.get(slug)
+        except NotFound:
+            return None
+
+    async def hash(self, slug: str) -> str:
+        """SHA-256 (hex) of `get(slug)`, for `patch(base_hash=…)`."""
+        return sha256_hex(await self.get(slug))
+
+    async def ls(self) -> Listing:
+        """§9: live memory entries (core excluded) sorted by slug, with the relay's answer count
+        and the number of records skipped as invalid."""
+        async with self._engrams() as engrams:
+            return await engrams.listing()
+
+    async def page_limit(self) -> int | None:
+        """The relay's NIP-11 `max_limit` (None if unknown), for `engram.is_listing_truncated`."""
+        return await relay_max_limit(self._s.relay_url)
+
+    async def set(self, slug: str, value: str) -> EngramWrite:
+        """§12.8: fetch the head, write `value` (agent side only)."""
+        async with self._engrams() as engrams:
+            head = await engrams.head(slug)
+            return await _write(engrams, slug, value, _head_created_at(head))
+
+    async def patch(
+        self, slug: str, diff: str, base_hash: str | None, *, allow_empty: bool = False, dry_run: bool = False
+    ) -> Patched:
+        """§12.9: apply a one-file unified diff at exactly its line numbers. `base_hash` (hex or
+        None to skip) must match the current value, else Conflict. A dry run publishes nothing
+        (`write` None). Raises UserError when the patch does not apply, is too large, or empties
+        the value without `allow_empty`."""
+        async with self._engrams() as engrams:
+            head = await engrams.head(slug)
+            current = value_of(slug, head)
+            if base_hash is not None and sha256_hex(current) != base_hash:
+                raise Conflict(
+                    f"base hash mismatch: {slug} has sha256 {sha256_hex(current)}, --base-hash is {base_hash}"
+                )
+            result = _patched(current, diff)
+            if len(result.encode("utf-8")) > engram.PLAINTEXT_MAX:
+                raise UserError(f"patched value exceeds {engram.PLAINTEXT_MAX} bytes")
+            if not result and not allow_empty:
+                raise UserError(f"the patch empties {slug}: pass --allow-empty to write an empty value")
+            if dry_run:
+                return Patched(slug, sha256_hex(result), None)
+            write = await _write(engrams, slug, result, _head_created_at(head))
+        return Patched(slug, sha256_hex(result), write)
+
+    async def rm(self, slug: str) -> EngramWrite:
+        """Tombstone `slug`; core cannot be removed (`check_removable`)."""
+        check_removable(slug)
+        async with self._engrams() as engrams:
+            head = await engrams.head(slug)
+            return await _write(engrams, slug, None, _head_created_at(head))
+
+    async def search(self, text: str) -> list[engram.ListEntry]:
+        """Live memory entries whose value contains `text` (case-insensitive), sorted by slug.
+        Raises UserError for empty text."""
+        needle = text.strip().lower()
+        if not needle:
+            raise UserError("search text is empty")
+        found = []
+        async with self._engrams() as engrams:
+            for entry in (await engrams.listing()).entries:
+                outcome = await engrams.head(entry.slug)
+                if isinstance(outcome, engram.Found) and needle in (outcome.body.text or "").lower():
+                    found.append(entry)
+        return found

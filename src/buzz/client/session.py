@@ -1,0 +1,161 @@
+"""One identity's connection to one relay: the transports behind the workspace API.
+
+One-shot reads and writes go through the HTTP bridge (relay.md §15, NIP-98 signed, `X-Auth-Tag`
+when the identity has a tag: agents.md §2.1 item 3); kinds the bridge refuses (ephemeral, e.g.
+presence) and the engram queries use a WebSocket with NIP-42 AUTH (`websocket`). Every bridge or
+WebSocket failure leaves here as a `buzz.client.errors.WorkspaceError`:
+
+| transport outcome | error |
+|---|---|
+| no HTTP answer, timeout | `NetworkError` (retryable) |
+| HTTP 401 / 403 | `AuthError` (with the relay's text) |
+| a relay verdict (`OK false`, refused read) | `Refused`, `Conflict` for `duplicate:` |
+| a success that is not the JSON the route promises | `WorkspaceError` |
+| another HTTP status | `RelayUnavailable` (retryable for 429/502/503/504) |
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import aiohttp
+
+from buzz.client.errors import (
+    AuthError,
+    NetworkError,
+    NotFound,
+    RelayUnavailable,
+    UserError,
+    WorkspaceError,
+    refusal,
+)
+from buzz.client.http_bridge import BridgeClient, BridgeError
+from buzz.client.identity import Identity
+from buzz.client.relay_client import PublishResult, RelayClient, RelayError
+from buzz.core.event import Event
+from buzz.core.keys import is_hex
+
+DEFAULT_TIMEOUT_S = 10.0
+_WS_SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
+
+
+def from_bridge_error(exc: BridgeError) -> WorkspaceError:
+    """Classify a bridge failure by the table of the module docstring."""
+    if exc.status is None:
+        return NetworkError(exc.message)
+    if exc.status in (401, 403):
+        return AuthError(exc.message, relay_message=exc.relay_message)
+    if exc.relay_message is not None:
+        return refusal(exc.relay_message, exc.relay_message, retryable=exc.retryable)
+    if exc.malformed:
+        return WorkspaceError(exc.message)
+    return RelayUnavailable(exc.message, retryable=exc.retryable)
+
+
+def refused(result: PublishResult) -> WorkspaceError:
+    """An `OK false` verdict: Refused, or Conflict for `duplicate:` (agents.md §2.1)."""
+    return refusal(result.message, f"relay refused the event: {result.message}")
+
+
+def websocket_url(relay_url: str) -> str:
+    """`http`→`ws`, `https`→`wss`; ws/wss unchanged. Raises UserError for another scheme."""
+    parts = urlsplit(relay_url.strip())
+    scheme = _WS_SCHEMES.get(parts.scheme.lower())
+    if scheme is None or not parts.netloc:
+        raise UserError(f"relay URL must be ws://, wss://, http:// or https://, got {relay_url!r}")
+    return urlunsplit((scheme, parts.netloc, parts.path, parts.query, ""))
+
+
+class Session:
+    """The identity, the relay URL and the bridge client every area of the API works through.
+
+    Use as `async with Session(url, identity) as s:`; the bridge opens on entry. Raises
+    UserError for a relay URL that is not ws/wss/http/https.
+    """
+
+    def __init__(self, relay_url: str, identity: Identity, *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        self.relay_url = relay_url
+        self.identity = identity
+        self.timeout = timeout
+        self._relay_pubkey: str | None = None
+        try:
+            self.bridge = BridgeClient(
+                relay_url, identity.secret, auth_tag=identity.auth_tag, timeout=timeout
+            )
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+
+    async def __aenter__(self) -> Session:
+        await self.bridge.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.bridge.__aexit__(exc_type, exc, tb)
+
+    @property
+    def pubkey(self) -> str:
+        return self.identity.pubkey
+
+    def sign(
+        self, kind: int, content: str = "", tags: Iterable[Sequence[str]] = (), created_at: int | None = None
+    ) -> Event:
+        """An event signed with the identity's key (agents.md §2.1 item 4)."""
+        return Event.create(self.identity.secret, kind, content, tags, created_at)
+
+    async def publish(self, event: Event) -> PublishResult:
+        """`POST /events`; an accepted answer (`duplicate:` included) is returned, a refusal
+        raises Refused / Conflict."""
+        try:
+            result = await self.bridge.publish(event)
+        except BridgeError as exc:
+            raise from_bridge_error(exc) from None
+        if not result.accepted:
+            raise refused(result)
+        return result
+
+    async def query(self, filters: Iterable[Mapping[str, Any]]) -> list[Event]:
+        """`POST /query`: the stored events visible to me, the relay's order (newest first)."""
+        try:
+            return await self.bridge.query(filters)
+        except BridgeError as exc:
+            raise from_bridge_error(exc) from None
+
+    async def get_event(self, event_id: str) -> Event:
+        """One stored event visible to me, else NotFound."""
+        found = await self.query([{"ids": [event_id]}])
+        if not found:
+            raise NotFound(f"event not found: {event_id}")
+        return found[0]
+
+    async def relay_pubkey(self) -> str | None:
+        """The relay's own key from its NIP-11 document (`pubkey`), None when it names none;
+        cached. Relay-signed events (39000…, 48101–48103) are trusted only with this key."""
+        if self._relay_pubkey is None:
+            try:
+                info = await self.bridge.relay_info()
+            except BridgeError as exc:
+                raise from_bridge_error(exc) from None
+            value = info.get("pubkey")
+            self._relay_pubkey = value if isinstance(value, str) and is_hex(value, 64) else ""
+        return self._relay_pubkey or None
+
+    @contextlib.asynccontextmanager
+    async def websocket(self) -> AsyncIterator[RelayClient]:
+        """A NIP-42-authenticated WebSocket client (AUTH carries the identity's tag).
+
+        Raises UserError (URL), AuthError (AUTH refused), NetworkError (no connection)."""
+        try:
+            async with RelayClient(
+                websocket_url(self.relay_url), self.identity.secret, auth_tags=self.identity.auth_tags
+            ) as client:
+                yield client
+        except RelayError as exc:  # AUTH refused (restricted:/auth-required:/blocked:)
+            raise AuthError(exc.message, relay_message=exc.message) from None
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise NetworkError(f"cannot reach the relay: {exc or type(exc).__name__}") from None
