@@ -172,8 +172,8 @@ async def _write(engrams: Engrams, slug: str, value: str | None, head_created_at
 
 
 class Memory:
-    """The memory of one pair, as one identity sees it. `slug` arguments must be normalized
-    (`normalize_slug`)."""
+    """The memory of one pair, as one identity sees it. Every `slug` argument is normalized
+    first (`normalize_slug`: UserError when invalid)."""
 
     def __init__(self, session: Session, pair: Pair) -> None:
         self._s = session
@@ -189,6 +189,7 @@ class Memory:
 
     async def get(self, slug: str) -> str:
         """The live value at `slug`; raises NotFound."""
+        slug = normalize_slug(slug)
         async with self._engrams() as engrams:
             return value_of(slug, await engrams.head(slug))
 
@@ -215,6 +216,7 @@ class Memory:
 
     async def set(self, slug: str, value: str) -> EngramWrite:
         """§12.8: fetch the head, write `value` (agent side only)."""
+        slug = normalize_slug(slug)
         async with self._engrams() as engrams:
             head = await engrams.head(slug)
             return await _write(engrams, slug, value, _head_created_at(head))
@@ -226,6 +228,7 @@ class Memory:
         None to skip) must match the current value, else Conflict. A dry run publishes nothing
         (`write` None). Raises UserError when the patch does not apply, is too large, or empties
         the value without `allow_empty`."""
+        slug = normalize_slug(slug)
         async with self._engrams() as engrams:
             head = await engrams.head(slug)
             current = value_of(slug, head)
@@ -245,6 +248,7 @@ class Memory:
 
     async def rm(self, slug: str) -> EngramWrite:
         """Tombstone `slug`; core cannot be removed (`check_removable`)."""
+        slug = normalize_slug(slug)
         check_removable(slug)
         async with self._engrams() as engrams:
             head = await engrams.head(slug)
