@@ -1,6 +1,6 @@
-"""`buzz channels`: create, list, get, join, leave, members, add-member, remove-member
-(agents.md §2.2; the kinds are relay.md §4.5: 9007, 9021, 9022, 9000, 9001; the state read
-back is the relay-signed 39000/39002 of §4.6): a thin shell over `buzz.client.channels`."""
+"""`buzz channels`: create, list, get, join, leave, members, add-member, remove-member, rename,
+archive, unarchive, delete (agents.md §2.2; the kinds are relay.md §4.5: 9007, 9021, 9022, 9000,
+9001, 9002, 9008; the state read back is the relay-signed 39000/39002 of §4.6): a thin shell over `buzz.client.channels`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ _channel_option = click.option("--channel", "channel", required=True, help="Chan
 
 @click.group(cls=CommandGroup)
 def channels() -> None:
-    """Channels: create, list, inspect, join and manage members.
+    """Channels: create, list, inspect, join, manage members, rename, archive and delete.
 
     \b
     Example:
@@ -159,3 +159,60 @@ def remove_member(ctx: Context, channel: str, pubkey: str) -> None:
       buzz channels remove-member --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b --pubkey npub1...
     """
     run(ctx, lambda ws: ws.channels.remove_member(channel, pubkey))
+
+
+@channels.command()
+@_channel_option
+@click.option("--name", required=True, help="The new name.")
+@click.pass_obj
+def rename(ctx: Context, channel: str, name: str) -> None:
+    """Rename a channel (kind 9002; owners and admins). Prints {"channel_id", "event_id"}.
+
+    \b
+    Example:
+      buzz channels rename --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b --name design-review
+    """
+    run(ctx, lambda ws: ws.channels.rename(channel, name))
+
+
+@channels.command()
+@_channel_option
+@click.pass_obj
+def archive(ctx: Context, channel: str) -> None:
+    """Archive a channel (kind 9002 archived=true): still readable, no new messages.
+
+    Prints {"channel_id", "event_id"}.
+
+    \b
+    Example:
+      buzz channels archive --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
+    """
+    run(ctx, lambda ws: ws.channels.archive(channel))
+
+
+@channels.command()
+@_channel_option
+@click.pass_obj
+def unarchive(ctx: Context, channel: str) -> None:
+    """Unarchive a channel (kind 9002 archived=false). Prints {"channel_id", "event_id"}.
+
+    \b
+    Example:
+      buzz channels unarchive --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
+    """
+    run(ctx, lambda ws: ws.channels.unarchive(channel))
+
+
+@channels.command()
+@_channel_option
+@click.pass_obj
+def delete(ctx: Context, channel: str) -> None:
+    """Delete a channel (kind 9008; its owner only): it and its messages stop being served.
+
+    Prints {"channel_id", "event_id"}.
+
+    \b
+    Example:
+      buzz channels delete --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
+    """
+    run(ctx, lambda ws: ws.channels.delete(channel))

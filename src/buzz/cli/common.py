@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, NoReturn
 
 import click
@@ -83,6 +84,34 @@ def run(
 async def keyed(key: str, value: Awaitable[Any]) -> dict[str, Any]:
     """`{key: await value}`: the one-key JSON object a listing command prints."""
     return {key: await value}
+
+
+def stream(ctx: Context, items: Callable[[Workspace], AsyncIterator[Any]]) -> None:
+    """Like `run`, for an open-ended result: each item is one compact JSON line on stdout,
+    flushed, until SIGINT / SIGTERM (exit 0) or a failure (its JSON line and exit code)."""
+    try:
+        identity = identity_of(ctx)
+    except WorkspaceError as exc:
+        report(exc)
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            async with Workspace(ctx.relay_url, identity) as ws:
+                async for item in items(ws):
+                    sys.stdout.write(orjson.dumps(item).decode() + "\n")
+                    sys.stdout.flush()
+        except asyncio.CancelledError:
+            return  # stopped by a signal: a normal end
+
+    try:
+        asyncio.run(main())
+    except Exception as exc:
+        report(as_failure(exc))
 
 
 def stdin_or(value: str, what: str = "content") -> Text:

@@ -121,10 +121,10 @@ def mem() -> None:
 
 
 _owner_option = click.option(
-    "--owner", default=None, help="Owner pubkey (64 hex); default: BUZZ_AUTH_TAG's owner."
+    "--owner", default=None, help="Owner pubkey (hex or npub); default: BUZZ_AUTH_TAG's owner."
 )
 _agent_option = click.option(
-    "--agent", default=None, help="Read as the owner: the agent pubkey (64 hex) whose memory to read."
+    "--agent", default=None, help="Read as the owner: the agent pubkey (hex or npub) whose memory to read."
 )
 
 

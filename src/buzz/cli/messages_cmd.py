@@ -1,4 +1,4 @@
-"""`buzz messages`: send, get, thread, edit, delete, search (agents.md §2.2, §2.3, §3): a thin
+"""`buzz messages`: send, get, thread, edit, delete, search, watch (agents.md §2.2, §2.3, §3): a thin
 shell over `buzz.client.messages` (kinds 9, 40003, 5 / 9005; message objects are
 `buzz.client.models.Message`)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from buzz.cli.common import CommandGroup, keyed, run, stdin_or
+from buzz.cli.common import CommandGroup, keyed, run, stdin_or, stream
 from buzz.cli.output import Context
 from buzz.client.messages import MAX_THREAD_FETCH, parse_kinds
 from buzz.client.values import channel_arg
@@ -154,3 +154,24 @@ def search(
       buzz messages search --query "deploy friday" --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
     """
     run(ctx, lambda ws: keyed("messages", ws.messages.search(query_text, channel, author, since, limit)))
+
+
+@messages.command()
+@click.option("--channel", required=True, help="Channel id (UUID).")
+@click.option(
+    "--since",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Also messages from this unix time (default: now).",
+)
+@click.pass_obj
+def watch(ctx: Context, channel: str, since: int | None) -> None:
+    """Stream a channel's new messages until Ctrl-C: one compact JSON message per line.
+
+    Exits 0 on Ctrl-C / SIGTERM; 3 without access to the channel, 2 when the connection drops.
+
+    \b
+    Example:
+      buzz messages watch --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b | jq -r .content
+    """
+    stream(ctx, lambda ws: ws.messages.watch(channel, since))

@@ -1,5 +1,5 @@
 """Channels and members (agents.md §2.2; kinds of relay.md §4.5: 9007 create, 9021 join,
-9022 leave, 9000 add/role, 9001 remove; state read back from the relay-signed 39000/39002 of
+9022 leave, 9000 add/role, 9001 remove, 9002 rename/archive/unarchive, 9008 delete; state read back from the relay-signed 39000/39002 of
 §4.6). Every call goes through the HTTP bridge and raises `buzz.client.errors` only."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from buzz.core.channel_id import new_channel_id
 
 ROLES = ("owner", "admin", "member", "guest", "bot")
 CREATE_KIND, JOIN_KIND, LEAVE_KIND, PUT_USER_KIND, REMOVE_USER_KIND = 9007, 9021, 9022, 9000, 9001
+EDIT_METADATA_KIND, DELETE_KIND = 9002, 9008
 
 
 class Channels:
@@ -89,11 +90,32 @@ class Channels:
             role is not None, role,
         )  # fmt: skip
 
-    async def _membership(self, channel: str, kind: int) -> ChannelEvent:
+    async def _channel_event(self, channel: str, kind: int, *tags: list[str]) -> ChannelEvent:
         channel_id = channel_arg(channel)
-        event = self._s.sign(kind, "", [["h", channel_id]])
+        event = self._s.sign(kind, "", [["h", channel_id], *tags])
         await self._s.publish(event)
         return ChannelEvent(channel_id, event.id)
+
+    async def _membership(self, channel: str, kind: int) -> ChannelEvent:
+        return await self._channel_event(channel, kind)
+
+    async def rename(self, channel: str, name: str) -> ChannelEvent:
+        """Rename a channel (9002 `name`; owners and admins). Raises UserError for an empty name."""
+        if not name.strip().lstrip("#").strip():
+            raise UserError("channel name is required")
+        return await self._channel_event(channel, EDIT_METADATA_KIND, ["name", name])
+
+    async def archive(self, channel: str) -> ChannelEvent:
+        """Archive a channel (9002 `archived=true`; owners and admins): readable, no new writes."""
+        return await self._channel_event(channel, EDIT_METADATA_KIND, ["archived", "true"])
+
+    async def unarchive(self, channel: str) -> ChannelEvent:
+        """Undo `archive` (9002 `archived=false`)."""
+        return await self._channel_event(channel, EDIT_METADATA_KIND, ["archived", "false"])
+
+    async def delete(self, channel: str) -> ChannelEvent:
+        """Delete a channel (9008; its owner only): the channel and its events stop being served."""
+        return await self._channel_event(channel, DELETE_KIND)
 
     async def join(self, channel: str) -> ChannelEvent:
         """Join an open channel (9021)."""

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 
 from buzz.client.engrams import Engrams, Listing, Pair, connect, is_duplicate, relay_max_limit
 from buzz.client.errors import Conflict, NotFound, Refused, UserError, WorkspaceError
+from buzz.client.identity import parse_pubkey
 from buzz.client.models import EngramWrite, Patched
 from buzz.client.session import Session
 from buzz.core import engram
@@ -75,15 +76,13 @@ def sha256_hex(text: str) -> str:
 
 
 def _pubkey_flag(value: str, flag: str) -> str:
-    key = value.strip().lower()
-    if not is_hex(key, 64):
-        raise UserError(f"invalid {flag}: expected 64 hex characters")
-    return key
+    """--owner / --agent: 64 hex (any case) or npub → 64 lowercase hex (agents.md §1.1 item 2)."""
+    return parse_pubkey(value, flag)
 
 
 def resolve_pair(session: Session, owner: str | None = None, agent: str | None = None) -> Pair:
     """The pair of §12.3: agent side by default (owner from `owner`, else the identity's tag),
-    owner side with `agent`. Raises UserError."""
+    owner side with `agent` (both hex or npub). Raises UserError."""
     check_perspective(owner, agent)
     secret, me, tag = session.identity.secret, session.pubkey, session.identity.auth_tag
     if agent is not None:

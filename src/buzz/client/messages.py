@@ -8,13 +8,16 @@ HTTP bridge; failures are `buzz.client.errors`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import AsyncIterator, Sequence
+from itertools import zip_longest
 from typing import Any
 
-from buzz.client.errors import NotFound, UserError
+from buzz.client.errors import AuthError, NetworkError, NotFound, Refused, UserError, WorkspaceError
 from buzz.client.lookups import channel_members, profiles
 from buzz.client.mentions import resolve_names, uri_mentions
 from buzz.client.models import Deleted, Edited, Message, SentMessage, Thread
+from buzz.client.relay_client import RelayError
 from buzz.client.session import Session
 from buzz.client.values import Text, channel_arg, event_id_arg, first_channel, pubkey_arg, text_arg
 from buzz.client.views import EDIT_KIND, display_name, message_view, newest_edits, thread_links
@@ -25,6 +28,17 @@ MESSAGE_KIND = 9
 MAX_CONTENT_BYTES = 65_536  # agents.md §2.3 item 1 (the relay's own limit is 256 KiB)
 MAX_MENTIONS = 50
 MAX_THREAD_FETCH = 1000
+WATCH_SEEN_MAX = 1000
+_ACCESS_PREFIXES = ("restricted:", "auth-required:", "blocked:")  # relay.md §7.8
+
+
+def _closed(reason: str, lost: bool) -> WorkspaceError:
+    """A live subscription ended by the relay: access refusals are AuthError (like a refused
+    bridge read), a dropped connection NetworkError, anything else Refused."""
+    if lost:
+        return NetworkError(f"connection lost: {reason}")
+    cls = AuthError if reason.startswith(_ACCESS_PREFIXES) else Refused
+    return cls(reason, relay_message=reason)
 
 
 def parse_kinds(value: str | None) -> list[int]:
@@ -235,15 +249,74 @@ class Messages:
         since: int | None = None,
         limit: int = 20,
     ) -> list[Message]:
-        """NIP-50 search over the readable kind 9 (relay.md §11), best match first."""
+        """NIP-50 search over the readable kind 9 (relay.md §11), as displayed: a message is
+        found by the text of its newest edit, never by text an edit replaced.
+
+        Two searches run, over kind 9 and over edits (40003, same author/channel scope); an
+        edit hit stands for its target message. A candidate with an edit is kept only when its
+        newest edit was a hit, one without only when it was. Ranks of the two answers are
+        interleaved (best first), at most `limit` messages.
+        """
         if not query_text.strip():
             raise UserError("--query is empty")
-        flt: dict[str, Any] = {"kinds": [MESSAGE_KIND], "search": query_text, "limit": limit}
         channel_id = channel_arg(channel) if channel is not None else None
+        scope: dict[str, Any] = {"search": query_text, "limit": limit}
         if channel_id is not None:
-            flt["#h"] = [channel_id]
+            scope["#h"] = [channel_id]
         if author is not None:
-            flt["authors"] = [pubkey_arg(author, "--author")]
-        if since is not None:
-            flt["since"] = since
-        return await self._with_edits(await self._s.query([flt]), channel_id)
+            scope["authors"] = [pubkey_arg(author, "--author")]
+        flt = {"kinds": [MESSAGE_KIND], **scope} | ({"since": since} if since is not None else {})
+        hits = await self._s.query([flt])
+        edit_hits = await self._s.query([{"kinds": [EDIT_KIND], **scope}])
+        hit_ids, edit_hit_ids = {e.id for e in hits}, {e.id for e in edit_hits}
+        edited_ids = list(dict.fromkeys(t for e in edit_hits if (t := e.first_tag("e")) and t not in hit_ids))
+        targets: dict[str, Event] = {}
+        if edited_ids:
+            tflt: dict[str, Any] = {"ids": edited_ids, "kinds": [MESSAGE_KIND]}
+            if channel_id is not None:
+                tflt["#h"] = [channel_id]
+            if since is not None:
+                tflt["since"] = since
+            targets = {e.id: e for e in await self._s.query([tflt])}
+        by_edit = [targets[t] for t in edited_ids if t in targets]
+        ranked = [e for pair in zip_longest(hits, by_edit) for e in pair if e is not None]
+        candidates = list({e.id: e for e in ranked}.values())
+        if not candidates:
+            return []
+        eflt: dict[str, Any] = {"kinds": [EDIT_KIND], "#e": [e.id for e in candidates]}
+        if channel_id is not None:
+            eflt["#h"] = [channel_id]
+        edits = newest_edits(await self._s.query([eflt]))
+        kept = [
+            message_view(e, edits.get(e.id))
+            for e in candidates
+            if (edits[e.id].id in edit_hit_ids if e.id in edits else e.id in hit_ids)
+        ]
+        return kept[:limit]
+
+    async def watch(self, channel: str, since: int | None = None) -> AsyncIterator[Message]:
+        """New kind 9 messages of `channel` as they arrive (a live REQ over WebSocket), from
+        `since` (unix seconds; default now, so the stored ones of the current second too),
+        each once. Ends only when the caller stops iterating; raises AuthError (no access),
+        NetworkError (connection lost) or Refused (another CLOSED)."""
+        channel_id = channel_arg(channel)
+        flt = {
+            "kinds": [MESSAGE_KIND],
+            "#h": [channel_id],
+            "since": int(time.time()) if since is None else since,
+        }
+        seen: dict[str, None] = {}  # ids already yielded (stored and live can overlap), bounded
+        async with self._s.websocket() as client:
+            sub = await client.subscribe([flt])
+            try:
+                async for event in sub:
+                    if event.id not in seen:
+                        seen[event.id] = None
+                        if len(seen) > WATCH_SEEN_MAX:
+                            del seen[next(iter(seen))]
+                        yield message_view(event)
+            except RelayError as exc:
+                raise _closed(exc.message, client.closed) from None
+            finally:
+                await sub.close()
+            raise _closed("the relay ended the subscription", client.closed)

@@ -106,7 +106,8 @@ class MemberRemoved:
 # -- messages (agents.md §2.1 item 5, §3) ---------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Message:
-    """NIP-01 fields plus the thread and edit view; an applied edit replaces `content`."""
+    """NIP-01 fields plus the thread and edit view; an applied edit replaces `content` and
+    leaves `sig` None (the original signature does not cover the edited text)."""
 
     id: str
     pubkey: str
@@ -114,7 +115,7 @@ class Message:
     kind: int
     tags: list[list[str]]
     content: str
-    sig: str
+    sig: str | None
     channel_id: str | None
     reply_to: str | None
     root: str | None

@@ -132,7 +132,13 @@ class RelayClient:
             raise
         self._reader = asyncio.create_task(self._read())
         if self.auth:
-            await self.authenticate()
+            try:
+                await self.authenticate()
+            except BaseException:
+                # A refused AUTH must not leave the socket, reader and session behind: they
+                # would be torn down after the event loop closed, printing a traceback.
+                await self.close()
+                raise
 
     async def authenticate(self) -> None:
         assert self.challenge is not None and self.secret_key is not None

@@ -147,15 +147,28 @@ class Session:
 
     @contextlib.asynccontextmanager
     async def websocket(self) -> AsyncIterator[RelayClient]:
-        """A NIP-42-authenticated WebSocket client (AUTH carries the identity's tag).
-
-        Raises UserError (URL), AuthError (AUTH refused), NetworkError (no connection)."""
+        """A NIP-42-authenticated WebSocket client (AUTH carries the identity's tag), closed on
+        exit. Connecting raises UserError (URL), AuthError (AUTH refused) or NetworkError; what
+        the body raises passes unchanged (classify it with `websocket_failure`)."""
+        client = RelayClient(
+            websocket_url(self.relay_url), self.identity.secret, auth_tags=self.identity.auth_tags
+        )
         try:
-            async with RelayClient(
-                websocket_url(self.relay_url), self.identity.secret, auth_tags=self.identity.auth_tags
-            ) as client:
-                yield client
-        except RelayError as exc:  # AUTH refused (restricted:/auth-required:/blocked:)
-            raise AuthError(exc.message, relay_message=exc.message) from None
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise NetworkError(f"cannot reach the relay: {exc or type(exc).__name__}") from None
+            await client.connect()
+        except Exception as exc:
+            await client.close()
+            raise websocket_failure(exc) from None
+        try:
+            yield client
+        finally:
+            await client.close()
+
+
+def websocket_failure(exc: Exception) -> Exception:
+    """A WebSocket exchange that failed: a refusal of the connection (`RelayError`, including
+    a lost connection) is AuthError, no answer is NetworkError; anything else is returned as is."""
+    if isinstance(exc, RelayError):  # AUTH refused (restricted:/auth-required:/blocked:)
+        return AuthError(exc.message, relay_message=exc.message)
+    if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
+        return NetworkError(f"cannot reach the relay: {exc or type(exc).__name__}")
+    return exc

@@ -17,7 +17,7 @@ import orjson
 from buzz.client.errors import Refused, UserError
 from buzz.client.lookups import PROFILE_KIND, profiles
 from buzz.client.models import PresenceSet, Profile, ProfileSet
-from buzz.client.session import Session
+from buzz.client.session import Session, websocket_failure
 from buzz.client.values import pubkey_arg
 from buzz.client.views import profile_fields, profile_view
 from buzz.core.nip_oa import TAG_NAME as AUTH_TAG_NAME
@@ -25,6 +25,7 @@ from buzz.core.nip_oa import TAG_NAME as AUTH_TAG_NAME
 PRESENCE_KIND = 20001
 PRESENCE_STATES = ("online", "away", "offline")
 NAME_SEARCH_LIMIT = 100
+PROFILE_SCAN_LIMIT = 1000  # the relay's one clamp (relay.md §6.5): the newest 1000 profiles
 
 
 def presence_state(content: str | None) -> str:
@@ -58,18 +59,24 @@ class Users:
         return [profile_view(pk, found.get(pk)) for pk in keys]
 
     async def find(self, name: str) -> list[Profile]:
-        """Profiles whose name or display name contains `name` (case-insensitive)."""
+        """Profiles whose name or display name contains `name` (case-insensitive substring).
+
+        Full-text search (relay.md §11) matches whole words only, so it finds profiles of any
+        age named by a word of `name`; a scan of the newest PROFILE_SCAN_LIMIT profiles finds
+        the substrings. Search hits come first (best first), then the scan's, each pubkey once.
+        """
         needle = name.strip().lower()
         if not needle:
             raise UserError("--name is empty")
-        found = await self._s.query([{"kinds": [PROFILE_KIND], "search": name, "limit": NAME_SEARCH_LIMIT}])
-        rows = []
-        for event in found:
+        hits = await self._s.query([{"kinds": [PROFILE_KIND], "search": name, "limit": NAME_SEARCH_LIMIT}])
+        scanned = await self._s.query([{"kinds": [PROFILE_KIND], "limit": PROFILE_SCAN_LIMIT}])
+        rows: dict[str, Profile] = {}
+        for event in hits + scanned:
             view = profile_view(event.pubkey, event)
             names = [n.lower() for n in (view.name, view.display_name) if n]
-            if any(needle in n for n in names):
-                rows.append(view)
-        return rows
+            if event.pubkey not in rows and any(needle in n for n in names):
+                rows[event.pubkey] = view
+        return list(rows.values())
 
     async def set_profile(
         self,
@@ -113,7 +120,10 @@ class Users:
             raise UserError(f"presence must be one of {', '.join(PRESENCE_STATES)}")
         event = self._s.sign(PRESENCE_KIND, status)
         async with self._s.websocket() as client:
-            result = await client.publish(event)
+            try:
+                result = await client.publish(event)
+            except Exception as exc:
+                raise websocket_failure(exc) from None
         if not result.accepted:
             raise Refused(f"relay refused the event: {result.message}", relay_message=result.message)
         return PresenceSet(event.id, status)

@@ -144,7 +144,8 @@ def newest_edits(edits: Iterable[Event]) -> dict[str, Event]:
 
 def message_view(event: Event, edit: Event | None = None) -> Message:
     """NIP-01 fields plus `channel_id`, `reply_to`, `root`, `mentions`, `edited_at`
-    (agents.md §2.1 item 5); an applied edit replaces `content`."""
+    (agents.md §2.1 item 5). An applied edit replaces `content` and drops `sig` (null): the
+    original signature covers the original text only, so it is never shown with another."""
     reply_to, root = thread_links(event)
     return Message(
         id=event.id,
@@ -153,7 +154,7 @@ def message_view(event: Event, edit: Event | None = None) -> Message:
         kind=event.kind,
         tags=[list(t) for t in event.tags],
         content=edit.content if edit is not None else event.content,
-        sig=event.sig,
+        sig=event.sig if edit is None else None,
         channel_id=next((h for h in event.tag_values("h") if is_channel_id(h)), None),
         reply_to=reply_to,
         root=root,
