@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -88,7 +89,8 @@ async def keyed(key: str, value: Awaitable[Any]) -> dict[str, Any]:
 
 def stream(ctx: Context, items: Callable[[Workspace], AsyncIterator[Any]]) -> None:
     """Like `run`, for an open-ended result: each item is one compact JSON line on stdout,
-    flushed, until SIGINT / SIGTERM (exit 0) or a failure (its JSON line and exit code)."""
+    flushed, until SIGINT / SIGTERM or a closed stdout (exit 0) or a failure (its JSON line
+    and exit code)."""
     try:
         identity = identity_of(ctx)
     except WorkspaceError as exc:
@@ -107,6 +109,8 @@ def stream(ctx: Context, items: Callable[[Workspace], AsyncIterator[Any]]) -> No
                     sys.stdout.flush()
         except asyncio.CancelledError:
             return  # stopped by a signal: a normal end
+        except BrokenPipeError:  # the reader went away (`| head`): a normal end too
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     try:
         asyncio.run(main())

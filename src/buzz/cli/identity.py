@@ -10,14 +10,11 @@ carry the CLI exit code of their category (`buzz.cli.output.EXIT_CODES`: `user_e
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn, ParamSpec, TypeVar
 
-import orjson
-
-from buzz.cli.output import EXIT_CODES
+from buzz.cli.output import EXIT_CODES, fail
 from buzz.client import identity as api
 from buzz.client.errors import WorkspaceError
 
@@ -60,14 +57,12 @@ def auth_tags_for(auth_tag: str | None, secret_key: str) -> list[list[str]]:
     return [tag] if tag is not None else []
 
 
-def cli_error(category: str, message: str, exit_code: int) -> NoReturn:
+def cli_error(category: str, message: str) -> NoReturn:
     """Print `{"error": category, "message", "retryable": false}` as one line on stderr and exit
-    with `exit_code` (agents.md §2.1 item 2)."""
-    payload = {"error": category, "message": message, "retryable": False}
-    sys.stderr.write(orjson.dumps(payload).decode() + "\n")
-    raise SystemExit(exit_code)
+    with the category's code (agents.md §2.1 item 2)."""
+    fail(message, category)
 
 
 def fail_identity(exc: IdentityError) -> NoReturn:
     """`cli_error` for an IdentityError."""
-    cli_error(exc.category, exc.message, exc.exit_code)
+    cli_error(exc.category, exc.message)

@@ -53,12 +53,12 @@ def show(ctx: Context, only: str | None) -> None:
       BUZZ_PRIVATE_KEY=nsec1... buzz keys show --npub
     """
     if not ctx.private_key:
-        fail("no private key: pass --private-key or set BUZZ_PRIVATE_KEY", 3, category="key_error")
+        fail("no private key: pass --private-key or set BUZZ_PRIVATE_KEY", "key_error")
     try:
         secret = parse_secret(ctx.private_key)
         pub = public_key(secret)
     except (click.BadParameter, ValueError) as exc:
-        fail(f"invalid private key: {exc}", 3, category="key_error")
+        fail(f"invalid private key: {exc}", "key_error")
     shown = {"pubkey": pub, "npub": nip19.npub(pub)}
     emit(ctx, shown if only is None else shown["pubkey" if only == "hex" else "npub"])
 
@@ -92,12 +92,12 @@ def attest(ctx: Context, agent: str, conditions: str) -> None:
         fail_identity(exc)
     owner = public_key(owner_secret)
     if agent_pub == owner:
-        cli_error("user_error", "--agent must differ from the owner key (self-attestation)", 1)
+        cli_error("user_error", "--agent must differ from the owner key (self-attestation)")
     try:
         tag = build_auth_tag(owner_secret, agent_pub, conditions)
         verify_auth_tag(tag, agent_pub)  # self-check (agents.md §9.2 item 3)
     except InvalidAuthTag as exc:
-        cli_error("user_error", f"cannot attest: {exc.reason}", 1)
+        cli_error("user_error", f"cannot attest: {exc.reason}")
     emit(ctx, {"auth_tag": tag, "owner": owner, "agent": agent_pub})
     compact = orjson.dumps(tag).decode()
     click.echo(

@@ -8,10 +8,6 @@ from typing import Any, NoReturn
 
 import orjson
 
-# Exit codes (agents.md §2.1): the category names the failure, the code follows from it.
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
 # The one table of failure categories → exit codes (agents.md §2.1, engram.md §12.1–12.2).
 EXIT_CODES: dict[str, int] = {
     "user_error": 1,
@@ -23,7 +19,6 @@ EXIT_CODES: dict[str, int] = {
     "error": 4,
     "conflict": 5,
 }
-CATEGORY_FOR_CODE = {1: "user_error", 2: "network_error", 3: "key_error", 4: "error", 5: "conflict"}
 
 
 @dataclass
@@ -42,13 +37,9 @@ def emit(ctx: Context, value: Any) -> None:
     sys.stdout.flush()
 
 
-def fail(message: str, code: int = EXIT_ERROR, *, category: str | None = None, **details: Any) -> NoReturn:
-    """Write `{"error": <category>, "message": …, "retryable": …}` to stderr and exit with `code`.
-
-    The category defaults from the code (agents.md §2.1 table); `retryable` is true only for
-    network failures.
-    """
-    cat = category or CATEGORY_FOR_CODE.get(code, "error")
-    payload = {"error": cat, "message": message, "retryable": cat == "network_error", **details}
+def fail(message: str, category: str = "user_error", **details: Any) -> NoReturn:
+    """Write `{"error": <category>, "message": …, "retryable": …, **details}` to stderr and exit
+    with the category's code (EXIT_CODES); `retryable` is true only for network failures."""
+    payload = {"error": category, "message": message, "retryable": category == "network_error", **details}
     sys.stderr.write(orjson.dumps(payload).decode() + "\n")
-    raise SystemExit(code)
+    raise SystemExit(EXIT_CODES[category])
