@@ -88,21 +88,6 @@ class Conflict(Refused):
     category = "conflict"
 
 
-BY_CATEGORY: dict[str, type[WorkspaceError]] = {
-    cls.category: cls
-    for cls in (
-        WorkspaceError,
-        UserError,
-        NotFound,
-        NetworkError,
-        RelayUnavailable,
-        AuthError,
-        InvalidKey,
-        Conflict,
-    )
-}
-
-
 def refusal(relay_message: str, message: str, *, retryable: bool = False) -> Refused:
     """A relay verdict: `Conflict` for `duplicate:`, else `Refused` (agents.md §2.1 exits 4/5)."""
     cls = Conflict if relay_message.startswith("duplicate:") else Refused
