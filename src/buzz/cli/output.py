@@ -8,6 +8,9 @@ from typing import Any, NoReturn
 
 import orjson
 
+# `relay serve` refusing its own configuration (a bad --bind): not a workspace failure, so it
+# has no category; the exit code is the one operators expect from a usage error.
+EXIT_USAGE = 2
 # The one table of failure categories → exit codes (agents.md §2.1, engram.md §12.1–12.2).
 EXIT_CODES: dict[str, int] = {
     "user_error": 1,
