@@ -5,6 +5,11 @@ Headless by default: `--input file.wav` is the microphone (silence without it) a
 Your own speech is transcribed offline and published as kind 9 in the channel, p-tagged to the
 agents present (role `bot`), when agents are present or `--transcribe` is given. Prints a JSON
 report when it leaves.
+
+Failures follow the CLI's exit codes (one JSON line on stderr): 1 a bad argument (an `--input`
+that is not a 16-bit PCM WAV with audio is refused before connecting), 2 the relay cannot be
+reached, 3 access (key or tag, AUTH refused, and the relay's uncoded join errors of huddle.md
+§4.2: `auth failed`, `not a member`, …), 4 any other refusal (coded errors such as `room_full`).
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ import dataclasses
 import signal
 import sys
 import time
+import wave
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+import aiohttp
 import click
 import orjson
 
+from buzz.cli.common import CommandGroup
 from buzz.cli.identity import IdentityError, auth_tags_for, parse_secret_key
 from buzz.cli.output import Context, emit, fail
 from buzz.client import RelayClient, RelayError
@@ -50,13 +58,32 @@ def _show_line(line: str) -> None:
     sys.stderr.flush()
 
 
+def _check_wav(path: Path) -> None:
+    """Refuse (user_error, exit 1) an input that is not a 16-bit PCM WAV with samples."""
+    try:
+        with wave.open(str(path), "rb") as wav:
+            if wav.getsampwidth() != 2:
+                raise wave.Error(f"{8 * wav.getsampwidth()}-bit samples; only 16-bit PCM is supported")
+            if wav.getnframes() == 0:
+                raise wave.Error("no audio frames")
+    except (wave.Error, EOFError, OSError) as exc:
+        fail(f"--input {path} is not a usable WAV file: {exc or 'truncated'}", "user_error")
+
+
+def _join_refused_category(error: object) -> str:
+    """huddle.md §4.3: clients branch on `code`. Uncoded errors are the admission checks
+    (auth, relay membership, channel membership, an ended huddle): access, `auth_error`; a
+    coded error or a protocol violation is a refusal, `error`."""
+    return "auth_error" if error is not None and getattr(error, "code", None) is None else "error"
+
+
 def _channel(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None and not is_channel_id(value):
         raise click.BadParameter("must be a canonical channel UUID (lowercase 8-4-4-4-12)")
     return value
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 def huddle() -> None:
     """Voice huddles: start, join, leave, list and inspect a channel's audio room."""
 
@@ -148,7 +175,9 @@ def join(
         secret = parse_secret_key(ctx.private_key)
         auth_tags = auth_tags_for(ctx.auth_tag, secret)
     except IdentityError as exc:
-        fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.category)
+    if input_wav is not None:
+        _check_wav(input_wav)
     options = HuddleOptions(
         relay_url=ctx.relay_url,
         channel_id=channel,
@@ -193,14 +222,21 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
         error = exc.error
         fail(
             "huddle join refused",
+            _join_refused_category(error),
             error_code=error.code if error else None,
             detail=str(exc),
             retry=exc.retry.value,
         )
     except RelayError as exc:
-        fail("relay refused the connection", detail=exc.message)
-    except (OSError, TimeoutError) as exc:
-        fail("could not reach the relay", detail=str(exc) or type(exc).__name__)
+        fail("relay refused the connection", "auth_error", detail=exc.message)
+    except aiohttp.WSServerHandshakeError as exc:  # the audio socket's HTTP answer
+        fail(
+            "relay refused the audio socket",
+            "auth_error" if exc.status in (401, 403) else "network_error",
+            detail=f"HTTP {exc.status}",
+        )
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        fail("could not reach the relay", "network_error", detail=str(exc) or type(exc).__name__)
     return dataclasses.asdict(report)
 
 
@@ -212,16 +248,16 @@ async def _with_relay(ctx: Context, body: Callable[[RelayClient, KeySigner], Awa
         secret = parse_secret_key(ctx.private_key)
         auth_tags = auth_tags_for(ctx.auth_tag, secret)
     except IdentityError as exc:
-        fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.category)
     try:
         async with RelayClient(ctx.relay_url, secret, auth_tags=auth_tags) as client:
             return await body(client, KeySigner(secret, auth_tags))
     except (HuddleFlowError, ValueError) as exc:
         fail(str(exc))
     except RelayError as exc:
-        fail("relay refused the connection", detail=exc.message)
-    except (OSError, TimeoutError) as exc:
-        fail("could not reach the relay", detail=str(exc) or type(exc).__name__)
+        fail("relay refused the connection", "auth_error", detail=exc.message)
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        fail("could not reach the relay", "network_error", detail=str(exc) or type(exc).__name__)
 
 
 @huddle.command()
@@ -310,7 +346,7 @@ def status(ctx: Context, channel: str, parent: str | None) -> None:
         states = await huddles_in(client, [parent or channel])
         state = states.get(channel)
         if state is None:
-            fail("no huddle found for this channel", 1, category="not_found")
+            fail("no huddle found for this channel", "not_found")
         out = state.to_json(int(time.time()))
         names: dict[str, str] = {}
         if state.participants:
