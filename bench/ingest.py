@@ -53,6 +53,7 @@ PEER_VALIDATORS = [
     "nostr_relay.validators.is_recent",
     "nostr_relay.validators.is_not_hellthread",
 ]
+PEER_SUBSCRIPTION_LIMIT = 32  # per connection; bench/fanout.py raises it for its idle-subscription row
 BUZZ_MAX_AGE_S = 800  # buzz refuses created_at more than 900 s from its clock (relay.md §8 item 7)
 
 STARTUP_TIMEOUT_S = 30.0
@@ -366,7 +367,7 @@ def _peer_config(tmp: Path, port: int, fast: bool, workers: int) -> dict[str, An
         "authentication": {"enabled": False},
         "verification": {"nip05_verification": "disabled", "expiration": 2592000, "update_frequency": 3600},
         "message_timeout": 1800,
-        "subscription_limit": 32,
+        "subscription_limit": PEER_SUBSCRIPTION_LIMIT,
         "max_limit": 6000,
         "hellthread_limit": 100,
         "logging": {
