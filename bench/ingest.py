@@ -263,7 +263,7 @@ def _spawn(name: str, argv: list[str], log_path: Path, cwd: Path) -> RelayProc:
 def start_buzz(tmp: Path, database_url: str | None = None, tag: str = "") -> RelayProc:
     """`buzz relay serve` on a free loopback port: SQLite in `tmp`, or `database_url` (PostgreSQL)."""
     data = tmp / f"buzz-data{tag}"
-    data.mkdir()
+    data.mkdir(exist_ok=True)  # bench/query.py restarts a relay on the store it loaded
     buzz = Path(sys.executable).with_name("buzz")
     argv = [
         str(buzz),
@@ -278,7 +278,7 @@ def start_buzz(tmp: Path, database_url: str | None = None, tag: str = "") -> Rel
     ]
     if database_url:
         argv[argv.index("--data-dir") : argv.index("--data-dir")] = ["--db", database_url]
-    relay = _spawn("buzz", argv, tmp / f"buzz{tag}.log", tmp)
+    relay = _spawn("buzz", argv, tmp / f"buzz{tag}-{time.monotonic_ns()}.log", tmp)
     relay.config = "PostgreSQL, one process" if database_url else "SQLite (synchronous=FULL), one process"
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
