@@ -866,13 +866,51 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 wait = args.peer_auth_wait
             else:
                 relay, wait = start_sdk(tmp, tag), args.peer_auth_wait
+            spy = _start_profiler(relay, args, key)
             try:
                 out[key] = bench_relay(relay, wl, args, wait, wl_name == "kind1")
                 out[key]["notes"] = notes
             finally:
+                _stop_profiler(spy)
                 relay.stop()
     out["load_avg_end"] = load_avg()
     return out
+
+
+def _start_profiler(relay: RelayProc, args: argparse.Namespace, key: str) -> subprocess.Popen[bytes] | None:
+    """With --profile DIR: py-spy (from PyPI, in this venv) samples a buzz relay into
+    DIR/<row>.collapsed (folded stacks, idle frames excluded) until the row ends."""
+    if not args.profile or not relay.name.startswith("buzz"):
+        return None
+    spy = Path(sys.executable).with_name("py-spy")
+    if not spy.exists():
+        raise BenchError("--profile needs py-spy: .venv/bin/pip install py-spy")
+    Path(args.profile).mkdir(parents=True, exist_ok=True)
+    out = Path(args.profile) / f"{key}.collapsed"
+    argv = [
+        str(spy),
+        "record",
+        "-p",
+        str(relay.proc.pid),
+        "-f",
+        "raw",
+        "-o",
+        str(out),
+        "-r",
+        "250",
+        "--nonblocking",
+    ]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _stop_profiler(spy: subprocess.Popen[bytes] | None) -> None:
+    if spy is None:
+        return
+    spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        spy.wait(timeout=30)
+    if spy.poll() is None:
+        spy.kill()
 
 
 def _wanted(row: tuple[str, str, str], args: argparse.Namespace) -> bool:
@@ -1049,6 +1087,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--skip-sdk", action="store_true", help="do not run nostr-sdk's LocalRelay")
     ap.add_argument("--skip-pg", action="store_true", help="no PostgreSQL rows for buzz")
     ap.add_argument("--skip-mix", action="store_true", help="no workspace-mix rows")
+    ap.add_argument(
+        "--profile", metavar="DIR", help="sample the buzz relays with py-spy into DIR/<row>.collapsed"
+    )
     ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
     args = ap.parse_args(argv)
     if not 2000 <= args.events <= 20_000:
