@@ -4,7 +4,7 @@
 
 Run by `make bench` (never by the tests), loopback only. One run:
 
-1. Generates N events (default 50,000; `--events 1000000` for the issue's 1M store) over A
+1. Generates N events (default 30,000; `--events 1000000` for the issue's 1M store) over A
    authors (1,000) and C channels (200): channel messages (kind 9 with `h`, 70 %), thread
    replies (kind 9 with `e` root/reply markers, 10 %), reactions (kind 7, 10 %), addressable
    records (kind 30078 with `d`, 5 %) and profiles (kind 0, one per author, rest of the 5 %).
@@ -494,14 +494,14 @@ def render(out: dict[str, Any]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("-n", "--events", type=int, default=50_000,
-                    help="events in the store (default 50,000 fits `make bench` on 2 cores; 1000000 for the issue's figure)")  # fmt: skip
+    ap.add_argument("-n", "--events", type=int, default=30_000,
+                    help="events in the store (default 30,000 fits `make bench` on 2 cores; 1000000 for the issue's figure)")  # fmt: skip
     ap.add_argument("--authors", type=int, default=1000)
     ap.add_argument("--channels", type=int, default=200)
     ap.add_argument(
         "--sample", type=int, default=500, help="channel messages sent through the relay after the load"
     )
-    ap.add_argument("--reqs", type=int, default=100, help="measured queries of each sort")
+    ap.add_argument("--reqs", type=int, default=50, help="measured queries of each sort")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--peer-venv", default=str(ingest.ROOT / ".bench-venv"))
