@@ -46,6 +46,9 @@ test: $(VENV)/.dev tests/interop/node_modules/.installed web/node_modules/.insta
 
 bench: $(VENV)/.dev
 	$(BIN)/python bench/ingest.py $(BENCH_ARGS)
+	$(BIN)/python bench/fanout.py
+	$(BIN)/python bench/query.py
+	$(BIN)/python bench/connections.py
 	@if [ -f bench/huddle.py ]; then $(BIN)/python bench/huddle.py; else echo "bench/huddle.py not present: skipped"; fi
 	$(BIN)/python bench/soak.py $(SOAK_ARGS)
 	$(BIN)/python bench/stt.py

@@ -53,6 +53,7 @@ PEER_VALIDATORS = [
     "nostr_relay.validators.is_recent",
     "nostr_relay.validators.is_not_hellthread",
 ]
+PEER_SUBSCRIPTION_LIMIT = 32  # per connection; bench/fanout.py raises it for its idle-subscription row
 BUZZ_MAX_AGE_S = 800  # buzz refuses created_at more than 900 s from its clock (relay.md §8 item 7)
 
 STARTUP_TIMEOUT_S = 30.0
@@ -106,6 +107,12 @@ class Workload:
     triples: list[tuple[bytes, bytes, bytes]]  # (x-only pubkey, sig, id) for the verify loop
     oldest: int
     n: int
+    name: str = "kind 1"
+    # Untimed phases run before the measured one on the same sockets, each phase's connections
+    # in parallel, one phase after the other (channel creation, membership, seed messages).
+    setup: list[list[Conn]] = field(default_factory=list)
+    setup_window: list[int] = field(default_factory=list)
+    mix: dict[str, int] = field(default_factory=dict)  # measured events per sort
 
 
 def make_workload(n: int, c: int) -> Workload:
@@ -125,6 +132,76 @@ def make_workload(n: int, c: int) -> Workload:
         conn.ids.append(ev.id)
         triples.append((bytes.fromhex(ev.pubkey), bytes.fromhex(ev.sig), bytes.fromhex(ev.id)))
     return Workload(conns, triples, oldest, n)
+
+
+MIX_SHARES = (("message", 60), ("reply", 20), ("reaction", 15), ("edit", 5))  # percent
+MIX_CHANNELS = 10
+MIX_SEEDS_PER_MEMBER = 10  # seed messages per member and channel, stored before the timing
+
+
+def _add(conn: Conn, ev: Event) -> Event:
+    conn.frames.append(f'["EVENT",{ev.to_json()}]')
+    conn.ids.append(ev.id)
+    return ev
+
+
+def make_mix_workload(n: int, c: int) -> Workload:
+    """What a team sends: over MIX_CHANNELS open channels with all C members, N events split
+    by MIX_SHARES — kind 9 channel messages (`h`), thread replies (kind 9 with `e` root/reply
+    markers), reactions (kind 7 with `e` + `h`), edits (kind 40003 of the author's own message).
+
+    Untimed setup first: member 0 creates every channel (9007) and adds the others (9000);
+    then every member posts MIX_SEEDS_PER_MEMBER seed messages per channel. Replies, reactions
+    and edits target seed messages only, so no measured event depends on another one's order.
+    """
+    from buzz.core.channel_id import new_channel_id
+
+    members = []
+    for _ in range(c):
+        sk = generate_secret_key()
+        members.append(Conn(sk, Event.create(sk, 1, "probe").pubkey))
+    now = int(time.time())
+    oldest = now - 60
+    admin = [Conn(m.secret, m.pubkey) for m in members]
+    seeds = [Conn(m.secret, m.pubkey) for m in members]
+    channels = [new_channel_id() for _ in range(MIX_CHANNELS)]
+    for ch in channels:
+        _add(admin[0], Event.create(members[0].secret, 9007, "", [["h", ch], ["name", f"bench-{ch[:8]}"],
+             ["visibility", "open"]], oldest))  # fmt: skip
+        for m in members[1:]:
+            _add(admin[0], Event.create(members[0].secret, 9000, "", [["h", ch], ["p", m.pubkey]], oldest))
+    # seed[(member, channel)] = ids of that member's seed messages there
+    seed: dict[tuple[int, int], list[str]] = {}
+    for mi, m in enumerate(members):
+        for ci, ch in enumerate(channels):
+            seed[(mi, ci)] = [
+                _add(seeds[mi], Event.create(m.secret, 9, f"seed {mi}/{ci}/{k}", [["h", ch]], oldest)).id
+                for k in range(MIX_SEEDS_PER_MEMBER)
+            ]
+    sorts = [name for name, share in MIX_SHARES for _ in range(share)]
+    mix = dict.fromkeys((name for name, _ in MIX_SHARES), 0)
+    triples = []
+    for i in range(n):
+        mi, ci = i % c, (i // c) % MIX_CHANNELS
+        m, ch, conn = members[mi], channels[ci], members[mi]
+        sort = sorts[(i * 37) % len(sorts)]
+        at = oldest + (i * 60) // n
+        other = seed[((mi + 1) % c, ci)]
+        target = other[i % len(other)]
+        if sort == "message":
+            ev = Event.create(m.secret, 9, f"message #{i} in {ch[:8]}", [["h", ch]], at)
+        elif sort == "reply":
+            ev = Event.create(m.secret, 9, f"reply #{i}", [["h", ch], ["e", target, "", "root"],
+                              ["e", target, "", "reply"]], at)  # fmt: skip
+        elif sort == "reaction":
+            ev = Event.create(m.secret, 7, f"+{i}", [["h", ch], ["e", target]], at)
+        else:
+            own = seed[(mi, ci)]
+            ev = Event.create(m.secret, 40003, f"edited #{i}", [["h", ch], ["e", own[i % len(own)]]], at)
+        mix[sort] += 1
+        _add(conn, ev)
+        triples.append((bytes.fromhex(ev.pubkey), bytes.fromhex(ev.sig), bytes.fromhex(ev.id)))
+    return Workload(members, triples, oldest, n, "workspace mix", [admin, seeds], [1, 128], mix)
 
 
 # -- (a) verify rate --------------------------------------------------------------------------------
@@ -183,9 +260,10 @@ def _spawn(name: str, argv: list[str], log_path: Path, cwd: Path) -> RelayProc:
     return RelayProc(name, proc, log_path)
 
 
-def start_buzz(tmp: Path) -> RelayProc:
-    data = tmp / "buzz-data"
-    data.mkdir()
+def start_buzz(tmp: Path, database_url: str | None = None, tag: str = "") -> RelayProc:
+    """`buzz relay serve` on a free loopback port: SQLite in `tmp`, or `database_url` (PostgreSQL)."""
+    data = tmp / f"buzz-data{tag}"
+    data.mkdir(exist_ok=True)  # bench/query.py restarts a relay on the store it loaded
     buzz = Path(sys.executable).with_name("buzz")
     argv = [
         str(buzz),
@@ -198,8 +276,10 @@ def start_buzz(tmp: Path) -> RelayProc:
         "--log-level",
         "WARNING",
     ]
-    relay = _spawn("buzz", argv, tmp / "buzz.log", tmp)
-    relay.config = "SQLite, one process"
+    if database_url:
+        argv[argv.index("--data-dir") : argv.index("--data-dir")] = ["--db", database_url]
+    relay = _spawn("buzz", argv, tmp / f"buzz{tag}-{time.monotonic_ns()}.log", tmp)
+    relay.config = "PostgreSQL, one process" if database_url else "SQLite (synchronous=FULL), one process"
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
         m = re.search(r"listening on (ws://\S+)", relay.log_path.read_text(errors="replace"))
@@ -287,7 +367,7 @@ def _peer_config(tmp: Path, port: int, fast: bool, workers: int) -> dict[str, An
         "authentication": {"enabled": False},
         "verification": {"nip05_verification": "disabled", "expiration": 2592000, "update_frequency": 3600},
         "message_timeout": 1800,
-        "subscription_limit": 32,
+        "subscription_limit": PEER_SUBSCRIPTION_LIMIT,
         "max_limit": 6000,
         "hellthread_limit": 100,
         "logging": {
@@ -362,6 +442,74 @@ async def _wait_ws(relay: RelayProc) -> None:
             except (aiohttp.ClientError, OSError, TimeoutError):
                 await asyncio.sleep(0.2)
     raise BenchError(f"{relay.name} did not start on {relay.url}:\n{relay.log_tail()}")
+
+
+PG_ADMIN_DSN = os.environ.get("BUZZ_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def _pg_dsn(name: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    return urlunsplit(urlsplit(PG_ADMIN_DSN)._replace(path="/" + name))
+
+
+@contextlib.contextmanager
+def pg_database() -> Any:
+    """A fresh PostgreSQL database on PG_ADMIN_DSN for one relay; dropped on exit.
+
+    Yields its DSN, or None (with the reason printed) when the server is unreachable."""
+    import asyncpg
+
+    name = f"buzz_bench_{os.urandom(6).hex()}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(PG_ADMIN_DSN, timeout=5)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    try:
+        asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        print(f"  PostgreSQL unreachable at {PG_ADMIN_DSN} ({exc}): PostgreSQL rows skipped", file=sys.stderr)
+        yield None
+        return
+    try:
+        yield _pg_dsn(name)
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def start_sdk(tmp: Path, tag: str = "") -> RelayProc:
+    """nostr-sdk's Rust LocalRelay (bench/sdk_relay.py) in a child process, LMDB in `tmp`."""
+    port = free_port()
+    data = tmp / f"sdk-lmdb{tag}"
+    data.mkdir()
+    script = Path(__file__).with_name("sdk_relay.py")
+    relay = _spawn(
+        "nostr-sdk", [sys.executable, str(script), str(port), str(data)], tmp / f"sdk{tag}.log", tmp
+    )
+    relay.url = f"ws://127.0.0.1:{port}"
+    import nostr_sdk
+
+    version = getattr(nostr_sdk, "__version__", None) or _dist_version("nostr-sdk")
+    relay.config = f"nostr-sdk {version} LocalRelay (Rust, in-process in its own Python process), NostrLmdb, rate limit lifted"
+    try:
+        asyncio.run(_wait_ws(relay))
+    except BaseException:
+        relay.stop()
+        raise
+    return relay
+
+
+def _dist_version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
 
 
 # -- client side ------------------------------------------------------------------------------------
@@ -501,6 +649,24 @@ async def run_ingest(
             timeout=AUTH_TIMEOUT_S + first_msg_wait + 5,
         )
         try:
+            for phase, w in zip(wl.setup, wl.setup_window, strict=True):
+                setup = _Tally()
+                await asyncio.wait_for(
+                    asyncio.gather(
+                        *(
+                            _pump(ws, url, c, w, setup)
+                            for ws, c in zip(sockets, phase, strict=True)
+                            if c.frames
+                        )
+                    ),
+                    timeout=timeout,
+                )
+                want = sum(len(c.frames) for c in phase)
+                if setup.accepted != want or setup.duplicates:
+                    raise BenchError(
+                        f"setup: {setup.accepted}/{want} accepted ({setup.duplicates} duplicates), "
+                        f"first refusal {setup.first_reject!r}"
+                    )
             tally = _Tally()
             cpu0, mine0 = group_cpu_s(pgid), time.process_time()
             t0 = time.perf_counter()
@@ -516,7 +682,7 @@ async def run_ingest(
             # its newest write (buzz answers OK after commit; nostr-relay's LMDB writer
             # thread commits after its OK).
             last_ids = [c.ids[-1] for c in wl.conns]
-            filt = {"ids": last_ids, "authors": [c.pubkey for c in wl.conns], "kinds": [1]}
+            filt = {"ids": last_ids, "authors": [c.pubkey for c in wl.conns]}
             deadline = time.monotonic() + VISIBLE_TIMEOUT_S
             i = 0
             while await _query_ids(sockets[0], filt, f"v{i}") < len(last_ids):
@@ -598,21 +764,58 @@ async def run_reqs(url: str, conn: Conn, count: int, warmup: int, first_msg_wait
 
 # -- orchestration -----------------------------------------------------------------------------------
 def bench_relay(
-    relay: RelayProc, wl: Workload, args: argparse.Namespace, first_msg_wait: float
+    relay: RelayProc, wl: Workload, args: argparse.Namespace, first_msg_wait: float, reqs: bool = True
 ) -> dict[str, Any]:
     age = time.time() - wl.oldest
     if age > BUZZ_MAX_AGE_S:
         raise BenchError(f"events are {age:.0f} s old; buzz would refuse them (clock window 900 s)")
-    print(f"  {relay.name}: ingest {wl.n} events over {len(wl.conns)} connections …", file=sys.stderr)
+    print(
+        f"  {relay.name}: ingest {wl.n} events ({wl.name}) over {len(wl.conns)} connections …",
+        file=sys.stderr,
+    )
     ing = asyncio.run(run_ingest(relay.url, relay.proc.pid, wl, args.window, first_msg_wait, args.timeout))
-    if ing.accepted != wl.n or ing.rejected:
+    if ing.accepted != wl.n or ing.rejected or ing.duplicates:
         raise BenchError(
-            f"{relay.name}: {ing.accepted}/{wl.n} accepted, {ing.rejected} rejected "
-            f"(first: {ing.first_reject!r})\n{relay.log_tail()}"
+            f"{relay.name}: {ing.accepted}/{wl.n} accepted ({ing.duplicates} duplicates), {ing.rejected} "
+            f"rejected (first: {ing.first_reject!r})\n{relay.log_tail()}"
         )
-    print(f"  {relay.name}: {args.reqs} REQs …", file=sys.stderr)
-    req = asyncio.run(run_reqs(relay.url, wl.conns[0], args.reqs, args.warmup, first_msg_wait))
-    return {"config": relay.config, "ingest": ing, "req": req}
+    row: dict[str, Any] = {"config": relay.config, "workload": wl.name, "ingest": ing, "load_avg": load_avg()}
+    if reqs:
+        print(f"  {relay.name}: {args.reqs} REQs …", file=sys.stderr)
+        row["req"] = asyncio.run(run_reqs(relay.url, wl.conns[0], args.reqs, args.warmup, first_msg_wait))
+    return row
+
+
+# Rows in the order they run: (key, relay, workload); `peer` is nostr-relay, `sdk` nostr-sdk.
+ROWS = (
+    ("buzz", "buzz", "kind1"),
+    ("buzz_pg", "buzz-pg", "kind1"),
+    ("peer", "nostr-relay", "kind1"),
+    ("sdk", "nostr-sdk", "kind1"),
+    ("buzz_mix", "buzz", "mix"),
+    ("buzz_pg_mix", "buzz-pg", "mix"),
+    ("peer_mix", "nostr-relay", "mix"),
+    ("sdk_mix", "nostr-sdk", "mix"),
+)
+
+
+def _start_nostr_relay(
+    venv: Path, tmp: Path, args: argparse.Namespace, fast_ok: bool, tag: str
+) -> tuple[RelayProc, list[str]]:
+    notes = []
+    sub = tmp / f"peer{tag}"
+    sub.mkdir()
+    if args.peer_config == "default":
+        notes.append("default config requested (--peer-config default)")
+    elif fast_ok:
+        try:
+            return start_peer(venv, sub, True, args.peer_workers), notes
+        except BenchError as exc:
+            notes.append(f"fast config failed to start: {str(exc).splitlines()[0]}")
+            print(f"  {exc}\n  falling back to nostr-relay's default config", file=sys.stderr)
+    else:
+        notes.append("fast config unavailable (lmdb/msgpack/whoosh/websockets<14 not importable)")
+    return start_peer(venv, sub, False, args.peer_workers), notes
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -630,103 +833,204 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         fast_ok = ensure_peer_venv(venv)  # before signing: pip may take a while
         if not fast_ok:
             print("nostr-relay fast-config modules missing; using its default config", file=sys.stderr)
+    wanted = [r for r in ROWS if _wanted(r, args)]
 
     print(f"signing {args.events} events with {args.connections} keys …", file=sys.stderr)
-    wl = make_workload(args.events, args.connections)
-
+    workloads = {"kind1": make_workload(args.events, args.connections)}
     print("verify rate (one core) …", file=sys.stderr)
-    out["verify_per_s"] = verify_rate(wl.triples, args.verify_seconds)
+    out["verify_per_s"] = verify_rate(workloads["kind1"].triples, args.verify_seconds)
 
     with tempfile.TemporaryDirectory(prefix="buzz-bench-") as tmpdir:
         tmp = Path(tmpdir)
-        relay = start_buzz(tmp)
-        try:
-            out["buzz"] = bench_relay(relay, wl, args, first_msg_wait=AUTH_TIMEOUT_S)
-        finally:
-            relay.stop()
-
-        if not args.skip_peer:
-            peer = None
-            notes = []
-            if args.peer_config == "default":
-                notes.append("default config requested (--peer-config default)")
-            elif fast_ok:
-                try:
-                    peer = start_peer(venv, tmp, True, args.peer_workers)
-                except BenchError as exc:
-                    notes.append(f"fast config failed to start: {str(exc).splitlines()[0]}")
-                    print(f"  {exc}\n  falling back to nostr-relay's default config", file=sys.stderr)
+        for key, relay_name, wl_name in wanted:
+            if wl_name not in workloads:
+                print(f"signing {args.events} workspace-mix events …", file=sys.stderr)
+                workloads[wl_name] = make_mix_workload(args.events, args.connections)
+                out["mix"] = workloads[wl_name].mix
+            wl, tag = workloads[wl_name], f"-{key}"
+            notes: list[str] = []
+            if relay_name == "buzz":
+                relay, wait = start_buzz(tmp, None, tag), AUTH_TIMEOUT_S
+            elif relay_name == "buzz-pg":
+                with pg_database() as url:  # a fresh database per row
+                    if url is None:
+                        continue
+                    relay = start_buzz(tmp, url, tag)
+                    try:
+                        out[key] = bench_relay(relay, wl, args, AUTH_TIMEOUT_S, wl_name == "kind1")
+                    finally:
+                        relay.stop()
+                continue
+            elif relay_name == "nostr-relay":
+                relay, notes = _start_nostr_relay(venv, tmp, args, fast_ok, tag)
+                wait = args.peer_auth_wait
             else:
-                notes.append("fast config unavailable (lmdb/msgpack/whoosh/websockets<14 not importable)")
-            if peer is None:
-                peer = start_peer(venv, tmp, False, args.peer_workers)
+                relay, wait = start_sdk(tmp, tag), args.peer_auth_wait
+            spy = _start_profiler(relay, args, key)
             try:
-                out["peer"] = bench_relay(peer, wl, args, first_msg_wait=args.peer_auth_wait)
-                out["peer"]["notes"] = notes
+                out[key] = bench_relay(relay, wl, args, wait, wl_name == "kind1")
+                out[key]["notes"] = notes
             finally:
-                peer.stop()
+                _stop_profiler(spy)
+                relay.stop()
     out["load_avg_end"] = load_avg()
     return out
 
 
+def _start_profiler(relay: RelayProc, args: argparse.Namespace, key: str) -> subprocess.Popen[bytes] | None:
+    """With --profile DIR: py-spy (from PyPI, in this venv) samples a buzz relay into
+    DIR/<row>.collapsed (folded stacks, idle frames excluded) until the row ends."""
+    if not args.profile or not relay.name.startswith("buzz"):
+        return None
+    spy = Path(sys.executable).with_name("py-spy")
+    if not spy.exists():
+        raise BenchError("--profile needs py-spy: .venv/bin/pip install py-spy")
+    Path(args.profile).mkdir(parents=True, exist_ok=True)
+    out = Path(args.profile) / f"{key}.collapsed"
+    argv = [
+        str(spy),
+        "record",
+        "-p",
+        str(relay.proc.pid),
+        "-f",
+        "raw",
+        "-o",
+        str(out),
+        "-r",
+        "250",
+        "--nonblocking",
+    ]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _stop_profiler(spy: subprocess.Popen[bytes] | None) -> None:
+    if spy is None:
+        return
+    spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        spy.wait(timeout=30)
+    if spy.poll() is None:
+        spy.kill()
+
+
+def _wanted(row: tuple[str, str, str], args: argparse.Namespace) -> bool:
+    _, relay, wl = row
+    if wl == "mix" and args.skip_mix:
+        return False
+    if relay == "buzz-pg" and args.skip_pg:
+        return False
+    if relay in ("nostr-relay", "nostr-sdk") and args.skip_peer:
+        return False
+    return not (relay == "nostr-sdk" and args.skip_sdk)
+
+
 # -- report -------------------------------------------------------------------------------------------
-def _ratio_line(label: str, value: float | None, target: float) -> str:
+LABELS = {
+    "buzz": "buzz SQLite",
+    "buzz_pg": "buzz PostgreSQL",
+    "peer": "nostr-relay",
+    "sdk": "nostr-sdk LocalRelay",
+    "buzz_mix": "buzz SQLite",
+    "buzz_pg_mix": "buzz PostgreSQL",
+    "peer_mix": "nostr-relay",
+    "sdk_mix": "nostr-sdk LocalRelay",
+}
+
+
+def _ratio_line(label: str, value: float | None, target: float | None) -> str:
     if value is None:
-        return f"{label:<34}{'n/a':>14}  target ≥ {target:g}×"
+        return f"{label:<44}{'n/a':>10}"
+    if target is None:
+        return f"{label:<44}{value:>9.2f}×"
     verdict = "MET" if value >= target else "NOT MET"
-    return f"{label:<34}{value:>13.2f}×  target ≥ {target:g}×  {verdict}"
+    return f"{label:<44}{value:>9.2f}×  target ≥ {target:g}×  {verdict}"
+
+
+def _rate(out: dict[str, Any], key: str) -> float | None:
+    return out[key]["ingest"].events_per_s if key in out else None
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
+
+
+def ratios(out: dict[str, Any]) -> dict[str, float | None]:
+    b, mix = _rate(out, "buzz"), _rate(out, "buzz_mix")
+    return {
+        "buzz_over_verify": _div(b, out["verify_per_s"]),
+        "buzz_over_peer": _div(b, _rate(out, "peer")),
+        "buzz_over_sdk": _div(b, _rate(out, "sdk")),
+        "buzz_pg_over_buzz": _div(_rate(out, "buzz_pg"), b),
+        "mix_over_kind1": _div(mix, b),
+        "mix_over_peer_mix": _div(mix, _rate(out, "peer_mix")),
+        "mix_over_sdk_mix": _div(mix, _rate(out, "sdk_mix")),
+        "req_p50_peer_over_buzz": _div(
+            out["peer"]["req"].p50_ms if "peer" in out else None, out["buzz"]["req"].p50_ms
+        ),
+    }
+
+
+TARGETS = {"buzz_over_verify": 0.5, "buzz_over_peer": 1.5, "req_p50_peer_over_buzz": 1.0}
+ABS_TARGETS = {"buzz": 10_500, "buzz_mix": 5_000}  # ev/s (issue 17 item 2)
+CPU_TARGET_US = 90
 
 
 def render(out: dict[str, Any]) -> str:
-    b, p = out["buzz"], out.get("peer")
     lines = [
         f"buzz ingest bench — {out['date']}",
         f"CPU: {out['cpu']} — {out['cores']} cores — Python {out['python']} — "
         f"load avg {out['load_avg_start']} at start, {out['load_avg_end']} at end",
-        f"N={out['events']} events (kind 1), C={out['connections']} connections, window={out['window']} "
+        f"N={out['events']} events per row, C={out['connections']} connections, window={out['window']} "
         f"in flight per connection, {out['reqs']} REQs",
-        f"buzz:        {b['config']}",
-        f"nostr-relay: {p['config'] if p else 'skipped (--skip-peer)'}",
     ]
-    if p and p.get("notes"):
-        lines += [f"             NOTE: {n}" for n in p["notes"]]
-    rows = [
-        ("coincurve BIP-340 verify, 1 core", f"{out['verify_per_s']:,.0f} ev/s"),
-        ("buzz ingest EVENT→OK", f"{b['ingest'].events_per_s:,.0f} ev/s"),
-        ("nostr-relay ingest EVENT→OK", f"{p['ingest'].events_per_s:,.0f} ev/s" if p else "n/a"),
-        ("buzz REQ→EOSE p50 / p95", f"{b['req'].p50_ms:.2f} / {b['req'].p95_ms:.2f} ms"),
-        (
-            "nostr-relay REQ→EOSE p50 / p95",
-            f"{p['req'].p50_ms:.2f} / {p['req'].p95_ms:.2f} ms" if p else "n/a",
-        ),
+    if "mix" in out:
+        lines.append(
+            f"workspace mix: {MIX_CHANNELS} channels × {out['connections']} members; "
+            + ", ".join(f"{k} {v}" for k, v in out["mix"].items())
+        )
+    seen = set()
+    for key, _, _ in ROWS:
+        if key in out and out[key]["config"] not in seen:
+            seen.add(out[key]["config"])
+            lines.append(f"  {LABELS[key]}: {out[key]['config']}")
+            lines += [f"    NOTE: {n}" for n in out[key].get("notes", [])]
+    lines += [
+        "",
+        f"{'workload / relay':<30}{'EVENT→OK':>12}{'queryable':>12}{'CPU/ev relay':>14}"
+        f"{'client':>9}{'REQ p50/p95 ms':>17}  load",
+        "-" * 110,
+        f"{'coincurve verify, 1 core':<30}{out['verify_per_s']:>9,.0f}/s",
     ]
-    width = 34
-    lines += ["", f"{'metric':<{width}}{'value':>22}", "-" * (width + 22)]
-    lines += [f"{k:<{width}}{v:>22}" for k, v in rows]
-    lines += ["-" * (width + 22)]
-    lines.append(
-        _ratio_line("buzz ingest / verify rate", b["ingest"].events_per_s / out["verify_per_s"], 0.5)
-    )
-    lines.append(
-        _ratio_line(
-            "buzz ingest / nostr-relay ingest",
-            b["ingest"].events_per_s / p["ingest"].events_per_s if p else None,
-            3,
+    for key, _, wl in ROWS:
+        if key not in out:
+            continue
+        r, ing = out[key], out[key]["ingest"]
+        req = f"{r['req'].p50_ms:.2f} / {r['req'].p95_ms:.2f}" if "req" in r else "—"
+        name = f"{'kind 1' if wl == 'kind1' else 'mix'} {LABELS[key]}"
+        lines.append(
+            f"{name:<30}{ing.events_per_s:>9,.0f}/s{ing.visible_events_per_s:>9,.0f}/s"
+            f"{ing.server_cpu_s / out['events'] * 1e6:>11.0f} µs{ing.client_cpu_s / out['events'] * 1e6:>6.0f} µs"
+            f"{req:>17}  {r['load_avg']}"
         )
-    )
-    relays = [("buzz", b)] + ([("nostr-relay", p)] if p else [])
-    lines.append("")
-    lines.append(
-        "until queryable (first send → last event returned by a REQ): "
-        + ", ".join(f"{name} {r['ingest'].visible_events_per_s:,.0f} ev/s" for name, r in relays)
-    )
-    lines.append(
-        "CPU per event during ingest (relay processes / bench client): "
-        + ", ".join(
-            f"{name} {r['ingest'].server_cpu_s / out['events'] * 1e6:.0f} / "
-            f"{r['ingest'].client_cpu_s / out['events'] * 1e6:.0f} µs"
-            for name, r in relays
+    lines.append("-" * 110)
+    rs = ratios(out)
+    for k, v in rs.items():
+        lines.append(_ratio_line(k.replace("_", " "), v, TARGETS.get(k)))
+    for key, target in ABS_TARGETS.items():
+        v = _rate(out, key)
+        if v is not None:
+            lines.append(
+                f"{key + ' ev/s':<44}{v:>10,.0f}  target ≥ {target:,}  {'MET' if v >= target else 'NOT MET'}"
+            )
+    if "buzz" in out:
+        cpu = out["buzz"]["ingest"].server_cpu_s / out["events"] * 1e6
+        lines.append(
+            f"{'buzz relay CPU per kind-1 event':<44}{cpu:>7.0f} µs  target ≤ {CPU_TARGET_US} µs  "
+            f"{'MET' if cpu <= CPU_TARGET_US else 'NOT MET'}"
         )
+    lines.append(
+        "EVENT→OK: buzz answers after the commit (SQLite synchronous=FULL / PostgreSQL); nostr-relay "
+        "answers before its LMDB writer commits; 'queryable' = until the last events are returned by a REQ."
     )
     return "\n".join(lines)
 
@@ -742,12 +1046,7 @@ def to_json(out: dict[str, Any]) -> dict[str, Any]:
         return v
 
     res = conv(out)
-    ours = out["buzz"]["ingest"].events_per_s
-    res["ratios"] = {
-        "buzz_over_verify": ours / out["verify_per_s"],
-        "buzz_over_peer": ours / out["peer"]["ingest"].events_per_s if "peer" in out else None,
-        "targets": {"buzz_over_verify": 0.5, "buzz_over_peer": 3.0},
-    }
+    res["ratios"] = {**ratios(out), "targets": TARGETS, "absolute_targets_ev_s": ABS_TARGETS}
     return res
 
 
@@ -784,7 +1083,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="fast",
         help="nostr-relay configuration: fast (LMDB + purple) or its default (SQLite + gunicorn)",
     )
-    ap.add_argument("--skip-peer", action="store_true", help="do not run nostr-relay")
+    ap.add_argument("--skip-peer", action="store_true", help="do not run nostr-relay nor nostr-sdk")
+    ap.add_argument("--skip-sdk", action="store_true", help="do not run nostr-sdk's LocalRelay")
+    ap.add_argument("--skip-pg", action="store_true", help="no PostgreSQL rows for buzz")
+    ap.add_argument("--skip-mix", action="store_true", help="no workspace-mix rows")
+    ap.add_argument(
+        "--profile", metavar="DIR", help="sample the buzz relays with py-spy into DIR/<row>.collapsed"
+    )
     ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
     args = ap.parse_args(argv)
     if not 2000 <= args.events <= 20_000:

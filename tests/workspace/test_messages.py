@@ -277,3 +277,32 @@ async def test_at_most_fifty_mentions(relay: RunningRelay, alice: Identity) -> N
         over = Event.create(alice.secret, 9, "hi all", [["h", c], *[["p", pk] for pk in people]])
         await refused(relay, a, over, "invalid: too many mentions (max 50)")
         await message(a, alice, c, "hi fifty", *[["p", pk] for pk in people[:50]], ["p", people[0]])
+
+
+# -- pipelined channel events (docs/decisions.md 74) ------------------------------------------------
+async def test_pipelined_channel_events_answer_as_if_sent_one_by_one(
+    relay: RunningRelay, alice: Identity
+) -> None:
+    """Messages, replies to them, reactions and edits sent back to back on one connection: each
+    dependent event (a reply, reaction or edit naming an event still in flight, a second
+    identical reaction) still sees what came before it, as one-by-one sending would."""
+    async with relay.client(alice) as a:
+        c = await create_channel(a, alice)
+        notes = [Event.create(alice.secret, 9, f"note {i}", [["h", c]]) for i in range(12)]
+        batch: list[Event] = []
+        for i, note in enumerate(notes):
+            batch += [
+                note,
+                _reply(alice, c, note, None, f"reply {i}"),
+                Event.create(alice.secret, 7, "👍", [["h", c], ["e", note.id]]),
+                Event.create(alice.secret, 40003, f"edited {i}", [["h", c], ["e", note.id]]),
+            ]
+        again = Event.create(alice.secret, 7, "👍", [["h", c], ["e", notes[0].id], ["x", "same reaction"]])
+        results = await asyncio.gather(*(a.publish(e) for e in [*batch, again]))
+        answers = [(r.accepted, r.message) for r in results]
+        assert answers[:-1] == [(True, "")] * len(batch)
+        assert answers[-1] == (False, "duplicate: reaction already exists")
+        assert await ids(a, {"kinds": [9, 7, 40003], "#h": [c]}) == {e.id for e in batch}
+        for i, note in enumerate(notes):
+            assert await relay.relay.store.get_thread(batch[4 * i + 1].id) == (note.id, 1)
+            assert await relay.relay.store.has_reaction(alice.pubkey, note.id, "👍")

@@ -11,14 +11,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from buzz.core.stored import StoredEvent
 from buzz.core.visibility import visible_by_sets
-from buzz.store.base import EventStore
+from buzz.store.base import Channel, EventStore
 
 log = logging.getLogger(__name__)
 
 MEMBERSHIP_CACHE_TTL_S = 10.0
+_FETCH: Any = object()  # "read the channel row from the store"
 
 
 class ChannelAccess:
@@ -50,8 +52,9 @@ class ChannelAccess:
         self._cache[key] = (now + self._ttl, ok)
         return ok
 
-    async def _lookup(self, channel_id: str, reader: str | None) -> bool:
-        channel = await self._store.get_channel(channel_id)  # type: ignore[attr-defined]
+    async def _lookup(self, channel_id: str, reader: str | None, channel: Any = _FETCH) -> bool:
+        if channel is _FETCH:
+            channel = await self._store.get_channel(channel_id)  # type: ignore[attr-defined]
         if channel is None or channel.deleted_at is not None:
             return False
         if channel.visibility == "open":
@@ -70,13 +73,14 @@ class ChannelAccess:
             return False
         return stored.channel_id is None or await self.readable(stored.channel_id, reader)
 
-    async def writable(self, channel_id: str, writer: str) -> bool:
+    async def writable(self, channel_id: str, writer: str, channel: Channel | object | None = _FETCH) -> bool:
         """relay.md §4.3 item 2: the channel exists and is open or `writer` is an active member.
 
-        Uncached: writes must see the newest membership. A failed lookup is False.
+        Uncached: writes must see the newest membership. A failed lookup is False. `channel`:
+        the row (or None) the caller has just read from the store, which saves a second read.
         """
         try:
-            return await self._lookup(channel_id, writer)
+            return await self._lookup(channel_id, writer, channel)
         except Exception:
             log.exception("membership lookup failed for channel %s", channel_id)
             return False

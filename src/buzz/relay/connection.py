@@ -14,6 +14,7 @@ import contextlib
 import logging
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from buzz.core.stored import StoredEvent
 from buzz.relay.outbound import Outbound
 from buzz.relay.session import Session
 from buzz.relay.subscriptions import Subscription
+from buzz.relay.turns import Turn
 from buzz.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -49,6 +51,10 @@ MAX_PIPELINED_EVENTS = 256  # per connection, awaiting their commit
 # Global-only kinds never derive a channel or read other events while being validated, so
 # consecutive ones from one connection may wait for their commits together.
 PIPELINABLE_KINDS = kinds.GLOBAL_ONLY_KINDS - {kinds.DELETION_KIND}
+# Channel content kinds whose validation reads only channel state (changed by admin kinds,
+# which are never pipelined) and the events their `e` tags name: pipelined too unless an event
+# still in flight on the connection is one of those, or names the same event (docs/decisions.md 74).
+INDEPENDENT_CHANNEL_KINDS = frozenset({9, 7, 40003})
 SENT_IDS_GRACE_S = 5.0  # how long after EOSE a stored result still suppresses its live copy
 INBOUND_BUFFER_BYTES = 8 << 20  # frames read ahead of their handling, per connection
 CLOSE_TIMEOUT_S = 2.0  # for the close frame to get out before the socket is dropped
@@ -77,6 +83,8 @@ class Connection:
         self._inbound_bytes = 0  # frames read but not yet handled
         self._inbound_room = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
+        self._inflight_refs: Counter[str] = Counter()  # ids and `e` values of in-flight events
+        self._last_turn: Turn | None = None
         self._slots = 0  # handler slots this connection holds
         self._missed_pongs = 0
         self._closing = False
@@ -258,11 +266,14 @@ class Connection:
         while True:
             msg, early, size = await self._lane.get()
             if isinstance(msg, EventMessage) and self._pipelinable(msg, early):
-                # Its write is queued behind this connection's earlier writes (the store keeps
-                # FIFO order), so the lane moves on without waiting for the commit.
-                task = asyncio.create_task(self._handle(msg, early, size))
+                # Its write is queued behind this connection's earlier writes (its Turn, then
+                # the store's FIFO), so the lane moves on without waiting for the commit.
+                turn = self._last_turn = Turn(self._last_turn)
+                refs = _refs(msg.event)
+                self._inflight_refs.update(refs)
+                task = asyncio.create_task(self._handle(msg, early, size, turn))
                 self._inflight.add(task)
-                task.add_done_callback(self._inflight.discard)
+                task.add_done_callback(lambda t, r=refs: self._pipelined_done(t, r))
                 if len(self._inflight) >= MAX_PIPELINED_EVENTS:
                     await asyncio.wait(self._inflight, return_when=asyncio.FIRST_COMPLETED)
                 continue
@@ -272,25 +283,43 @@ class Connection:
             await self._handle(msg, early, size)
 
     def _pipelinable(self, msg: EventMessage, early: Any) -> bool:
-        """Global-only kinds are validated without reading other events (docs/decisions.md 2a)."""
-        return not isinstance(early, BuzzError) and msg.event.kind in PIPELINABLE_KINDS
+        """Global-only kinds are validated without reading other events (docs/decisions.md 2a);
+        independent channel content kinds when nothing in flight is named by or names the
+        same events as this one (decision 76)."""
+        if isinstance(early, BuzzError):
+            return False
+        kind = msg.event.kind
+        if kind in PIPELINABLE_KINDS:
+            return True
+        if kind not in INDEPENDENT_CHANNEL_KINDS:
+            return False
+        return not self._inflight_refs or all(r not in self._inflight_refs for r in _refs(msg.event))
 
-    async def _handle(self, msg: Any, early: Any, size: int) -> None:
+    def _pipelined_done(self, task: asyncio.Task[None], refs: tuple[str, ...]) -> None:
+        self._inflight.discard(task)
+        self._inflight_refs.subtract(refs)
+        for r in refs:
+            if self._inflight_refs[r] <= 0:
+                del self._inflight_refs[r]
+
+    async def _handle(self, msg: Any, early: Any, size: int, turn: Turn | None = None) -> None:
         try:
-            await self._dispatch(msg, early)
+            await self._dispatch(msg, early, turn)
         except Exception:
             log.exception("handler failed")
             if isinstance(msg, EventMessage):
                 self.send(messages.ok(msg.event.id, False, "error: internal server error"))
         finally:
+            if turn is not None:
+                turn.release()
             self._release_slot()
             self._inbound_bytes -= size
             self._inbound_room.set()
 
-    async def _dispatch(self, msg: Any, early: Any) -> None:
+    async def _dispatch(self, msg: Any, early: Any, turn: Turn | None = None) -> None:
         match msg:
             case EventMessage():
-                await self._on_event(msg, early)
+                await self._on_event(msg, early, turn)
             case BadEventMessage():
                 if msg.type == "AUTH" and self.pubkey is None:
                     self._auth_failed = True  # a malformed AUTH is this connection's one attempt
@@ -309,13 +338,13 @@ class Connection:
             case AuthMessage():
                 await self._on_auth(msg)
 
-    async def _on_event(self, msg: EventMessage, early: Any) -> None:
+    async def _on_event(self, msg: EventMessage, early: Any, turn: Turn | None = None) -> None:
         event = msg.event
-        accepted, message = await self._event_verdict(event, early)
+        accepted, message = await self._event_verdict(event, early, turn)
         self.relay.telemetry.event_answered(event.id, event.kind, event.pubkey, accepted, message)
         self.send(messages.ok(event.id, accepted, message))
 
-    async def _event_verdict(self, event: Event, early: Any) -> tuple[bool, str]:
+    async def _event_verdict(self, event: Event, early: Any, turn: Turn | None = None) -> tuple[bool, str]:
         if isinstance(early, BuzzError):
             return False, str(early)
         # The session may have changed while queued (AUTH ahead of this EVENT): recheck.
@@ -324,7 +353,7 @@ class Connection:
             verified = await early
         except BuzzError as exc:
             return False, str(exc)
-        outcome = await self.relay.ingest.submit(event, self.session, verified)
+        outcome = await self.relay.ingest.submit(event, self.session, verified, turn)
         return outcome.accepted, outcome.message
 
     async def _on_auth(self, msg: AuthMessage) -> None:
@@ -445,3 +474,8 @@ class Connection:
             return
         self.relay.telemetry.req_answered("COUNT", msg.sub_id, None)
         self.send(messages.count(msg.sub_id, n))
+
+
+def _refs(event: Event) -> tuple[str, ...]:
+    """The event's id and its `e` values: what a pipelined channel event may depend on."""
+    return tuple(dict.fromkeys((event.id, *event.tag_values("e"))))

@@ -25,6 +25,7 @@ from buzz.relay.metrics_prom import RelayMetrics
 from buzz.relay.precheck import PrecheckContext, run_prechecks
 from buzz.relay.rules.base import KindRules
 from buzz.relay.session import Session
+from buzz.relay.turns import Turn
 from buzz.store.base import EventStore, InsertOutcome, StoreError
 
 log = logging.getLogger(__name__)
@@ -74,17 +75,21 @@ class Ingest:
         """relay.md §8 items 2–8 (raises the first BuzzError)."""
         run_prechecks(session, event, PrecheckContext(int(time.time()), self._max_past_drift_s))
 
-    async def submit(self, event: Event, session: Session, verified: StoredEvent | None = None) -> Outcome:
+    async def submit(
+        self, event: Event, session: Session, verified: StoredEvent | None = None, turn: Turn | None = None
+    ) -> Outcome:
         """Run the whole pipeline for one event; never raises.
 
         `verified` lets a caller that already ran `precheck` and `verify` (pipelined over a
-        connection) skip those steps.
+        connection) skip those steps; `turn` (pipelined events) orders the store write after
+        the previous event's and is released once this one's write is queued (the caller
+        releases it on every other exit).
         """
         try:
             if verified is None:
                 self.precheck(event, session)
                 verified = await self.verify(event)
-            return await self._accept(verified, session)
+            return await self._accept(verified, session, turn)
         except BuzzError as exc:
             return Outcome(False, str(exc))
         except StoreError:
@@ -94,12 +99,17 @@ class Ingest:
             log.exception("unexpected failure while ingesting %s", event.id)
             return Outcome(False, "error: internal server error")
 
-    async def _accept(self, stored: StoredEvent, session: Session) -> Outcome:
+    async def _accept(self, stored: StoredEvent, session: Session, turn: Turn | None = None) -> Outcome:
         if kinds.is_ephemeral(stored.event.kind):
             stored = await self._rules.ephemeral(stored, session)
             await self._fanout.publish(stored)
             return Outcome(True, "")
         plan = await self._rules.plan(stored, session)
+        if turn is not None:
+            await turn.wait()
+            # Released before the insert call: nothing suspends between here and the store
+            # queueing the write, so the next event cannot queue ahead of this one.
+            turn.release()
         started = time.perf_counter()
         outcome = await self._store.insert(plan.stored, plan.effects)
         if self.metrics is not None:

@@ -21,7 +21,7 @@ from buzz.core.keys import is_hex
 from buzz.core.stored import StoredEvent
 from buzz.relay.access import ChannelAccess
 from buzz.relay.session import Session
-from buzz.store.base import SYSTEM, Effect, EventStore
+from buzz.store.base import SYSTEM, Channel, Effect, EventStore
 
 if TYPE_CHECKING:
     from buzz.relay.emit import Emitter
@@ -88,9 +88,10 @@ class KindRules:
         channel_id, event = stored.channel_id, stored.event
         if channel_id is None:
             return
-        if event.kind not in OWN_CHANNEL_RULES:
-            await self.write_gate(channel_id, event.pubkey)
+        # One read of the row serves the write gate and the checks after it.
         channel = await self.store.get_channel(channel_id)
+        if event.kind not in OWN_CHANNEL_RULES:
+            await self.write_gate(channel_id, event.pubkey, channel)
         if channel is None:
             if event.kind in EXISTING_CHANNEL_RULES:
                 raise NOT_A_MEMBER()
@@ -139,9 +140,10 @@ class KindRules:
                 return heads[0].channel_id if heads else None
         return None
 
-    async def write_gate(self, channel_id: str, pubkey: str) -> None:
-        """relay.md §4.3 item 2: exists and (active member or open), else restricted."""
-        if not await self.access.writable(channel_id, pubkey):  # type: ignore[attr-defined]
+    async def write_gate(self, channel_id: str, pubkey: str, *channel: Channel | None) -> None:
+        """relay.md §4.3 item 2: exists and (active member or open), else restricted. An
+        optional `channel` is the row the caller has just read (else it is read here)."""
+        if not await self.access.writable(channel_id, pubkey, *channel):  # type: ignore[attr-defined]
             raise NOT_A_MEMBER()
 
     @staticmethod

@@ -1,0 +1,223 @@
+"""Client worker processes for the fan-out and connection benches (bench/fanout.py,
+bench/connections.py): many WebSocket connections spread over several processes, so that the
+bench client is not the bottleneck, each process reporting its own CPU.
+
+A worker is a forked process driven over a `multiprocessing` pipe with small dicts:
+  parent → {"op": "open", "url", "n", "first_msg_wait", "subs": [filter, …] per connection}
+  worker → {"op": "opened", "connect_s": [seconds per connection], "cpu_s"}
+  parent → {"op": "collect", "expect": events per connection, "timeout"}
+  worker → {"op": "collected", "arrivals": {event id: [perf_counter, …]}, "short": connections
+            that got fewer than `expect`, "cpu_s"}
+  parent → {"op": "close"} → worker closes its sockets and exits.
+`time.perf_counter` is CLOCK_MONOTONIC, the same clock in every process of the machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing as mp
+import os
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import aiohttp
+import orjson
+
+from buzz.core.keys import generate_secret_key
+
+OPEN_CONCURRENCY = 16  # handshakes in flight per worker
+EOSE_TIMEOUT_S = 60.0
+
+
+def _cpu() -> float:
+    return time.process_time()
+
+
+async def _open_one(session: aiohttp.ClientSession, url: str, wait: float, subs: list[dict[str, Any]]) -> Any:
+    import ingest  # bench/ingest.py: open_conn answers the relay's AUTH challenge
+
+    t0 = time.perf_counter()
+    ws = await ingest.open_conn(session, url, generate_secret_key(), wait)
+    elapsed = time.perf_counter() - t0
+    # One REQ at a time per connection: the relay refuses (NOTICE) past 1,024 handlers in flight.
+    for i, filt in enumerate(subs):
+        await ws.send_str(orjson.dumps(["REQ", f"s{i}", filt]).decode())
+        while True:
+            msg = await ingest._recv_json(ws, EOSE_TIMEOUT_S)
+            if msg[0] == "EOSE":
+                break
+            if msg[0] in ("CLOSED", "NOTICE"):
+                raise ingest.BenchError(f"subscription refused: {msg!r}")
+    return ws, elapsed
+
+
+async def _bounded(
+    sem: asyncio.Semaphore, session: aiohttp.ClientSession, url: str, wait: float, subs: list[dict[str, Any]]
+) -> Any:
+    async with sem:
+        return await _open_one(session, url, wait, subs)
+
+
+async def _worker(pipe: Connection) -> None:
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        sockets: list[Any] = []
+        while True:
+            cmd = await asyncio.get_running_loop().run_in_executor(None, pipe.recv)
+            if cmd["op"] == "open":
+                cpu0 = _cpu()
+                sem = asyncio.Semaphore(OPEN_CONCURRENCY)
+                try:
+                    opened = await asyncio.gather(
+                        *(_bounded(sem, session, cmd["url"], cmd["first_msg_wait"], s) for s in cmd["subs"])
+                    )
+                except Exception as exc:  # reported, the parent fails the run
+                    import traceback
+
+                    pipe.send({"op": "error", "error": "".join(traceback.format_exception(exc))[-1500:]})
+                    continue
+                sockets += [ws for ws, _ in opened]
+                pipe.send({"op": "opened", "connect_s": [t for _, t in opened], "cpu_s": _cpu() - cpu0})
+            elif cmd["op"] == "collect":
+                cpu0 = _cpu()
+                arrivals: dict[str, list[float]] = {}
+                counts = await asyncio.gather(
+                    *(_collect(ws, cmd["expect"], cmd["timeout"], arrivals) for ws in sockets)
+                )
+                short = sum(1 for c in counts if c < cmd["expect"])
+                pipe.send({"op": "collected", "arrivals": arrivals, "short": short, "cpu_s": _cpu() - cpu0})
+            elif cmd["op"] == "close":
+                await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
+                pipe.send({"op": "closed"})
+                return
+
+
+async def _collect(ws: Any, expect: int, timeout: float, arrivals: dict[str, list[float]]) -> int:
+    got = 0
+    deadline = time.monotonic() + timeout
+    while got < expect:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            msg = await asyncio.wait_for(ws.receive(), left)
+        except TimeoutError:
+            break
+        now = time.perf_counter()
+        if msg.type != aiohttp.WSMsgType.TEXT:
+            break
+        data = orjson.loads(msg.data)
+        if data[0] == "EVENT":
+            arrivals.setdefault(data[2]["id"], []).append(now)
+            got += 1
+    return got
+
+
+def _main(pipe: Connection) -> None:
+    try:
+        asyncio.run(_worker(pipe))
+    finally:
+        pipe.close()
+        os._exit(0)
+
+
+class Workers:
+    """`count` forked worker processes; `open`, `collect`, then `close` (also on errors)."""
+
+    def __init__(self, count: int) -> None:
+        ctx = mp.get_context("fork")
+        self.pipes: list[Connection] = []
+        self.procs: list[Any] = []
+        for _ in range(count):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_main, args=(child,), daemon=True)
+            proc.start()
+            child.close()
+            self.pipes.append(parent)
+            self.procs.append(proc)
+
+    def _ask(self, cmds: list[dict[str, Any]], timeout: float) -> list[dict[str, Any]]:
+        import ingest
+
+        for pipe, cmd in zip(self.pipes, cmds, strict=True):
+            pipe.send(cmd)
+        out = []
+        for pipe in self.pipes:
+            if not pipe.poll(timeout):
+                raise ingest.BenchError(
+                    f"a client worker did not answer {cmds[0]['op']!r} in {timeout:.0f} s"
+                )
+            reply = pipe.recv()
+            if reply["op"] == "error":
+                raise ingest.BenchError(f"client worker: {reply['error']}")
+            out.append(reply)
+        return out
+
+    def open(
+        self, url: str, subs: list[list[dict[str, Any]]], first_msg_wait: float, timeout: float
+    ) -> list[dict[str, Any]]:
+        """Spread connections (one list of filters each) round-robin over the workers."""
+        shares: list[list[list[dict[str, Any]]]] = [[] for _ in self.pipes]
+        for i, s in enumerate(subs):
+            shares[i % len(shares)].append(s)
+        return self._ask(
+            [{"op": "open", "url": url, "subs": sh, "first_msg_wait": first_msg_wait} for sh in shares],
+            timeout,
+        )
+
+    def collect(self, expect: int, timeout: float) -> list[dict[str, Any]]:
+        return self._ask(
+            [{"op": "collect", "expect": expect, "timeout": timeout}] * len(self.pipes), timeout + 30
+        )
+
+    def start_collect(self, expect: int, timeout: float) -> None:
+        """Workers start counting deliveries; `finish_collect` gathers their answers."""
+        for pipe in self.pipes:
+            pipe.send({"op": "collect", "expect": expect, "timeout": timeout})
+
+    def finish_collect(self, timeout: float) -> list[dict[str, Any]]:
+        import ingest
+
+        out = []
+        for pipe in self.pipes:
+            if not pipe.poll(timeout):
+                raise ingest.BenchError(f"a client worker did not finish collecting in {timeout:.0f} s")
+            out.append(pipe.recv())
+        return out
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._ask([{"op": "close"}] * len(self.pipes), 30)
+        for proc in self.procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+
+def rss_kib(pid: int) -> int:
+    """VmRSS of one process, KiB (from /proc)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def group_rss_kib(pgid: int) -> int:
+    """Sum of VmRSS over the live processes of process group `pgid`, KiB."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry)) == pgid:
+                total += rss_kib(int(entry))
+        except (OSError, ValueError):
+            continue
+    return total

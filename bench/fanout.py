@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Fan-out benchmark: one publisher → S live subscribers, buzz vs nostr-relay (issue 17 item 1).
+
+Run by `make bench` (never by the tests), loopback only. Per relay and per step S
+(default 100 / 1,000 / 5,000): S authenticated connections, each with one matching live
+subscription (`{"kinds":[1],"authors":[publisher],"since":now}`), spread over W forked client
+processes (bench/clients.py) so that the client is not the bottleneck; the publisher sends
+M events one at a time (OK awaited, then a pause so that deliveries do not overlap) and the
+delivery latency of each (event, subscriber) is arrival − send on the machine's monotonic
+clock. Every subscriber must receive every event exactly once (asserted).
+
+Then the cost of idle subscriptions: the publisher pipelines N kind 1 events while 100
+connections hold 1 (100 in all) or 100 (10,000 in all) non-matching subscriptions; the
+ratio of the two publish rates is the cost. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import clients
+import ingest
+
+from buzz.core.event import Event
+from buzz.core.keys import generate_secret_key
+
+OPEN_TIMEOUT_S = 300.0
+
+
+async def _publish(url: str, secret: str, m: int, gap: float, wait: float) -> dict[str, float]:
+    """M events one at a time; returns id → perf_counter just before its send."""
+    sent: dict[str, float] = {}
+    async with aiohttp.ClientSession() as session:
+        ws = await ingest.open_conn(session, url, secret, wait)
+        try:
+            for i in range(m):
+                ev = Event.create(secret, 1, f"fanout {os.urandom(4).hex()} #{i}")
+                frame = f'["EVENT",{ev.to_json()}]'
+                sent[ev.id] = time.perf_counter()
+                await ws.send_str(frame)
+                while True:
+                    msg = await ingest._recv_json(ws, ingest.MSG_TIMEOUT_S)
+                    if msg[0] == "OK" and msg[1] == ev.id:
+                        if not msg[2]:
+                            raise ingest.BenchError(f"publish refused: {msg[3]!r}")
+                        break
+                await asyncio.sleep(gap)
+        finally:
+            await ws.close()
+    return sent
+
+
+def fanout_step(relay: ingest.RelayProc, s: int, args: argparse.Namespace, wait: float) -> dict[str, Any]:
+    secret = generate_secret_key()
+    pub = Event.create(secret, 1, "probe").pubkey
+    workers = clients.Workers(min(args.workers, s))
+    try:
+        t0 = time.perf_counter()
+        filt = {"kinds": [1], "authors": [pub], "since": int(time.time()) - 5}
+        workers.open(relay.url, [[filt]] * s, wait, OPEN_TIMEOUT_S)
+        open_s = time.perf_counter() - t0
+        gap = args.gap + s / 5000
+        workers.start_collect(args.messages, args.messages * (gap + 5) + 30)
+        cpu0 = ingest.group_cpu_s(relay.proc.pid)
+        sent = asyncio.run(_publish(relay.url, secret, args.messages, gap, wait))
+        replies = workers.finish_collect(args.messages * (gap + 5) + 60)
+        relay_cpu = ingest.group_cpu_s(relay.proc.pid) - cpu0
+    finally:
+        workers.close()
+    lat: list[float] = []
+    per_event: dict[str, int] = dict.fromkeys(sent, 0)
+    for rep in replies:
+        for eid, arrivals in rep["arrivals"].items():
+            if eid not in sent:
+                raise ingest.BenchError(f"{relay.name}: delivered an event that was not published: {eid}")
+            per_event[eid] += len(arrivals)
+            lat += [a - sent[eid] for a in arrivals]
+    wrong = {e: n for e, n in per_event.items() if n != s}
+    if wrong or any(r["short"] for r in replies):
+        raise ingest.BenchError(
+            f"{relay.name}: S={s}: deliveries per event {sorted(set(wrong.values()))}, expected {s}"
+        )
+    lat.sort()
+    deliveries = len(lat)
+    client_cpu = sum(r["cpu_s"] for r in replies)
+    return {
+        "subscribers": s,
+        "messages": args.messages,
+        "p50_ms": ingest._pct(lat, 50) * 1e3,
+        "p99_ms": ingest._pct(lat, 99) * 1e3,
+        "max_ms": lat[-1] * 1e3,
+        "relay_cpu_us_per_delivery": relay_cpu / deliveries * 1e6,
+        "client_cpu_us_per_delivery": client_cpu / deliveries * 1e6,
+        "connect_s": open_s,
+        "load_avg": ingest.load_avg(),
+    }
+
+
+def idle_step(
+    relay: ingest.RelayProc, per_conn: int, args: argparse.Namespace, wait: float
+) -> dict[str, Any]:
+    workers = clients.Workers(args.workers)
+    try:
+        subs = [
+            [{"kinds": [1], "authors": [os.urandom(32).hex()]} for _ in range(per_conn)]
+            for _ in range(args.idle_connections)
+        ]
+        workers.open(relay.url, subs, wait, OPEN_TIMEOUT_S)
+        wl = ingest.make_workload(args.events, 1)
+        ing = asyncio.run(ingest.run_ingest(relay.url, relay.proc.pid, wl, args.window, wait, 240))
+    finally:
+        workers.close()
+    if ing.accepted != wl.n or ing.rejected:
+        raise ingest.BenchError(f"{relay.name}: idle row: {ing.accepted}/{wl.n} accepted")
+    return {
+        "idle_subscriptions": per_conn * args.idle_connections,
+        "events_per_s": ing.events_per_s,
+        "relay_cpu_us_per_event": ing.server_cpu_s / wl.n * 1e6,
+        "load_avg": ingest.load_avg(),
+    }
+
+
+def bench(relay: ingest.RelayProc, args: argparse.Namespace, wait: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"config": relay.config, "fanout": [], "idle": []}
+    for s in args.steps:
+        print(f"  {relay.name}: fan-out to {s} subscribers …", file=sys.stderr)
+        out["fanout"].append(fanout_step(relay, s, args, wait))
+    for per_conn in (1, 100):
+        print(
+            f"  {relay.name}: publish with {per_conn * args.idle_connections} idle subscriptions …",
+            file=sys.stderr,
+        )
+        out["idle"].append(idle_step(relay, per_conn, args, wait))
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {**ingest.machine_facts(), "workers": args.workers, "messages": args.messages}
+    venv = Path(args.peer_venv).resolve()
+    fast_ok = False if args.skip_peer else ingest.ensure_peer_venv(venv)
+    ingest.PEER_SUBSCRIPTION_LIMIT = 128  # nostr-relay's default 32 would refuse the idle row
+    env_before = os.environ.get("BUZZ_MAX_CONNECTIONS")
+    os.environ["BUZZ_MAX_CONNECTIONS"] = str(max(args.steps) + 100)
+    try:
+        with tempfile.TemporaryDirectory(prefix="buzz-fanout-") as tmpdir:
+            tmp = Path(tmpdir)
+            relay = ingest.start_buzz(tmp)
+            try:
+                out["buzz"] = bench(relay, args, ingest.AUTH_TIMEOUT_S)
+            finally:
+                relay.stop()
+            if not args.skip_peer:
+                peer = ingest.start_peer(venv, tmp, fast_ok, args.peer_workers)
+                try:
+                    out["peer"] = bench(peer, args, 0.05)
+                finally:
+                    peer.stop()
+    finally:
+        if env_before is None:
+            os.environ.pop("BUZZ_MAX_CONNECTIONS", None)
+        else:
+            os.environ["BUZZ_MAX_CONNECTIONS"] = env_before
+    out["load_avg_end"] = ingest.load_avg()
+    return out
+
+
+def _idle_cost(r: dict[str, Any]) -> float:
+    few, many = r["idle"]
+    return few["events_per_s"] / many["events_per_s"]
+
+
+def render(out: dict[str, Any]) -> str:
+    lines = [
+        f"buzz fan-out bench — {out['date']}",
+        f"CPU: {out['cpu']} — {out['cores']} cores — load avg {out['load_avg_start']} at start, "
+        f"{out['load_avg_end']} at end",
+        f"{out['messages']} events per step, subscribers over {out['workers']} client processes",
+    ]
+    relays = [("buzz", out["buzz"])] + ([("nostr-relay", out["peer"])] if "peer" in out else [])
+    lines += [f"  {n}: {r['config']}" for n, r in relays]
+    lines += [
+        "",
+        f"{'relay':<13}{'subs':>6}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'relay CPU/deliv':>17}"
+        f"{'client CPU/deliv':>18}  load",
+        "-" * 100,
+    ]
+    for name, r in relays:
+        for f in r["fanout"]:
+            lines.append(
+                f"{name:<13}{f['subscribers']:>6}{f['p50_ms']:>9.1f}{f['p99_ms']:>9.1f}{f['max_ms']:>9.1f}"
+                f"{f['relay_cpu_us_per_delivery']:>14.0f} µs{f['client_cpu_us_per_delivery']:>15.0f} µs  {f['load_avg']}"
+            )
+    lines.append("-" * 100)
+    for name, r in relays:
+        few, many = r["idle"]
+        lines.append(
+            f"{name:<13} publish rate with {few['idle_subscriptions']:,} idle subs {few['events_per_s']:,.0f} ev/s, "
+            f"with {many['idle_subscriptions']:,}: {many['events_per_s']:,.0f} ev/s → cost {_idle_cost(r):.2f}×"
+        )
+    b = out["buzz"]
+    thousand = next((f for f in b["fanout"] if f["subscribers"] == 1000), None)
+    if "peer" in out:
+        for fb, fp in zip(b["fanout"], out["peer"]["fanout"], strict=True):
+            lines.append(
+                f"S={fb['subscribers']}: buzz p99 / nostr-relay p99 = {fb['p99_ms'] / fp['p99_ms']:.2f}×, "
+                f"p50 ratio {fb['p50_ms'] / fp['p50_ms']:.2f}×"
+            )
+    if thousand:
+        lines.append(
+            f"target: 1,000 subscribers p99 < 20 ms: {thousand['p99_ms']:.1f} ms "
+            f"{'MET' if thousand['p99_ms'] < 20 else 'NOT MET'} (client CPU shown, not subtracted)"
+        )
+    lines.append(
+        f"target: 10,000 idle subs cost < 2× 100: {_idle_cost(b):.2f}× {'MET' if _idle_cost(b) < 2 else 'NOT MET'}"
+    )
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=lambda v: [int(x) for x in v.split(",")], default=[100, 1000, 5000],
+                    help="subscriber counts, comma-separated (each 1–9000)")  # fmt: skip
+    ap.add_argument("-m", "--messages", type=int, default=10, help="events published per step (1–100)")
+    ap.add_argument("--gap", type=float, default=0.1, help="pause after each OK, s (+ S/5000 s)")
+    ap.add_argument("-w", "--workers", type=int, default=4, help="client processes (1–16)")
+    ap.add_argument(
+        "--idle-connections", type=int, default=100, help="connections holding the idle subscriptions"
+    )
+    ap.add_argument("-n", "--events", type=int, default=3000, help="events pipelined in the idle rows")
+    ap.add_argument("--window", type=int, default=128, help="events in flight in the idle rows")
+    ap.add_argument("--peer-venv", default=str(ingest.ROOT / ".bench-venv"))
+    ap.add_argument("--peer-workers", type=int, default=1)
+    ap.add_argument("--skip-peer", action="store_true", help="buzz only")
+    ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
+    args = ap.parse_args(argv)
+    if not all(1 <= s <= 9000 for s in args.steps) or not 1 <= args.messages <= 100:
+        ap.error("--steps each 1–9000, --messages 1–100")
+    if (
+        not 1 <= args.workers <= 16
+        or not 1 <= args.idle_connections <= 1000
+        or not 100 <= args.events <= 20000
+    ):
+        ap.error("--workers 1–16, --idle-connections 1–1000, --events 100–20000")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        out = run(args)
+    except ingest.BenchError as exc:
+        print(f"bench failed: {exc}", file=sys.stderr)
+        return 1
+    print(render(out))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
