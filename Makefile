@@ -52,6 +52,7 @@ bench: $(VENV)/.dev
 	@if [ -f bench/huddle.py ]; then $(BIN)/python bench/huddle.py; else echo "bench/huddle.py not present: skipped"; fi
 	$(BIN)/python bench/soak.py $(SOAK_ARGS)
 	$(BIN)/python bench/stt.py
+	$(BIN)/python bench/recall.py
 
 # The import-layer rule (docs/architecture.md) is a test; lint runs it too, without servers.
 lint: $(VENV)/.dev

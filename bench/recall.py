@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Engram recall benchmark (issue 16). Run by `make bench`, never by the tests.
+
+A fixed, seeded corpus: an agent's notes about people (preferences, dates, contacts) and
+projects (budgets, decisions, deadlines), with names, dates and numbers. Every query
+paraphrases one note without its words: it may name the person or project, nothing else
+(memory "Dana prefers async reviews over meetings", query "how does Dana like to get
+feedback?"). A tenth of the queries drop the name too and share no word at all with any note
+of their topic, so BM25 sees only noise there.
+
+Prints recall@1 and recall@5 for BM25 alone, embeddings alone and the hybrid over 500 notes and
+200 queries, then the warm search latency (index built, one query) over 500 and 5,000 notes,
+and the index build time. Targets: hybrid recall@5 ≥ 0.9; 5,000-note search < 300 ms warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from buzz.recall.embed import MODEL_NAME
+from buzz.recall.rank import RecallIndex
+
+# (note template, paraphrase template); {n} is the person, {x} a number, {d} a date.
+PERSON = [
+    ("{n} prefers async reviews over meetings", "how does {n} like to get feedback?"),
+    ("{n} is allergic to peanuts, noted on {d}", "what food must {n} avoid eating?"),
+    ("{n}'s birthday is on {d}", "when does {n} celebrate turning a year older?"),
+    ("{n} works from Lisbon in the winter months", "which city does {n} stay in when it is cold?"),
+    ("{n} reports to the head of engineering since {d}", "who is {n}'s manager?"),
+    ("{n} takes parental leave starting {d}", "when will {n} be away caring for a newborn?"),
+    ("{n} speaks fluent Japanese and some Korean", "what languages does {n} know?"),
+    ("{n}'s phone number ends in {x}", "how can I call {n}?"),
+    ("{n} dislikes early calls before 9am", "what time of day should I avoid scheduling {n}?"),
+    ("{n} owns the billing service on-call rotation", "who gets paged when payments break? {n}?"),
+    ("{n} drinks green tea, never coffee", "what beverage should I offer {n}?"),
+    ("{n} joined the company on {d} as a designer", "when was {n} hired?"),
+    ("{n} runs marathons and trains on weekends", "what sport is {n} into?"),
+    ("{n} asked for a raise of {x} percent", "how much more salary does {n} want?"),
+    ("{n} is vegetarian and avoids fish", "what diet does {n} follow?"),
+]
+PROJECT = [
+    ("The Q3 budget for project {n} is {x},000 euros", "how much money can {n} spend this quarter?"),
+    ("We decided to move {n}'s database to PostgreSQL on {d}", "which storage engine did {n} pick?"),
+    ("Project {n} ships its beta by {d}", "when is {n}'s first public preview due?"),
+    ("{n}'s deploy pipeline takes {x} minutes", "how long does releasing {n} to production last?"),
+    ("Project {n} was cancelled after the audit on {d}", "is {n} still going ahead?"),
+    ("{n} uses Rust for the ingestion workers", "what programming language powers {n}'s backend jobs?"),
+    ("{n}'s error rate rose to {x} per thousand requests", "how often does {n} fail?"),
+    ("The client for {n} is a hospital chain in Ohio", "who is paying for {n}?"),
+    ("{n} moved its standup to Thursdays", "which weekday do {n}'s folks sync?"),
+    ("{n} must comply with GDPR before launch", "what privacy regulation applies to {n}?"),
+]
+# Paraphrases that name nobody and share no word with their note's template.
+NAMELESS = [
+    (PERSON[2], "whose anniversary of birth falls on {d}?"),
+    (PROJECT[0], "which initiative has {x},000 to spend?"),
+]
+FIRST = "Dana Omar Lena Priya Tomas Mei Kofi Ines Yusuf Hana Marek Zoe Ravi Ada Bruno".split()
+FIRST += "Chidi Elif Nils Sara Theo Wen Aroha Diego Freya Goran Isla Jun Kira Lior Maya".split()
+LAST = "Kowal Silva Berg Nakamura Okafor Rossi Haddad Novak Dubois Lind".split()
+CODE = "Atlas Borealis Cobalt Delta Ember Falcon Granite Harbor Indigo Juniper".split()
+CODE += "Kestrel Lumen Meridian Nimbus Onyx Pioneer Quartz Raven Sierra Tundra".split()
+MONTHS = "January February March April May June July August September October November".split()
+
+
+def corpus(size: int, seed: int = 16) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """`size` notes as (slug, text) and their (slug, query) pairs, person:project = 3:2."""
+    rnd = random.Random(seed)
+    people = [f"{f} {last}" for last in LAST for f in FIRST]
+    projects = [f"{c}-{i}" for i in range(1, 100) for c in CODE]
+    notes: list[tuple[str, str]] = []
+    queries: list[tuple[str, str]] = []
+    n_person = size * 3 // 5
+    for i in range(size):
+        pool, names, k = (
+            (PERSON, people, i) if i < n_person else (PROJECT, projects, i - n_person)
+        )
+        note, query = pool[k % len(pool)]
+        name = names[k // len(pool)]
+        fill = {"n": name, "x": rnd.randint(10, 990), "d": f"{rnd.randint(1, 28)} {rnd.choice(MONTHS)}"}
+        slug = f"note-{i:05d}"
+        notes.append((slug, note.format(**fill)))
+        nameless = [q for (tpl, q) in NAMELESS if tpl[0] == note]
+        queries.append((slug, (nameless[0] if nameless and rnd.random() < 0.5 else query).format(**fill)))
+    return notes, queries
+
+
+def recall(index: RecallIndex, queries: list[tuple[str, str]], mode: str) -> tuple[float, float]:
+    at1 = at5 = 0
+    for slug, text in queries:
+        hits = [h.slug for h in index.search(text, 5, mode)]
+        at1 += hits[:1] == [slug]
+        at5 += slug in hits
+    return at1 / len(queries), at5 / len(queries)
+
+
+def latency_ms(index: RecallIndex, queries: list[tuple[str, str]], rounds: int) -> tuple[float, float]:
+    samples = []
+    for _, text in queries[:rounds]:
+        start = time.perf_counter()
+        index.search(text, 10)
+        samples.append((time.perf_counter() - start) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[int(len(samples) * 0.95) - 1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--json", action="store_true", help="one JSON line instead of a table")
+    args = parser.parse_args()
+    notes, all_queries = corpus(500)
+    rnd = random.Random(7)
+    queries = rnd.sample(all_queries, args.queries)
+    index = RecallIndex(notes)
+    report: dict[str, object] = {"model": MODEL_NAME, "notes": len(notes), "queries": len(queries)}
+    for mode in ("bm25", "embedding", "hybrid"):
+        r1, r5 = recall(index, queries, mode)
+        report[mode] = {"recall@1": round(r1, 3), "recall@5": round(r5, 3)}
+    for size in (500, 5000):
+        big_notes, big_queries = corpus(size)
+        start = time.perf_counter()
+        big = RecallIndex(big_notes)
+        build = (time.perf_counter() - start) * 1000
+        vectors = big.vectors
+        start = time.perf_counter()
+        RecallIndex(big_notes, vectors)  # what a search with a warm embedding cache rebuilds
+        rebuild = (time.perf_counter() - start) * 1000
+        p50, p95 = latency_ms(big, big_queries, 50)
+        report[f"latency_{size}"] = {
+            "search_p50_ms": round(p50, 1),
+            "search_p95_ms": round(p95, 1),
+            "build_cold_ms": round(build),
+            "build_cached_vectors_ms": round(rebuild),
+        }
+    hybrid = report["hybrid"]
+    ok = hybrid["recall@5"] >= 0.9 and report["latency_5000"]["search_p95_ms"] < 300  # type: ignore[index]
+    report["targets_met"] = ok
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(f"recall benchmark — {MODEL_NAME}, {len(notes)} notes, {len(queries)} queries")
+        for mode in ("bm25", "embedding", "hybrid"):
+            m = report[mode]
+            print(f"  {mode:10s} recall@1 {m['recall@1']:.3f}  recall@5 {m['recall@5']:.3f}")  # type: ignore[index]
+        for size in (500, 5000):
+            print(f"  {size:5d} notes: {report[f'latency_{size}']}")
+        print(f"  targets (hybrid recall@5 >= 0.9, 5000-note p95 < 300 ms): {'met' if ok else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,91 @@
+"""Ranking of the client-side recall index on a small fixed set (issue 16 item 1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from buzz.recall import embed
+from buzz.recall.rank import MAX_LIMIT, RecallIndex, snippet
+
+NOTES = [
+    ("dana-reviews", "Dana prefers async reviews over meetings"),
+    ("atlas-budget", "The Q3 budget for project Atlas is 40,000 euros"),
+    ("db-choice", "We decided to move the database to PostgreSQL in March"),
+    ("omar-food", "Omar is allergic to peanuts"),
+    ("lena-birthday", "Lena's birthday is on 14 May"),
+]
+
+
+@pytest.fixture(scope="module")
+def index() -> RecallIndex:
+    return RecallIndex(NOTES)
+
+
+def test_vectors_are_unit_rows_of_the_packaged_model() -> None:
+    vectors = embed.encode(["Dana prefers async reviews", ""])
+    assert vectors.shape == (2, embed.DIMENSIONS)
+    assert np.allclose(np.linalg.norm(vectors[0]), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("query", "slug"),
+    [
+        ("how does Dana like to get feedback?", "dana-reviews"),
+        ("how much money can Atlas spend this quarter?", "atlas-budget"),
+        ("what food should Omar avoid?", "omar-food"),
+        ("peanuts", "omar-food"),
+    ],
+)
+def test_hybrid_ranks_the_paraphrased_note_first(index: RecallIndex, query: str, slug: str) -> None:
+    assert index.search(query, 1)[0].slug == slug
+
+
+def test_a_query_sharing_no_word_ranks_exactly_as_embeddings(index: RecallIndex) -> None:
+    query = "which storage engine got picked?"
+    bm25, _ = index.bm25_scores(query)
+    assert not bm25.any()
+    hybrid = [h.slug for h in index.search(query, len(NOTES))]
+    alone = [h.slug for h in index.search(query, len(NOTES), mode="embedding")]
+    assert hybrid == alone
+    assert hybrid[0] == "db-choice"
+
+
+def test_an_exact_word_match_outranks_a_shared_chance_word(index: RecallIndex) -> None:
+    hits = index.search("Lena birthday", 2, mode="bm25")
+    assert hits[0].slug == "lena-birthday"
+    assert hits[1].score == 0.0
+
+
+def test_results_carry_score_and_snippet_best_first(index: RecallIndex) -> None:
+    hits = index.search("Dana async reviews", 3)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[0].as_json() == {
+        "slug": "dana-reviews",
+        "score": round(hits[0].score, 4),
+        "snippet": "Dana prefers async reviews over meetings",
+    }
+
+
+def test_cached_vectors_give_the_same_ranking(index: RecallIndex) -> None:
+    again = RecallIndex(NOTES, index.vectors.copy())
+    query = "when does Lena celebrate turning a year older?"
+    assert [h.slug for h in again.search(query, 5)] == [h.slug for h in index.search(query, 5)]
+
+
+def test_bad_arguments_are_refused(index: RecallIndex) -> None:
+    with pytest.raises(ValueError, match="limit"):
+        index.search("x", 0)
+    with pytest.raises(ValueError, match="limit"):
+        index.search("x", MAX_LIMIT + 1)
+    with pytest.raises(ValueError, match="mode"):
+        index.search("x", 1, mode="rrf")
+    with pytest.raises(ValueError, match="shape"):
+        RecallIndex(NOTES, np.zeros((1, embed.DIMENSIONS), dtype=np.float32))
+
+
+def test_empty_index_and_snippet_cut() -> None:
+    assert RecallIndex([]).search("anything", 3) == []
+    long = "word " * 100
+    cut = snippet(long)
+    assert len(cut) == 160 and cut.endswith("…")
