@@ -63,12 +63,56 @@ NAMELESS = [
     (PERSON[2], "whose anniversary of birth falls on {d}?"),
     (PROJECT[0], "which initiative has {x},000 to spend?"),
 ]
-FIRST = "Dana Omar Lena Priya Tomas Mei Kofi Ines Yusuf Hana Marek Zoe Ravi Ada Bruno".split()
-FIRST += "Chidi Elif Nils Sara Theo Wen Aroha Diego Freya Goran Isla Jun Kira Lior Maya".split()
-LAST = "Kowal Silva Berg Nakamura Okafor Rossi Haddad Novak Dubois Lind".split()
-CODE = "Atlas Borealis Cobalt Delta Ember Falcon Granite Harbor Indigo Juniper".split()
-CODE += "Kestrel Lumen Meridian Nimbus Onyx Pioneer Quartz Raven Sierra Tundra".split()
-MONTHS = "January February March April May June July August September October November".split()
+FIRST = [
+    "Dana",
+    "Omar",
+    "Lena",
+    "Priya",
+    "Tomas",
+    "Mei",
+    "Kofi",
+    "Ines",
+    "Yusuf",
+    "Hana",
+    "Marek",
+    "Zoe",
+    "Ravi",
+    "Ada",
+    "Bruno",
+]
+FIRST += [
+    "Chidi",
+    "Elif",
+    "Nils",
+    "Sara",
+    "Theo",
+    "Wen",
+    "Aroha",
+    "Diego",
+    "Freya",
+    "Goran",
+    "Isla",
+    "Jun",
+    "Kira",
+    "Lior",
+    "Maya",
+]
+LAST = ["Kowal", "Silva", "Berg", "Nakamura", "Okafor", "Rossi", "Haddad", "Novak", "Dubois", "Lind"]
+CODE = ["Atlas", "Borealis", "Cobalt", "Delta", "Ember", "Falcon", "Granite", "Harbor", "Indigo", "Juniper"]
+CODE += ["Kestrel", "Lumen", "Meridian", "Nimbus", "Onyx", "Pioneer", "Quartz", "Raven", "Sierra", "Tundra"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+]
 
 
 def corpus(size: int, seed: int = 16) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -80,9 +124,7 @@ def corpus(size: int, seed: int = 16) -> tuple[list[tuple[str, str]], list[tuple
     queries: list[tuple[str, str]] = []
     n_person = size * 3 // 5
     for i in range(size):
-        pool, names, k = (
-            (PERSON, people, i) if i < n_person else (PROJECT, projects, i - n_person)
-        )
+        pool, names, k = (PERSON, people, i) if i < n_person else (PROJECT, projects, i - n_person)
         note, query = pool[k % len(pool)]
         name = names[k // len(pool)]
         fill = {"n": name, "x": rnd.randint(10, 990), "d": f"{rnd.randint(1, 28)} {rnd.choice(MONTHS)}"}
