@@ -14,6 +14,8 @@ NOTES = [
     ("db-choice", "We decided to move the database to PostgreSQL in March"),
     ("omar-food", "Omar is allergic to peanuts"),
     ("lena-birthday", "Lena's birthday is on 14 May"),
+    ("dana-tea", "Dana drinks green tea, never coffee"),
+    ("dana-languages", "Dana speaks fluent Japanese and some Korean"),
 ]
 
 
@@ -35,20 +37,39 @@ def test_vectors_are_unit_rows_of_the_packaged_model() -> None:
         ("how much money can Atlas spend this quarter?", "atlas-budget"),
         ("what food should Omar avoid?", "omar-food"),
         ("peanuts", "omar-food"),
+        ("what beverage should I offer Dana?", "dana-tea"),
+        ("what languages does Dana know?", "dana-languages"),
     ],
 )
 def test_hybrid_ranks_the_paraphrased_note_first(index: RecallIndex, query: str, slug: str) -> None:
     assert index.search(query, 1)[0].slug == slug
 
 
-def test_a_query_sharing_no_word_ranks_exactly_as_embeddings(index: RecallIndex) -> None:
-    query = "which storage engine got picked?"
+@pytest.mark.parametrize(
+    ("query", "slug"),
+    [
+        ("what data store did the team choose?", "db-choice"),
+        ("what nuts cause a reaction?", "omar-food"),
+        ("when is the celebration of her birth?", "lena-birthday"),
+        ("how much cash is available this quarter?", "atlas-budget"),
+    ],
+)
+def test_a_query_sharing_no_word_ranks_exactly_as_embeddings(
+    index: RecallIndex, query: str, slug: str
+) -> None:
     bm25, _ = index.bm25_scores(query)
     assert not bm25.any()
-    hybrid = [h.slug for h in index.search(query, len(NOTES))]
-    alone = [h.slug for h in index.search(query, len(NOTES), mode="embedding")]
+    hybrid = [(h.slug, h.score) for h in index.search(query, len(NOTES))]
+    alone = [(h.slug, h.score) for h in index.search(query, len(NOTES), mode="embedding")]
     assert hybrid == alone
-    assert hybrid[0] == "db-choice"
+    assert hybrid[0][0] == slug
+
+
+def test_a_shared_name_does_not_drown_the_question(index: RecallIndex) -> None:
+    # Three notes name Dana; BM25 sees only the name and picks the shortest note.
+    query = "what beverage should I offer Dana?"
+    assert index.search(query, 1, mode="bm25")[0].slug != "dana-tea"
+    assert index.search(query, 1)[0].slug == "dana-tea"
 
 
 def test_an_exact_word_match_outranks_a_shared_chance_word(index: RecallIndex) -> None:

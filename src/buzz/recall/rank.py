@@ -1,16 +1,18 @@
 """Hybrid ranking of decrypted memories: BM25 (bm25s) fused with static sentence embeddings.
 
-The fusion rule (issue 16): the embedding cosine is the base score; BM25 only adds to it, in
-proportion to its own confidence. BM25 scores are divided by their maximum (so they lie in
-[0, 1]) and weighted by `BM25_WEIGHT × coverage`, where coverage is the share of the query's
-terms (English stop words removed) that the best BM25 document contains. A query that shares
-no term with any memory gives BM25 all zeros, and the hybrid order is exactly the embedding
-order; one word shared by chance gives a low coverage and a small nudge. Rank fusion (RRF)
-is not used: it gives BM25's noise the same vote as the embeddings.
+The fusion rule (issue 16) splits the query between the two scorers. The query's terms that
+occur in some memory (English stop words removed) are BM25's: its scores are divided by their
+maximum (so they lie in [0, 1]) and weighted by `BM25_WEIGHT × coverage`, where coverage is
+the share of the query's terms that the best BM25 document contains. The rest of the query,
+those words removed, is embedded and scored by cosine, so a shared name does not drown the
+meaning of the question. A query that shares no term with any memory gives BM25 all zeros and
+is embedded whole: the hybrid order is then exactly the embedding order. Rank fusion (RRF) is
+not used: it gives BM25's noise the same vote as the embeddings.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +24,7 @@ from buzz.recall import embed
 BM25_WEIGHT = 1.0  # in cosine units: at full coverage, the top BM25 hit gains 1.0 (bench/recall.py)
 SNIPPET_CHARS = 160
 MAX_LIMIT = 100
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,11 @@ class Hit:
 
 def _terms(texts: Sequence[str]) -> list[list[str]]:
     return bm25s.tokenize(list(texts), stopwords="en", return_ids=False, show_progress=False)
+
+
+def _without(text: str, terms: set[str]) -> str:
+    """`text` minus the words whose lower-cased form is in `terms`."""
+    return " ".join(w for w in _WORD.findall(text) if w.lower() not in terms)
 
 
 def snippet(text: str) -> str:
@@ -93,7 +101,8 @@ class RecallIndex:
         top = float(bm25.max()) if bm25.size else 0.0
         if top <= 0.0:
             return self.embedding_scores(query)
-        cosine = self.embedding_scores(query)
+        matched = {t for t in terms if t in self._bm25.vocab_dict}  # type: ignore[union-attr]
+        cosine = self.embedding_scores(_without(query, matched) or query)
         best = self._doc_terms[int(bm25.argmax())]
         coverage = sum(1 for t in set(terms) if t in best) / len(set(terms))
         return cosine + BM25_WEIGHT * coverage * (bm25 / top)
