@@ -55,13 +55,22 @@ def cache_path(reader_hex: str, agent_hex: str, root: Path | None = None) -> Pat
 
 @dataclass
 class VectorCache:
-    """Vectors by plaintext hash for one (reader, agent); `hits`/`misses` count the last lookup."""
+    """Vectors by plaintext hash for one (reader, agent).
+
+    `hits`, `misses` and `dropped` (stale entries removed) count the last `vectors_for`;
+    `changed` says whether `save` is worth calling.
+    """
 
     path: Path
     key: bytes
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
+    dropped: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.misses or self.dropped)
 
     @classmethod
     def load(cls, path: Path, key: bytes) -> VectorCache:
@@ -91,6 +100,7 @@ class VectorCache:
         self.misses, self.hits = len(missing), len(texts) - len(missing)
         fresh = embed.encode([texts[i] for i in missing])
         kept = {h: self.vectors[h] for h in hashes if h in self.vectors}
+        self.dropped = len(self.vectors) - len(kept)
         kept.update({hashes[i]: fresh[row] for row, i in enumerate(missing)})
         self.vectors = kept
         if not texts:
