@@ -9,8 +9,9 @@ feedback?"). A tenth of the queries drop the name too and share no word at all w
 of their topic, so BM25 sees only noise there.
 
 Prints recall@1 and recall@5 for BM25 alone, embeddings alone and the hybrid over 500 notes and
-200 queries, then the warm search latency (index built, one query) over 500 and 5,000 notes,
-and the index build time. Targets: hybrid recall@5 ≥ 0.9; 5,000-note search < 300 ms warm.
+200 queries, then per corpus size (500, 5,000 notes): the warm search latency (index in memory,
+one query; p50/p95 of 50), a search that first rebuilds the index from cached vectors (what
+`buzz mem search` does with a warm cache; median of 5) and the cold build (embedding all). Targets: hybrid recall@5 ≥ 0.9; 5,000-note search < 300 ms warm.
 """
 
 from __future__ import annotations
@@ -173,15 +174,17 @@ def main() -> int:
         big = RecallIndex(big_notes)
         build = (time.perf_counter() - start) * 1000
         vectors = big.vectors
-        start = time.perf_counter()
-        RecallIndex(big_notes, vectors)  # what a search with a warm embedding cache rebuilds
-        rebuild = (time.perf_counter() - start) * 1000
+        cached = []
+        for _, text in big_queries[:5]:  # a CLI search with a warm vector cache: rebuild + query
+            start = time.perf_counter()
+            RecallIndex(big_notes, vectors).search(text, 10)
+            cached.append((time.perf_counter() - start) * 1000)
         p50, p95 = latency_ms(big, big_queries, 50)
         report[f"latency_{size}"] = {
             "search_p50_ms": round(p50, 1),
             "search_p95_ms": round(p95, 1),
+            "rebuild_and_search_from_cached_vectors_ms": round(statistics.median(cached)),
             "build_cold_ms": round(build),
-            "build_cached_vectors_ms": round(rebuild),
         }
     hybrid = report["hybrid"]
     ok = hybrid["recall@5"] >= 0.9 and report["latency_5000"]["search_p95_ms"] < 300  # type: ignore[index]
