@@ -57,11 +57,15 @@ class McpServer:
 
 @contextlib.asynccontextmanager
 async def mcp_server(
-    relay_url: str, who: Identity, auth_tag: list[str] | None = None, *args: str
+    relay_url: str,
+    who: Identity,
+    auth_tag: list[str] | None = None,
+    *args: str,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[McpServer]:
     """`buzz mcp` with BUZZ_RELAY_URL, BUZZ_PRIVATE_KEY and (when given) BUZZ_AUTH_TAG in its
-    environment, and an initialized client session on its stdio."""
-    env = {"BUZZ_RELAY_URL": relay_url, "BUZZ_PRIVATE_KEY": who.secret}
+    environment (plus `env`), and an initialized client session on its stdio."""
+    env = {"BUZZ_RELAY_URL": relay_url, "BUZZ_PRIVATE_KEY": who.secret, **(env or {})}
     if auth_tag is not None:
         env["BUZZ_AUTH_TAG"] = orjson.dumps(auth_tag).decode()
     params = StdioServerParameters(command=BUZZ, args=["mcp", *args], env=env)

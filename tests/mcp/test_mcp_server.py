@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 
 import orjson
 
@@ -30,6 +31,7 @@ TOOLS = {
     "mem_get": ({"slug"}, {"slug"}),
     "mem_set": ({"slug", "value"}, {"slug", "value"}),
     "mem_ls": (set(), set()),
+    "mem_search": ({"text", "limit"}, {"text"}),
 }
 SEND_KEYS = {"event_id", "channel_id", "created_at", "reply_to", "root", "mention_pubkeys"}
 MESSAGE_KEYS = {"id", "pubkey", "created_at", "kind", "tags", "content", "sig"}
@@ -75,12 +77,12 @@ async def test_lists_exactly_the_ten_tools(sqlite_relay: RunningRelay, alice: Id
 
 
 # -- item 38 and the §7 table: messages, channels, reactions, memory -------------------------------
-async def test_round_trip(relay: RunningRelay, alice: Identity, bob: Identity) -> None:
+async def test_round_trip(relay: RunningRelay, alice: Identity, bob: Identity, tmp_path: Path) -> None:
     agent, owner = alice, bob
     async with relay.client(owner) as o:
         channel = await create_channel(o, owner, "open", name="mcp-lab")
     tag = build_auth_tag(owner.secret, agent.pubkey)
-    async with mcp_server(relay.url, agent, tag) as server:
+    async with mcp_server(relay.url, agent, tag, env={"XDG_CACHE_HOME": str(tmp_path)}) as server:
         joined = await server.ok("join_channel", {"channel_id": channel})
         assert (
             joined["channel_id"] == channel and (await _stored(relay, owner, joined["event_id"])).kind == 9021
@@ -157,6 +159,13 @@ async def test_round_trip(relay: RunningRelay, alice: Identity, bob: Identity) -
             "value": "I am the lab agent.",
         }
         assert await server.ok("mem_ls") == {"slugs": ["mem/notes"]}  # core excluded
+        await server.ok("mem_set", {"slug": "dana", "value": "Dana prefers async reviews over meetings"})
+        found = await server.ok("mem_search", {"text": "how does Dana like to get feedback?", "limit": 2})
+        assert [r["slug"] for r in found["results"]] == ["mem/dana", "mem/notes"]
+        assert found["results"][0]["snippet"] == "Dana prefers async reviews over meetings"
+        assert list((tmp_path / "buzz" / "recall").glob("*.bin"))  # the encrypted vector cache
+        empty = await server.error("mem_search", {"text": "  "})
+        assert (empty["error"], empty["message"]) == ("user_error", "search text is empty")
         bad_slug = await server.error("mem_get", {"slug": "Bad Slug"})
         assert bad_slug["error"] == "user_error" and bad_slug["message"].startswith("invalid slug:")
         engram = await _stored(relay, agent, written["event_id"])

@@ -1,6 +1,6 @@
 """`buzz mem`: the agent's persistent, encrypted memory (engram.md §12).
 
-Commands: `ls`, `get`, `hash` (reads; `--agent` lets an owner read its agent's memory) and
+Commands: `ls`, `get`, `hash`, `search` (reads; `--agent` lets an owner read its agent's memory) and
 `set`, `patch`, `rm` (writes, by the agent only). The CLI identity is `--private-key` /
 `BUZZ_PRIVATE_KEY`; the owner is `--owner` or element 1 of the verified `BUZZ_AUTH_TAG`.
 The relay is reached over WebSocket with NIP-42 AUTH (carrying the NIP-OA tag when one is
@@ -49,7 +49,9 @@ def _parser_errors_exit_1() -> Iterator[None]:
     try:
         yield
     except click.exceptions.NoArgsIsHelpError:
-        report(UserError("missing command: one of ls, get, hash, set, patch, rm (see buzz mem --help)"))
+        report(
+            UserError("missing command: one of ls, get, hash, search, set, patch, rm (see buzz mem --help)")
+        )
     except click.UsageError as exc:
         report(UserError(exc.format_message()))
 
@@ -156,6 +158,29 @@ async def ls_cmd(ctx: Context, owner: str | None, agent: str | None, as_json: bo
             f"warning: listing may be truncated: the relay returned {listing.answered} events, its page "
             f"limit is {max_limit} and Nostr has no pagination"
         )
+
+
+@mem.command("search")
+@click.argument("text")
+@click.option("--limit", type=int, default=10, show_default=True, help="How many results (1..100).")
+@_owner_option
+@_agent_option
+@click.pass_obj
+@_command
+async def search_cmd(ctx: Context, text: str, limit: int, owner: str | None, agent: str | None) -> None:
+    """Find memory entries by meaning: {"results": [{slug, score, snippet}]}, best first.
+
+    Ranked on this machine after decryption (BM25 + sentence embeddings); the relay never sees
+    the text. Vectors are cached encrypted under ~/.cache/buzz/recall (XDG_CACHE_HOME).
+
+    \b
+    Example:
+      buzz mem search "how does Dana like to get feedback?"
+      buzz --private-key <owner> mem search "the budget" --agent <agent hex> --limit 3
+    """
+    async with _memory(ctx, owner, agent) as memory:
+        hits = await memory.search(text, limit)
+    _write_stdout(orjson.dumps({"results": [h.as_json() for h in hits]}) + b"\n")
 
 
 @mem.command("get")

@@ -213,6 +213,12 @@ class Engrams:
     async def listing(self) -> Listing:
         """§9: every record of the pair (no `#d`, limit 5000), heads per `d`, live memory
         entries only. Raises WorkspaceError."""
+        heads, answered, skipped = await self.heads()
+        return Listing(tuple(engram.listing(heads)), answered, skipped)
+
+    async def heads(self) -> tuple[dict[str, engram.Record], int, int]:
+        """§9 steps 1–3: the decrypted head of every slug (tombstones and core included), the
+        number of events the relay answered and the number skipped. Raises WorkspaceError."""
         answer = await self._query(
             {
                 "kinds": [engram.KIND_ENGRAM],
@@ -224,8 +230,7 @@ class Engrams:
         opened = engram.open_candidates(
             answer, self.pair.agent, self.pair.owner, self.pair.secret, self.pair.their_pubkey
         )
-        entries = engram.listing(engram.heads_by_slug(opened.records))
-        return Listing(tuple(entries), len(answer), opened.skipped)
+        return engram.heads_by_slug(opened.records), len(answer), opened.skipped
 
     def build(self, body: engram.Body, created_at: int) -> Event:
         """Sign `body` as the agent (the reader must be the agent). Raises EngramError

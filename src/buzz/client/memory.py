@@ -28,6 +28,10 @@ from buzz.core import engram
 from buzz.core.engram_patch import MalformedDiff, MultiFilePatch, NoOpPatch, PatchError, apply_patch
 from buzz.core.event import Event
 from buzz.core.keys import is_hex
+from buzz.recall.cache import VectorCache, cache_path, derive_key
+from buzz.recall.embed import EmbeddingUnavailable
+from buzz.recall.rank import MAX_LIMIT, Hit
+from buzz.recall.search import search_heads
 
 RELAY_TIMEOUT_S = 10.0
 
@@ -253,16 +257,25 @@ class Memory:
             head = await engrams.head(slug)
             return await _write(engrams, slug, None, _head_created_at(head))
 
-    async def search(self, text: str) -> list[engram.ListEntry]:
-        """Live memory entries whose value contains `text` (case-insensitive), sorted by slug.
-        Raises UserError for empty text."""
-        needle = text.strip().lower()
-        if not needle:
+    async def search(self, text: str, limit: int = 10, *, cache: bool = True) -> list[Hit]:
+        """Issue 16: the `limit` (1..100) live entries that best match `text` by meaning, best
+        first, ranked on this machine after decryption (`buzz.recall`: BM25 + sentence
+        embeddings). With `cache`, vectors are kept in the reader's encrypted cache file
+        (`recall.cache`), so only new or changed entries are embedded. Raises UserError (empty
+        text, bad limit), WorkspaceError (the embedding model is not installed)."""
+        query = text.strip()
+        if not query:
             raise UserError("search text is empty")
-        found = []
+        if not 1 <= limit <= MAX_LIMIT:
+            raise UserError(f"invalid --limit: expected 1..{MAX_LIMIT}")
         async with self._engrams() as engrams:
-            for entry in (await engrams.listing()).entries:
-                outcome = await engrams.head(entry.slug)
-                if isinstance(outcome, engram.Found) and needle in (outcome.body.text or "").lower():
-                    found.append(entry)
-        return found
+            heads, _, _ = await engrams.heads()
+        store = None
+        if cache:
+            me = self._s.pubkey
+            path = cache_path(me, self.pair.agent)
+            store = VectorCache.load(path, derive_key(self.pair.secret, self.pair.agent))
+        try:
+            return search_heads(heads, query, limit, store)
+        except EmbeddingUnavailable as exc:
+            raise WorkspaceError(f"memory search needs the embedding model: {exc}") from None

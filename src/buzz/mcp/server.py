@@ -119,6 +119,12 @@ async def _mem_ls(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
     return {"slugs": [entry.slug for entry in listing.entries]}
 
 
+async def _mem_search(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    _memory_owner(ws)
+    hits = await ws.memory().search(a["text"], int(a.get("limit", 10)))
+    return {"results": [h.as_json() for h in hits]}
+
+
 HANDLERS: dict[str, Handler] = {
     "send_message": _send_message,
     "get_messages": _get_messages,
@@ -130,6 +136,7 @@ HANDLERS: dict[str, Handler] = {
     "mem_get": _mem_get,
     "mem_set": _mem_set,
     "mem_ls": _mem_ls,
+    "mem_search": _mem_search,
 }
 assert set(HANDLERS) == set(TOOLS_BY_NAME)
 

@@ -202,6 +202,19 @@ TOOLS: tuple[ToolSpec, ...] = (
         "List your live memory slugs (core excluded). Returns {slugs: [string]}.",
         _obj({}),
     ),
+    ToolSpec(
+        "mem_search",
+        "Find your memory entries by meaning, not only by name (ranked on your machine after "
+        "decryption; the relay never sees the text). Returns {results: [{slug, score, snippet}]}, "
+        "best first; read one in full with mem_get.",
+        _obj(
+            {
+                "text": {"type": "string", "minLength": 1, "description": "What you are looking for."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Default 10."},
+            },
+            ("text",),
+        ),
+    ),
 )
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
