@@ -71,7 +71,7 @@ async def test_a_changed_head_is_searched_with_its_new_text(
     assert (await buzz_mem(relay, agent, "rm", "people/omar", *o)).code == 0
     r = await buzz_mem(relay, agent, "search", "is Atlas still going ahead?", *o, env=env)
     results = r.json["results"]
-    assert [x["slug"] for x in results][0] == "mem/projects/atlas"
+    assert results[0]["slug"] == "mem/projects/atlas"
     assert {x["slug"] for x in results} == {"mem/projects/atlas", "mem/people/dana"}  # tombstone gone
     assert results[0]["snippet"] == "Atlas was cancelled in May"
 
