@@ -158,7 +158,7 @@ async def test_round_trip(relay: RunningRelay, alice: Identity, bob: Identity, t
             "slug": "core",
             "value": "I am the lab agent.",
         }
-        assert await server.ok("mem_ls") == {"slugs": ["mem/notes"]}  # core excluded
+        assert await server.ok("mem_ls") == {"slugs": ["mem/notes"], "complete": True}  # core excluded
         await server.ok("mem_set", {"slug": "dana", "value": "Dana prefers async reviews over meetings"})
         found = await server.ok("mem_search", {"text": "how does Dana like to get feedback?", "limit": 2})
         assert [r["slug"] for r in found["results"]] == ["mem/dana", "mem/notes"]

@@ -134,30 +134,42 @@ _agent_option = click.option(
 @_owner_option
 @_agent_option
 @click.option("--json", "as_json", is_flag=True, help="Accepted for compatibility; output is always JSON.")
+@click.option(
+    "--status",
+    is_flag=True,
+    help='Print {"entries", "complete", "reason", "records", "pages"} instead of the array.',
+)
 @click.pass_obj
 @_command
-async def ls_cmd(ctx: Context, owner: str | None, agent: str | None, as_json: bool) -> None:
+async def ls_cmd(ctx: Context, owner: str | None, agent: str | None, as_json: bool, status: bool) -> None:
     """List live memory entries as a JSON array of {slug, event_id, created_at}.
+
+    The relay is paged by `until` past its page limit until every record is read; when that
+    cannot be done a warning says why (and `--status` reports `complete: false`).
 
     \b
     Example:
       buzz mem ls
+      buzz mem ls --status
     """
     async with _memory(ctx, owner, agent) as memory:
         listing = await memory.ls()
-        max_limit = await memory.page_limit()
-    _write_stdout(orjson.dumps([e.to_dict() for e in listing.entries]) + b"\n")
+    entries = [e.to_dict() for e in listing.entries]
+    if status:
+        report_obj = {
+            "entries": entries,
+            "complete": listing.complete,
+            "reason": listing.reason,
+            "records": listing.answered,
+            "pages": listing.pages,
+        }
+        _write_stdout(orjson.dumps(report_obj) + b"\n")
+    else:
+        _write_stdout(orjson.dumps(entries) + b"\n")
     if listing.skipped:
         _note(f"warning: skipped {listing.skipped} invalid or undecryptable records")
-    if max_limit is None:
-        _note(
-            "warning: the relay's page limit is unknown (NIP-11 unavailable); the listing may be incomplete"
-        )
-    elif engram.is_listing_truncated(listing.answered, engram.LIST_QUERY_LIMIT, max_limit):
-        _note(
-            f"warning: listing may be truncated: the relay returned {listing.answered} events, its page "
-            f"limit is {max_limit} and Nostr has no pagination"
-        )
+    if not listing.complete:
+        _note(f"warning: listing incomplete after {listing.answered} records: {listing.reason}")
 
 
 @mem.command("search")

@@ -132,12 +132,30 @@ class Pair:
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """A §9 listing: live entries sorted by slug, the number of events the relay answered
-    (for the truncation rule) and the number skipped as invalid."""
+    """A §9 listing: live entries sorted by slug, the number of records the relay answered over
+    all pages (tombstones and core included), the number skipped as invalid, and whether paging
+    reached the end (`reason` says why not)."""
 
     entries: tuple[engram.ListEntry, ...]
     answered: int
     skipped: int
+    complete: bool = True
+    reason: str | None = None
+    pages: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Paged:
+    """`Engrams.paged_records`: the events (unverified, deduplicated), pages asked, whether the
+    relay has no more, and why not when it may."""
+
+    events: tuple[Event, ...]
+    pages: int
+    complete: bool
+    reason: str | None
+
+
+MAX_PAGES = 100  # 100 pages of the relay clamp (1,000) = 100,000 records
 
 
 class Engrams:
@@ -146,6 +164,7 @@ class Engrams:
     def __init__(self, client: RelayClient, pair: Pair) -> None:
         self.client = client
         self.pair = pair
+        self.last_paging: Paged | None = None
 
     def _key(self) -> bytes:
         return engram.conversation_key(self.pair.secret, self.pair.their_pubkey)
@@ -210,27 +229,65 @@ class Engrams:
         except WorkspaceError as exc:
             return engram.Failure(exc.message)
 
-    async def listing(self) -> Listing:
-        """§9: every record of the pair (no `#d`, limit 5000), heads per `d`, live memory
-        entries only. Raises WorkspaceError."""
-        heads, answered, skipped = await self.heads()
-        return Listing(tuple(engram.listing(heads)), answered, skipped)
+    async def listing(self, max_limit: int | None = None) -> Listing:
+        """§9: every record of the pair (no `#d`, limit 5000, paged past the relay's clamp by
+        `paged_records`), heads per `d`, live memory entries only. Raises WorkspaceError."""
+        heads, answered, skipped = await self.heads(max_limit)
+        paged = self.last_paging
+        assert paged is not None
+        return Listing(
+            tuple(engram.listing(heads)), answered, skipped, paged.complete, paged.reason, paged.pages
+        )
 
-    async def heads(self) -> tuple[dict[str, engram.Record], int, int]:
+    async def heads(self, max_limit: int | None = None) -> tuple[dict[str, engram.Record], int, int]:
         """§9 steps 1–3: the decrypted head of every slug (tombstones and core included), the
-        number of events the relay answered and the number skipped. Raises WorkspaceError."""
-        answer = await self._query(
-            {
-                "kinds": [engram.KIND_ENGRAM],
-                "authors": [self.pair.agent],
-                "#p": [self.pair.owner],
-                "limit": engram.LIST_QUERY_LIMIT,
-            }
-        )
+        number of events the relay answered and the number skipped; `max_limit` is the relay's
+        NIP-11 clamp when known (`paged_records`). Raises WorkspaceError."""
+        paged = await self.paged_records(max_limit)
         opened = engram.open_candidates(
-            answer, self.pair.agent, self.pair.owner, self.pair.secret, self.pair.their_pubkey
+            paged.events, self.pair.agent, self.pair.owner, self.pair.secret, self.pair.their_pubkey
         )
-        return engram.heads_by_slug(opened.records), len(answer), opened.skipped
+        self.last_paging = paged
+        return engram.heads_by_slug(opened.records), len(paged.events), opened.skipped
+
+    async def paged_records(self, max_limit: int | None = None) -> Paged:
+        """Every record of the pair, paging by `until` past the relay's clamp (issue 16 item 2).
+
+        Each page asks for LIST_QUERY_LIMIT events `until` the oldest `created_at` seen
+        (inclusive, so events sharing that second are not lost) and keeps the new ids. A page is
+        full when it holds the relay's clamp: `max_limit` (NIP-11) when known, else the first
+        page's size once a later page proved it was clamped. Paging stops when a page brings
+        nothing new (complete) unless that page is one second and full (incomplete: `until`
+        cannot step past it), or after MAX_PAGES (incomplete). Raises WorkspaceError.
+        """
+        flt: dict[str, object] = {
+            "kinds": [engram.KIND_ENGRAM],
+            "authors": [self.pair.agent],
+            "#p": [self.pair.owner],
+            "limit": engram.LIST_QUERY_LIMIT,
+        }
+        seen: dict[str, Event] = {}
+        until: int | None = None
+        first = 0
+        bound = min(engram.LIST_QUERY_LIMIT, max_limit) if max_limit else engram.LIST_QUERY_LIMIT
+        for page in range(1, MAX_PAGES + 1):
+            answer = await self._query(flt if until is None else {**flt, "until": until})
+            first = first or len(answer)
+            fresh = [e for e in answer if e.id not in seen]
+            seen.update((e.id, e) for e in fresh)
+            if page > 1 and fresh and not max_limit:
+                bound = min(bound, first)  # page 1 was clamped at `first`
+            one_second = len({e.created_at for e in answer}) == 1
+            at_until = one_second and answer[0].created_at == (
+                until if until is not None else answer[0].created_at
+            )
+            if at_until and len(answer) >= bound:
+                reason = f"a full page of records share created_at {answer[0].created_at}; `until` cannot page past it"
+                return Paged(tuple(seen.values()), page, False, reason)
+            if not fresh or (at_until and until is not None):
+                return Paged(tuple(seen.values()), page, True, None)
+            until = min(e.created_at for e in answer)
+        return Paged(tuple(seen.values()), MAX_PAGES, False, f"stopped after {MAX_PAGES} pages")
 
     def build(self, body: engram.Body, created_at: int) -> Event:
         """Sign `body` as the agent (the reader must be the agent). Raises EngramError

@@ -210,8 +210,9 @@ class Memory:
     async def ls(self) -> Listing:
         """§9: live memory entries (core excluded) sorted by slug, with the relay's answer count
         and the number of records skipped as invalid."""
+        max_limit = await self.page_limit()
         async with self._engrams() as engrams:
-            return await engrams.listing()
+            return await engrams.listing(max_limit)
 
     async def page_limit(self) -> int | None:
         """The relay's NIP-11 `max_limit` (None if unknown), for `engram.is_listing_truncated`."""
@@ -268,8 +269,9 @@ class Memory:
             raise UserError("search text is empty")
         if not 1 <= limit <= MAX_LIMIT:
             raise UserError(f"invalid --limit: expected 1..{MAX_LIMIT}")
+        max_limit = await self.page_limit()
         async with self._engrams() as engrams:
-            heads, _, _ = await engrams.heads()
+            heads, _, _ = await engrams.heads(max_limit)
         store = None
         if cache:
             me = self._s.pubkey

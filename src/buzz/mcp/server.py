@@ -116,7 +116,7 @@ async def _mem_set(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
 async def _mem_ls(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
     _memory_owner(ws)
     listing = await ws.memory().ls()
-    return {"slugs": [entry.slug for entry in listing.entries]}
+    return {"slugs": [entry.slug for entry in listing.entries], "complete": listing.complete}
 
 
 async def _mem_search(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:

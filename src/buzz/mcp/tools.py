@@ -199,7 +199,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "mem_ls",
-        "List your live memory slugs (core excluded). Returns {slugs: [string]}.",
+        "List your live memory slugs (core excluded). Returns {slugs: [string], complete: bool} "
+        "(complete false: the relay could not be paged to the end).",
         _obj({}),
     ),
     ToolSpec(
