@@ -19,7 +19,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: dict[str, frozenset[str]] = {
     "buzz.core": frozenset(),
     "buzz.store": frozenset({"buzz.core"}),
-    "buzz.client": frozenset({"buzz.core"}),
+    "buzz.recall": frozenset({"buzz.core"}),  # client-side search over decrypted engrams
+    "buzz.client": frozenset({"buzz.core", "buzz.recall"}),
     "buzz.relay": frozenset({"buzz.core", "buzz.store"}),
     "buzz.agent": frozenset({"buzz.core", "buzz.client"}),
     "buzz.mcp": frozenset({"buzz.core", "buzz.client"}),
