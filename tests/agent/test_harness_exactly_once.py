@@ -64,6 +64,17 @@ async def test_catch_up_zero_disables_it(ws: Workspace) -> None:
     assert ws.watcher.replies_to(missed, ws.agent.pubkey) == []
 
 
+async def test_caught_up_owner_commands_are_not_replayed(ws: Workspace) -> None:
+    """A `!shutdown` sent while the harness was down is stale: catch-up answers mentions, but
+    never runs an owner command from before the start (the agent would stop at once)."""
+    await ws.post(ws.owner, "!shutdown", mention=ws.agent.pubkey)
+    await ws.next_second()
+    async with ws.harness():
+        live = await ws.post(ws.owner, "echo still here", mention=ws.agent.pubkey)
+        await ws.watcher.wait_for(_answered(ws, live), what="answer after a stale !shutdown")
+    assert len(ws.watcher.answers_to(live, ws.agent.pubkey)) == 1
+
+
 async def test_two_processes_for_one_key_answer_each_mention_once(ws: Workspace) -> None:
     async with ws.harness() as first, ws.harness() as second:
         assert first is not second

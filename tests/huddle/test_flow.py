@@ -49,6 +49,11 @@ async def test_start_list_status_and_end(
         sqlite_relay.url, alice, "huddle", "leave", "--channel", huddle, "--parent", parent, "--end"
     )
     assert ended.code == 0, ended.stderr
+    assert json.loads(ended.stdout)["already_ended"] is False
+    again = await buzz(
+        sqlite_relay.url, alice, "huddle", "leave", "--channel", huddle, "--parent", parent, "--end"
+    )  # ending an ended huddle (the relay ends it when the room empties) is a no-op, not an error
+    assert again.code == 0 and json.loads(again.stdout)["already_ended"] is True, again.stderr
     await seat.close()
     await asyncio.sleep(0.3)
     assert json.loads((await buzz(sqlite_relay.url, bob, "huddle", "list")).stdout)["huddles"] == []

@@ -120,6 +120,9 @@ class Intake:
             return
         command = control_command(event, agent, owner)
         if command is not None:
+            if solo:  # caught up: a command sent while the agent was away is stale, never replayed
+                log.info("intake: owner command %s from before the start not run", command.value)
+                return
             await self.control(command, channel, event)
             return
         info = rt.channel(channel)

@@ -118,7 +118,11 @@ def huddle() -> None:
     show_default=True,
     help="Speak agent replies (into --record-dir/tts.wav when headless).",
 )
-@click.option("--leave-after-input", is_flag=True, help="Leave once the --input file has been sent.")
+@click.option(
+    "--leave-after-input",
+    is_flag=True,
+    help="Leave once the --input file has been sent (when it spoke to agents: after their answer, at most 20 s).",
+)
 @click.option("--duration", type=float, default=None, help="Leave after this many seconds.")
 @click.option("--protocol-version", type=int, default=CURRENT_PROTOCOL_VERSION, show_default=True)
 @click.option(
@@ -299,8 +303,8 @@ def leave(ctx: Context, channel: str, parent: str | None, end: bool) -> None:
     async def body(client: RelayClient, signer: KeySigner) -> object:
         if end:
             assert parent is not None
-            await end_huddle(client, signer, channel, parent)
-            return {"huddle_channel_id": channel, "ended": True}
+            ended_now = await end_huddle(client, signer, channel, parent)
+            return {"huddle_channel_id": channel, "ended": True, "already_ended": not ended_now}
         result = await client.publish(signer.sign(9022, "", [["h", channel]]))
         if not result.accepted:
             fail("leaving the huddle channel was refused", detail=result.message)

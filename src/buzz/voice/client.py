@@ -77,6 +77,9 @@ class HuddleOptions:
     barge_in_ms: int = BARGE_IN_MIN_MS
     voice_guidelines: bool = True  # post 48106 to the agents (when this seat is the room's poster)
     agents_check_s: float = AGENT_REFRESH  # how often the agent list is read for newcomers
+    # With leave_after_input: how long to stay for the agents' answers to what was said, so the
+    # reply is heard and lands before the room empties (a TTL huddle archives when it does).
+    reply_wait_s: float = 20.0
     display: Callable[[str], None] | None = None  # live roster / speaking lines (the CLI's stderr)
 
     @property
@@ -146,6 +149,7 @@ class HuddleClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = asyncio.Event()
         self._publishing: set[asyncio.Task[object]] = set()
+        self._reply_seen = asyncio.Event()
         self._wavs = PeerWavs(options.record_dir) if options.record_dir else None
         self._tts_wav: WavWriter | None = None
 
@@ -238,6 +242,10 @@ class HuddleClient:
             done, _ = await asyncio.wait(waiting, timeout=deadline, return_when=asyncio.FIRST_COMPLETED)
             if tasks[0] in done and tasks[0].exception() is not None:
                 raise tasks[0].exception()  # type: ignore[misc]
+            input_ended = capture in done
+        except BaseException:
+            input_ended = False
+            raise
         finally:
             capture.cancel()
             stopper.cancel()
@@ -245,6 +253,8 @@ class HuddleClient:
             await asyncio.sleep(0)
             if self._publishing:
                 await asyncio.gather(*self._publishing, return_exceptions=True)
+            if input_ended and self.options.leave_after_input:
+                await self._await_answers()
             leave = self.session.leave()
             self.publisher.session_id += 1  # later transcripts belong to an ended session
             if leave is not None and not ws.closed:
@@ -363,6 +373,8 @@ class HuddleClient:
 
     async def _publish_transcript(self, text: str, session_id: int) -> None:
         outcome = await self.publisher.submit(text, session_id)
+        if outcome.accepted and outcome.event is not None and outcome.event.tag_values("p"):
+            self._reply_seen.clear()  # wait for the answer to this one (leave_after_input)
         self.report.transcripts.append(
             {
                 "accepted": outcome.accepted,
@@ -411,6 +423,23 @@ class HuddleClient:
                     log.warning("posting voice guidelines failed: %s", exc)
             await asyncio.sleep(self.options.agents_check_s)
 
+    async def _await_answers(self) -> None:
+        """After the input ended: when a transcript went to agents, stay until an agent has
+        answered and the answer was spoken, or `reply_wait_s` passes (then leave anyway)."""
+        addressed = any(
+            o.accepted and o.event is not None and o.event.tag_values("p") for o in self.publisher.outcomes
+        )
+        if not addressed or self.options.reply_wait_s <= 0:
+            return
+        deadline = time.monotonic() + self.options.reply_wait_s
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.options.reply_wait_s):
+                await self._reply_seen.wait()
+                while self.options.speak_replies and (len(self.speaker.queue) or self.speaker.tts_active):
+                    if time.monotonic() >= deadline:
+                        break
+                    await asyncio.sleep(0.05)
+
     async def _watch_replies(self) -> None:
         """Agent replies: kind 9 in the huddle channel by `bot` members, from now on (§10.6)."""
         since = int(time.time())
@@ -419,5 +448,8 @@ class HuddleClient:
             if event.pubkey == self.signer.pubkey or event.created_at < since:
                 continue
             agents = await self.agents.current()
-            if event.pubkey in agents and self.options.speak_replies:
+            if event.pubkey not in agents:
+                continue
+            self._reply_seen.set()
+            if self.options.speak_replies:
                 self.speaker.offer(event.content, event.id)

@@ -30,6 +30,7 @@ from buzz.voice.transcripts import Signer
 CREATE_CHANNEL, PUT_USER, EDIT_METADATA = 9007, 9000, 9002
 STARTED, JOINED, LEFT, ENDED = 48100, 48101, 48102, 48103
 LIFECYCLE_KINDS = (STARTED, JOINED, LEFT, ENDED)
+GROUP_METADATA = 39000  # relay-signed channel state: `archived` once the huddle ended
 MEMBERS_KIND = 39002
 
 
@@ -118,12 +119,18 @@ async def start_huddle(
     )
 
 
-async def end_huddle(client: Client, signer: Signer, huddle_channel_id: str, parent_channel_id: str) -> None:
-    """Explicit end by the huddle channel's creator: 48103 in the parent, then archive."""
+async def end_huddle(client: Client, signer: Signer, huddle_channel_id: str, parent_channel_id: str) -> bool:
+    """Explicit end by the huddle channel's creator: 48103 in the parent, then archive.
+    False (nothing posted) when the huddle already ended: the relay ends a TTL huddle itself
+    when its last participant leaves (huddle.md §5.8), so ending it again is a no-op."""
+    metadata = await client.query([{"kinds": [GROUP_METADATA], "#d": [huddle_channel_id], "limit": 1}])
+    if any(tuple(tag[:2]) == ("archived", "true") for event in metadata for tag in event.tags):
+        return False
     content = orjson.dumps({"ephemeral_channel_id": huddle_channel_id}).decode()
     await _publish(client, signer.sign(ENDED, content, [["h", parent_channel_id]]), "posting 48103")
     archive = signer.sign(EDIT_METADATA, "", [["h", huddle_channel_id], ["archived", "true"]])
     await _publish(client, archive, "archiving the huddle channel")
+    return True
 
 
 async def _abandon(client: Client, signer: Signer, huddle: str, parent: str, started: bool) -> None:
