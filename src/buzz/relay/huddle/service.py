@@ -34,7 +34,12 @@ class Huddles:
 
     def __init__(self, relay: Relay, settings: HuddleSettings | None = None) -> None:
         self.relay = relay
-        self.settings = settings or HuddleSettings.from_env(relay.config.workspace_id)
+        config = relay.config
+        self.settings = settings or HuddleSettings.from_env(
+            config.workspace_id, replicated=bool(config.redis_url), mesh=config.mesh
+        )
+        if self.settings.off_reason is not None:
+            log.warning("%s", self.settings.off_reason)  # the operator must see why joins are refused
         self.rooms = LocalRooms()
         self.stats = HuddleStats()
         self.lifecycle = Lifecycle(relay)

@@ -35,6 +35,7 @@ from buzz.core.huddle_wire import (
     Ingress,
     Leave,
     check_version,
+    join_rejected,
     parse_client_message,
 )
 from buzz.relay.huddle.fanout import PeerSink, forward
@@ -136,6 +137,8 @@ class AudioSocket:
         event = await self._verify(auth)  # step 1
         pubkey = await relay_admission(relay, event)  # step 2
         grant = await channel_admission(relay, self.channel_id, auth.parent_channel_id, pubkey)  # step 3
+        if huddles.settings.mesh:  # step 4, mesh on: resolve the owner (§9.4)
+            raise JoinDenied(join_rejected())
         if not huddles.settings.audio_available:  # step 4, mesh off
             raise JoinDenied(AUDIO_UNAVAILABLE)
         slot = huddles.rooms.acquire(huddles.settings.community_id, self.channel_id)  # step 5
