@@ -29,17 +29,19 @@ from buzz.core.huddle_wire import (
     AUTH_FAILED,
     HUDDLE_HAS_ENDED,
     MAX_AUDIO_FRAME_BYTES,
+    OWNER_UNREACHABLE,
     Admitted,
     Auth,
     Challenge,
     Ingress,
     Leave,
     check_version,
-    join_rejected,
     parse_client_message,
 )
+from buzz.core.mesh_lease import Lease, RemoteOwner
 from buzz.relay.huddle.fanout import PeerSink, forward
 from buzz.relay.huddle.membership import ChannelGrant, JoinDenied, channel_admission, relay_admission
+from buzz.relay.huddle.mesh import LOST_CLOSE
 from buzz.relay.huddle.rooms import RoomSlot
 
 if TYPE_CHECKING:
@@ -137,11 +139,16 @@ class AudioSocket:
         event = await self._verify(auth)  # step 1
         pubkey = await relay_admission(relay, event)  # step 2
         grant = await channel_admission(relay, self.channel_id, auth.parent_channel_id, pubkey)  # step 3
-        if huddles.settings.mesh:  # step 4, mesh on: resolve the owner (§9.4)
-            raise JoinDenied(join_rejected())
-        if not huddles.settings.audio_available:  # step 4, mesh off
+        community_id = huddles.settings.community_id
+        fresh: Lease | None = None  # the lease this join won; released unless the join succeeds
+        if huddles.mesh is not None:  # step 4, mesh on: resolve the owner (§9.4)
+            owner = await huddles.mesh.resolve(community_id, self.channel_id)
+            if isinstance(owner, RemoteOwner):
+                raise JoinDenied(OWNER_UNREACHABLE)  # no remote path to the owner (yet)
+            fresh = owner.lease if owner.fresh else None
+        elif not huddles.settings.audio_available:  # step 4, mesh off
             raise JoinDenied(AUDIO_UNAVAILABLE)
-        slot = huddles.rooms.acquire(huddles.settings.community_id, self.channel_id)  # step 5
+        slot = huddles.rooms.acquire(community_id, self.channel_id)  # step 5
         admitted: Admitted[PeerSink] | None = None
         try:
             try:
@@ -163,6 +170,13 @@ class AudioSocket:
             huddles.rooms.release(slot)
             if admitted is None:
                 huddles.rooms.reclaim_if_empty(slot)
+                if fresh is not None and huddles.mesh is not None:
+                    await huddles.mesh.release(community_id, self.channel_id, fresh)
+        if fresh is not None and huddles.mesh is not None:
+            slot.lease = fresh
+            huddles.mesh.install(
+                (community_id, self.channel_id), fresh, lambda: huddles.close_room(slot, *LOST_CLOSE)
+            )
         peer = admitted.peer
         peer.sink.epoch = peer.epoch
         texts = {v: admitted.joined.to_text(v) for v in {p.protocol_version for p in admitted.recipients}}
@@ -267,12 +281,14 @@ class AudioSocket:
             parent = seat.grant.lifecycle_parent
             await huddles.lifecycle.left(parent, self.channel_id, seat.pubkey, removed.revision, seat.peer_id)
             if not removed.should_end:
-                huddles.rooms.reclaim_if_empty(seat.slot)
+                if huddles.rooms.reclaim_if_empty(seat.slot):
+                    await huddles.reclaimed(seat.slot)
                 return
             if seat.grant.has_ttl and not await huddles.lifecycle.archive(self.channel_id):
                 await huddles.rooms.reopen(seat.slot)  # the room stays usable; no 48103
                 return
-            huddles.rooms.reclaim_if_empty(seat.slot)
+            if huddles.rooms.reclaim_if_empty(seat.slot):
+                await huddles.reclaimed(seat.slot)
             await huddles.lifecycle.ended(parent, self.channel_id, seat.pubkey)
         except Exception:
             log.exception("huddle cleanup failed on channel %s", self.channel_id)
