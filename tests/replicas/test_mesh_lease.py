@@ -1,7 +1,6 @@
 """The fenced room lease across two replicas (huddle.md §9.3–§9.5; issue 15 step 2): real relays
 on one PostgreSQL and one Redis with BUZZ_MESH on. The first replica to admit a peer owns the
-room under a Redis lease; the other refuses with `huddle_owner_unreachable` (no remote path yet);
-the last leave releases the lease; a lost lease closes the room's sockets; Redis down = joins
+room under a Redis lease; the last leave releases the lease; a lost lease closes the room's sockets; Redis down = joins
 refused (`join_rejected`), never a silent join."""
 
 from __future__ import annotations
@@ -63,7 +62,6 @@ async def test_first_replica_owns_the_room_until_the_last_leave(
         assert first.joined is not None and first.joined["peer_index"] == 0
         assert (await redis.get(lease_key)).decode() == f"{runtime(a)}|1|huddle-control"
         assert 0 < await redis.pttl(lease_key) <= 30_000
-        assert await refused(b, bob, cid) == UNREACHABLE  # B is not the owner and has no remote path
         second = await join(a, carol, cid)  # the owner admits more peers under the same lease
         assert second.joined is not None and second.joined["peer_index"] == 1
         for peer in (first, second):
