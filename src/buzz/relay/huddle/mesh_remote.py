@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REGISTER_TIMEOUT_S = 2.0  # the owner's answer to register_peer; then huddle_owner_unreachable
+PING_S = 5.0  # §9.9 Redis transport: `ping` on every ingress stream this often
+SILENCE_TICKS = 3  # an owner stream silent this many pings (15 s) is closed
 
 
 def _fenced(session: str, lease: Lease) -> dict[str, Any]:
@@ -105,6 +108,7 @@ class OwnerStream:
     slot: RoomSlot | None = None
     peer_id: str | None = None
     peer_index: int | None = None
+    last_seen: float = field(default_factory=time.monotonic)
 
 
 # -- ingress side -----------------------------------------------------------------------------
@@ -144,6 +148,49 @@ class RemoteHub:
         self.by_target: dict[tuple[str, int], IngressStream] = {}  # (session, local index)
         self.link = link_factory(self)
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.ping_s = PING_S
+        self._watch: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.link.start()
+        self._watch = asyncio.get_running_loop().create_task(self._watch_loop(), name="mesh-watch")
+
+    async def _watch_loop(self) -> None:
+        """Liveness both ways (§9.5, §9.6, §9.9). Ingress: ping each stream, and close the clients
+        of a stream whose lease is no longer in Redis as registered (the owner died or lost it;
+        a Redis error counts the same: fail closed), so they rejoin under the next owner. Owner:
+        drop the peers of a stream silent for SILENCE_TICKS pings (its replica died)."""
+        while True:
+            await asyncio.sleep(self.ping_s)
+            with contextlib.suppress(Exception):
+                await self._watch_once()
+
+    async def _watch_once(self) -> None:
+        mesh = self.huddles.mesh
+        assert mesh is not None
+        checked: dict[tuple[str, str], Lease | None] = {}
+        for stream in list(self.ingress_streams.values()):
+            if stream.sink is None or stream.closed:
+                continue
+            self.send(stream, {"t": "ping"})
+            key = (stream.session, stream.community)
+            if key not in checked:
+                try:
+                    checked[key] = (await mesh.store.read(stream.session, stream.community))[0]
+                except Exception:
+                    checked[key] = None
+            if checked[key] != stream.lease:
+                log.warning(
+                    "huddle owner of %s is gone (lease %s): closing its remote clients",
+                    stream.session,
+                    checked[key],
+                )
+                self._teardown_ingress(stream)
+        deadline = time.monotonic() - self.ping_s * SILENCE_TICKS
+        for owned in list(self.owner_streams.values()):
+            if owned.slot is not None and owned.last_seen < deadline:
+                log.warning("huddle remote stream %s silent: removing its peer", owned.stream)
+                await self.owner_remove(owned)
 
     def spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -275,6 +322,8 @@ class RemoteHub:
         if not isinstance(fenced, dict):
             return
         owned = self.owner_streams.get(stream_id)
+        if owned is not None:
+            owned.last_seen = time.monotonic()
         if kind == "hello":
             try:
                 session = str(fenced["session_id"])
@@ -413,6 +462,10 @@ class RemoteHub:
         return None
 
     async def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
         for stream in list(self.ingress_streams.values()):
             self.unregister(stream)
         await asyncio.sleep(0)

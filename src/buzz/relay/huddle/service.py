@@ -84,7 +84,7 @@ class Huddles:
     async def start(self) -> None:
         """Listen on this replica's mesh channels (before any join can name it the owner)."""
         if self.remote is not None:
-            await self.remote.link.start()
+            await self.remote.start()
 
     def close_room(self, slot: RoomSlot, code: int, reason: bytes) -> None:
         """Close every local socket of the room (a lost lease, §9.5): their cleanup runs as usual."""
