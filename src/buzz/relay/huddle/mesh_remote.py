@@ -415,6 +415,8 @@ class RemoteHub:
         for other in removed.recipients:
             other.sink.flush_index(removed.peer.peer_index)
             other.sink.offer_control(texts[other.sink.protocol_version])
+        if removed.should_end:
+            await huddles.rooms.reopen(slot)  # no archive for a remote last leaver: a joiner may reuse it
         if huddles.rooms.reclaim_if_empty(slot):
             await huddles.reclaimed(slot)
 

@@ -358,6 +358,8 @@ class AudioSocket:
             removed = await huddles.rooms.remove(seat.slot, seat.peer_id)
             if huddles.remote is not None:
                 huddles.remote.unregister(stream)
+            if removed is not None and removed.should_end:
+                await huddles.rooms.reopen(seat.slot)  # only the owner ends rooms (§9.2); a mirror is reused
             if removed is not None:
                 parent = seat.grant.lifecycle_parent
                 await huddles.lifecycle.left(
