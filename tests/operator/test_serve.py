@@ -29,7 +29,7 @@ async def test_banner_names_the_bound_url_data_dir_store_workspace_and_pubkey(tm
     assert "workspace:    closed: members only (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true)" in banner
     assert f"relay pubkey: {pubkey} ({nip19.npub(pubkey)})" in banner
     assert f"connect:      buzz --relay ws://127.0.0.1:{relay.port}" in banner
-    assert "localhost:3000" not in "\n".join(relay.banner[:9])
+    assert "localhost:3000" not in "\n".join(relay.banner[:10])
 
 
 async def test_banner_shows_a_workspace_closed_by_buzz_admin(tmp_path: Path) -> None:

@@ -39,6 +39,17 @@ def lines(relay: Relay, url: str) -> list[str]:
         fanout = f"Redis pub/sub, workspace {config.workspace_id!r} (replica mode)"
     else:
         fanout = "in-process (single relay)"
+    huddle = relay.huddles.settings
+    if huddle.mesh:
+        huddles = "mesh (BUZZ_MESH=on): one owner per room through a Redis lease"
+    elif huddle.audio_available:
+        huddles = "in-process" + (
+            " (BUZZ_HUDDLE_AUDIO_AVAILABLE=true across replicas)" if config.redis_url else ""
+        )
+    else:
+        huddles = "off: " + (
+            "replicas without BUZZ_MESH=on" if config.redis_url else "BUZZ_HUDDLE_AUDIO_AVAILABLE=false"
+        )
     metrics = relay.metrics_url or "off (--metrics-bind host:port to serve /metrics)"
     out = [
         f'buzz relay "{config.relay_name}" listening on {url}',
@@ -46,6 +57,7 @@ def lines(relay: Relay, url: str) -> list[str]:
         f"  data dir:     {config.data_dir.resolve()}",
         f"  store:        {store}",
         f"  fan-out:      {fanout}",
+        f"  huddles:      {huddles}",
         f"  workspace:    {workspace_state(relay)}",
         f"  relay pubkey: {relay.pubkey} ({nip19.npub(relay.pubkey)})",
         f"  metrics:      {metrics}",

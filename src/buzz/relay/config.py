@@ -27,6 +27,21 @@ def _bool(name: str, value: str) -> bool:
     raise ConfigError(f"{name} must be true or false, got {value!r}")
 
 
+_MESH_ON = frozenset({"on", "true", "1"})
+_MESH_OFF = frozenset({"off", "false", "0", ""})
+
+
+def parse_mesh(value: str) -> bool:
+    """BUZZ_MESH (huddle.md §9.1): `on`/`true`/`1` (any case) → True, `off`/`false`/`0`/empty →
+    False. Anything else raises ConfigError: a typo must not silently leave the mesh off."""
+    v = value.strip().lower()
+    if v in _MESH_ON:
+        return True
+    if v in _MESH_OFF:
+        return False
+    raise ConfigError(f"BUZZ_MESH must be on|true|1 or off|false|0, got {value!r}")
+
+
 def _positive_int(name: str, value: str, allow_zero: bool = False) -> int:
     try:
         n = int(value)
@@ -80,6 +95,7 @@ class RelayConfig:
     auth_timeout_s: float = limits.AUTH_TIMEOUT_S
     redis_timeout_ms: int = limits.REDIS_REQUEST_TIMEOUT_MS
     metrics_bind: str | None = None  # host:port of the separate /metrics listener; None = off
+    mesh: bool = False  # BUZZ_MESH: huddles across replicas (huddle.md §9); needs redis_url
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> RelayConfig:
@@ -106,6 +122,8 @@ class RelayConfig:
             kw["redis_url"] = v
         if (v := get("BUZZ_METRICS_BIND")) is not None:
             kw["metrics_bind"] = v
+        if (v := env.get("BUZZ_MESH")) is not None:
+            kw["mesh"] = parse_mesh(v)
         if (v := get("BUZZ_WORKSPACE_ID")) is not None:
             kw["workspace_id"] = v
         if (v := get("BUZZ_RELAY_PRIVATE_KEY")) is not None:
@@ -163,3 +181,5 @@ class RelayConfig:
             parse_bind(self.metrics_bind, "BUZZ_METRICS_BIND")
         if self.redis_url and not (self.database_url or "").startswith(("postgres://", "postgresql://")):
             raise ConfigError("BUZZ_REDIS_URL needs PostgreSQL: SQLite is single-process (relay.md §13.1)")
+        if self.mesh and not self.redis_url:
+            raise ConfigError("BUZZ_MESH=on needs BUZZ_REDIS_URL (--redis-url): the mesh runs through Redis")

@@ -78,6 +78,7 @@ class Relay:
         self.workspace_setting = await self.store.get_setting("workspace")  # type: ignore[attr-defined]
         if self.bus is not None:
             await self.bus.start()
+        await self.huddles.start()  # the mesh listener, when BUZZ_MESH is on
         # A crash between a channel change's commit and its follow-ups left state behind.
         await self.emitter.repair_all()
         self._ban_watch = asyncio.get_running_loop().create_task(

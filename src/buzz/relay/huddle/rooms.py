@@ -16,6 +16,7 @@ import collections
 from dataclasses import dataclass, field
 
 from buzz.core.huddle_wire import Admitted, Refused, Removed, Room, RoomRegistry
+from buzz.core.mesh_lease import Lease
 from buzz.relay.huddle.fanout import PeerSink
 
 
@@ -29,6 +30,7 @@ class RoomSlot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     holders: int = 0
     stats: collections.Counter[str] = field(default_factory=collections.Counter)
+    lease: Lease | None = None  # mesh on: the lease this replica owns the room under (§9.5)
 
 
 class LocalRooms:

@@ -8,11 +8,16 @@ import logging
 from typing import TYPE_CHECKING
 
 from aiohttp import web
+from redis.asyncio import Redis
 
 from buzz.core.channel_id import is_channel_id
 from buzz.core.huddle_wire import MAX_WEBSOCKET_MESSAGE_BYTES
 from buzz.relay.huddle.fanout import HuddleStats, PeerSink
+from buzz.relay.huddle.lease_redis import LeaseStore
 from buzz.relay.huddle.lifecycle import Lifecycle
+from buzz.relay.huddle.mesh import Ownership
+from buzz.relay.huddle.mesh_link import MeshLink
+from buzz.relay.huddle.mesh_remote import RemoteHub
 from buzz.relay.huddle.rooms import LocalRooms, RoomSlot
 from buzz.relay.huddle.settings import HuddleSettings
 from buzz.relay.huddle.socket import AudioSocket
@@ -34,8 +39,28 @@ class Huddles:
 
     def __init__(self, relay: Relay, settings: HuddleSettings | None = None) -> None:
         self.relay = relay
-        self.settings = settings or HuddleSettings.from_env(relay.config.workspace_id)
+        config = relay.config
+        self.settings = settings or HuddleSettings.from_env(
+            config.workspace_id, replicated=bool(config.redis_url), mesh=config.mesh
+        )
+        if self.settings.off_reason is not None:
+            log.warning("%s", self.settings.off_reason)  # the operator must see why joins are refused
         self.rooms = LocalRooms()
+        self.mesh: Ownership | None = None  # §9 room ownership; None when BUZZ_MESH is off
+        self.remote: RemoteHub | None = None  # §9.6–§9.8 remote peers, with the mesh
+        if self.settings.mesh and config.redis_url:
+            store = LeaseStore(
+                config.redis_url,
+                f"buzz-huddle-lease:{config.workspace_id}",
+                config.redis_timeout_ms / 1000,
+                self.settings.lease_ttl_s,
+            )
+            self.mesh = Ownership(store, self.settings.lease_renew_s)
+            link_redis = Redis.from_url(config.redis_url, socket_connect_timeout=2.0, socket_timeout=5.0)
+            runtime = self.mesh.runtime_id
+            self.remote = RemoteHub(
+                self, runtime, lambda hub: MeshLink(link_redis, runtime, hub.on_control, hub.on_media)
+            )
         self.stats = HuddleStats()
         self.lifecycle = Lifecycle(relay)
         self.background: set[asyncio.Task[None]] = set()
@@ -50,6 +75,26 @@ class Huddles:
     async def _on_shutdown(self, app: web.Application) -> None:
         closing = [s.ws.close(code=1001, message=b"relay shutting down") for s in list(self.sockets)]
         await asyncio.gather(*closing, return_exceptions=True)
+        if self.remote is not None:
+            await self.remote.close()
+            await self.remote.link.redis.aclose()
+        if self.mesh is not None:
+            await self.mesh.close()
+
+    async def start(self) -> None:
+        """Listen on this replica's mesh channels (before any join can name it the owner)."""
+        if self.remote is not None:
+            await self.remote.start()
+
+    def close_room(self, slot: RoomSlot, code: int, reason: bytes) -> None:
+        """Close every local socket of the room (a lost lease, §9.5): their cleanup runs as usual."""
+        for peer in list(slot.room.peers.values()):
+            peer.sink.close(code, reason)
+
+    async def reclaimed(self, slot: RoomSlot) -> None:
+        """§5.8 step 6: the room is gone; the owner releases its lease (fenced on its generation)."""
+        if self.mesh is not None and slot.lease is not None:
+            await self.mesh.release(slot.community_id, slot.channel_id, slot.lease)
 
     def new_sink(
         self, slot: RoomSlot, pubkey: str, on_close: Callable[[int, bytes], None], protocol_version: int = 2

@@ -11,17 +11,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from buzz.core.huddle_wire import AUTH_TIMEOUT, HEARTBEAT_INTERVAL, MAX_MISSED_PONGS
-from buzz.relay.config import ConfigError
+from buzz.core.mesh_lease import LEASE_RENEW_INTERVAL, LEASE_TTL
 
 _OFF = frozenset({"false", "0"})
 _ON = frozenset({"on", "true", "1"})
 
+SPLIT_REASON = (
+    "huddle audio is off on this replica: --redis-url without BUZZ_MESH=on would split huddles "
+    "(participants on different replicas would not hear each other); set BUZZ_MESH=on, or "
+    "BUZZ_HUDDLE_AUDIO_AVAILABLE=true if every huddle's participants reach the same replica"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class HuddleSettings:
-    """`audio_available`: BUZZ_HUDDLE_AUDIO_AVAILABLE (§9.1: only `false`/`0` turn it off).
+    """`audio_available`: BUZZ_HUDDLE_AUDIO_AVAILABLE (§9.1: only `false`/`0` turn it off), except
+    that replicas (Redis) without the mesh default it to off (`off_reason` says why).
 
     `community_id` is the workspace (BUZZ_WORKSPACE_ID): the first key of every room (§5.1).
+    `mesh` is BUZZ_MESH (parsed by RelayConfig); `lease_ttl_s` / `lease_renew_s` are §9.3/§9.5.
     """
 
     community_id: str = "default"
@@ -29,16 +37,32 @@ class HuddleSettings:
     auth_timeout_s: float = AUTH_TIMEOUT
     heartbeat_interval_s: float = HEARTBEAT_INTERVAL
     max_missed_pongs: int = MAX_MISSED_PONGS
+    mesh: bool = False
+    off_reason: str | None = None
+    lease_ttl_s: float = LEASE_TTL
+    lease_renew_s: float = LEASE_RENEW_INTERVAL
 
     @classmethod
-    def from_env(cls, community_id: str, env: Mapping[str, str] | None = None) -> HuddleSettings:
+    def from_env(
+        cls,
+        community_id: str,
+        env: Mapping[str, str] | None = None,
+        *,
+        replicated: bool = False,
+        mesh: bool = False,
+    ) -> HuddleSettings:
         """Read §9.1 switches from `env` (default os.environ).
 
-        Raises ConfigError when BUZZ_MESH asks for the multi-replica mesh (§9), which this relay
-        does not implement yet: running replicas without it would split huddles silently.
+        `replicated` (the relay has a Redis URL) without `mesh`: audio is off unless
+        BUZZ_HUDDLE_AUDIO_AVAILABLE says `on`/`true`/`1` explicitly (the operator vouches that each
+        huddle's sockets reach one replica); a silent split is never the default.
         """
         env = os.environ if env is None else env
-        if env.get("BUZZ_MESH", "").strip().lower() in _ON:
-            raise ConfigError("BUZZ_MESH: the huddle mesh (huddle.md §9) is not implemented by this relay")
-        available = env.get("BUZZ_HUDDLE_AUDIO_AVAILABLE", "").strip().lower() not in _OFF
-        return cls(community_id=community_id, audio_available=available)
+        raw = env.get("BUZZ_HUDDLE_AUDIO_AVAILABLE", "").strip().lower()
+        if replicated and not mesh:
+            available = raw in _ON
+            reason = None if available else SPLIT_REASON
+        else:
+            available = raw not in _OFF
+            reason = None if available else "huddle audio is off: BUZZ_HUDDLE_AUDIO_AVAILABLE=false"
+        return cls(community_id=community_id, audio_available=available, mesh=mesh, off_reason=reason)

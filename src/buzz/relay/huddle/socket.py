@@ -29,19 +29,24 @@ from buzz.core.huddle_wire import (
     AUTH_FAILED,
     HUDDLE_HAS_ENDED,
     MAX_AUDIO_FRAME_BYTES,
+    OWNER_UNREACHABLE,
     Admitted,
     Auth,
     Challenge,
     Ingress,
     Leave,
     check_version,
+    ingress_verdict,
     parse_client_message,
 )
+from buzz.core.mesh_lease import Lease, RemoteOwner
 from buzz.relay.huddle.fanout import PeerSink, forward
 from buzz.relay.huddle.membership import ChannelGrant, JoinDenied, channel_admission, relay_admission
+from buzz.relay.huddle.mesh import LOST_CLOSE
 from buzz.relay.huddle.rooms import RoomSlot
 
 if TYPE_CHECKING:
+    from buzz.relay.huddle.mesh_remote import IngressStream
     from buzz.relay.huddle.service import Huddles
 
 log = logging.getLogger(__name__)
@@ -64,6 +69,7 @@ class Seat:
     peer_index: int
     protocol_version: int
     sink: PeerSink
+    remote: IngressStream | None = None  # mesh ingress: the registration at the room's owner
 
 
 class AudioSocket:
@@ -136,9 +142,16 @@ class AudioSocket:
         event = await self._verify(auth)  # step 1
         pubkey = await relay_admission(relay, event)  # step 2
         grant = await channel_admission(relay, self.channel_id, auth.parent_channel_id, pubkey)  # step 3
-        if not huddles.settings.audio_available:  # step 4, mesh off
+        community_id = huddles.settings.community_id
+        fresh: Lease | None = None  # the lease this join won; released unless the join succeeds
+        if huddles.mesh is not None:  # step 4, mesh on: resolve the owner (§9.4)
+            owner = await huddles.mesh.resolve(community_id, self.channel_id)
+            if isinstance(owner, RemoteOwner):
+                return await self._join_remote(auth, pubkey, grant, owner.lease)
+            fresh = owner.lease if owner.fresh else None
+        elif not huddles.settings.audio_available:  # step 4, mesh off
             raise JoinDenied(AUDIO_UNAVAILABLE)
-        slot = huddles.rooms.acquire(huddles.settings.community_id, self.channel_id)  # step 5
+        slot = huddles.rooms.acquire(community_id, self.channel_id)  # step 5
         admitted: Admitted[PeerSink] | None = None
         try:
             try:
@@ -160,6 +173,13 @@ class AudioSocket:
             huddles.rooms.release(slot)
             if admitted is None:
                 huddles.rooms.reclaim_if_empty(slot)
+                if fresh is not None and huddles.mesh is not None:
+                    await huddles.mesh.release(community_id, self.channel_id, fresh)
+        if fresh is not None and huddles.mesh is not None:
+            slot.lease = fresh
+            huddles.mesh.install(
+                (community_id, self.channel_id), fresh, lambda: huddles.close_room(slot, *LOST_CLOSE)
+            )
         peer = admitted.peer
         peer.sink.epoch = peer.epoch
         texts = {v: admitted.joined.to_text(v) for v in {p.protocol_version for p in admitted.recipients}}
@@ -168,6 +188,51 @@ class AudioSocket:
         seat = Seat(slot, grant, pubkey, peer.peer_id, peer.peer_index, peer.protocol_version, peer.sink)
         await huddles.lifecycle.joined(
             grant.lifecycle_parent, self.channel_id, pubkey, admitted.revision, peer.peer_id
+        )
+        return seat
+
+    async def _join_remote(self, auth: Auth, pubkey: str, grant: ChannelGrant, lease: Lease) -> Seat:
+        """§4.1 steps 5–9 on an ingress replica: channel re-read, version, owner registration
+        (§9.6), then the mirror room at the owner's index; `joined` goes to this client only."""
+        relay, huddles = self.relay, self.huddles
+        hub = huddles.remote
+        if hub is None:
+            raise JoinDenied(OWNER_UNREACHABLE)
+        try:
+            channel = await relay.store.get_channel(self.channel_id)
+        except Exception:
+            log.exception("huddle room fetch: channel re-read failed for %s", self.channel_id)
+            raise _SilentClose from None
+        if channel is None or channel.archived_at is not None:
+            raise JoinDenied(HUDDLE_HAS_ENDED)
+        version_error = check_version(auth.protocol_version)
+        if version_error is not None:
+            raise JoinDenied(version_error)
+        community_id = huddles.settings.community_id
+        stream = await hub.register(lease, community_id, self.channel_id, pubkey, auth.protocol_version)
+        assert stream.peer_index is not None
+        slot = huddles.rooms.acquire(community_id, self.channel_id)
+        admitted: Admitted[PeerSink] | None = None
+        try:
+            sink = huddles.new_sink(slot, pubkey, self._close_soon, auth.protocol_version)
+            async with slot.lock:
+                result = slot.room.admit_at_index(pubkey, auth.protocol_version, sink, stream.peer_index)
+            if not isinstance(result, Admitted):
+                hub.unregister(stream)
+                raise JoinDenied(result.error())
+            admitted = result
+        finally:
+            huddles.rooms.release(slot)
+            if admitted is None:
+                huddles.rooms.reclaim_if_empty(slot)
+        peer = admitted.peer
+        joined = hub.attach(stream, peer.sink)
+        peer.sink.offer_control(joined.to_text(peer.protocol_version))
+        seat = Seat(
+            slot, grant, pubkey, peer.peer_id, peer.peer_index, peer.protocol_version, peer.sink, stream
+        )
+        await huddles.lifecycle.joined(
+            grant.lifecycle_parent, self.channel_id, pubkey, stream.revision, peer.peer_id
         )
         return seat
 
@@ -199,11 +264,17 @@ class AudioSocket:
     async def _read_loop(self, seat: Seat) -> None:
         room, sink, stats = seat.slot.room, seat.sink, self.huddles.stats
         version, index, peer_id = seat.protocol_version, seat.peer_index, seat.peer_id
+        remote, hub = seat.remote, self.huddles.remote
         async for msg in self.ws:
             if msg.type == WSMsgType.BINARY:
                 frame: bytes = msg.data
-                receivers = (p.sink for p in room.receivers(peer_id))
-                verdict = forward(frame, version, index, receivers, sink)
+                if remote is not None and hub is not None:  # §9.8: all fan-out goes through the owner
+                    verdict = ingress_verdict(frame, version)
+                    if verdict is Ingress.FORWARD:
+                        hub.send_ingress(remote, frame)
+                else:
+                    receivers = (p.sink for p in room.receivers(peer_id))
+                    verdict = forward(frame, version, index, receivers, sink)
                 stats.count("huddle_audio_frames_in_total")
                 if verdict is Ingress.TOO_LARGE:
                     self._warn_oversized(len(frame))
@@ -251,6 +322,9 @@ class AudioSocket:
     # -- §5.8 cleanup --------------------------------------------------------------------------
     async def _cleanup(self, seat: Seat) -> None:
         huddles = self.huddles
+        if seat.remote is not None:
+            await self._cleanup_remote(seat, seat.remote)
+            return
         try:
             removed = await huddles.rooms.remove(seat.slot, seat.peer_id)
             if removed is None:
@@ -264,12 +338,33 @@ class AudioSocket:
             parent = seat.grant.lifecycle_parent
             await huddles.lifecycle.left(parent, self.channel_id, seat.pubkey, removed.revision, seat.peer_id)
             if not removed.should_end:
-                huddles.rooms.reclaim_if_empty(seat.slot)
+                if huddles.rooms.reclaim_if_empty(seat.slot):
+                    await huddles.reclaimed(seat.slot)
                 return
             if seat.grant.has_ttl and not await huddles.lifecycle.archive(self.channel_id):
                 await huddles.rooms.reopen(seat.slot)  # the room stays usable; no 48103
                 return
-            huddles.rooms.reclaim_if_empty(seat.slot)
+            if huddles.rooms.reclaim_if_empty(seat.slot):
+                await huddles.reclaimed(seat.slot)
             await huddles.lifecycle.ended(parent, self.channel_id, seat.pubkey)
+        except Exception:
+            log.exception("huddle cleanup failed on channel %s", self.channel_id)
+
+    async def _cleanup_remote(self, seat: Seat, stream: IngressStream) -> None:
+        """§9.6 ingress step 6: leave the mirror room, unregister at the owner; the owner sends
+        `left` to everyone else, ends and archives. This replica emits 48102 for its client."""
+        huddles = self.huddles
+        try:
+            removed = await huddles.rooms.remove(seat.slot, seat.peer_id)
+            if huddles.remote is not None:
+                huddles.remote.unregister(stream)
+            if removed is not None and removed.should_end:
+                await huddles.rooms.reopen(seat.slot)  # only the owner ends rooms (§9.2); a mirror is reused
+            if removed is not None:
+                parent = seat.grant.lifecycle_parent
+                await huddles.lifecycle.left(
+                    parent, self.channel_id, seat.pubkey, stream.revision, seat.peer_id
+                )
+            huddles.rooms.reclaim_if_empty(seat.slot)
         except Exception:
             log.exception("huddle cleanup failed on channel %s", self.channel_id)

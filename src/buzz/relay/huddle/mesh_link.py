@@ -1,0 +1,124 @@
+"""The mesh transport over Redis (huddle.md §9.9 "Redis"): this replica listens on
+`buzz:mesh:<runtime>:ctl` (JSON `{"s": stream, "m": message}`) and `buzz:mesh:<runtime>:media`
+(envelope bytes). Sends go through one ordered, bounded outbox drained by a single writer, so
+control messages keep their order and a slow Redis never blocks a socket's read loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+import orjson
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+OUTBOX_LIMIT = 4096  # messages waiting for Redis; beyond, the oldest media envelope goes first
+
+
+def ctl_channel(runtime_id: str) -> str:
+    return f"buzz:mesh:{runtime_id}:ctl"
+
+
+def media_channel(runtime_id: str) -> str:
+    return f"buzz:mesh:{runtime_id}:media"
+
+
+class MeshLink:
+    """`on_control(stream, message)` and `on_media(bytes)` are called for what arrives."""
+
+    def __init__(
+        self,
+        redis: Redis,
+        runtime_id: str,
+        on_control: Callable[[str, dict[str, object]], Awaitable[None]],
+        on_media: Callable[[bytes], None],
+    ) -> None:
+        self.redis = redis
+        self.runtime_id = runtime_id
+        self._on_control = on_control
+        self._on_media = on_media
+        self._outbox: collections.deque[tuple[str, bytes, bool]] = collections.deque()
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.stats: collections.Counter[str] = collections.Counter()
+
+    async def start(self) -> None:
+        pubsub = self.redis.pubsub()
+        await pubsub.subscribe(ctl_channel(self.runtime_id), media_channel(self.runtime_id))
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._listen(pubsub)), loop.create_task(self._write())]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    def send_control(self, runtime_id: str, stream: str, message: dict[str, object]) -> None:
+        self._put(ctl_channel(runtime_id), orjson.dumps({"s": stream, "m": message}), control=True)
+
+    def send_media(self, runtime_id: str, envelope: bytes) -> None:
+        self._put(media_channel(runtime_id), envelope, control=False)
+
+    def _put(self, channel: str, data: bytes, control: bool) -> None:
+        if len(self._outbox) >= OUTBOX_LIMIT:
+            for i, (_c, _d, is_control) in enumerate(self._outbox):
+                if not is_control:
+                    del self._outbox[i]
+                    break
+            else:
+                self._outbox.popleft()
+            self.stats["mesh_outbox_dropped_total"] += 1
+        self._outbox.append((channel, data, control))
+        self._wake.set()
+
+    async def _write(self) -> None:
+        while True:
+            if not self._outbox:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            batch = [self._outbox.popleft() for _ in range(min(len(self._outbox), 256))]
+            try:
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for channel, data, _control in batch:
+                        pipe.publish(channel, data)
+                    await pipe.execute()
+            except (RedisError, OSError) as exc:  # best effort (§9.8): lost, counted
+                self.stats["mesh_send_failed_total"] += len(batch)
+                log.debug("mesh send failed: %s", exc)
+
+    async def _listen(self, pubsub: object) -> None:
+        ctl = ctl_channel(self.runtime_id).encode()
+        while True:
+            try:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)  # type: ignore[attr-defined]
+            except (RedisError, OSError) as exc:
+                log.warning("mesh listener: %s", exc)
+                await asyncio.sleep(0.5)
+                continue
+            if message is None:
+                continue
+            data = message["data"]
+            if message["channel"] == ctl:
+                try:
+                    body = orjson.loads(data)
+                    stream, inner = str(body["s"]), body["m"]
+                    if not isinstance(inner, dict):
+                        raise ValueError("message is not an object")
+                except (ValueError, KeyError, TypeError):
+                    self.stats["mesh_control_malformed_total"] += 1
+                    continue
+                try:
+                    await self._on_control(stream, inner)
+                except Exception:
+                    log.exception("mesh control message failed")
+            else:
+                self._on_media(bytes(data))

@@ -1,0 +1,496 @@
+"""Remote peers (huddle.md §9.6–§9.8): the owner's side (remote seats in its room, fan-out
+envelopes back) and the ingress side (registration at the owner, the mirror room, delivery).
+
+Control streams are one per remote client socket; messages follow §9.6 with `fenced` on each.
+Every envelope is checked against the generation floor and the registration it claims; the
+owner's fan-out skips the author (`Room.receivers`), and the ingress never delivers a frame to
+the index that wrote it nor forwards it back onto the mesh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from buzz.core.huddle_wire import (
+    OWNER_UNREACHABLE,
+    ROOM_ENDED,
+    ROOM_FULL,
+    Admitted,
+    ErrorMessage,
+    Joined,
+    Left,
+    RosterEntry,
+    join_rejected,
+    relay_frame,
+    upgrade_required,
+)
+from buzz.core.mesh_envelope import FANOUT, INGRESS, NO_PEER, Envelope, unpack
+from buzz.core.mesh_lease import PROFILE, GenerationFloor, Lease, fence_check
+from buzz.relay.huddle.fanout import PeerSink, forward
+from buzz.relay.huddle.membership import JoinDenied
+from buzz.relay.huddle.mesh_link import MeshLink
+
+if TYPE_CHECKING:
+    from buzz.relay.huddle.rooms import RoomSlot
+    from buzz.relay.huddle.service import Huddles
+
+log = logging.getLogger(__name__)
+
+REGISTER_TIMEOUT_S = 2.0  # the owner's answer to register_peer; then huddle_owner_unreachable
+PING_S = 5.0  # §9.9 Redis transport: `ping` on every ingress stream this often
+SILENCE_TICKS = 3  # an owner stream silent this many pings (15 s) is closed
+
+
+def _fenced(session: str, lease: Lease) -> dict[str, Any]:
+    return {"session_id": session, "generation": lease.generation, "owner": lease.owner}
+
+
+# -- owner side -------------------------------------------------------------------------------
+class RemoteSink(PeerSink):
+    """A remote peer's seat in the owner's room: audio becomes fan-out envelopes, `joined`/`left`
+    become `roster_delta`s on its control stream. Always receives the v2 prefix `[author][frame]`
+    (the envelope payload); the ingress adds what its client's version needs."""
+
+    __slots__ = ("hub", "owner_stream", "seq", "target_index")
+
+    def __init__(self, hub: RemoteHub, stream: OwnerStream, slot: RoomSlot) -> None:
+        super().__init__(
+            f"room {slot.channel_id} remote {stream.stream}", hub.huddles.stats, slot.stats, self._gone, 2
+        )
+        self.hub = hub
+        self.owner_stream = stream
+        self.seq = 0
+        self.target_index = NO_PEER
+
+    def offer_audio(self, message: bytes) -> bool:
+        s = self.owner_stream
+        env = Envelope(FANOUT, s.session, s.lease.generation, s.lease.owner, self.hub.runtime_id,
+                       self.seq, self.target_index, message[0], message[1:])  # fmt: skip
+        self.seq += 1
+        self.hub.link.send_media(s.sender, env.pack())
+        self.stats.count("mesh_fanout_envelopes_total")
+        return True
+
+    def offer_control(self, text: str) -> bool:
+        body = orjson.loads(text)
+        kind = body.get("type")
+        if kind not in ("joined", "left"):
+            return True
+        entry = {"pubkey": body["pubkey"], "peer_index": body["peer_index"]}
+        self.hub.send(self.owner_stream, {"t": "roster_delta", "revision": body["revision"], kind: entry})
+        return True
+
+    def flush_index(self, peer_index: int) -> int:
+        return 0  # nothing queued here: envelopes leave at once
+
+    def _gone(self, code: int, reason: bytes) -> None:
+        """Closed by the owner (lost lease, overflow): tell the ingress, drop the seat."""
+        self.hub.send(self.owner_stream, {"t": "goodbye", "reason": "stale_generation"})
+        self.hub.spawn(self.hub.owner_remove(self.owner_stream))
+
+
+@dataclass(eq=False)
+class OwnerStream:
+    stream: str
+    sender: str
+    session: str
+    lease: Lease
+    community: str | None = None
+    slot: RoomSlot | None = None
+    peer_id: str | None = None
+    peer_index: int | None = None
+    last_seen: float = field(default_factory=time.monotonic)
+
+
+# -- ingress side -----------------------------------------------------------------------------
+@dataclass(eq=False)
+class IngressStream:
+    """One local client's registration at a remote owner."""
+
+    stream: str
+    session: str
+    lease: Lease
+    community: str
+    pubkey: str
+    answer: asyncio.Future[dict[str, Any]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    roster: dict[int, str] = field(default_factory=dict)  # index → pubkey, as the owner says
+    revision: int = 0
+    peer_index: int | None = None
+    sink: PeerSink | None = None
+    version: int = 2
+    seq: int = 0
+    closed: bool = False
+
+
+class RemoteHub:
+    """Both sides for one replica, on one `MeshLink`."""
+
+    def __init__(
+        self, huddles: Huddles, runtime_id: str, link_factory: Callable[[RemoteHub], MeshLink]
+    ) -> None:
+        self.huddles = huddles
+        self.runtime_id = runtime_id
+        self.floor = GenerationFloor()
+        self.owner_streams: dict[str, OwnerStream] = {}
+        self.registered: dict[tuple[str, int, str, int], OwnerStream] = {}  # (session, gen, sender, author)
+        self.ingress_streams: dict[str, IngressStream] = {}
+        self.by_target: dict[tuple[str, int], IngressStream] = {}  # (session, local index)
+        self.link = link_factory(self)
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.ping_s = PING_S
+        self._watch: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.link.start()
+        self._watch = asyncio.get_running_loop().create_task(self._watch_loop(), name="mesh-watch")
+
+    async def _watch_loop(self) -> None:
+        """Liveness both ways (§9.5, §9.6, §9.9). Ingress: ping each stream, and close the clients
+        of a stream whose lease is no longer in Redis as registered (the owner died or lost it;
+        a Redis error counts the same: fail closed), so they rejoin under the next owner. Owner:
+        drop the peers of a stream silent for SILENCE_TICKS pings (its replica died)."""
+        while True:
+            await asyncio.sleep(self.ping_s)
+            with contextlib.suppress(Exception):
+                await self._watch_once()
+
+    async def _watch_once(self) -> None:
+        mesh = self.huddles.mesh
+        assert mesh is not None
+        checked: dict[tuple[str, str], Lease | None] = {}
+        for stream in list(self.ingress_streams.values()):
+            if stream.sink is None or stream.closed:
+                continue
+            self.send(stream, {"t": "ping"})
+            key = (stream.session, stream.community)
+            if key not in checked:
+                try:
+                    checked[key] = (await mesh.store.read(stream.session, stream.community))[0]
+                except Exception:
+                    checked[key] = None
+            if checked[key] != stream.lease:
+                log.warning(
+                    "huddle owner of %s is gone (lease %s): closing its remote clients",
+                    stream.session,
+                    checked[key],
+                )
+                self._teardown_ingress(stream)
+        deadline = time.monotonic() - self.ping_s * SILENCE_TICKS
+        for owned in list(self.owner_streams.values()):
+            if owned.slot is not None and owned.last_seen < deadline:
+                log.warning("huddle remote stream %s silent: removing its peer", owned.stream)
+                await self.owner_remove(owned)
+
+    def spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def send(self, stream: OwnerStream | IngressStream, message: dict[str, Any]) -> None:
+        if isinstance(stream, OwnerStream):
+            peer, lease = stream.sender, stream.lease
+        else:
+            peer, lease = stream.lease.owner, stream.lease
+        self.link.send_control(peer, stream.stream, {**message, "fenced": _fenced(stream.session, lease)})
+
+    # -- ingress: registration ------------------------------------------------------------------
+    async def register(
+        self, lease: Lease, community: str, session: str, pubkey: str, version: int
+    ) -> IngressStream:
+        """§9.6 ingress step 1: hello + register_peer, then the owner's answer. Raises JoinDenied
+        with the mapped §4.2 error; no answer in REGISTER_TIMEOUT_S is huddle_owner_unreachable."""
+        stream = IngressStream(str(uuid.uuid4()), session, lease, community, pubkey, version=version)
+        self.ingress_streams[stream.stream] = stream
+        hello = {"t": "hello", "stream": stream.stream, "sender": self.runtime_id, "profile": PROFILE}
+        self.send(stream, hello)
+        self.send(
+            stream,
+            {"t": "register_peer", "community_id": community, "pubkey": pubkey, "protocol_version": version},
+        )
+        try:
+            answer = await asyncio.wait_for(asyncio.shield(stream.answer), REGISTER_TIMEOUT_S)
+        except TimeoutError:
+            self.ingress_streams.pop(stream.stream, None)
+            raise JoinDenied(OWNER_UNREACHABLE) from None
+        if answer.get("t") == "peer_registered":
+            stream.peer_index = int(answer["peer_index"])
+            roster = answer["roster"]
+            stream.revision = int(roster["revision"])
+            stream.roster = {int(p["peer_index"]): str(p["pubkey"]) for p in roster["peers"]}
+            return stream
+        self.ingress_streams.pop(stream.stream, None)
+        raise JoinDenied(_rejection(answer))
+
+    def attach(self, stream: IngressStream, sink: PeerSink) -> Joined:
+        """After the mirror admission: route fan-out for this index to `sink`; the client's
+        `joined` from the owner's snapshot."""
+        assert stream.peer_index is not None
+        stream.sink = sink
+        self.by_target[(stream.session, stream.peer_index)] = stream
+        return Joined(stream.revision, stream.pubkey, stream.peer_index, _roster(stream.roster))
+
+    def unregister(self, stream: IngressStream) -> None:
+        """Client left first (§9.6 ingress step 6)."""
+        if stream.closed:
+            return
+        stream.closed = True
+        self.send(stream, {"t": "unregister_peer", "pubkey": stream.pubkey})
+        self.send(stream, {"t": "goodbye", "reason": "session_ended"})
+        self._forget_ingress(stream)
+
+    def _forget_ingress(self, stream: IngressStream) -> None:
+        self.ingress_streams.pop(stream.stream, None)
+        if (
+            stream.peer_index is not None
+            and self.by_target.get((stream.session, stream.peer_index)) is stream
+        ):
+            del self.by_target[(stream.session, stream.peer_index)]
+        if not any(s.session == stream.session for s in self.ingress_streams.values()):
+            self.floor.forget(stream.session)
+
+    def send_ingress(self, stream: IngressStream, frame: bytes) -> None:
+        """A local client's validated frame to the owner (§9.8): never to local clients."""
+        assert stream.peer_index is not None
+        env = Envelope(INGRESS, stream.session, stream.lease.generation, stream.lease.owner, self.runtime_id,
+                       stream.seq, NO_PEER, stream.peer_index, frame)  # fmt: skip
+        stream.seq += 1
+        self.link.send_media(stream.lease.owner, env.pack())
+
+    # -- arrivals ---------------------------------------------------------------------------
+    async def on_control(self, stream_id: str, message: dict[str, Any]) -> None:
+        kind = message.get("t")
+        ingress = self.ingress_streams.get(stream_id)
+        if ingress is not None:
+            await self._ingress_control(ingress, kind, message)
+        else:
+            await self._owner_control(stream_id, kind, message)
+
+    async def _ingress_control(self, stream: IngressStream, kind: Any, message: dict[str, Any]) -> None:
+        if message.get("fenced") != _fenced(stream.session, stream.lease):
+            return self._teardown_ingress(stream)
+        if kind in ("peer_registered", "register_rejected"):
+            if not stream.answer.done():
+                stream.answer.set_result(message)
+        elif kind == "roster_delta" and stream.sink is not None:
+            revision = int(message["revision"])
+            if revision <= stream.revision:
+                return None
+            if revision != stream.revision + 1:
+                return self._teardown_ingress(stream)  # a gap: the client rejoins
+            stream.revision = revision
+            sink = stream.sink
+            if "joined" in message:
+                entry = message["joined"]
+                stream.roster[int(entry["peer_index"])] = str(entry["pubkey"])
+                joined = Joined(
+                    revision, str(entry["pubkey"]), int(entry["peer_index"]), _roster(stream.roster)
+                )
+                sink.offer_control(joined.to_text(sink.protocol_version))
+            elif "left" in message:
+                index = int(message["left"]["peer_index"])
+                stream.roster.pop(index, None)
+                sink.flush_index(index)
+                sink.offer_control(
+                    Left(revision, str(message["left"]["pubkey"]), index).to_text(sink.protocol_version)
+                )
+        elif kind == "goodbye":
+            if not stream.answer.done():
+                stream.answer.set_result({"t": "goodbye"})
+            self._teardown_ingress(stream)
+        return None
+
+    def _teardown_ingress(self, stream: IngressStream) -> None:
+        """§9.6 ingress step 5: close the client (it rejoins and re-resolves)."""
+        stream.closed = True
+        if stream.sink is not None:
+            stream.sink.close(1012, b"huddle owner gone")
+        self._forget_ingress(stream)
+
+    async def _owner_control(self, stream_id: str, kind: Any, message: dict[str, Any]) -> None:
+        fenced = message.get("fenced")
+        if not isinstance(fenced, dict):
+            return
+        owned = self.owner_streams.get(stream_id)
+        if owned is not None:
+            owned.last_seen = time.monotonic()
+        if kind == "hello":
+            try:
+                session = str(fenced["session_id"])
+                lease = Lease(str(fenced["owner"]), int(fenced["generation"]))
+                sender = str(message["sender"])
+            except (KeyError, ValueError, TypeError):
+                return
+            if owned is None and message.get("profile") == PROFILE:
+                self.owner_streams[stream_id] = OwnerStream(stream_id, sender, session, lease)
+            return
+        if owned is None or fenced != _fenced(owned.session, owned.lease):
+            return
+        if kind == "register_peer":
+            await self._owner_register(owned, message)
+        elif kind in ("unregister_peer", "goodbye"):
+            await self.owner_remove(owned)
+
+    async def _owner_register(self, stream: OwnerStream, message: dict[str, Any]) -> None:
+        huddles, mesh = self.huddles, self.huddles.mesh
+        assert mesh is not None
+        community = str(message.get("community_id"))
+        pubkey, version = str(message.get("pubkey")), int(message.get("protocol_version", 2))
+        if stream.community is not None or community != huddles.settings.community_id:
+            return await self.owner_remove(stream)  # a second registration or another community
+        stream.community = community
+
+        def reject(**fields: Any) -> None:
+            self.send(stream, {"t": "register_rejected", "pubkey": pubkey, **fields})
+
+        try:  # §9.6 owner step 3: fence-checked against Redis before admission
+            lease, counter = await mesh.store.read(stream.session, community)
+        except Exception:
+            return reject(reason="fenced", fence_reason="no_active_lease")
+        reason = fence_check(stream.lease, lease, counter)
+        if reason is None and stream.lease.owner != self.runtime_id:
+            reason_text: str | None = "owner_mismatch"
+        else:
+            reason_text = reason.value if reason is not None else None
+        if reason_text is not None or not mesh.owns((community, stream.session), stream.lease):
+            return reject(reason="fenced", fence_reason=reason_text or "owner_mismatch")
+        slot = huddles.rooms.acquire(community, stream.session)
+        try:
+            sink = RemoteSink(self, stream, slot)
+            result = await huddles.rooms.admit(slot, pubkey, version, sink)
+        finally:
+            huddles.rooms.release(slot)
+        if not isinstance(result, Admitted):
+            huddles.rooms.reclaim_if_empty(slot)
+            pinned = (
+                {"pinned": result.pinned, "requested": result.requested} if result.pinned is not None else {}
+            )
+            return reject(
+                reason=result.reason.value.replace("upgrade_required", "version_mismatch"), **pinned
+            )
+        peer = result.peer
+        sink.epoch, sink.target_index = peer.epoch, peer.peer_index
+        stream.slot, stream.peer_id, stream.peer_index = slot, peer.peer_id, peer.peer_index
+        self.registered[(stream.session, stream.lease.generation, stream.sender, peer.peer_index)] = stream
+        roster = {
+            "revision": result.revision,
+            "peers": [{"pubkey": e.pubkey, "peer_index": e.peer_index} for e in result.joined.peers],
+        }
+        self.send(
+            stream,
+            {"t": "peer_registered", "pubkey": pubkey, "peer_index": peer.peer_index, "roster": roster},
+        )
+        texts = {v: result.joined.to_text(v) for v in {p.sink.protocol_version for p in result.recipients}}
+        for other in result.recipients:
+            if other.peer_id != peer.peer_id:
+                other.sink.offer_control(texts[other.sink.protocol_version])
+        return None
+
+    async def owner_remove(self, stream: OwnerStream) -> None:
+        """§9.6 owner step 5: the stream's peer leaves (normal §5.8 broadcast of `left`)."""
+        self.owner_streams.pop(stream.stream, None)
+        slot, peer_id = stream.slot, stream.peer_id
+        stream.slot = stream.peer_id = None
+        if stream.peer_index is not None:
+            self.registered.pop(
+                (stream.session, stream.lease.generation, stream.sender, stream.peer_index), None
+            )
+        if slot is None or peer_id is None:
+            return
+        huddles = self.huddles
+        removed = await huddles.rooms.remove(slot, peer_id)
+        if removed is None:
+            return
+        texts = {v: removed.left.to_text(v) for v in {p.sink.protocol_version for p in removed.recipients}}
+        for other in removed.recipients:
+            other.sink.flush_index(removed.peer.peer_index)
+            other.sink.offer_control(texts[other.sink.protocol_version])
+        if removed.should_end:
+            await huddles.rooms.reopen(slot)  # no archive for a remote last leaver: a joiner may reuse it
+        if huddles.rooms.reclaim_if_empty(slot):
+            await huddles.reclaimed(slot)
+
+    def on_media(self, data: bytes) -> None:
+        env = unpack(data)
+        stats = self.huddles.stats
+        if env is None:
+            return stats.count("mesh_envelopes_malformed_total")
+        if env.direction == INGRESS:
+            return self._owner_media(env)
+        return self._ingress_media(env)
+
+    def _owner_media(self, env: Envelope) -> None:
+        stats = self.huddles.stats
+        stream = self.registered.get((env.session_id, env.generation, env.sender, env.author_index))
+        if stream is None or env.owner != self.runtime_id or stream.slot is None:
+            return stats.count("mesh_envelopes_unregistered_total")
+        if not self.floor.admit(env.session_id, env.generation):
+            return stats.count("mesh_envelopes_stale_total")
+        slot = stream.slot
+        if self.huddles.rooms.by_channel(env.session_id) is not slot:
+            return stats.count("mesh_envelopes_ambiguous_total")  # fail closed (§9.8)
+        author = slot.room.peers.get(stream.peer_id or "")
+        if author is None:
+            return None
+        receivers = (p.sink for p in slot.room.receivers(author.peer_id))
+        forward(env.frame, author.protocol_version, author.peer_index, receivers, author.sink)
+        return None
+
+    def _ingress_media(self, env: Envelope) -> None:
+        stats = self.huddles.stats
+        if env.sender != env.owner:
+            return stats.count("mesh_envelopes_unregistered_total")
+        if not self.floor.admit(env.session_id, env.generation):
+            return stats.count("mesh_envelopes_stale_total")
+        stream = self.by_target.get((env.session_id, env.target_index))
+        if (stream is None or stream.sink is None or stream.lease.generation != env.generation
+                or stream.lease.owner != env.owner or env.target_index == env.author_index):  # fmt: skip
+            return stats.count("mesh_envelopes_unregistered_total")
+        if self.huddles.rooms.by_channel(env.session_id) is None:
+            return stats.count("mesh_envelopes_ambiguous_total")
+        sink = stream.sink
+        epoch = 0 if sink.protocol_version >= 3 else None
+        sink.offer_audio(relay_frame(env.author_index, env.frame, epoch))
+        return None
+
+    async def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+        for stream in list(self.ingress_streams.values()):
+            self.unregister(stream)
+        await asyncio.sleep(0)
+        await self.link.stop()
+        for task in list(self.tasks):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def _roster(roster: dict[int, str]) -> tuple[RosterEntry, ...]:
+    return tuple(sorted(RosterEntry(i, p) for i, p in roster.items()))
+
+
+def _rejection(answer: dict[str, Any]) -> ErrorMessage:
+    reason = answer.get("reason")
+    if reason == "room_full":
+        return ROOM_FULL
+    if reason == "room_ended":
+        return ROOM_ENDED
+    if reason == "version_mismatch" and isinstance(answer.get("pinned"), int):
+        return upgrade_required(int(answer["pinned"]), int(answer.get("requested", 0)))
+    if reason == "fenced":
+        fence = answer.get("fence_reason")
+        return join_rejected(fence if isinstance(fence, str) else None)  # type: ignore[arg-type]
+    return OWNER_UNREACHABLE
