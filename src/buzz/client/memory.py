@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from buzz.client.engrams import Engrams, Listing, Pair, connect, is_duplicate, relay_max_limit
 from buzz.client.errors import Conflict, NotFound, Refused, UserError, WorkspaceError
@@ -28,10 +29,9 @@ from buzz.core import engram
 from buzz.core.engram_patch import MalformedDiff, MultiFilePatch, NoOpPatch, PatchError, apply_patch
 from buzz.core.event import Event
 from buzz.core.keys import is_hex
-from buzz.recall.cache import VectorCache, cache_path, derive_key
-from buzz.recall.embed import EmbeddingUnavailable
-from buzz.recall.rank import MAX_LIMIT, Hit
-from buzz.recall.search import search_heads
+
+if TYPE_CHECKING:
+    from buzz.recall.rank import Hit
 
 RELAY_TIMEOUT_S = 10.0
 
@@ -264,6 +264,13 @@ class Memory:
         embeddings). With `cache`, vectors are kept in the reader's encrypted cache file
         (`recall.cache`), so only new or changed entries are embedded. Raises UserError (empty
         text, bad limit), WorkspaceError (the embedding model is not installed)."""
+        # Imported here: numpy, bm25s and onnxruntime load only for a search, so every other
+        # command works (and a missing extra is named) without them.
+        from buzz.recall.cache import VectorCache, cache_path, derive_key
+        from buzz.recall.embed import EmbeddingUnavailable
+        from buzz.recall.rank import MAX_LIMIT
+        from buzz.recall.search import search_heads
+
         query = text.strip()
         if not query:
             raise UserError("search text is empty")
