@@ -59,6 +59,9 @@ async def test_start_list_status_and_end(
     assert json.loads((await buzz(sqlite_relay.url, bob, "huddle", "list")).stdout)["huddles"] == []
     everything = json.loads((await buzz(sqlite_relay.url, bob, "huddle", "list", "--all")).stdout)["huddles"]
     assert [h["live"] for h in everything] == [False]
+    async with sqlite_relay.client(alice) as client:
+        ends = await client.query([{"kinds": [48103], "#h": [parent]}])
+    assert len(ends) == 1  # the starter's end; the last leaver's cleanup announces nothing again
 
 
 async def test_start_refuses_bad_agent_keys_with_one_json_line(

@@ -69,6 +69,12 @@ class Lifecycle:
         """48103 of an automatic end, `p` = the last leaver."""
         await self.emit(HUDDLE_ENDED, parent, last_leaver, {"ephemeral_channel_id": channel_id})
 
+    async def already_ended(self, channel_id: str) -> bool:
+        """The TTL huddle channel is archived: its starter ended it (and posted 48103), so the
+        last leaver's cleanup announces nothing again."""
+        channel = await self.relay.store.get_channel(channel_id)
+        return channel is not None and channel.archived_at is not None
+
     async def archive(self, channel_id: str) -> bool:
         """Archive a TTL huddle channel; False (logged) on failure."""
         try:

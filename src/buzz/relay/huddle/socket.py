@@ -341,12 +341,18 @@ class AudioSocket:
                 if huddles.rooms.reclaim_if_empty(seat.slot):
                     await huddles.reclaimed(seat.slot)
                 return
-            if seat.grant.has_ttl and not await huddles.lifecycle.archive(self.channel_id):
+            ended_before = seat.grant.has_ttl and await huddles.lifecycle.already_ended(self.channel_id)
+            if (
+                seat.grant.has_ttl
+                and not ended_before
+                and not await huddles.lifecycle.archive(self.channel_id)
+            ):
                 await huddles.rooms.reopen(seat.slot)  # the room stays usable; no 48103
                 return
             if huddles.rooms.reclaim_if_empty(seat.slot):
                 await huddles.reclaimed(seat.slot)
-            await huddles.lifecycle.ended(parent, self.channel_id, seat.pubkey)
+            if not ended_before:
+                await huddles.lifecycle.ended(parent, self.channel_id, seat.pubkey)
         except Exception:
             log.exception("huddle cleanup failed on channel %s", self.channel_id)
 
