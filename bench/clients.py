@@ -221,3 +221,41 @@ def group_rss_kib(pgid: int) -> int:
         except (OSError, ValueError):
             continue
     return total
+
+
+def buzz_then_peer(
+    args: Any, prefix: str, bench: Any, max_connections: int
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Run `bench(relay, args, auth_wait)` against buzz, then (unless `args.skip_peer`) against
+    nostr-relay, each in a fresh data dir, with buzz's connection cap raised to
+    `max_connections` for the run. Returns (buzz result, peer result or None)."""
+    import tempfile
+    from pathlib import Path
+
+    import ingest
+
+    venv = Path(args.peer_venv).resolve()
+    fast_ok = False if args.skip_peer else ingest.ensure_peer_venv(venv)
+    before = os.environ.get("BUZZ_MAX_CONNECTIONS")
+    os.environ["BUZZ_MAX_CONNECTIONS"] = str(max_connections)
+    peer_result: dict[str, Any] | None = None
+    try:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmpdir:
+            tmp = Path(tmpdir)
+            relay = ingest.start_buzz(tmp)
+            try:
+                buzz_result = bench(relay, args, ingest.AUTH_TIMEOUT_S)
+            finally:
+                relay.stop()
+            if not args.skip_peer:
+                peer = ingest.start_peer(venv, tmp, fast_ok, args.peer_workers)
+                try:
+                    peer_result = bench(peer, args, 0.05)
+                finally:
+                    peer.stop()
+    finally:
+        if before is None:
+            os.environ.pop("BUZZ_MAX_CONNECTIONS", None)
+        else:
+            os.environ["BUZZ_MAX_CONNECTIONS"] = before
+    return buzz_result, peer_result

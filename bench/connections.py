@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -71,29 +69,9 @@ def bench(relay: ingest.RelayProc, args: argparse.Namespace, wait: float) -> dic
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {**ingest.machine_facts(), "workers": args.workers}
-    venv = Path(args.peer_venv).resolve()
-    fast_ok = False if args.skip_peer else ingest.ensure_peer_venv(venv)
-    old = os.environ.get("BUZZ_MAX_CONNECTIONS")
-    os.environ["BUZZ_MAX_CONNECTIONS"] = str(max(args.steps) + 100)
-    try:
-        with tempfile.TemporaryDirectory(prefix="buzz-conns-") as tmpdir:
-            tmp = Path(tmpdir)
-            relay = ingest.start_buzz(tmp)
-            try:
-                out["buzz"] = bench(relay, args, ingest.AUTH_TIMEOUT_S)
-            finally:
-                relay.stop()
-            if not args.skip_peer:
-                peer = ingest.start_peer(venv, tmp, fast_ok, args.peer_workers)
-                try:
-                    out["peer"] = bench(peer, args, 0.05)
-                finally:
-                    peer.stop()
-    finally:
-        if old is None:
-            os.environ.pop("BUZZ_MAX_CONNECTIONS", None)
-        else:
-            os.environ["BUZZ_MAX_CONNECTIONS"] = old
+    out["buzz"], peer = clients.buzz_then_peer(args, "buzz-conns-", bench, max(args.steps) + 100)
+    if peer is not None:
+        out["peer"] = peer
     out["load_avg_end"] = ingest.load_avg()
     return out
 
