@@ -4,6 +4,7 @@ applies member, workspace and ban changes at the next AUTH, without a restart.""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from buzz.core import nip19
 from buzz.core.channel_id import new_channel_id
 from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
-from tests.operator.support import admin, buzz, lines_with, served
+from tests.operator.support import BUZZ, admin, buzz, lines_with, served
 from tests.support.relay import Identity
 
 
@@ -160,3 +161,36 @@ async def test_banning_a_connected_key_closes_its_open_session(tmp_path: Path) -
             assert not a.closed and await a.count([{"kinds": [1]}]) == 0  # others keep their session
         await relay.stop()
     assert lines_with(relay.log_text(), "connection closed", f"pubkey={mallory.pubkey}", "reason=blocked")
+
+
+async def test_a_banned_watcher_hears_why_not_a_retryable_network_error(tmp_path: Path) -> None:
+    """`buzz messages watch` of a key banned while it watches ends with the relay's `blocked:`
+    reason and the access exit code (3), not `network_error` / retryable."""
+    import asyncio
+
+    data, mallory = tmp_path / "data", Identity.new()
+    async with served(data) as relay:
+        async with RelayClient(relay.url, mallory.secret) as m:
+            channel = new_channel_id()
+            tags = [["h", channel], ["name", "w"], ["visibility", "open"]]
+            assert (await m.publish(Event.create(mallory.secret, 9007, "", tags))).accepted
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("BUZZ_", "RELAY_"))}
+        env = {**base, "BUZZ_PRIVATE_KEY": mallory.secret, "BUZZ_RELAY_URL": relay.url}
+        watch = await asyncio.create_subprocess_exec(
+            BUZZ,
+            "messages",
+            "watch",
+            "--channel",
+            channel,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        await asyncio.sleep(2)  # subscribed
+        admin(data, "ban", mallory.pubkey)
+        _, stderr = await asyncio.wait_for(watch.communicate(), 30)
+        await relay.stop()
+    error = json.loads(stderr.decode().strip().splitlines()[-1])
+    assert watch.returncode == 3, stderr
+    assert error["error"] == "auth_error" and error["retryable"] is False
+    assert error["message"].startswith("blocked:")

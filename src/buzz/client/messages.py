@@ -35,10 +35,11 @@ _ACCESS_PREFIXES = ("restricted:", "auth-required:", "blocked:")  # relay.md §7
 def _closed(reason: str, lost: bool) -> WorkspaceError:
     """A live subscription ended by the relay: access refusals are AuthError (like a refused
     bridge read), a dropped connection NetworkError, anything else Refused."""
+    if reason.startswith(_ACCESS_PREFIXES):  # also when the relay closed after saying why (a ban)
+        return AuthError(reason, relay_message=reason)
     if lost:
         return NetworkError(f"connection lost: {reason}")
-    cls = AuthError if reason.startswith(_ACCESS_PREFIXES) else Refused
-    return cls(reason, relay_message=reason)
+    return Refused(reason, relay_message=reason)
 
 
 def parse_kinds(value: str | None) -> list[int]:

@@ -249,7 +249,10 @@ class RelayClient:
                 if isinstance(data, list) and data:
                     self._route(data)
         finally:
-            self._fail_all("connection closed")
+            # A ban closes the socket right after NOTICE `blocked:` (relay.md §7.3): that is the
+            # reason the caller must see, not a retryable "connection closed".
+            blocked = next((n for n in reversed(self.notices) if n.startswith("blocked:")), None)
+            self._fail_all(blocked or "connection closed", refused=blocked is not None)
 
     def _route(self, data: list[Any]) -> None:
         match data:
@@ -284,7 +287,7 @@ class RelayClient:
             case ["NOTICE", str(message)]:
                 self.notices.append(message)
 
-    def _fail_all(self, reason: str) -> None:
+    def _fail_all(self, reason: str, refused: bool = False) -> None:
         for fut in list(self._ok.values()) + list(self._counts.values()):
             if not fut.done():
                 fut.set_exception(ConnectionLost(reason))
@@ -292,6 +295,6 @@ class RelayClient:
             self.challenge.set_exception(ConnectionLost(reason))
         for sub in self._subs.values():
             if sub.closed_reason is None:
-                sub.closed_reason = f"error: {reason}"
+                sub.closed_reason = reason if refused else f"error: {reason}"
             sub.queue.put_nowait(None)
             sub.eose.set()
