@@ -1,4 +1,4 @@
-"""Load the shared vector files (engram.md §15.2); `BUZZ_VECTORS_DIR` overrides the location."""
+"""Load the published vector files (engram.md §15.2) from tests/vectors/."""
 
 from __future__ import annotations
 
