@@ -170,6 +170,7 @@ async def test_rotation_closes_the_old_session(
             mention = await ws.post(ws.owner, f"echo turn {i}", mention=ws.agent.pubkey)
             await ws.watcher.wait_for(_answered(ws, mention), what=f"answer {i}")
             await _idle(harness)
+            await ws.next_second()  # identical `!rotate` events of one second share an id
             await ws.post(ws.owner, "!rotate", mention=ws.agent.pubkey)
             await ws.watcher.wait_for(
                 lambda e, n=i: e.kind == 40099 and len(ws.watcher.of(40099, ws.agent.pubkey)) > n,
