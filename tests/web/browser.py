@@ -76,6 +76,99 @@ async def run_scenario(name: str, config: dict[str, Any], timeout: float = 240) 
     return report
 
 
+class LiveScenario:
+    """A scenario that runs beside the test and talks with it (web/e2e/lib.mjs `reached` /
+    `until`): it prints `{"step": name, …}` lines as it gets somewhere and waits for
+    `{"go": name, …}` lines on its stdin. Each side waits on the other's events, not a clock."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, name: str) -> None:
+        self.proc, self.name = proc, name
+        self.steps: dict[str, dict[str, Any]] = {}
+        self.lines: list[str] = []
+        self._new = asyncio.Event()
+        self._stderr = bytearray()
+        self._readers = [asyncio.create_task(self._read_stdout()), asyncio.create_task(self._read_stderr())]
+
+    @classmethod
+    async def start(cls, name: str, config: dict[str, Any]) -> LiveScenario:
+        node = require_browser()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BUZZ_")}
+        env["BUZZ_CHROMIUM"] = CHROMIUM
+        proc = await asyncio.create_subprocess_exec(
+            node,
+            str(E2E / f"{name}.mjs"),
+            json.dumps(config | {"buzz": BUZZ, "images": IMAGES}),
+            cwd=WEB,
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        return cls(proc, name)
+
+    async def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        async for raw in self.proc.stdout:
+            line = raw.decode().strip()
+            if not line:
+                continue
+            self.lines.append(line)
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and isinstance(msg.get("step"), str):
+                self.steps[msg["step"]] = msg
+            self._new.set()
+        self._new.set()
+
+    async def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        async for raw in self.proc.stderr:
+            self._stderr += raw
+
+    @property
+    def stderr(self) -> str:
+        return self._stderr.decode(errors="replace")[-6000:]
+
+    async def reached(self, step: str, timeout: float = 120) -> dict[str, Any]:
+        """The scenario's `step` message, once it has printed it; fails if it ended first."""
+        async with asyncio.timeout(timeout):
+            while step not in self.steps:
+                if self._readers[0].done():
+                    pytest.fail(f"scenario {self.name} ended before step {step!r}: {self.stderr}")
+                self._new.clear()
+                await self._new.wait()
+        return self.steps[step]
+
+    def go(self, name: str, **data: Any) -> None:
+        """Let the scenario past its `until(name)`."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps({"go": name} | data) + "\n").encode())
+
+    async def report(self, timeout: float = 120) -> dict[str, Any]:
+        """Wait for the scenario to end; its report (as `run_scenario`'s)."""
+        try:
+            await asyncio.wait_for(self.proc.wait(), timeout)
+        except TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+            pytest.fail(f"scenario {self.name} timed out; stderr: {self.stderr}")
+        await asyncio.gather(*self._readers)
+        reports = [line for line in self.lines if line.startswith("{") and '"checks"' in line]
+        assert self.proc.returncode == 0 and reports, f"scenario {self.name} failed: {self.stderr}"
+        report: dict[str, Any] = json.loads(reports[-1])
+        report["stderr"] = self.stderr
+        return report
+
+    async def abort(self) -> None:
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+        for task in self._readers:
+            task.cancel()
+
+
 def assert_all_passed(report: dict[str, Any], expected: list[str]) -> None:
     """Every expected check ran and passed, and the page raised nothing."""
     checks = report["checks"]

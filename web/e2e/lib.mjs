@@ -80,4 +80,41 @@ export async function check(report, name, fn) {
 
 export function finish(report) {
   process.stdout.write('\n' + JSON.stringify(report) + '\n')
+  if (stdinLines) stopListening()
+}
+
+// Steps shared with a test that runs beside the page (tests/web/browser.py LiveScenario): the
+// scenario prints {"step": name, …} when it gets somewhere and waits for {"go": name, …} on
+// stdin, so each side waits on what the other did instead of on a clock.
+let stdinLines = null
+const goes = new Map()
+const waiters = new Map()
+
+export function reached(step, data = {}) {
+  process.stdout.write(JSON.stringify({ step, ...data }) + '\n')
+}
+
+export async function until(name) {
+  if (!stdinLines) {
+    const { createInterface } = await import('node:readline')
+    stdinLines = createInterface({ input: process.stdin })
+    stdinLines.on('line', (line) => {
+      let msg
+      try {
+        msg = JSON.parse(line)
+      } catch {
+        return
+      }
+      if (typeof msg?.go !== 'string') return
+      goes.set(msg.go, msg)
+      waiters.get(msg.go)?.(msg)
+    })
+  }
+  if (goes.has(name)) return goes.get(name)
+  return new Promise((resolve) => waiters.set(name, resolve))
+}
+
+export function stopListening() {
+  stdinLines?.close()
+  process.stdin.destroy()
 }

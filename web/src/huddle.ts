@@ -45,7 +45,9 @@ export class HuddleCall {
   private nextSend = 0
   private pump = 0
 
-  constructor(private channel: string, private signer: Signer) {}
+  /** `channel`: the room's channel (an ephemeral huddle channel or a permanent one); `parent`:
+   * the channel whose 48100 links an ephemeral one (§3.6 item 2), null for a permanent room. */
+  constructor(readonly channel: string, private signer: Signer, readonly parent: string | null = null) {}
 
   get speakingSelf(): boolean {
     return !this.muted && Date.now() < this.speakingSelfUntil
@@ -155,7 +157,7 @@ export class HuddleCall {
     if (msg.type === 'challenge' && typeof msg.challenge === 'string') {
       const scheme = location.protocol === 'https:' ? 'wss' : 'ws'
       const event = await this.signer.sign({ kind: 22242, created_at: Math.floor(Date.now() / 1000), tags: [['relay', `${scheme}://${location.host}/`], ['challenge', msg.challenge]], content: '' })
-      this.ws?.send(JSON.stringify({ type: 'auth', parent_channel_id: null, protocol_version: 2, event }))
+      this.ws?.send(JSON.stringify({ type: 'auth', parent_channel_id: this.parent, protocol_version: 2, event }))
     } else if (msg.type === 'joined') {
       if (this.state === 'connecting' && msg.pubkey === this.signer.pubkey) {
         this.state = 'joined'

@@ -16,6 +16,7 @@ export type Channel = {
   visibility: 'open' | 'private'
   type: string
   archived: boolean
+  ttl: number // seconds; > 0 for an ephemeral huddle channel (huddle.md §8.4), kept out of the sidebar
   member: boolean
   peers: string[] // DM participants
 }
@@ -34,6 +35,9 @@ export type Msg = {
   seq: number // same-second order: arrival for live events, relay order for pages
 }
 type Timeline = { ids: string[]; hasMore: boolean; loading: boolean; loaded: boolean }
+/** One huddle as its lifecycle events in the parent tell it (huddle.md §8.5). `room` is the
+ * channel whose audio socket it uses: its own ephemeral channel, or the parent itself. */
+export type HuddleInfo = { room: string; parent: string; startedBy: string | null; startedAt: number; ended: boolean; inside: Set<string> }
 
 export const MESSAGE = 9
 export const EDIT = 40003
@@ -44,10 +48,22 @@ export const TYPING = 20002
 export const PRESENCE = 20001
 export const PAGE = 50
 export const MAX_CONTENT_BYTES = 65_536 // agents.md §2.3 item 1, as `buzz messages send`
+export const HUDDLE_STARTED = 48100
 export const HUDDLE_JOINED = 48101
 export const HUDDLE_LEFT = 48102
 export const HUDDLE_ENDED = 48103
-const HUDDLE_KINDS = [HUDDLE_JOINED, HUDDLE_LEFT, HUDDLE_ENDED]
+export const HUDDLE_RULES = 48106
+const HUDDLE_KINDS = [HUDDLE_STARTED, HUDDLE_JOINED, HUDDLE_LEFT, HUDDLE_ENDED]
+export const HUDDLE_TTL_S = 3600
+export const MAX_HUDDLE_AGENTS = 20
+// The same words `buzz huddle start` posts (src/buzz/voice/guidelines.py), so agents get one
+// voice-mode rule whichever client started the huddle.
+export const VOICE_GUIDELINES =
+  'You are in a live voice huddle: your replies in this channel are read aloud to the people in ' +
+  'the room, and what they say reaches you as transcripts, which may contain recognition errors. ' +
+  'Answer briefly, in one to three plain spoken sentences. No markdown, no lists, no tables, no ' +
+  'code blocks, no URLs and no emoji; say numbers, dates and names the way a person would say ' +
+  'them. If something needs code or a link, say that you will post it in the channel.'
 const LIVE_KINDS = [MESSAGE, EDIT, REACTION, DELETION, MODERATION_DELETE, ...HUDDLE_KINDS]
 const TYPING_TTL_S = 6
 const LAST_READ_KEY = 'buzz.lastRead.'
@@ -77,7 +93,7 @@ export class Workspace {
   thread: string | null = null
   notice: string | null = null
   refused = new Map<string, string>() // channel id -> the relay's refusal of a read
-  huddles = new Map<string, Set<string>>() // channel id -> pubkeys in its huddle (48101–48103)
+  huddles = new Map<string, Map<string, HuddleInfo>>() // parent channel id -> room id -> huddle
   relayPubkey = ''
   private huddleSeen = new Set<string>()
   private reactionIndex = new Map<string, { target: string; emoji: string; pubkey: string }>()
@@ -144,25 +160,107 @@ export class Workspace {
     }
   }
 
-  /** Who is in a channel's huddle now, from its lifecycle events (huddle.md §8.5). */
+  /** A channel's huddles from their lifecycle events (huddle.md §8.5), oldest first. */
   async loadHuddle(channel: string): Promise<void> {
-    const found = await this.relay.query([{ kinds: HUDDLE_KINDS, '#h': [channel], limit: 200 }])
-    found.sort((a, b) => a.created_at - b.created_at || a.kind - b.kind)
+    const found = await this.relay.query([{ kinds: HUDDLE_KINDS, '#h': [channel], limit: 500 }])
+    if (!this.huddles.has(channel)) this.huddles.set(channel, new Map())
+    found.sort((a, b) => a.created_at - b.created_at || a.kind - b.kind || (a.id < b.id ? -1 : 1))
     for (const e of found) this.huddleEvent(e)
+    this.changed()
   }
 
+  /** 48100 counts from anyone (the relay checked it names the author's own huddle channel);
+   * 48101/48102 only from the relay's key; 48103 from the relay or the huddle's starter. */
   private huddleEvent(e: NEvent): void {
-    const channel = firstTag(e, 'h')
-    if (!channel || !this.relayPubkey || e.pubkey !== this.relayPubkey || this.huddleSeen.has(e.id)) return
+    const parent = firstTag(e, 'h')
+    if (!parent || this.huddleSeen.has(e.id)) return
+    let room = ''
+    try {
+      const v = JSON.parse(e.content) as { ephemeral_channel_id?: unknown }
+      if (typeof v?.ephemeral_channel_id === 'string' && /^[0-9a-f-]{36}$/.test(v.ephemeral_channel_id)) room = v.ephemeral_channel_id
+    } catch {
+      return
+    }
+    if (!room) return
+    const byRelay = !!this.relayPubkey && e.pubkey === this.relayPubkey
+    if (e.kind !== HUDDLE_STARTED && !byRelay && !(e.kind === HUDDLE_ENDED && this.huddles.get(parent)?.get(room)?.startedBy === e.pubkey)) return
     this.huddleSeen.add(e.id)
-    let inside = this.huddles.get(channel)
-    if (!inside) this.huddles.set(channel, (inside = new Set()))
+    let rooms = this.huddles.get(parent)
+    if (!rooms) this.huddles.set(parent, (rooms = new Map()))
+    let h = rooms.get(room)
+    if (!h) rooms.set(room, (h = { room, parent, startedBy: null, startedAt: e.created_at, ended: false, inside: new Set() }))
+    if (h.ended) {
+      // Events after a huddle's end are ignored (§8.5), except in a permanent channel, whose
+      // own room (its id as ephemeral_channel_id) starts again with its next participant.
+      if (room !== parent || e.kind !== HUDDLE_JOINED) return
+      h.ended = false
+      h.startedAt = e.created_at
+    }
     const who = firstTag(e, 'p')
-    if (e.kind === HUDDLE_ENDED) inside.clear()
-    else if (who && e.kind === HUDDLE_JOINED) inside.add(who)
-    else if (who) inside.delete(who)
+    if (e.kind === HUDDLE_STARTED) {
+      h.startedBy = e.pubkey
+      h.startedAt = e.created_at
+      this.needProfiles([e.pubkey])
+    } else if (e.kind === HUDDLE_ENDED) {
+      h.ended = true
+      h.inside.clear()
+    } else if (who && e.kind === HUDDLE_JOINED) h.inside.add(who)
+    else if (who) h.inside.delete(who)
     if (who) this.needProfiles([who])
     this.changed()
+  }
+
+  /** The newest huddle of `channel` that has not ended, if any. */
+  liveHuddle(channel: string): HuddleInfo | null {
+    let best: HuddleInfo | null = null
+    for (const h of this.huddles.get(channel)?.values() ?? []) {
+      const archived = this.channels.get(h.room)?.archived && h.room !== channel
+      if (!h.ended && !archived && (h.startedBy || h.inside.size) && (!best || h.startedAt >= best.startedAt)) best = h
+    }
+    return best
+  }
+
+  /** Who is in any live huddle of `channel`. */
+  inHuddle(channel: string): string[] {
+    const out = new Set<string>()
+    for (const h of this.huddles.get(channel)?.values() ?? []) if (!h.ended) for (const p of h.inside) out.add(p)
+    return [...out]
+  }
+
+  /** Start a huddle from `parent` in its own channel, in the order of huddle.md §8.4 and with
+   * the events `buzz huddle start` signs: 9007 (fresh UUID, private, stream, TTL 3600 s), 48106
+   * (best effort, p-tagged to the agents) before 9000 per agent (role bot), then 48100 in the
+   * parent. A failed step archives the orphan channel (after a 48103 once 48100 is out) and
+   * rethrows. Returns the huddle channel's id; joining its audio is `HuddleCall`'s step 5. */
+  async startHuddle(parent: string, agents: string[]): Promise<string> {
+    const invited = [...new Set(agents.map((a) => a.toLowerCase()))]
+    if (invited.some((a) => !/^[0-9a-f]{64}$/.test(a))) throw new Error('Agent keys must be 64 hex characters.')
+    if (invited.length > MAX_HUDDLE_AGENTS) throw new Error(`At most ${MAX_HUDDLE_AGENTS} agents per huddle.`)
+    const room = crypto.randomUUID()
+    const tags: Tag[] = [['h', room], ['name', `huddle-${parent.slice(0, 8)}`], ['visibility', 'private'], ['channel_type', 'stream'], ['ttl', String(HUDDLE_TTL_S)]]
+    await this.relay.publish({ kind: 9007, created_at: now(), tags, content: '' })
+    const content = JSON.stringify({ ephemeral_channel_id: room })
+    let started = false
+    try {
+      try {
+        await this.relay.publish({ kind: HUDDLE_RULES, created_at: now(), tags: [['h', room], ...invited.map((a) => ['p', a])], content: VOICE_GUIDELINES })
+      } catch {
+        /* best effort (§8.4 step 2) */
+      }
+      for (const agent of invited) await this.relay.publish({ kind: 9000, created_at: now(), tags: [['h', room], ['p', agent], ['role', 'bot']], content: '' })
+      const ev = await this.relay.publish({ kind: HUDDLE_STARTED, created_at: now(), tags: [['h', parent]], content })
+      started = true
+      this.huddleEvent(ev)
+    } catch (e) {
+      try {
+        if (started) await this.relay.publish({ kind: HUDDLE_ENDED, created_at: now(), tags: [['h', parent]], content })
+        await this.relay.publish({ kind: 9002, created_at: now(), tags: [['h', room], ['archived', 'true']], content: '' })
+      } catch {
+        /* the TTL ends the channel anyway */
+      }
+      throw e
+    }
+    return room
   }
 
   private async publishPresence(): Promise<void> {
@@ -217,6 +315,7 @@ export class Workspace {
         visibility: names.has('private') ? 'private' : 'open',
         type: firstTag(m, 't') ?? 'stream',
         archived: firstTag(m, 'archived') === 'true',
+        ttl: Number(firstTag(m, 'ttl') ?? 0) || 0,
         member: member.has(id),
         peers: m.tags.filter((t) => t[0] === 'p').map((t) => t[1]),
       }
@@ -486,6 +585,13 @@ export class Workspace {
     return [r, ...replies]
   }
 
+  /** Every message of `channel` since `since`, thread replies included, oldest first: a
+   * huddle's captions (agents answer a transcript in its thread). */
+  allSince(channel: string, since: number): Msg[] {
+    const out = [...this.msgs.values()].filter((m) => m.channel === channel && !m.deleted && m.ev.created_at >= since)
+    return out.sort(byTime)
+  }
+
   visible(channel: string): Msg[] {
     const t = this.timelines.get(channel)
     if (!t) return []
@@ -522,6 +628,7 @@ export class Workspace {
         for (const t of e.tags) if (t[0] === 'e') this.removeById(t[1])
         this.changed()
         return
+      case HUDDLE_STARTED:
       case HUDDLE_JOINED:
       case HUDDLE_LEFT:
       case HUDDLE_ENDED:

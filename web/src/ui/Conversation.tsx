@@ -12,7 +12,7 @@ export function Conversation({ ws, channel, onThread, onMembers, onHuddle }: Pro
   const [settings, setSettings] = useState(false)
   const typing = ws.typingIn(channel.id)
   const label = ws.channelLabel(channel)
-  const inHuddle = [...(ws.huddles.get(channel.id) ?? [])].map((pk) => ws.nameOf(pk))
+  const inHuddle = ws.inHuddle(channel.id).map((pk) => ws.nameOf(pk))
   return (
     <section class="conversation" aria-label={label}>
       <header class="chan-head">

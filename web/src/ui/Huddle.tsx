@@ -1,77 +1,159 @@
-// The huddle of the open channel: join/leave, mute, the roster with speaking indicators,
-// captions (transcripts and agent replies are kind 9 in the channel) and, optionally, agent
-// replies spoken by the browser's own speech synthesis.
+// The huddle of the open channel: start one (its own ephemeral channel, huddle.md §8.4) or join
+// the live one, leave, mute; the roster with speaking indicators; captions (transcripts and
+// agent replies are kind 9 in the huddle's channel) and, optionally, agent replies spoken by
+// the browser's own speech synthesis (§10.6: only `bot` members' messages, never 48106).
 import { useEffect, useReducer, useRef, useState } from 'preact/hooks'
 import { HuddleCall } from '../huddle'
-import type { Channel, Workspace } from '../workspace'
+import { now } from '../types'
+import { DELETION, EDIT, MESSAGE, MAX_HUDDLE_AGENTS, type Channel, type Msg, type Workspace } from '../workspace'
 import { Panel } from './Panel'
+
+const CAPTIONS = 6
 
 export function HuddlePanel({ ws, channel, onClose }: { ws: Workspace; channel: Channel; onClose: () => void }) {
   const call = useRef<HuddleCall | null>(null)
   const [, bump] = useReducer((n: number) => n + 1, 0)
   const [speak, setSpeak] = useState(false)
+  const [starting, setStarting] = useState(false)
+  const [error, setError] = useState('')
+  const [unticked, setUnticked] = useState<Set<string>>(new Set())
   const joinedAt = useRef(0)
   const spoken = useRef(new Set<string>())
+  const roomSub = useRef<(() => void) | null>(null)
   const c = call.current
-  const active = c && (c.state === 'joined' || c.state === 'connecting')
+  const active = !!c && (c.state === 'joined' || c.state === 'connecting')
+  const live = ws.liveHuddle(channel.id)
+  const agents = [...(ws.roles.get(channel.id)?.entries() ?? [])].filter(([, r]) => r === 'bot').map(([pk]) => pk).sort((a, b) => ws.nameOf(a).localeCompare(ws.nameOf(b)))
 
   useEffect(() => {
     const timer = window.setInterval(() => bump(0), 250) // speaking indicators decay
+    if (!ws.huddles.has(channel.id)) void ws.loadHuddle(channel.id).catch(() => undefined)
     return () => {
       clearInterval(timer)
+      roomSub.current?.()
       call.current?.leave()
     }
   }, [])
 
-  const join = () => {
-    const next = new HuddleCall(channel.id, ws.me)
-    next.onchange = () => bump(0)
+  // The room's messages from the moment of joining: its own subscription, since the huddle
+  // channel is not in the sidebar's; opened once the relay has seated (and so added) me.
+  const watchRoom = (room: string) => {
+    roomSub.current = ws.relay.subscribe([{ kinds: [MESSAGE, EDIT, DELETION], '#h': [room], since: joinedAt.current }], (e) => ws.ingest(e, true))
+    if (room !== channel.id) void ws.loadMembers(room).catch(() => undefined)
+  }
+
+  const enter = (room: string, parent: string | null) => {
+    roomSub.current?.()
+    roomSub.current = null
+    const next = new HuddleCall(room, ws.me, parent)
+    next.onchange = () => {
+      if (next.state === 'joined' && !roomSub.current && call.current === next) watchRoom(room)
+      bump(0)
+    }
     call.current = next
-    joinedAt.current = Math.floor(Date.now() / 1000)
+    joinedAt.current = now()
+    setError('')
     void next.join()
     bump(0)
   }
 
-  // Captions: the channel's messages since joining, newest last.
-  const captions = active || c?.state === 'left'
-    ? ws.visible(channel.id).filter((m) => m.ev.created_at >= joinedAt.current && m.ev.pubkey !== ws.me.pubkey).slice(-4)
+  const start = async () => {
+    setStarting(true)
+    setError('')
+    try {
+      const room = await ws.startHuddle(channel.id, agents.filter((a) => !unticked.has(a)).slice(0, MAX_HUDDLE_AGENTS))
+      enter(room, channel.id)
+    } catch (e) {
+      setError((e as Error).message)
+    } finally {
+      setStarting(false)
+    }
+  }
+
+  const leave = () => {
+    c?.leave()
+    roomSub.current?.()
+    roomSub.current = null
+    bump(0)
+  }
+
+  const room = c?.channel ?? null
+  const isAgent = (pk: string) => (room !== null && ws.roleOf(room, pk) === 'bot') || ws.roleOf(channel.id, pk) === 'bot' || !!ws.profiles.get(pk)?.owner
+  const captions: Msg[] = room && c && c.state !== 'failed'
+    ? ws.allSince(room, joinedAt.current).filter((m) => m.ev.pubkey !== ws.me.pubkey).slice(-CAPTIONS)
     : []
   useEffect(() => {
     if (!speak || typeof speechSynthesis === 'undefined') return
     for (const m of captions) {
-      const agent = ws.roleOf(channel.id, m.ev.pubkey) === 'bot' || !!ws.profiles.get(m.ev.pubkey)?.owner
-      if (agent && !spoken.current.has(m.ev.id)) {
+      if (isAgent(m.ev.pubkey) && !spoken.current.has(m.ev.id)) {
         spoken.current.add(m.ev.id)
-        speechSynthesis.speak(new SpeechSynthesisUtterance(m.content.slice(0, 500)))
+        speechSynthesis.speak(new SpeechSynthesisUtterance(m.content.replace(/\s+/g, ' ').trim().slice(0, 500)))
       }
     }
   })
+  const toggleSpeak = (on: boolean) => {
+    // Turning it on speaks what comes next, not the replies already on screen.
+    if (on) for (const m of captions) spoken.current.add(m.ev.id)
+    else if (typeof speechSynthesis !== 'undefined') speechSynthesis.cancel()
+    setSpeak(on)
+  }
 
-  const now = Date.now()
+  const t = Date.now()
+  const others = live ? [...live.inside].map((pk) => ws.nameOf(pk)) : []
   return (
     <Panel name="Huddle" title={`Huddle in #${channel.name}`} onClose={onClose}>
       <div class="huddle-actions">
-        {!active ? (
-          <button type="button" onClick={join}>Join huddle</button>
-        ) : (
+        {active ? (
           <>
-            <button type="button" onClick={() => { c.leave(); bump(0) }}>Leave huddle</button>
+            <button type="button" onClick={leave}>Leave huddle</button>
             <button type="button" class="quiet" aria-pressed={c.muted} onClick={() => c.setMuted(!c.muted)}>Mute</button>
           </>
+        ) : live ? (
+          <button type="button" onClick={() => enter(live.room, live.room === channel.id ? null : channel.id)}>Join huddle</button>
+        ) : (
+          <button type="button" disabled={starting} onClick={() => void start()}>{starting ? 'Starting…' : 'Start huddle'}</button>
         )}
-        <label class="check"><input type="checkbox" checked={speak} onChange={(e) => setSpeak(e.currentTarget.checked)} />Speak agent replies</label>
+        <label class="check"><input type="checkbox" checked={speak} onChange={(e) => toggleSpeak(e.currentTarget.checked)} />Speak agent replies</label>
       </div>
+      {!active && live && (
+        <p class="hint">
+          {live.startedBy ? `${ws.nameOf(live.startedBy)} started a huddle here.` : 'A huddle is on in this channel.'}
+          {others.length ? ` In it now: ${others.join(', ')}.` : ''}
+        </p>
+      )}
+      {!active && !live && agents.length > 0 && (
+        <fieldset class="invite">
+          <legend>Agents to invite</legend>
+          {agents.map((pk) => (
+            <label class="check">
+              <input
+                type="checkbox"
+                checked={!unticked.has(pk)}
+                onChange={(e) => {
+                  const next = new Set(unticked)
+                  if (e.currentTarget.checked) next.delete(pk)
+                  else next.add(pk)
+                  setUnticked(next)
+                }}
+              />
+              {ws.nameOf(pk)}
+            </label>
+          ))}
+        </fieldset>
+      )}
+      {error && <p class="error" role="alert">{error}</p>}
       {c?.state === 'connecting' && <p class="hint">Joining…</p>}
       {c?.state === 'failed' && <p class="error" role="alert">{c.error}</p>}
       {c && c.state === 'joined' && (
         <ul class="roster" aria-label="In the huddle">
           {[...c.peers.values()].sort((a, b) => a.index - b.index).map((p) => {
             const me = p.index === c.self
-            const speaking = me ? c.speakingSelf : p.speakingUntil > now
+            const speaking = me ? c.speakingSelf : p.speakingUntil > t
             return (
               <li class={speaking ? 'speaking' : ''} data-decoded={me ? undefined : p.decoded} data-peer={p.index}>
                 <span class="dot" aria-hidden="true" />
                 <span class="name">{ws.nameOf(p.pubkey)}{me ? ' (you)' : ''}</span>
+                {isAgent(p.pubkey) && <span class="tag agent">agent</span>}
                 {speaking && <span class="tag">speaking</span>}
                 {me && c.muted && <span class="tag">muted</span>}
               </li>
@@ -79,9 +161,11 @@ export function HuddlePanel({ ws, channel, onClose }: { ws: Workspace; channel: 
           })}
         </ul>
       )}
-      {c?.state === 'joined' && <p class="fine" data-sent={c.sent}>Sending {c.muted ? 'silence' : 'your microphone'} as Opus.</p>}
+      {c?.state === 'joined' && <p class="fine" data-sent={c.sent} data-room={c.channel}>Sending {c.muted ? 'silence' : 'your microphone'} as Opus.</p>}
       <section class="captions" aria-label="Captions" aria-live="polite">
-        {captions.map((m) => <p><strong>{ws.nameOf(m.ev.pubkey)}:</strong> {m.content.slice(0, 400)}</p>)}
+        {captions.map((m) => (
+          <p class={isAgent(m.ev.pubkey) ? 'from-agent' : ''}><strong>{ws.nameOf(m.ev.pubkey)}:</strong> {m.content.slice(0, 400)}</p>
+        ))}
       </section>
       <p class="fine">
         Agents do not hear browser speech: this page does not transcribe your microphone (no speech

@@ -30,7 +30,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
         void ws.openChannel(linked)
         return
       }
-      const first = ws.myChannels().sort((a, b) => a.name.localeCompare(b.name))[0]
+      const first = ws.myChannels().filter((c) => !c.ttl).sort((a, b) => a.name.localeCompare(b.name))[0]
       if (first) void ws.openChannel(first.id)
     }
   }, [ws.channelsLoaded, ws.channels])

@@ -5,7 +5,7 @@ import type { Channel, Workspace } from '../workspace'
 type Props = { ws: Workspace; onOpen: (id: string) => void; onNew: () => void; onBrowse: () => void; onAgents: () => void }
 
 export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents }: Props) {
-  const mine = ws.myChannels()
+  const mine = ws.myChannels().filter((c) => !c.ttl) // huddle channels open from their parent's huddle panel
   const channels = mine.filter((c) => c.type !== 'dm').sort(byName)
   const dms = mine.filter((c) => c.type === 'dm')
   return (
