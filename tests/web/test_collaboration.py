@@ -17,6 +17,7 @@ from tests.web.browser import assert_all_passed, require_browser, run_scenario
 
 CHECKS = [
     "channels: the owner sees general, Bob browses and joins it",
+    "an open channel from New channel is in Browse channels for the other person",
     "messages appear live for the other person",
     "typing shows for the other person",
     "a thread reply shows in the thread panel for both",
@@ -37,6 +38,7 @@ CHECKS = [
     "a direct message from the members panel reaches Bob live",
     "a mention notifies Bob while his tab is in the background",
     "a plain member cannot add or remove members",
+    "the owner promotes Bob to admin and demotes him; both members panels follow live",
 ]
 
 
@@ -102,6 +104,14 @@ async def test_two_people_the_cli_and_an_agent(
             assert gone == []
             mod = await owner.query([{"kinds": [9005], "#h": [ws.channel]}])
             assert len(mod) == 1 and mod[0].pubkey == alice.pubkey
+            # Promote and demote: 9000 with the new role, as `buzz channels add-member --role`.
+            puts = await owner.query(
+                [{"kinds": [9000], "#h": [ws.channel], "#p": [bob.pubkey], "authors": [alice.pubkey]}]
+            )
+            assert sorted(_tags(e)[2][1] for e in puts) == ["admin", "member"]
+            assert all(_tags(e)[:2] == [["h", ws.channel], ["p", bob.pubkey]] for e in puts)
+            (members,) = await owner.query([{"kinds": [39002], "#d": [ws.channel]}])
+            assert ["p", bob.pubkey, "", "member"] in [list(t[:4]) for t in members.tags]
 
         # The private channel refuses the third person: nothing to read, no writing.
         secret = report["secretChannel"]

@@ -29,7 +29,7 @@ from buzz.voice.espeak import EspeakNgEngine
 from buzz.voice.sender import level_dbov
 from buzz.voice.stt import PocketSphinxRecognizer
 from buzz.voice.tts import TTS_SAMPLE_RATE, render_reply
-from buzz.voice.wav import iter_frames, read_wav_48k, resample, write_wav
+from buzz.voice.wav import iter_frames, resample, write_wav
 from tests.agent.support import add_member, create_channel, set_profile
 from tests.cli.helpers import buzz
 from tests.support.relay import Identity, RunningRelay
@@ -116,7 +116,11 @@ async def test_browser_huddles_with_the_python_client(
         starts = await bob_nostr.subscribe([{"kinds": [48100], "#h": [channel]}])
         page = await LiveScenario.start(
             "huddle",
-            {"url": sqlite_relay.http_url + "/", "secret": alice.secret, "wav": str(tmp_path / "browser.wav")},
+            {
+                "url": sqlite_relay.http_url + "/",
+                "secret": alice.secret,
+                "wav": str(tmp_path / "browser.wav"),
+            },
         )
         try:
             room = (await page.reached("started", timeout=180))["room"]
@@ -154,7 +158,9 @@ async def test_browser_huddles_with_the_python_client(
             await page.reached("left", timeout=180)
 
             # Part 2: Bob starts one with the CLI and sits in it; the page joins it.
-            cli = await buzz(sqlite_relay.url, bob, "huddle", "start", "--channel", channel, "--agent", agent.pubkey)
+            cli = await buzz(
+                sqlite_relay.url, bob, "huddle", "start", "--channel", channel, "--agent", agent.pubkey
+            )
             assert cli.code == 0, cli.stderr
             cli_room = json.loads(cli.stdout)["huddle_channel_id"]
             bob_again = HuddleClient(

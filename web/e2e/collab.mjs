@@ -32,6 +32,19 @@ try {
     await openChannel(B, 'general')
   })
 
+  await check(report, 'an open channel from New channel is in Browse channels for the other person', async () => {
+    await B.getByRole('button', { name: 'New channel' }).click()
+    const dialog = B.getByRole('dialog', { name: 'New channel' })
+    await dialog.getByRole('textbox', { name: 'Channel name' }).fill('random')
+    await dialog.getByRole('combobox', { name: 'Visibility' }).selectOption('open')
+    await dialog.getByRole('button', { name: 'Create' }).click()
+    await B.getByRole('heading', { name: '# random' }).waitFor()
+    await A.getByRole('button', { name: 'Browse channels' }).click()
+    await A.getByRole('complementary', { name: 'Browse channels' }).getByRole('button', { name: 'Join random' }).waitFor()
+    await A.getByRole('button', { name: 'Close browse channels' }).click()
+    await openChannel(B, 'general')
+  })
+
   await check(report, 'messages appear live for the other person', async () => {
     await openChannel(A, 'general')
     await send(A, 'Hello from Olivia')
@@ -215,6 +228,8 @@ try {
     await dialog.getByRole('textbox', { name: 'Channel name' }).fill('launch-plans')
     await dialog.getByRole('textbox', { name: 'About' }).fill('Everything about the launch')
     await dialog.getByRole('button', { name: 'Save' }).click()
+    await A.getByRole('heading', { name: '# launch-plans' }).waitFor()
+    await A.getByText('Everything about the launch').waitFor()
     const bobNav = B.getByRole('navigation', { name: 'Channels' })
     await bobNav.getByRole('link', { name: 'launch-plans', exact: true }).waitFor()
     await A.getByRole('button', { name: 'Members', exact: true }).click()
@@ -268,6 +283,26 @@ try {
     await panel.getByRole('listitem').filter({ hasText: 'Olivia' }).first().waitFor()
     if (await panel.getByRole('textbox', { name: 'Add member' }).count()) throw new Error('Bob can add members')
     if (await panel.getByRole('button', { name: /^Remove / }).count()) throw new Error('Bob can remove members')
+  })
+
+  await check(report, 'the owner promotes Bob to admin and demotes him; both members panels follow live', async () => {
+    const bobPanel = B.getByRole('complementary', { name: 'Members' })
+    const bobSelf = bobPanel.getByRole('listitem').filter({ hasText: 'Bob (you)' })
+    await A.getByRole('button', { name: 'Members', exact: true }).click()
+    const panel = A.getByRole('complementary', { name: 'Members' })
+    const role = panel.getByRole('combobox', { name: 'Role of Bob' })
+    await role.selectOption('admin')
+    await bobSelf.getByText('admin', { exact: true }).waitFor()
+    // Now elevated, Bob gets the owner/admin controls: the add box and the others' role menus.
+    await bobPanel.getByRole('textbox', { name: 'Add member' }).waitFor()
+    await bobPanel.getByRole('combobox', { name: 'Role of Rulesbot' }).waitFor()
+    await panel.getByRole('listitem').filter({ hasText: 'Bob' }).locator('select').evaluate((el) => {
+      if (el.value !== 'admin') throw new Error(`owner sees ${el.value}`)
+    })
+    await role.selectOption('member')
+    await bobSelf.getByText('member', { exact: true }).waitFor()
+    await bobPanel.getByRole('textbox', { name: 'Add member' }).waitFor({ state: 'detached' })
+    if (await bobPanel.getByRole('combobox').count()) throw new Error('Bob still has role menus')
   })
 } finally {
   finish(report)
