@@ -1,6 +1,6 @@
 // Huddles from the browser (issue 12, item 5), with tests/web/test_huddle.py beside it:
-// 1. the page starts a huddle (its own ephemeral channel, huddle.md §8.4) with the channel's
-//    agent invited; Chromium's fake microphone plays a WAV, encoded with WebCodecs into v2
+// 1. "Join huddle" in a channel with no huddle on starts one (its own ephemeral channel,
+//    huddle.md §8.4) with the channel's agent invited; Chromium's fake microphone plays a WAV, encoded with WebCodecs into v2
 //    frames; the Python voice client joins it through the parent link, records the page (and
 //    recognises its words) and speaks; the page decodes it with a speaking indicator, shows
 //    Bob's transcript and the agent's reply as captions and speaks the reply (speechSynthesis);
@@ -64,7 +64,8 @@ try {
     await panel.getByRole('checkbox', { name: 'Speak agent replies' }).check()
     const invite = panel.getByRole('group', { name: 'Agents to invite' })
     if (!(await invite.getByRole('checkbox', { name: 'Scribe' }).isChecked())) throw new Error('the agent is not ticked')
-    await panel.getByRole('button', { name: 'Start huddle' }).click()
+    await panel.getByText('No huddle is on here: joining starts one in its own channel, with the agents ticked below.').waitFor()
+    await panel.getByRole('button', { name: 'Join huddle' }).click()
     await roster.getByText('Alice (you)').waitFor()
     await panel.getByText('Agents do not hear browser speech').waitFor()
     room = await panel.locator('[data-room]').getAttribute('data-room')
@@ -117,7 +118,8 @@ try {
     await panel.getByRole('button', { name: 'Leave huddle' }).click()
     await p.getByText(/^In the huddle:/).waitFor({ state: 'detached' })
     // The relay ends a huddle whose last participant left (48103): nothing left to join.
-    await panel.getByRole('button', { name: 'Start huddle' }).waitFor({ timeout: 60000 })
+    await panel.getByText('No huddle is on here').waitFor({ timeout: 60000 })
+    await panel.getByRole('button', { name: 'Join huddle' }).waitFor()
   })
   reached('left')
 
@@ -133,7 +135,7 @@ try {
   reached('joined-cli')
   await check(report, 'leave the CLI’s huddle', async () => {
     await panel.getByRole('button', { name: 'Leave huddle' }).click()
-    await panel.getByRole('button', { name: /^(Join|Start) huddle$/ }).waitFor()
+    await panel.getByRole('button', { name: 'Join huddle' }).waitFor()
   })
 } finally {
   finish(report)

@@ -1,5 +1,5 @@
-// The huddle of the open channel: start one (its own ephemeral channel, huddle.md §8.4) or join
-// the live one, leave, mute; the roster with speaking indicators; captions (transcripts and
+// The huddle of the open channel: join the live one, or start one (its own ephemeral channel,
+// huddle.md §8.4) and join it; leave, mute; the roster with speaking indicators; captions (transcripts and
 // agent replies are kind 9 in the huddle's channel) and, optionally, agent replies spoken by
 // the browser's own speech synthesis (§10.6: only `bot` members' messages, never 48106).
 import { useEffect, useReducer, useRef, useState } from 'preact/hooks'
@@ -108,10 +108,10 @@ export function HuddlePanel({ ws, channel, onClose }: { ws: Workspace; channel: 
             <button type="button" onClick={leave}>Leave huddle</button>
             <button type="button" class="quiet" aria-pressed={c.muted} onClick={() => c.setMuted(!c.muted)}>Mute</button>
           </>
-        ) : live ? (
-          <button type="button" onClick={() => enter(live.room, live.room === channel.id ? null : channel.id)}>Join huddle</button>
         ) : (
-          <button type="button" disabled={starting} onClick={() => void start()}>{starting ? 'Starting…' : 'Start huddle'}</button>
+          // One button whether a huddle is on or not (the issue's accessible name): it joins
+          // the live one, or starts one and joins it.
+          <button type="button" disabled={starting} onClick={() => (live ? enter(live.room, live.room === channel.id ? null : channel.id) : void start())}>Join huddle</button>
         )}
         <label class="check"><input type="checkbox" checked={speak} onChange={(e) => toggleSpeak(e.currentTarget.checked)} />Speak agent replies</label>
       </div>
@@ -120,6 +120,9 @@ export function HuddlePanel({ ws, channel, onClose }: { ws: Workspace; channel: 
           {live.startedBy ? `${ws.nameOf(live.startedBy)} started a huddle here.` : 'A huddle is on in this channel.'}
           {others.length ? ` In it now: ${others.join(', ')}.` : ''}
         </p>
+      )}
+      {!active && !live && (
+        <p class="hint">{starting ? 'Starting the huddle…' : `No huddle is on here: joining starts one in its own channel${agents.length ? ', with the agents ticked below' : ''}.`}</p>
       )}
       {!active && !live && agents.length > 0 && (
         <fieldset class="invite">
