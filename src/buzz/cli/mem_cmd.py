@@ -1,11 +1,13 @@
 """`buzz mem`: the agent's persistent, encrypted memory (engram.md §12).
 
-Commands: `ls`, `get`, `hash`, `search` (reads; `--agent` lets an owner read its agent's memory) and
-`set`, `patch`, `rm` (writes, by the agent only). The CLI identity is `--private-key` /
+Commands: `ls`, `get`, `hash`, `search`, `log`, `orphans` (reads; `--agent` lets an owner read its
+agent's memory), `set`, `patch`, `rm` (writes, by the agent only) and `export` / `import` (moving
+the agent's memory to another relay, by the agent only). The CLI identity is `--private-key` /
 `BUZZ_PRIVATE_KEY`; the owner is `--owner` or element 1 of the verified `BUZZ_AUTH_TAG`.
 The relay is reached over WebSocket with NIP-42 AUTH (carrying the NIP-OA tag when one is
-configured); everything is `buzz.client.memory` underneath. Output: `get` prints the raw value with no newline, `hash` its SHA-256, `ls` one
-compact JSON array; progress lines go to stderr. Errors are one JSON line on stderr,
+configured); everything is `buzz.client.memory` underneath. Output: `get` prints the raw value
+with no newline, `hash` its SHA-256, `ls` one compact JSON array, `set`, `search`, `log`,
+`orphans`, `export` and `import` one JSON object line; progress lines go to stderr. Errors are one JSON line on stderr,
 `{"error", "message", "retryable"[, "relay_message"]}`, with the exit codes of §12.2:
 
     0 ok · 1 user_error, not_found (argument-parser errors included) · 2 network_error ·
@@ -39,6 +41,7 @@ from buzz.client.memory import (
 )
 from buzz.client.workspace import Workspace
 from buzz.core import engram
+from buzz.core.engram_bundle import BUNDLE_MAX_BYTES
 
 INPUT_MAX = engram.PLAINTEXT_MAX  # bytes of stdin / patch input; one more byte is refused
 
@@ -50,7 +53,9 @@ def _parser_errors_exit_1() -> Iterator[None]:
         yield
     except click.exceptions.NoArgsIsHelpError:
         report(
-            UserError("missing command: one of ls, get, hash, search, set, patch, rm (see buzz mem --help)")
+            UserError(
+                "missing command: one of ls, get, hash, search, log, orphans, export, import, set, patch, rm (see buzz mem --help)"
+            )
         )
     except click.UsageError as exc:
         report(UserError(exc.format_message()))
@@ -243,6 +248,8 @@ async def hash_cmd(ctx: Context, slug: str, owner: str | None, agent: str | None
 async def set_cmd(ctx: Context, slug: str, value: str, owner: str | None, allow_empty: bool) -> None:
     """Write VALUE to SLUG (`-` reads stdin, kept byte for byte).
 
+    Prints one JSON line {"slug", "event_id", "created_at"} on stdout (and `wrote …` on stderr).
+
     \b
     Example:
       buzz mem set core "I am Ada."
@@ -261,6 +268,8 @@ async def set_cmd(ctx: Context, slug: str, value: str, owner: str | None, allow_
             )
     async with _memory(ctx, owner) as memory:
         write = await memory.set(slug, value)
+    result = {"slug": write.slug, "event_id": write.event_id, "created_at": write.created_at}
+    _write_stdout(orjson.dumps(result) + b"\n")
     _note(f"wrote {slug} (event {write.event_id}, created_at {write.created_at})")
 
 
@@ -341,3 +350,117 @@ async def rm_cmd(ctx: Context, slug: str, owner: str | None) -> None:
     async with _memory(ctx, owner) as memory:
         write = await memory.rm(slug)
     _note(f"tombstoned {slug} (event {write.event_id}, created_at {write.created_at})")
+
+
+@mem.command("log")
+@click.argument("slug")
+@_owner_option
+@_agent_option
+@click.pass_obj
+@_command
+async def log_cmd(ctx: Context, slug: str, owner: str | None, agent: str | None) -> None:
+    """The versions of SLUG the relay still serves, newest first:
+    {"slug", "versions": [{event_id, created_at, sha256, tombstone, head}]}.
+
+    `sha256` is the hash of the decrypted value (what `hash` prints; null for a tombstone).
+    This relay keeps superseded versions out of every read path (relay.md §10.4), so it
+    answers the head only; a relay that serves older versions shows them all.
+
+    \b
+    Example:
+      buzz mem log notes/todo
+      buzz --private-key <owner> mem log core --agent <agent hex>
+    """
+    slug = normalize_slug(slug)
+    async with _memory(ctx, owner, agent) as memory:
+        versions = await memory.log(slug)
+    _write_stdout(orjson.dumps({"slug": slug, "versions": [v.to_dict() for v in versions]}) + b"\n")
+
+
+@mem.command("orphans")
+@_owner_option
+@_agent_option
+@click.pass_obj
+@_command
+async def orphans_cmd(ctx: Context, owner: str | None, agent: str | None) -> None:
+    """Entries that core does not reach by [[slug]] references, for review:
+    {"orphans": [slug…], "dangling": [slug…], "complete", "reason"}.
+
+    `dangling` lists referenced slugs without a live entry. Nothing is deleted.
+
+    \b
+    Example:
+      buzz mem orphans
+    """
+    async with _memory(ctx, owner, agent) as memory:
+        found = await memory.orphans()
+    report_obj = {
+        "orphans": list(found.orphans),
+        "dangling": list(found.dangling),
+        "complete": found.complete,
+        "reason": found.reason,
+    }
+    _write_stdout(orjson.dumps(report_obj) + b"\n")
+    if not found.complete:
+        _note(f"warning: listing incomplete: {found.reason}")
+
+
+@mem.command("export")
+@click.argument("file", type=click.Path(dir_okay=False, writable=True))
+@_owner_option
+@click.pass_obj
+@_command
+async def export_cmd(ctx: Context, file: str, owner: str | None) -> None:
+    """Write every head of the agent's memory to FILE as an encrypted bundle signed by the agent
+    (mode 0600): {"file", "heads", "exported_at"}. Move memory to a new relay with `import`.
+
+    \b
+    Example:
+      buzz mem export memory.bundle
+      BUZZ_RELAY_URL=wss://new.example buzz mem import memory.bundle
+    """
+    async with _memory(ctx, owner) as memory:
+        data, count = await memory.export()
+    try:
+        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+    except OSError as exc:
+        raise UserError(f"cannot write {file}: {exc.strerror or exc}") from None
+    exported_at = orjson.loads(data)["exported_at"]
+    _write_stdout(orjson.dumps({"file": file, "heads": count, "exported_at": exported_at}) + b"\n")
+
+
+@mem.command("import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@_owner_option
+@click.pass_obj
+@_command
+async def import_cmd(ctx: Context, file: str, owner: str | None) -> None:
+    """Carry a bundle from `export` to this relay: the agent re-signs every head with a fresh
+    created_at and reads each back. {"written", "unchanged", "conflicts", "skipped"}.
+
+    A slug whose entry here differs is a conflict and is left alone; run the import before
+    writing on the new relay.
+
+    \b
+    Example:
+      BUZZ_RELAY_URL=wss://new.example buzz mem import memory.bundle
+    """
+    try:
+        with open(file, "rb") as f:
+            data = f.read(BUNDLE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise UserError(f"cannot read {file}: {exc.strerror or exc}") from None
+    async with _memory(ctx, owner) as memory:
+        result = await memory.import_bundle(data)
+    report_obj = {
+        "written": list(result.written),
+        "unchanged": list(result.unchanged),
+        "conflicts": list(result.conflicts),
+        "skipped": result.skipped,
+        "exported_at": result.exported_at,
+    }
+    _write_stdout(orjson.dumps(report_obj) + b"\n")
+    if result.conflicts:
+        _note(f"warning: {len(result.conflicts)} entries differ on this relay and were left alone")

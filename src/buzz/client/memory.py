@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from buzz.client.engrams import Engrams, Listing, Pair, connect, is_duplicate, relay_max_limit
@@ -25,7 +26,7 @@ from buzz.client.errors import Conflict, NotFound, Refused, UserError, Workspace
 from buzz.client.identity import parse_pubkey
 from buzz.client.models import EngramWrite, Patched
 from buzz.client.session import Session
-from buzz.core import engram
+from buzz.core import engram, engram_bundle
 from buzz.core.engram_patch import MalformedDiff, MultiFilePatch, NoOpPatch, PatchError, apply_patch
 from buzz.core.event import Event
 from buzz.core.keys import is_hex
@@ -34,6 +35,50 @@ if TYPE_CHECKING:
     from buzz.recall.rank import Hit
 
 RELAY_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One served version of an entry (`Memory.log`): `sha256` of the plaintext value (None
+    for a tombstone) and whether it is the head (§8)."""
+
+    event_id: str
+    created_at: int
+    sha256: str | None
+    tombstone: bool
+    head: bool
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "event_id": self.event_id,
+            "created_at": self.created_at,
+            "sha256": self.sha256,
+            "tombstone": self.tombstone,
+            "head": self.head,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Orphans:
+    """`Memory.orphans`: sorted orphan slugs, dangling references in reach order, and whether
+    the listing they were computed from was complete (`reason` says why not)."""
+
+    orphans: tuple[str, ...]
+    dangling: tuple[str, ...]
+    complete: bool
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """`Memory.import_bundle`: slugs written (and read back), already equal, left alone because
+    the head here differs, the bundle events skipped as invalid, and the bundle's export time."""
+
+    written: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    conflicts: tuple[str, ...]
+    skipped: int
+    exported_at: int
 
 
 def normalize_slug(text: str) -> str:
@@ -288,3 +333,124 @@ class Memory:
             return search_heads(heads, query, limit, store)
         except EmbeddingUnavailable as exc:
             raise WorkspaceError(f"memory search needs the embedding model: {exc}") from None
+
+    async def log(self, slug: str) -> list[Version]:
+        """Issue 16 item 3: the versions of `slug` the relay still serves, newest first (§8 tie
+        rule: `created_at` descending, then id ascending), each decrypted and hashed here.
+
+        Only the agent and its owner can read them (the relay's engram read gate), and only
+        their key opens them. Our relay, as relay.md §3.1/§10.4 require, serves the head only:
+        superseded versions are kept soft-deleted and never served (docs/decisions.md); a relay
+        that does serve them shows them all here. Candidates that fail verification or
+        decryption are skipped. Raises NotFound when nothing valid is served.
+        """
+        slug = normalize_slug(slug)
+        async with self._engrams() as engrams:
+            answer = await engrams.answer(slug)
+        p = self.pair
+        opened = engram.open_candidates(answer, p.agent, p.owner, p.secret, p.their_pubkey)
+        records = [r for r in opened.records if r.body.slug == slug]
+        if not records:
+            raise _not_found(
+                slug,
+                engram.AllInvalid(len(answer), opened.last_error or "") if answer else engram.EmptyAnswer(),
+            )
+        head = engram.select_head(records)
+        records.sort(key=lambda r: (-r.created_at, r.id))
+        return [
+            Version(
+                r.id,
+                r.created_at,
+                None if r.body.text is None else sha256_hex(r.body.text),
+                r.body.is_tombstone,
+                head is not None and r.id == head.id,
+            )
+            for r in records
+        ]
+
+    async def orphans(self) -> Orphans:
+        """Issue 16 item 4 / engram.md §10.3: live memory slugs that core does not reach through
+        `[[slug]]` references (`find_orphans`), and reached slugs without a live head
+        (`dangling_refs`), over the complete listing. Review only: nothing is deleted."""
+        max_limit = await self.page_limit()
+        async with self._engrams() as engrams:
+            heads, _, _ = await engrams.heads(max_limit)
+            paged = engrams.last_paging
+        assert paged is not None
+        return Orphans(
+            tuple(engram.find_orphans(heads)),
+            tuple(engram.dangling_refs(heads)),
+            paged.complete,
+            paged.reason,
+        )
+
+    async def export(self, now: int | None = None) -> tuple[bytes, int]:
+        """Issue 16 item 4: a bundle (`buzz.core.engram_bundle`) of every head of this pair,
+        tombstones and core included, sealed under the pair key and signed by the agent; with
+        the number of heads. Agent side only (the agent signs). Raises UserError (owner side),
+        Refused when the listing is incomplete (a bundle must not silently miss entries)."""
+        if not self.pair.is_agent:
+            raise UserError("only the agent exports its memory (it signs the bundle); run as the agent")
+        max_limit = await self.page_limit()
+        async with self._engrams() as engrams:
+            heads, _, _ = await engrams.heads(max_limit)
+            paged = engrams.last_paging
+        assert paged is not None
+        if not paged.complete:
+            raise Refused(f"cannot export an incomplete listing: {paged.reason}")
+        events = [heads[s].event for s in sorted(heads)]
+        p = self.pair
+        key = engram.conversation_key(p.secret, p.their_pubkey)
+        stamp = int(time.time()) if now is None else now
+        return engram_bundle.seal(p.secret, p.owner, key, events, stamp), len(events)
+
+    async def import_bundle(self, data: bytes) -> Imported:
+        """Issue 16 item 4: carry a bundle's heads to this relay by re-signing each as a fresh
+        event (new `created_at`, monotonic over any head here), then read every slug back.
+
+        The bundle must be signed by this agent for this owner; every event in it is verified
+        and opened again (invalid ones are counted in `skipped`). A slug whose head here
+        already has the same body is `unchanged`; one whose head here differs is a conflict
+        and is left alone (nothing is overwritten); a tombstone with no head here is not
+        written. Agent side only. Raises UserError (bad or foreign bundle, owner side)."""
+        if not self.pair.is_agent:
+            raise UserError("only the agent imports its memory (it re-signs every head); run as the agent")
+        p = self.pair
+        key = engram.conversation_key(p.secret, p.their_pubkey)
+        try:
+            bundle = engram_bundle.open_bundle(data, key)
+        except engram_bundle.BundleError as exc:
+            raise UserError(f"invalid bundle: {exc.reason}") from None
+        if (bundle.agent, bundle.owner) != (p.agent, p.owner):
+            raise UserError("invalid bundle: it holds another agent's or another owner's memory")
+        opened = engram.open_candidates(bundle.events, p.agent, p.owner, p.secret, p.their_pubkey)
+        wanted = engram.heads_by_slug(opened.records)
+        written, unchanged, conflicts = [], [], []
+        async with self._engrams() as engrams:
+            for slug in sorted(wanted):
+                body = wanted[slug].body
+                here = await engrams.head(slug)
+                if isinstance(here, engram.Found):
+                    if here.body == body:
+                        unchanged.append(slug)
+                    else:
+                        conflicts.append(slug)
+                    continue
+                if isinstance(here, engram.AllInvalid) or body.is_tombstone:
+                    if isinstance(here, engram.AllInvalid):
+                        conflicts.append(slug)
+                    continue
+                await _write(engrams, slug, body.text, None)
+                written.append(slug)
+            verified = 0
+            for slug in written:
+                again = await engrams.head(slug)
+                if isinstance(again, engram.Found) and again.body == wanted[slug].body:
+                    verified += 1
+        if verified != len(written):
+            raise Refused(
+                f"read-back failed: {len(written) - verified} of {len(written)} written heads differ"
+            )
+        return Imported(
+            tuple(written), tuple(unchanged), tuple(conflicts), opened.skipped, bundle.exported_at
+        )

@@ -1,0 +1,184 @@
+"""`buzz mem log`, `orphans`, `export` / `import` and `set`'s JSON line (issue 16 items 3–4)
+against real relays on loopback ports."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import orjson
+
+from buzz.core import engram
+from tests.mem.cli import buzz_mem
+from tests.support.relay import Identity, RunningRelay, relay_on
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+async def test_set_prints_one_json_line(sqlite_relay: RunningRelay, alice: Identity, bob: Identity) -> None:
+    r = await buzz_mem(sqlite_relay, alice, "set", "notes/a", "one", "--owner", bob.pubkey)
+    assert r.code == 0, r.stderr
+    assert r.stdout.count(b"\n") == 1
+    out = r.json
+    assert set(out) == {"slug", "event_id", "created_at"}
+    assert out["slug"] == "mem/notes/a" and len(out["event_id"]) == 64
+    ls = (await buzz_mem(sqlite_relay, alice, "ls", "--owner", bob.pubkey)).json
+    assert ls == [out]
+
+
+async def test_log_shows_the_served_versions_to_the_pair_only(
+    relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity
+) -> None:
+    agent, owner, stranger = alice, bob, carol
+    o = ("--owner", owner.pubkey)
+    for value in ("first", "second"):
+        assert (await buzz_mem(relay, agent, "set", "notes/a", value, *o)).code == 0
+    head = (await buzz_mem(relay, agent, "ls", *o)).json[0]
+
+    r = await buzz_mem(relay, agent, "log", "notes/a", *o)
+    assert r.code == 0, r.stderr
+    # the relay serves the head only: the superseded "first" is kept soft-deleted, never served
+    assert r.json == {
+        "slug": "mem/notes/a",
+        "versions": [
+            {
+                "event_id": head["event_id"],
+                "created_at": head["created_at"],
+                "sha256": _sha("second"),
+                "tombstone": False,
+                "head": True,
+            }
+        ],
+    }
+    assert (await buzz_mem(relay, owner, "log", "notes/a", "--agent", agent.pubkey)).json == r.json
+
+    assert (await buzz_mem(relay, agent, "rm", "notes/a", *o)).code == 0
+    r = await buzz_mem(relay, owner, "log", "notes/a", "--agent", agent.pubkey)
+    [v] = r.json["versions"]
+    assert (v["tombstone"], v["sha256"], v["head"]) == (True, None, True)
+
+    r = await buzz_mem(relay, stranger, "log", "notes/a", "--agent", agent.pubkey)
+    r.expect_error(1, "not_found", "not found: mem/notes/a")
+    (await buzz_mem(relay, agent, "log", "Bad Slug", *o)).expect_error(1, "user_error", "invalid slug")
+
+
+async def test_orphans_follow_references_from_core(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    relay, agent, owner = sqlite_relay, alice, bob
+    o = ("--owner", owner.pubkey)
+    for slug, value in (
+        ("core", "I am Ada. See [[mem/projects]]."),
+        ("projects", "Atlas: [[mem/projects/atlas]]; gone: [[mem/projects/old]]"),
+        ("projects/atlas", "budget 40k"),
+        ("projects/old", "x"),
+        ("scratch", "points at [[mem/projects/atlas]] but nothing reaches it"),
+        ("lost", "nobody refers to me"),
+    ):
+        assert (await buzz_mem(relay, agent, "set", slug, value, *o)).code == 0
+    assert (await buzz_mem(relay, agent, "rm", "projects/old", *o)).code == 0
+
+    r = await buzz_mem(relay, agent, "orphans", *o)
+    assert r.code == 0, r.stderr
+    assert r.json == {
+        "orphans": ["mem/lost", "mem/scratch"],
+        "dangling": ["mem/projects/old"],
+        "complete": True,
+        "reason": None,
+    }
+    assert (await buzz_mem(relay, owner, "orphans", "--agent", agent.pubkey)).json == r.json
+    listed = [e["slug"] for e in (await buzz_mem(relay, agent, "ls", *o)).json]
+    assert "mem/lost" in listed  # review only: nothing was deleted
+
+
+async def _seed_old(
+    relay: RunningRelay, agent: Identity, owner: Identity, age_s: int
+) -> dict[str, str | None]:
+    """Heads written `age_s` seconds in the past (relay A has its past-drift check off)."""
+    key = engram.conversation_key(agent.secret, owner.pubkey)
+    assert key
+    bodies: list[engram.Body] = [
+        engram.CoreBody("I am Ada. [[mem/people/dana]]"),
+        engram.MemoryBody("mem/people/dana", "Dana prefers async reviews"),
+        engram.MemoryBody("mem/projects/atlas", "The Atlas budget is 40,000 euros\nline two\n"),
+        engram.MemoryBody("mem/old", None),
+    ]
+    then = int(time.time()) - age_s
+    async with relay.client(agent) as client:
+        for body in bodies:
+            result = await client.publish(engram.build_event(agent.secret, owner.pubkey, body, then))
+            assert result.accepted, result.message
+    return {b.slug: b.text for b in bodies}
+
+
+async def test_export_then_import_moves_memory_to_a_new_relay(
+    tmp_path: Path, alice: Identity, bob: Identity, carol: Identity
+) -> None:
+    agent, owner = alice, bob
+    o = ("--owner", owner.pubkey)
+    bundle = tmp_path / "memory.bundle"
+    async with (
+        relay_on(tmp_path / "a", max_past_drift_s=0) as relay_a,
+        relay_on(tmp_path / "b") as relay_b,
+    ):
+        values = await _seed_old(relay_a, agent, owner, 3600)
+        r = await buzz_mem(relay_a, agent, "export", str(bundle), *o)
+        assert r.code == 0, r.stderr
+        assert r.json["heads"] == 4 and r.json["file"] == str(bundle)
+        assert bundle.stat().st_mode & 0o777 == 0o600
+        raw = bundle.read_bytes()
+        assert b"Dana" not in raw and b"Atlas" not in raw
+
+        # the exported heads as they are: relay B's 900 s past-drift window refuses them
+        async with relay_a.client(agent) as client:
+            old = await client.query([{"kinds": [engram.KIND_ENGRAM], "authors": [agent.pubkey]}])
+        async with relay_b.client(agent) as client:
+            refused = await client.publish(old[0])
+        assert not refused.accepted
+
+        r = await buzz_mem(relay_b, agent, "import", str(bundle), *o)
+        assert r.code == 0, r.stderr
+        assert r.json == {
+            "written": ["core", "mem/people/dana", "mem/projects/atlas"],
+            "unchanged": [],
+            "conflicts": [],
+            "skipped": 0,
+            "exported_at": orjson.loads(raw)["exported_at"],
+        }
+        ls_a = (await buzz_mem(relay_a, agent, "ls", *o)).json
+        ls_b = (await buzz_mem(relay_b, agent, "ls", *o)).json
+        assert (
+            [e["slug"] for e in ls_b]
+            == [e["slug"] for e in ls_a]
+            == ["mem/people/dana", "mem/projects/atlas"]
+        )
+        assert all(b["created_at"] > a["created_at"] for a, b in zip(ls_a, ls_b, strict=True))
+        for slug in ("core", "mem/people/dana", "mem/projects/atlas"):
+            got_a = await buzz_mem(relay_a, agent, "get", slug, *o)
+            got_b = await buzz_mem(relay_b, owner, "get", slug, "--agent", agent.pubkey)
+            assert got_b.stdout == got_a.stdout == str(values[slug]).encode()
+
+        # a second import changes nothing; an entry changed on B since is left alone
+        assert (await buzz_mem(relay_b, agent, "set", "people/dana", "changed on B", *o)).code == 0
+        r = await buzz_mem(relay_b, agent, "import", str(bundle), *o)
+        assert r.code == 0, r.stderr
+        assert (r.json["written"], r.json["conflicts"]) == ([], ["mem/people/dana"])
+        assert r.json["unchanged"] == ["core", "mem/projects/atlas"]
+        assert (await buzz_mem(relay_b, agent, "get", "people/dana", *o)).stdout == b"changed on B"
+
+        # only the agent imports and exports; another agent's bundle and a tampered one fail
+        r = await buzz_mem(relay_b, owner, "export", str(tmp_path / "x"), "--agent", agent.pubkey)
+        r.expect_error(1, "user_error", "No such option")
+        r = await buzz_mem(relay_b, carol, "import", str(bundle), *o)
+        r.expect_error(1, "user_error", "invalid bundle")
+        tampered = tmp_path / "tampered.bundle"
+        obj = orjson.loads(raw)
+        obj["exported_at"] += 1
+        tampered.write_bytes(orjson.dumps(obj))
+        r = await buzz_mem(relay_b, agent, "import", str(tampered), *o)
+        r.expect_error(1, "user_error", "signature does not verify")
+        r = await buzz_mem(relay_b, agent, "import", str(tmp_path / "missing"), *o)
+        r.expect_error(1, "user_error", "cannot read")
