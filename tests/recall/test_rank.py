@@ -110,3 +110,22 @@ def test_empty_index_and_snippet_cut() -> None:
     long = "word " * 100
     cut = snippet(long)
     assert len(cut) == 160 and cut.endswith("…")
+
+
+def test_a_rare_name_counts_more_than_a_common_word() -> None:
+    # "dana" is in one note of eight, "notes" in all but one: a matched term's weight follows
+    # its rarity, so the shared word cannot lift the notes that merely contain it.
+    docs = [(f"n{i}", f"team notes number {i} about the weekly plan") for i in range(6)]
+    docs += [("dana", "Dana prefers async reviews over meetings"), ("other", "notes")]
+    index = RecallIndex(docs)
+    rare, matched = index.lexical_scores("Dana")
+    assert matched == ["dana"] and rare.max() == rare[6] > 0.6
+    common, matched = index.lexical_scores("notes")
+    assert matched == ["notes"] and 0 < common.max() < rare.max() / 5
+    assert index.search("how does Dana like feedback in notes?", 1)[0].slug == "dana"
+
+
+def test_only_the_top_candidates_are_ordered_and_ties_go_by_slug() -> None:
+    docs = [(f"s{i:02d}", "identical text") for i in range(12)]
+    index = RecallIndex(docs)
+    assert [h.slug for h in index.search("identical text", 3)] == ["s00", "s01", "s02"]
