@@ -62,6 +62,9 @@ async def test_log_shows_the_served_versions_to_the_pair_only(
 
     r = await buzz_mem(relay, stranger, "log", "notes/a", "--agent", agent.pubkey)
     r.expect_error(1, "not_found", "not found: mem/notes/a")
+    peer = Identity.new()  # another agent of the same owner reads only its own pair's memory
+    r = await buzz_mem(relay, peer, "log", "notes/a", "--owner", owner.pubkey)
+    r.expect_error(1, "not_found", "not found: mem/notes/a")
     (await buzz_mem(relay, agent, "log", "Bad Slug", *o)).expect_error(1, "user_error", "invalid slug")
 
 

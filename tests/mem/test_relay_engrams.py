@@ -209,6 +209,30 @@ async def test_read_gate(relay: RunningRelay, alice: Identity, bob: Identity, ca
         assert await o.count([{"kinds": [30174], "#p": [owner.pubkey]}]) == 1
 
 
+async def test_superseded_versions_are_served_to_nobody(
+    relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity
+) -> None:
+    # No history read path (docs/decisions.md 79): relay.md §10.4 serves a superseded version
+    # on no path, to the author and the owner no more than to anyone else; `buzz mem log`
+    # therefore shows the head only on this relay.
+    agent, owner, third = alice, bob, carol
+    t = _now()
+    old = _memory(agent, owner, "mem/a", "one", t - 10)
+    head = _memory(agent, owner, "mem/a", "two", t - 5)
+    async with relay.client(agent) as a:
+        for e in (old, head):
+            assert (await a.publish(e)).accepted
+    for who in (agent, owner):
+        async with relay.client(who) as c:
+            assert await c.query([{"ids": [old.id]}]) == []
+            assert await c.count([{"ids": [old.id]}]) == 0
+            mine = [{"kinds": [30174], "authors": [agent.pubkey], "#p": [owner.pubkey]}]
+            assert [e.id for e in await c.query(mine)] == [head.id]
+    async with relay.client(third) as c:
+        assert await c.query([{"ids": [old.id]}]) == []
+        assert await c.query([{"ids": [head.id]}]) == []
+
+
 async def test_unauthenticated_reader_gets_auth_required(relay: RunningRelay) -> None:
     async with relay.client() as c:
         with pytest.raises(RelayError) as err:
