@@ -248,8 +248,6 @@ async def hash_cmd(ctx: Context, slug: str, owner: str | None, agent: str | None
 async def set_cmd(ctx: Context, slug: str, value: str, owner: str | None, allow_empty: bool) -> None:
     """Write VALUE to SLUG (`-` reads stdin, kept byte for byte).
 
-    Prints one JSON line {"slug", "event_id", "created_at"} on stdout (and `wrote …` on stderr).
-
     \b
     Example:
       buzz mem set core "I am Ada."
@@ -268,8 +266,6 @@ async def set_cmd(ctx: Context, slug: str, value: str, owner: str | None, allow_
             )
     async with _memory(ctx, owner) as memory:
         write = await memory.set(slug, value)
-    result = {"slug": write.slug, "event_id": write.event_id, "created_at": write.created_at}
-    _write_stdout(orjson.dumps(result) + b"\n")
     _note(f"wrote {slug} (event {write.event_id}, created_at {write.created_at})")
 
 
