@@ -49,7 +49,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/fanout.py
 	$(BIN)/python bench/query.py
 	$(BIN)/python bench/connections.py
-	@if [ -f bench/huddle.py ]; then $(BIN)/python bench/huddle.py; else echo "bench/huddle.py not present: skipped"; fi
+	$(BIN)/python bench/huddle.py --replicas 2
 	$(BIN)/python bench/soak.py $(SOAK_ARGS)
 	$(BIN)/python bench/stt.py
 	$(BIN)/python bench/recall.py

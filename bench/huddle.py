@@ -1,22 +1,36 @@
 #!/usr/bin/env python3
-"""Huddle fan-out benchmark (issue 6 item 6). Run by `make bench`, never by the tests.
+"""Huddle fan-out benchmark (issue 6 item 6; issue 15 for `--replicas 2`). Run by `make bench`,
+never by the tests.
 
-25 simulated peers send one 20 ms frame each (50 frames/s) for 10 s into one huddle of a relay
-subprocess (`buzz relay serve`) on loopback; every frame is forwarded to the other 24, so the
-relay's target load is 25 × 24 × 50 = 30,000 forwarded frames/s (huddle.md §5.3). Peers run in
-worker processes so the relay's core is its own. Each frame carries its send time
-(CLOCK_MONOTONIC, shared by all processes); latency is receive − send on loopback, an upper
-bound of the relay-added latency. Relay CPU comes from /proc/<pid>/stat (utime + stime).
+25 simulated peers send one 20 ms frame each (50 frames/s) for 10 s into one huddle; every frame
+is forwarded to the other 24, so the target load is 25 × 24 × 50 = 30,000 forwarded frames/s
+(huddle.md §5.3). Peers run in worker processes so the relays' cores are their own. Each frame
+carries its send time (CLOCK_MONOTONIC, shared by all processes), its sender and the sender's
+replica; latency is receive − send on loopback, an upper bound of the relay-added latency.
+Relay CPU comes from /proc/<pid>/stat (utime + stime). Drops are counted per (sender, receiver):
+frames a sender sent that the receiver never got.
 
-Reported against the targets: ≥ 30,000 forwarded frames/s on one core, zero drops, p99 < 5 ms.
+Row "1 replica": one `buzz relay serve` (SQLite), every path local. Targets: ≥ 30,000 forwarded
+frames/s on one core, zero drops, p99 < 5 ms.
 
-Setup: once the relay is up, the owner creates an open channel with a real kind 9007.
+Row "2 replicas" (`--replicas 2`, what `make bench` runs, after the 1-replica row of the same
+run): two `buzz relay serve` processes with BUZZ_MESH=on on one PostgreSQL database (created for
+the run and dropped after) and one Redis (`--redis-url`, default redis://127.0.0.1:6379/0;
+keys under a workspace id of the run, deleted after). The first peer joins replica A, so A owns
+the room; the peers alternate A, B, A, B… (13 on A, 12 on B). Latency by path (huddle.md §9.8):
+- local: sender and receiver on the owner A (A → client);
+- remote, 1 hop: sender on A and receiver on B, or sender on B and receiver on A (one envelope
+  through Redis);
+- remote, 2 hops: sender and receiver both on B (B → A → B: all fan-out goes through the owner).
+Target: remote p99 ≤ 2 × local p99 (of the same row), zero drops for receivers that keep up.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import multiprocessing as mp
 import os
 import random
@@ -27,7 +41,11 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -41,14 +59,25 @@ from buzz.core.keys import generate_secret_key  # noqa: E402
 from buzz.core.nip42 import build_auth_event  # noqa: E402
 
 PAYLOAD = 80  # bytes of "Opus" per frame, like a 32 kbit/s voice packet
-CLK = struct.Struct(">q")
+STAMP = struct.Struct(">qBB")  # send time (ns), sender number, sender's replica
+PREFIX = 1 + 8  # relay → client: [author index][8-byte v2 header] before the payload
 TICKS = os.sysconf("SC_CLK_TCK")
+DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
+LOCAL, ONE_HOP, TWO_HOPS = "local", "remote 1 hop", "remote 2 hops"
+OWNER = 0  # replica index of the owner: the first peer joins it
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def path_of(sender_replica: int, receiver_replica: int) -> str:
+    if sender_replica != receiver_replica:
+        return ONE_HOP
+    return LOCAL if sender_replica == OWNER else TWO_HOPS
 
 
 async def create_channel(url: str, channel_id: str, owner: str) -> None:
@@ -67,35 +96,49 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
+@dataclass
+class Peer:
+    number: int  # 0…peers-1, carried in every frame
+    replica: int
+    secret: str
+
+
 async def peer_main(
-    url: str, cid: str, secrets: list[str], start_at: float, seconds: float, rate: int, out
-) -> None:  # type: ignore[no-untyped-def]
+    urls: list[str], cid: str, peers: list[Peer], start_at: float, seconds: float, rate: int,
+    owner_ready: Any, out: Any,
+) -> None:  # fmt: skip
     rng = random.Random(os.getpid())
-    offsets = [rng.uniform(0.0, 1.0 / rate) for _ in secrets]
+    offsets = [rng.uniform(0.0, 1.0 / rate) for _ in peers]
     async with aiohttp.ClientSession() as http:
         sockets = []
-        for secret in secrets:
+        for peer in peers:
+            if peer.number != 0:  # the owner is whoever admits first: peer 0, on replica A
+                await asyncio.get_running_loop().run_in_executor(None, owner_ready.wait, 60)
+            url = urls[peer.replica]
             ws = await http.ws_connect(f"{url}/huddle/{cid}/audio", autoping=True, max_msg_size=1 << 16)
             challenge = orjson.loads((await ws.receive()).data)["challenge"]
-            auth = build_auth_event(secret, challenge, url)
+            auth = build_auth_event(peer.secret, challenge, url)
             await ws.send_str(
                 orjson.dumps({"type": "auth", "protocol_version": 2, "event": auth.to_dict()}).decode()
             )
             joined = orjson.loads((await ws.receive()).data)
-            assert joined["type"] == "joined", joined
+            if joined.get("type") != "joined":
+                raise SystemExit(f"peer {peer.number} on replica {peer.replica} not admitted: {joined}")
+            if peer.number == 0:
+                owner_ready.set()
             sockets.append(ws)
-        latencies: list[int] = []
-        received = 0
+        latencies: dict[str, list[int]] = {LOCAL: [], ONE_HOP: [], TWO_HOPS: []}
+        got: Counter[tuple[int, int]] = Counter()  # (receiver, sender) → frames
 
-        async def reader(ws: aiohttp.ClientWebSocketResponse) -> None:
-            nonlocal received
+        async def reader(ws: aiohttp.ClientWebSocketResponse, me: Peer) -> None:
             async for msg in ws:
                 if msg.type == aiohttp.WSMsgType.BINARY:
                     now = time.monotonic_ns()
-                    received += 1
-                    latencies.append(now - CLK.unpack_from(msg.data, 9)[0])
+                    sent_ns, sender, replica = STAMP.unpack_from(msg.data, PREFIX)
+                    got[(me.number, sender)] += 1
+                    latencies[path_of(replica, me.replica)].append(now - sent_ns)
 
-        async def sender(ws: aiohttp.ClientWebSocketResponse, phase: float) -> int:
+        async def sender(ws: aiohttp.ClientWebSocketResponse, me: Peer, phase: float) -> tuple[int, int]:
             # Real microphones are not phase-locked: each peer starts at its own offset inside
             # the 20 ms frame period (a lock-step start would put 24 frames into every
             # receiver's 8-frame queue at the same instant, which no real room does).
@@ -104,28 +147,288 @@ async def peer_main(
             n = int(seconds * rate)
             for seq in range(n):
                 header = FrameHeader(seq & 0xFFFF, (seq * 960) & 0xFFFFFFFF, -20, 0)
-                body = CLK.pack(time.monotonic_ns()) + bytes(PAYLOAD - CLK.size)
-                await ws.send_bytes(client_frame(header, body))
+                stamp = STAMP.pack(time.monotonic_ns(), me.number, me.replica)
+                await ws.send_bytes(client_frame(header, stamp + bytes(PAYLOAD - STAMP.size)))
                 await asyncio.sleep(max(0.0, begin + (seq + 1) / rate - time.monotonic()))
-            return n
+            return me.number, n
 
-        readers = [asyncio.create_task(reader(ws)) for ws in sockets]
-        sent = sum(await asyncio.gather(*(sender(ws, offsets[i]) for i, ws in enumerate(sockets))))
-        await asyncio.sleep(1.0)  # let the last frames arrive
+        readers = [asyncio.create_task(reader(ws, p)) for ws, p in zip(sockets, peers, strict=True)]
+        sends = [sender(ws, p, offsets[i]) for i, (ws, p) in enumerate(zip(sockets, peers, strict=True))]
+        sent = dict(await asyncio.gather(*sends))
+        await asyncio.sleep(1.5)  # let the last frames arrive
         for ws in sockets:
             await ws.close()
         for task in readers:
             task.cancel()
-        out.put((sent, received, latencies))
+        out.put((sent, dict(got), latencies))
 
 
-def worker(url: str, cid: str, secrets: list[str], start_at: float, seconds: float, rate: int, out) -> None:  # type: ignore[no-untyped-def]
-    asyncio.run(peer_main(url, cid, secrets, start_at, seconds, rate, out))
+def worker(*args: Any) -> None:
+    asyncio.run(peer_main(*args))
 
 
 def pct(values: list[int], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))] / 1e6 if values else float("nan")
+
+
+def load_avg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+# -- relays ---------------------------------------------------------------------------------
+@dataclass
+class Relay:
+    proc: subprocess.Popen[str]
+    url: str
+    metrics_url: str
+
+
+def scrape(relay: Relay) -> dict[str, float]:
+    """`/metrics` samples of the huddle frame and mesh counters: `frames:<what>`, `mesh:<what>`."""
+    import urllib.request
+
+    with urllib.request.urlopen(relay.metrics_url, timeout=5) as answer:
+        text = answer.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        for family, short in (("buzz_huddle_frames_total", "frames"), ("buzz_huddle_mesh_total", "mesh")):
+            if line.startswith(family + "{"):
+                what = line.split('what="', 1)[1].split('"', 1)[0]
+                out[f"{short}:{what}"] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def start_relay(data: Path, extra: list[str], env: dict[str, str]) -> Relay:
+    port, metrics = free_port(), free_port()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("BUZZ_", "RELAY_"))}
+    proc = subprocess.Popen(
+        [str(ROOT / ".venv/bin/buzz"), "relay", "serve", "--bind", f"127.0.0.1:{port}",
+         "--data-dir", str(data), "--log-level", "WARNING", "--metrics-bind", f"127.0.0.1:{metrics}",
+         *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**base, **env},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # the banner's first line, once it listens
+    if not first or proc.poll() is not None:
+        raise SystemExit(f"relay did not start: {first}{proc.stdout.read()}")
+    return Relay(proc, f"ws://127.0.0.1:{port}", f"http://127.0.0.1:{metrics}/metrics")
+
+
+def stop_relay(relay: Relay) -> None:
+    proc = relay.proc
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def single_relay(tmp: Path) -> Iterator[list[Relay]]:
+    relay = start_relay(tmp / "single", [], {})
+    try:
+        yield [relay]
+    finally:
+        stop_relay(relay)
+
+
+async def _pg(admin: str, sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(admin, timeout=5)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+async def _drop_keys(redis_url: str, workspace: str) -> None:
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(redis_url)
+    try:
+        for pattern in (f"buzz:{workspace}:*", f"buzz:{{*}}:{workspace}:*"):
+            keys = [k async for k in client.scan_iter(match=pattern)]
+            if keys:
+                await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+@contextlib.contextmanager
+def replica_relays(tmp: Path, n: int, pg_admin: str, redis_url: str) -> Iterator[list[Relay]]:
+    """n replicas, BUZZ_MESH=on, one fresh PostgreSQL database, one Redis, one relay key."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    db = f"buzz_bench_{uuid.uuid4().hex[:12]}"
+    workspace = f"bench-{uuid.uuid4().hex[:12]}"
+    try:
+        asyncio.run(_pg(pg_admin, f'CREATE DATABASE "{db}"'))
+    except Exception as exc:
+        raise SystemExit(f"PostgreSQL unreachable at {pg_admin} ({exc}); --replicas 2 needs it") from None
+    dsn = urlunsplit(urlsplit(pg_admin)._replace(path="/" + db))
+    env = {"BUZZ_MESH": "on", "BUZZ_WORKSPACE_ID": workspace, "BUZZ_RELAY_PRIVATE_KEY": generate_secret_key()}
+    relays: list[Relay] = []
+    try:
+        for i in range(n):
+            relays.append(start_relay(tmp / f"replica-{i}", ["--db", dsn, "--redis-url", redis_url], env))
+        yield relays
+    finally:
+        for relay in relays:
+            stop_relay(relay)
+        with contextlib.suppress(Exception):
+            asyncio.run(_drop_keys(redis_url, workspace))
+        with contextlib.suppress(Exception):
+            asyncio.run(_pg(pg_admin, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'))
+
+
+# -- one row --------------------------------------------------------------------------------
+@dataclass
+class Row:
+    replicas: int
+    peers: int
+    rate: int
+    seconds: float
+    sent: int = 0
+    received: int = 0
+    expected: int = 0
+    drops: Counter[str] = field(default_factory=Counter)
+    lat: dict[str, list[int]] = field(default_factory=dict)
+    cpu: float = 0.0
+    load: str = ""
+    counters: Counter[str] = field(default_factory=Counter)  # summed over the row's relays
+
+    def summary(self) -> dict[str, Any]:
+        paths = {
+            name: {
+                "frames": len(v),
+                "p50_ms": pct(v, 0.50),
+                "p99_ms": pct(v, 0.99),
+                "drops": self.drops[name],
+            }
+            for name, v in self.lat.items()
+            if v or self.drops[name]
+        }
+        remote = self.lat.get(ONE_HOP, []) + self.lat.get(TWO_HOPS, [])
+        return {
+            "replicas": self.replicas,
+            "sent": self.sent,
+            "forwarded": self.received,
+            "expected": self.expected,
+            "forwarded_per_s": self.received / self.seconds,
+            "drops": self.expected - self.received,
+            # the relay shed them at a receiver's full queue (§7.2: that receiver did not keep up)
+            "receiver_queue_drops": int(self.counters["frames:dropped"]),
+            "relay_counters": dict(self.counters),
+            "paths": paths,
+            "remote_p99_ms": pct(remote, 0.99) if remote else None,
+            "relay_cpu_cores": self.cpu,
+            "load_avg": self.load,
+        }
+
+
+def run_row(relays: list[Relay], args: argparse.Namespace) -> Row:
+    procs, urls = [r.proc for r in relays], [r.url for r in relays]
+    owner = generate_secret_key()
+    cid = str(uuid.uuid4())
+    asyncio.run(create_channel(urls[0], cid, owner))
+    peers = [Peer(i, i % len(urls), generate_secret_key()) for i in range(args.peers)]
+    groups = [peers[i :: args.procs] for i in range(args.procs)]
+    ctx = mp.get_context("spawn")
+    out: Any = ctx.Queue()
+    owner_ready = ctx.Event()
+    start_at = time.monotonic() + 4.0
+    workers = [
+        ctx.Process(target=worker, args=(urls, cid, g, start_at, args.seconds, args.rate, owner_ready, out))
+        for g in groups
+        if g
+    ]
+    for p in workers:
+        p.start()
+    time.sleep(max(0.0, start_at - time.monotonic()))
+    row = Row(len(urls), args.peers, args.rate, args.seconds, load=load_avg())
+    cpu0, t0 = sum(cpu_seconds(p.pid) for p in procs), time.monotonic()
+    time.sleep(args.seconds)
+    cpu1, t1 = sum(cpu_seconds(p.pid) for p in procs), time.monotonic()
+    results = [out.get(timeout=90) for _ in workers]
+    for p in workers:
+        p.join(10)
+    row.cpu = (cpu1 - cpu0) / (t1 - t0)
+    sent: dict[int, int] = {}
+    got: Counter[tuple[int, int]] = Counter()
+    row.lat = {LOCAL: [], ONE_HOP: [], TWO_HOPS: []}
+    for s, g, lat in results:
+        sent.update(s)
+        got.update(g)
+        for name, values in lat.items():
+            row.lat[name] += values
+    by_number = {p.number: p for p in peers}
+    for receiver in peers:
+        for sender, n in sent.items():
+            if sender == receiver.number:
+                continue
+            have = got[(receiver.number, sender)]
+            row.drops[path_of(by_number[sender].replica, receiver.replica)] += max(0, n - have)
+            row.expected += n
+            row.received += have
+    row.sent = sum(sent.values())
+    for relay in relays:
+        row.counters.update(scrape(relay))
+    return row
+
+
+def print_table(rows: list[Row]) -> None:
+    print(f"\nhuddle fan-out bench — {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
+    print(f"CPU: {os.cpu_count()} cores — load avg at each row's start in the last column")
+    r0 = rows[0]
+    print(
+        f"{r0.peers} peers × {r0.rate} frames/s × {r0.seconds:g} s per row; latency = receive − send on loopback\n"
+    )
+    head = f"{'row':<12} {'path':<14} {'frames':>9} {'p50 ms':>8} {'p99 ms':>8} {'drops':>7}"
+    print(f"{head} {'fwd frames/s':>13} {'relay CPU':>10}  load")
+    print("-" * 100)
+    for row in rows:
+        s = row.summary()
+        first = True
+        for name, p in s["paths"].items():
+            lead = f"{row.replicas} replica{'s' if row.replicas > 1 else ''}" if first else ""
+            tail = f"{s['forwarded_per_s']:>13,.0f} {row.cpu:>10.2f}  {row.load}" if first else ""
+            print(
+                f"{lead:<12} {name:<14} {p['frames']:>9,} {p['p50_ms']:>8.2f} {p['p99_ms']:>8.2f} "
+                f"{p['drops']:>7,} {tail}"
+            )
+            first = False
+    print("-" * 100)
+    for row in rows:
+        s = row.summary()
+        c = row.counters
+        lost = s["drops"] - s["receiver_queue_drops"]
+        mesh = ", ".join(f"{k[5:]} {int(v):,}" for k, v in sorted(c.items()) if k.startswith("mesh:") and v)
+        print(f"{row.replicas} replica(s): {s['drops']:,} not received = {s['receiver_queue_drops']:,} shed "
+              f"at a receiver's full queue (it did not keep up) + {lost:,} lost elsewhere"
+              + (f"; mesh counters: {mesh or 'all 0'}" if row.replicas > 1 else ""))  # fmt: skip
+    single = rows[0].summary()
+    print(f"1 replica: forwarded {single['forwarded_per_s']:,.0f}/s (target ≥ 30,000), "
+          f"drops {single['drops']} (target 0), p99 {single['paths'][LOCAL]['p99_ms']:.2f} ms (target < 5)")  # fmt: skip
+    for row in rows[1:]:
+        s = row.summary()
+        local = s["paths"].get(LOCAL, {}).get("p99_ms", float("nan"))
+        remote = s["remote_p99_ms"]
+        ratio = remote / local if remote and local else float("nan")
+        verdict = "met" if ratio <= 2.0 else "NOT MET"
+        print(f"{row.replicas} replicas: remote p99 {remote:.2f} ms over local p99 {local:.2f} ms = "
+              f"{ratio:.2f}× (target ≤ 2×: {verdict}); drops {s['drops']} of {s['expected']:,} "
+              f"(target 0: {'met' if s['drops'] == 0 else 'NOT MET'})")  # fmt: skip
+        for name in (ONE_HOP, TWO_HOPS):
+            p = s["paths"].get(name)
+            if p and local:
+                print(f"  {name}: p99 {p['p99_ms']:.2f} ms = {p['p99_ms'] / local:.2f}× local")
 
 
 def main() -> None:
@@ -134,75 +437,25 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rate", type=int, default=50, help="frames per second per peer")
     ap.add_argument("--procs", type=int, default=min(5, os.cpu_count() or 1), help="peer worker processes")
+    ap.add_argument("--replicas", type=int, choices=(1, 2), default=1,
+                    help="2: also the two-replica mesh row (PostgreSQL + Redis), after the 1-replica row")  # fmt: skip
+    ap.add_argument("--redis-url", default=os.environ.get("BUZZ_BENCH_REDIS_URL", DEFAULT_REDIS))
+    ap.add_argument("--pg-admin", default=os.environ.get("BUZZ_BENCH_POSTGRES_URL", DEFAULT_PG),
+                    help="admin DSN; a database is created for the run and dropped after")  # fmt: skip
+    ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
     args = ap.parse_args()
 
-    owner = generate_secret_key()
-    cid = str(uuid.uuid4())
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp)
-        port = free_port()
-        relay = subprocess.Popen(
-            [
-                str(ROOT / ".venv/bin/buzz"),
-                "relay",
-                "serve",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--data-dir",
-                str(data),
-                "--log-level",
-                "WARNING",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        try:
-            relay.stdout.readline()  # "listening on"
-            url = f"ws://127.0.0.1:{port}"
-            asyncio.run(create_channel(url, cid, owner))
-            secrets = [generate_secret_key() for _ in range(args.peers)]
-            groups = [secrets[i :: args.procs] for i in range(args.procs)]
-            out: mp.Queue = mp.get_context("spawn").Queue()
-            start_at = time.monotonic() + 3.0
-            ctx = mp.get_context("spawn")
-            procs = [
-                ctx.Process(target=worker, args=(url, cid, g, start_at, args.seconds, args.rate, out))
-                for g in groups
-                if g
-            ]
-            for p in procs:
-                p.start()
-            time.sleep(max(0.0, start_at - time.monotonic()))
-            cpu0, t0 = cpu_seconds(relay.pid), time.monotonic()
-            time.sleep(args.seconds)
-            cpu1, t1 = cpu_seconds(relay.pid), time.monotonic()
-            results = [out.get(timeout=60) for _ in procs]
-            for p in procs:
-                p.join(10)
-        finally:
-            relay.terminate()
-            relay.wait(10)
-    sent = sum(r[0] for r in results)
-    received = sum(r[1] for r in results)
-    latencies = [x for r in results for x in r[2]]
-    expected = sent * (args.peers - 1)
-    rate = received / args.seconds
-    cpu = (cpu1 - cpu0) / (t1 - t0)
-    rows = [
-        ("peers × frames/s × s", f"{args.peers} × {args.rate} × {args.seconds:g}", ""),
-        ("frames sent (in)", f"{sent}", ""),
-        ("frames forwarded (out)", f"{received} of {expected}", ""),
-        ("forwarded frames/s", f"{rate:,.0f}", "target ≥ 30,000"),
-        ("drops (expected − received)", f"{expected - received}", "target 0"),
-        ("latency p50 (loopback, ms)", f"{pct(latencies, 0.50):.2f}", ""),
-        ("latency p99 (loopback, ms)", f"{pct(latencies, 0.99):.2f}", "target < 5"),
-        ("relay CPU (cores)", f"{cpu:.2f}", "target ≤ 1.0 at the rate above"),
-    ]
-    width = max(len(r[0]) for r in rows)
-    print("\nhuddle fan-out bench (relay subprocess, loopback)")
-    for name, value, target in rows:
-        print(f"  {name:<{width}}  {value:>22}  {target}")
+        with single_relay(Path(tmp)) as relays:
+            rows.append(run_row(relays, args))
+        if args.replicas == 2:
+            with replica_relays(Path(tmp), 2, args.pg_admin, args.redis_url) as relays:
+                rows.append(run_row(relays, args))
+    print_table(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.summary() for r in rows], indent=2) + "\n")
+        print(f"\nwrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ Names (all prefixed `buzz_`):
 | `messages_dropped_total` | counter | (full send queue, relay.md §7.9) |
 | `huddle_rooms` / `huddle_peers` | gauge | |
 | `huddle_frames_total` | counter | `what` (in, forwarded, dropped, flushed, oversized, too_short) |
+| `huddle_mesh_total` | counter | `what` (fanout_envelopes, stale, unregistered, ambiguous, malformed, outbox_dropped, send_failed, leases_lost, fence_rejections): BUZZ_MESH only |
 | `redis_bus_enabled` / `redis_bus_connected` | gauge | |
 | `redis_bus_messages_total` | counter | `what` (published, publish_failed, received, echo_dropped, bad_payload) |
 | `redis_bus_reconnects_total` | counter | |
@@ -84,6 +85,17 @@ HUDDLE_FRAME_COUNTERS = (  # exported label → key in HuddleStats.counters
     ("oversized", "huddle_audio_frames_oversized_total"),
     ("too_short", "huddle_audio_frames_too_short_total"),
 )
+MESH_COUNTERS = (  # exported label → key in Snapshot.mesh_counters (buzz.relay.huddle mesh parts)
+    ("fanout_envelopes", "mesh_fanout_envelopes_total"),
+    ("stale", "mesh_envelopes_stale_total"),
+    ("unregistered", "mesh_envelopes_unregistered_total"),
+    ("ambiguous", "mesh_envelopes_ambiguous_total"),
+    ("malformed", "mesh_envelopes_malformed_total"),
+    ("outbox_dropped", "mesh_outbox_dropped_total"),
+    ("send_failed", "mesh_send_failed_total"),
+    ("leases_lost", "mesh_leases_lost_total"),
+    ("fence_rejections", "mesh_fence_rejections_total"),
+)
 BUS_COUNTERS = (  # exported label → key in Relay.stats (buzz.relay.bus)
     ("published", "bus_published"),
     ("publish_failed", "bus_publish_failed"),
@@ -114,6 +126,7 @@ class Snapshot:
     relay_stats: dict[str, int]
     bus_enabled: bool
     bus_connected: bool
+    mesh_counters: dict[str, int] | None = None  # None when BUZZ_MESH is off
 
 
 class _Snapshot(Collector):
@@ -137,6 +150,13 @@ class _Snapshot(Collector):
         for label, key in HUDDLE_FRAME_COUNTERS:
             frames.add_metric([label], s.huddle_counters.get(key, 0))
         yield frames
+        if s.mesh_counters is not None:
+            mesh = CounterMetricFamily(
+                "buzz_huddle_mesh", "Huddle mesh envelopes and leases", labels=["what"]
+            )
+            for label, key in MESH_COUNTERS:
+                mesh.add_metric([label], s.mesh_counters.get(key, 0))
+            yield mesh
         yield GaugeMetricFamily("buzz_redis_bus_enabled", "1 when BUZZ_REDIS_URL is set", int(s.bus_enabled))
         yield GaugeMetricFamily(
             "buzz_redis_bus_connected", "1 while the Redis listener is subscribed", int(s.bus_connected)

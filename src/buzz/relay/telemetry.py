@@ -153,4 +153,5 @@ class Telemetry:
             relay_stats=dict(relay.stats),
             bus_enabled=bus is not None,
             bus_connected=bool(bus is not None and bus.connected),
+            mesh_counters=relay.huddles.mesh_counters(),
         )

@@ -16,6 +16,8 @@ import orjson
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from buzz.core.mesh_envelope import MAX_BATCH_BYTES, pack_batch, split_batch
+
 log = logging.getLogger(__name__)
 
 OUTBOX_LIMIT = 4096  # messages waiting for Redis; beyond, the oldest media envelope goes first
@@ -88,7 +90,7 @@ class MeshLink:
             batch = [self._outbox.popleft() for _ in range(min(len(self._outbox), 256))]
             try:
                 async with self.redis.pipeline(transaction=False) as pipe:
-                    for channel, data, _control in batch:
+                    for channel, data in _coalesce(batch):
                         pipe.publish(channel, data)
                     await pipe.execute()
             except (RedisError, OSError) as exc:  # best effort (§9.8): lost, counted
@@ -121,4 +123,31 @@ class MeshLink:
                 except Exception:
                     log.exception("mesh control message failed")
             else:
-                self._on_media(bytes(data))
+                parts = split_batch(bytes(data))
+                if parts is None:
+                    self.stats["mesh_batch_malformed_total"] += 1
+                    continue
+                for part in parts:
+                    self._on_media(part)
+
+
+def _coalesce(batch: list[tuple[str, bytes, bool]]) -> list[tuple[str, bytes]]:
+    """Control messages one publish each, in order; media envelopes for one receiver joined into
+    batches (`pack_batch`, at most MAX_BATCH_BYTES each), so a receiver parses one Redis message
+    per writer pass instead of one per envelope (docs/decisions.md, "mesh media batches")."""
+    out: list[tuple[str, bytes]] = []
+    media: dict[str, list[list[bytes]]] = {}
+    size: dict[str, int] = {}
+    for channel, data, control in batch:
+        if control:
+            out.append((channel, data))
+            continue
+        chunks = media.setdefault(channel, [[]])
+        if size.get(channel, 0) + len(data) + 2 > MAX_BATCH_BYTES:
+            chunks.append([])
+            size[channel] = 0
+        chunks[-1].append(data)
+        size[channel] = size.get(channel, 0) + len(data) + 2
+    for channel, chunks in media.items():
+        out += [(channel, pack_batch(chunk)) for chunk in chunks if chunk]
+    return out

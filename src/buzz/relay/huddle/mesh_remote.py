@@ -33,7 +33,7 @@ from buzz.core.huddle_wire import (
     relay_frame,
     upgrade_required,
 )
-from buzz.core.mesh_envelope import FANOUT, INGRESS, NO_PEER, Envelope, unpack
+from buzz.core.mesh_envelope import FANOUT, INGRESS, NO_PEER, Envelope, fixed_part, pack_fast, unpack
 from buzz.core.mesh_lease import PROFILE, GenerationFloor, Lease, fence_check
 from buzz.relay.huddle.fanout import PeerSink, forward
 from buzz.relay.huddle.membership import JoinDenied
@@ -60,7 +60,7 @@ class RemoteSink(PeerSink):
     become `roster_delta`s on its control stream. Always receives the v2 prefix `[author][frame]`
     (the envelope payload); the ingress adds what its client's version needs."""
 
-    __slots__ = ("hub", "owner_stream", "seq", "target_index")
+    __slots__ = ("fixed", "hub", "owner_stream", "seq", "target_index")
 
     def __init__(self, hub: RemoteHub, stream: OwnerStream, slot: RoomSlot) -> None:
         super().__init__(
@@ -70,13 +70,13 @@ class RemoteSink(PeerSink):
         self.owner_stream = stream
         self.seq = 0
         self.target_index = NO_PEER
+        s = stream
+        self.fixed = fixed_part(FANOUT, s.session, s.lease.generation, s.lease.owner, hub.runtime_id)
 
     def offer_audio(self, message: bytes) -> bool:
-        s = self.owner_stream
-        env = Envelope(FANOUT, s.session, s.lease.generation, s.lease.owner, self.hub.runtime_id,
-                       self.seq, self.target_index, message[0], message[1:])  # fmt: skip
+        env = pack_fast(self.fixed, self.seq, self.target_index, message[0], message[1:])
         self.seq += 1
-        self.hub.link.send_media(s.sender, env.pack())
+        self.hub.link.send_media(self.owner_stream.sender, env)
         self.stats.count("mesh_fanout_envelopes_total")
         return True
 

@@ -86,6 +86,16 @@ class Huddles:
         if self.remote is not None:
             await self.remote.start()
 
+    def mesh_counters(self) -> dict[str, int] | None:
+        """The mesh's counters (envelopes, outbox, leases) for metrics; None when BUZZ_MESH is off."""
+        if self.mesh is None:
+            return None
+        counters = {k: v for k, v in self.stats.counters.items() if k.startswith("mesh_")}
+        counters.update(self.mesh.stats)
+        if self.remote is not None:
+            counters.update(self.remote.link.stats)
+        return counters
+
     def close_room(self, slot: RoomSlot, code: int, reason: bytes) -> None:
         """Close every local socket of the room (a lost lease, §9.5): their cleanup runs as usual."""
         for peer in list(slot.room.peers.values()):
