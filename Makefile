@@ -6,7 +6,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 BIND   ?= 127.0.0.1:3000
 DATA   ?= ./buzz-data
 
-.PHONY: run test bench lint format clean web screenshots
+.PHONY: run run-cluster test bench lint format clean web screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ screenshots: $(VENV)/.dev web/node_modules/.installed
 
 run: $(VENV)/.runtime
 	$(BIN)/buzz relay serve --bind $(BIND) --data-dir $(DATA)
+
+# Two replicas (ports 3000 and 3001, BUZZ_MESH=on) on one PostgreSQL and one Redis of this machine;
+# Ctrl-C stops both. CLUSTER_ARGS e.g. "--ports 4000,4001" (examples/run_cluster.py --help).
+run-cluster: $(VENV)/.runtime
+	$(BIN)/python examples/run_cluster.py $(CLUSTER_ARGS)
 
 test: $(VENV)/.dev tests/interop/node_modules/.installed web/node_modules/.installed
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
