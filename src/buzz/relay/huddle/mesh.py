@@ -139,11 +139,16 @@ class Ownership:
                 await asyncio.sleep(RELEASE_BACKOFF * 2**attempt)
         log.warning("huddle lease for %s not released; it expires after its TTL", channel_id)
 
-    async def close(self) -> None:
-        """At shutdown: release every owned lease, then close the Redis client."""
+    async def close_leases(self) -> None:
+        """Drain (§9.5): stop every renewer and release every owned lease now (each bounded to
+        1 s), so another replica can take the rooms without waiting for the TTL."""
         for (community_id, channel_id), owned in list(self.owned.items()):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.release(community_id, channel_id, owned.lease), 1.0)
+
+    async def close(self) -> None:
+        """At shutdown: release every owned lease, then close the Redis client."""
+        await self.close_leases()
         await self.store.close()
 
 

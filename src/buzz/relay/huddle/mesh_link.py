@@ -48,6 +48,7 @@ class MeshLink:
         self._outbox: collections.deque[tuple[str, bytes, bool]] = collections.deque()
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._sending = False
         self.stats: collections.Counter[str] = collections.Counter()
 
     async def start(self) -> None:
@@ -55,6 +56,13 @@ class MeshLink:
         await pubsub.subscribe(ctl_channel(self.runtime_id), media_channel(self.runtime_id))
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._listen(pubsub)), loop.create_task(self._write())]
+
+    async def flush(self, timeout_s: float) -> None:
+        """Wait (at most `timeout_s`) until everything queued so far has been handed to Redis."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while (self._outbox or self._sending) and loop.time() < deadline and self._tasks:
+            await asyncio.sleep(0.01)
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -88,6 +96,7 @@ class MeshLink:
                 await self._wake.wait()
                 continue
             batch = [self._outbox.popleft() for _ in range(min(len(self._outbox), 256))]
+            self._sending = True
             try:
                 async with self.redis.pipeline(transaction=False) as pipe:
                     for channel, data in _coalesce(batch):
@@ -96,6 +105,8 @@ class MeshLink:
             except (RedisError, OSError) as exc:  # best effort (§9.8): lost, counted
                 self.stats["mesh_send_failed_total"] += len(batch)
                 log.debug("mesh send failed: %s", exc)
+            finally:
+                self._sending = False
 
     async def _listen(self, pubsub: object) -> None:
         ctl = ctl_channel(self.runtime_id).encode()

@@ -108,6 +108,8 @@ class OwnerStream:
     slot: RoomSlot | None = None
     peer_id: str | None = None
     peer_index: int | None = None
+    lifecycle_parent: str | None = None  # where 48103 goes if this peer leaves the room last
+    pubkey: str | None = None
     last_seen: float = field(default_factory=time.monotonic)
 
 
@@ -121,6 +123,7 @@ class IngressStream:
     lease: Lease
     community: str
     pubkey: str
+    lifecycle_parent: str
     answer: asyncio.Future[dict[str, Any]] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -206,18 +209,22 @@ class RemoteHub:
 
     # -- ingress: registration ------------------------------------------------------------------
     async def register(
-        self, lease: Lease, community: str, session: str, pubkey: str, version: int
+        self, lease: Lease, community: str, session: str, pubkey: str, version: int, parent: str
     ) -> IngressStream:
         """§9.6 ingress step 1: hello + register_peer, then the owner's answer. Raises JoinDenied
-        with the mapped §4.2 error; no answer in REGISTER_TIMEOUT_S is huddle_owner_unreachable."""
-        stream = IngressStream(str(uuid.uuid4()), session, lease, community, pubkey, version=version)
+        with the mapped §4.2 error; no answer in REGISTER_TIMEOUT_S is huddle_owner_unreachable.
+        `parent` (the lifecycle parent this replica verified, §3.6) rides along in
+        `register_peer` as `lifecycle_parent`, so the owner can post 48103 there when this
+        peer leaves last (docs/decisions.md)."""
+        stream = IngressStream(str(uuid.uuid4()), session, lease, community, pubkey, parent, version=version)
         self.ingress_streams[stream.stream] = stream
         hello = {"t": "hello", "stream": stream.stream, "sender": self.runtime_id, "profile": PROFILE}
         self.send(stream, hello)
         self.send(
             stream,
-            {"t": "register_peer", "community_id": community, "pubkey": pubkey, "protocol_version": version},
-        )
+            {"t": "register_peer", "community_id": community, "pubkey": pubkey,
+             "protocol_version": version, "lifecycle_parent": parent},
+        )  # fmt: skip
         try:
             answer = await asyncio.wait_for(asyncio.shield(stream.answer), REGISTER_TIMEOUT_S)
         except TimeoutError:
@@ -338,7 +345,9 @@ class RemoteHub:
             return
         if kind == "register_peer":
             await self._owner_register(owned, message)
-        elif kind in ("unregister_peer", "goodbye"):
+        elif kind == "unregister_peer" or (kind == "goodbye" and message.get("reason") == "session_ended"):
+            await self.owner_remove(owned, left_by_choice=True)  # the client left: may end the room
+        elif kind == "goodbye":
             await self.owner_remove(owned)
 
     async def _owner_register(self, stream: OwnerStream, message: dict[str, Any]) -> None:
@@ -349,6 +358,9 @@ class RemoteHub:
         if stream.community is not None or community != huddles.settings.community_id:
             return await self.owner_remove(stream)  # a second registration or another community
         stream.community = community
+        parent = message.get("lifecycle_parent")
+        stream.lifecycle_parent = parent if isinstance(parent, str) else None
+        stream.pubkey = pubkey
 
         def reject(**fields: Any) -> None:
             self.send(stream, {"t": "register_rejected", "pubkey": pubkey, **fields})
@@ -396,8 +408,11 @@ class RemoteHub:
                 other.sink.offer_control(texts[other.sink.protocol_version])
         return None
 
-    async def owner_remove(self, stream: OwnerStream) -> None:
-        """§9.6 owner step 5: the stream's peer leaves (normal §5.8 broadcast of `left`)."""
+    async def owner_remove(self, stream: OwnerStream, left_by_choice: bool = False) -> None:
+        """§9.6 owner step 5: the stream's peer leaves (normal §5.8 cleanup: `left` to the others;
+        when it left by choice, `unregister_peer` or `goodbye session_ended`, and was the last
+        seat, the room ends here as for a local last leaver: archive, 48103). A stream lost
+        (silence, lost lease, drain) never ends the room: its clients are reconnecting."""
         self.owner_streams.pop(stream.stream, None)
         slot, peer_id = stream.slot, stream.peer_id
         stream.slot = stream.peer_id = None
@@ -415,10 +430,23 @@ class RemoteHub:
         for other in removed.recipients:
             other.sink.flush_index(removed.peer.peer_index)
             other.sink.offer_control(texts[other.sink.protocol_version])
-        if removed.should_end:
-            await huddles.rooms.reopen(slot)  # no archive for a remote last leaver: a joiner may reuse it
+        if removed.should_end and not left_by_choice:
+            await huddles.rooms.reopen(slot)  # a lost stream: its clients rejoin, nothing ends
+        if removed.should_end and left_by_choice:
+            channel = await _channel_or_none(huddles, slot.channel_id)
+            has_ttl = channel is not None and channel.ttl_seconds is not None
+            parent = stream.lifecycle_parent if has_ttl and stream.lifecycle_parent else slot.channel_id
+            await huddles.finish_removal(slot, removed, parent, has_ttl, stream.pubkey or removed.peer.pubkey)
+            return
         if huddles.rooms.reclaim_if_empty(slot):
             await huddles.reclaimed(slot)
+
+    async def drain_owned(self) -> None:
+        """§9.5 drain on the owner: `goodbye draining` on every control stream (the ingress
+        replica closes those clients and they rejoin), and their seats removed; nothing ends."""
+        for stream in list(self.owner_streams.values()):
+            self.send(stream, {"t": "goodbye", "reason": "draining"})
+            await self.owner_remove(stream)
 
     def on_media(self, data: bytes) -> None:
         env = unpack(data)
@@ -470,12 +498,20 @@ class RemoteHub:
                 await self._watch
         for stream in list(self.ingress_streams.values()):
             self.unregister(stream)
-        await asyncio.sleep(0)
+        await self.link.flush(1.0)  # unregister_peer / goodbye reach the owners before we stop
         await self.link.stop()
         for task in list(self.tasks):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+async def _channel_or_none(huddles: Huddles, channel_id: str) -> Any:
+    try:
+        return await huddles.relay.store.get_channel(channel_id)
+    except Exception:
+        log.exception("huddle end: channel re-read failed for %s", channel_id)
+        return None
 
 
 def _roster(roster: dict[int, str]) -> tuple[RosterEntry, ...]:

@@ -11,7 +11,7 @@ from aiohttp import web
 from redis.asyncio import Redis
 
 from buzz.core.channel_id import is_channel_id
-from buzz.core.huddle_wire import MAX_WEBSOCKET_MESSAGE_BYTES
+from buzz.core.huddle_wire import MAX_WEBSOCKET_MESSAGE_BYTES, Removed
 from buzz.relay.huddle.fanout import HuddleStats, PeerSink
 from buzz.relay.huddle.lease_redis import LeaseStore
 from buzz.relay.huddle.lifecycle import Lifecycle
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CONNECTION_LIMIT_BODY = "relay: connection limit reached"
+DRAIN_CLOSE = (1012, b"relay draining; reconnect")  # §9.5 drain: local huddle clients, mesh on
+DRAIN_WAIT_S = 5.0  # how long a drain waits for the closed sockets' cleanup (48102, unregister)
 HUDDLE_ROUTE = "/huddle/{channel_id}/audio"  # HUDDLE_AUDIO_PATH of §11.1
 BAD_CHANNEL_BODY = "invalid channel id: must be a canonical UUID"
 
@@ -65,6 +67,7 @@ class Huddles:
         self.lifecycle = Lifecycle(relay)
         self.background: set[asyncio.Task[None]] = set()
         self.sockets: set[AudioSocket] = set()
+        self.draining = False  # §9.5: SIGTERM with the mesh on; new joins get huddle_relay_draining
 
     def install(self, app: web.Application) -> None:
         """Register the audio route (§2.1) and close audio sockets when the server shuts down
@@ -73,13 +76,35 @@ class Huddles:
         app.on_shutdown.append(self._on_shutdown)
 
     async def _on_shutdown(self, app: web.Application) -> None:
+        if self.mesh is not None:
+            await self.drain()
+            return
         closing = [s.ws.close(code=1001, message=b"relay shutting down") for s in list(self.sockets)]
         await asyncio.gather(*closing, return_exceptions=True)
+
+    async def drain(self) -> None:
+        """§9.5 drain (SIGTERM, mesh on). New joins are refused (`huddle_relay_draining`); every
+        owned room's lease is released first, so a client that reconnects to another replica
+        takes the room over at once instead of waiting out the TTL; each remote peer's replica
+        gets `goodbye draining` (it closes those clients, they rejoin); local clients are closed
+        with 1012 "relay draining; reconnect" after the others got their `left`. No room ends or
+        is archived: the huddle goes on elsewhere. Ingress registrations are unregistered at their
+        owners, and the mesh outbox is flushed before the link stops."""
+        self.draining = True
+        assert self.mesh is not None
+        await self.mesh.close_leases()
+        if self.remote is not None:
+            await self.remote.drain_owned()
+        closing = [s.ws.close(code=DRAIN_CLOSE[0], message=DRAIN_CLOSE[1]) for s in list(self.sockets)]
+        await asyncio.gather(*closing, return_exceptions=True)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DRAIN_WAIT_S
+        while self.sockets and loop.time() < deadline:
+            await asyncio.sleep(0.02)  # the sockets' cleanup: `left`, 48102, unregister_peer
         if self.remote is not None:
             await self.remote.close()
             await self.remote.link.redis.aclose()
-        if self.mesh is not None:
-            await self.mesh.close()
+        await self.mesh.close()
 
     async def start(self) -> None:
         """Listen on this replica's mesh channels (before any join can name it the owner)."""
@@ -100,6 +125,30 @@ class Huddles:
         """Close every local socket of the room (a lost lease, §9.5): their cleanup runs as usual."""
         for peer in list(slot.room.peers.values()):
             peer.sink.close(code, reason)
+
+    async def finish_removal(
+        self, slot: RoomSlot, removed: Removed[PeerSink], parent: str, has_ttl: bool, leaver: str
+    ) -> None:
+        """§5.8 steps 4–6 after a removal on this room's owner (or a single process): when it was
+        the last seat, archive a TTL channel (a failure reopens the room, no 48103), reclaim,
+        then 48103 signed by the relay with `p` = the last leaver. A channel its starter already
+        ended is not announced again. While draining with the mesh, nothing ends (the room moves
+        to another replica)."""
+        channel_id = slot.channel_id
+        if not removed.should_end or (self.draining and self.mesh is not None):
+            if removed.should_end:
+                await self.rooms.reopen(slot)
+            if self.rooms.reclaim_if_empty(slot):
+                await self.reclaimed(slot)
+            return
+        ended_before = has_ttl and await self.lifecycle.already_ended(channel_id)
+        if has_ttl and not ended_before and not await self.lifecycle.archive(channel_id):
+            await self.rooms.reopen(slot)  # the room stays usable; no 48103
+            return
+        if self.rooms.reclaim_if_empty(slot):
+            await self.reclaimed(slot)
+        if not ended_before:
+            await self.lifecycle.ended(parent, channel_id, leaver)
 
     async def reclaimed(self, slot: RoomSlot) -> None:
         """§5.8 step 6: the room is gone; the owner releases its lease (fenced on its generation)."""

@@ -30,6 +30,7 @@ from buzz.core.huddle_wire import (
     HUDDLE_HAS_ENDED,
     MAX_AUDIO_FRAME_BYTES,
     OWNER_UNREACHABLE,
+    RELAY_DRAINING,
     Admitted,
     Auth,
     Challenge,
@@ -145,6 +146,8 @@ class AudioSocket:
         community_id = huddles.settings.community_id
         fresh: Lease | None = None  # the lease this join won; released unless the join succeeds
         if huddles.mesh is not None:  # step 4, mesh on: resolve the owner (§9.4)
+            if huddles.draining:
+                raise JoinDenied(RELAY_DRAINING)
             owner = await huddles.mesh.resolve(community_id, self.channel_id)
             if isinstance(owner, RemoteOwner):
                 return await self._join_remote(auth, pubkey, grant, owner.lease)
@@ -209,7 +212,9 @@ class AudioSocket:
         if version_error is not None:
             raise JoinDenied(version_error)
         community_id = huddles.settings.community_id
-        stream = await hub.register(lease, community_id, self.channel_id, pubkey, auth.protocol_version)
+        stream = await hub.register(
+            lease, community_id, self.channel_id, pubkey, auth.protocol_version, grant.lifecycle_parent
+        )
         assert stream.peer_index is not None
         slot = huddles.rooms.acquire(community_id, self.channel_id)
         admitted: Admitted[PeerSink] | None = None
@@ -337,22 +342,7 @@ class AudioSocket:
                 other.sink.offer_control(texts[other.protocol_version])
             parent = seat.grant.lifecycle_parent
             await huddles.lifecycle.left(parent, self.channel_id, seat.pubkey, removed.revision, seat.peer_id)
-            if not removed.should_end:
-                if huddles.rooms.reclaim_if_empty(seat.slot):
-                    await huddles.reclaimed(seat.slot)
-                return
-            ended_before = seat.grant.has_ttl and await huddles.lifecycle.already_ended(self.channel_id)
-            if (
-                seat.grant.has_ttl
-                and not ended_before
-                and not await huddles.lifecycle.archive(self.channel_id)
-            ):
-                await huddles.rooms.reopen(seat.slot)  # the room stays usable; no 48103
-                return
-            if huddles.rooms.reclaim_if_empty(seat.slot):
-                await huddles.reclaimed(seat.slot)
-            if not ended_before:
-                await huddles.lifecycle.ended(parent, self.channel_id, seat.pubkey)
+            await huddles.finish_removal(seat.slot, removed, parent, seat.grant.has_ttl, seat.pubkey)
         except Exception:
             log.exception("huddle cleanup failed on channel %s", self.channel_id)
 
