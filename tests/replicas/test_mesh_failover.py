@@ -26,8 +26,6 @@ pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 FAILOVER_BOUND_S = 30 + 5 + 10  # TTL, one ingress check, slack for a loaded machine
 
 
-# One rerun: a client write racing the relay's close was once reset (closing note, stop 8).
-@pytest.mark.flaky(reruns=1)
 async def test_kill_9_of_the_owner_moves_the_room_to_the_survivor(
     tmp_path: Path, redis: Redis, workspace_id: str, alice: Identity, bob: Identity, carol: Identity
 ) -> None:

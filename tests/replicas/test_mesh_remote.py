@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from buzz.core.mesh_envelope import FANOUT, INGRESS, NO_PEER, Envelope
 from buzz.core.mesh_lease import lease_keys
 from buzz.relay.huddle.mesh_link import media_channel
-from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel
+from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel, pong
 from tests.replicas.conftest import redis_url
 from tests.replicas.helpers import wait_until
 from tests.replicas.test_mesh_lease import meshed, runtime
@@ -33,7 +33,7 @@ async def texts_until(peer: AudioPeer, want: int, kind: str) -> list[dict[str, A
         while len(seen) < want:
             msg = await peer.ws.receive()
             if msg.type == aiohttp.WSMsgType.PING:
-                await peer.ws.pong(msg.data)
+                await pong(peer.ws, msg.data)
             elif msg.type == aiohttp.WSMsgType.TEXT:
                 body = orjson.loads(msg.data)
                 if body["type"] == kind:

@@ -329,6 +329,12 @@ class RedisBus:
                 for flt in sub.filters
                 for channel_id in flt.channels
             }
+            | {  # huddle seats (audio sockets) are re-checked the same way
+                channel_id
+                for conn in list(self._connections)
+                if callable(getattr(conn, "huddle_channel", None))
+                and (channel_id := conn.huddle_channel()) is not None  # type: ignore[attr-defined]
+            }
         )
         revoked = 0
         for channel_id in channels:

@@ -3,7 +3,10 @@ that names the channel in `#h` and whose reader can no longer read it.
 
 One rule covers the three cases of §4.7: a member removed from a private channel, an open
 channel turned private (every connected non-member), and a deleted channel (everyone). It runs
-after this process invalidated its membership cache, so `readable` sees the new state.
+after this process invalidated its membership cache, so `readable` sees the new state. The same
+rule drops a huddle participant (an audio socket, huddle.md §3.6) who can no longer read the
+huddle's channel: on a mesh ingress replica that also unregisters the seat at the room's owner,
+so everyone else gets `left` (issue 15).
 Independently, delivery re-checks access per event (§12.1), so a missed eviction leaks nothing.
 """
 
@@ -26,6 +29,14 @@ class _Sub(Protocol):
     filters: tuple[Filter, ...]
 
 
+class _Seated(Protocol):
+    pubkey: str | None
+
+    def huddle_channel(self) -> str | None: ...
+
+    def revoke(self) -> None: ...
+
+
 def names_channel(sub: _Sub, channel_id: str) -> bool:
     """True when some filter of `sub` lists `channel_id` in `#h` (relay.md §6.2)."""
     return any(channel_id in flt.channels for flt in sub.filters)
@@ -36,6 +47,9 @@ async def revoke_unreadable(connections: Iterable[object], access: ChannelAccess
     `channel_id` whose connection's reader fails `readable(C, reader)`. Returns how many."""
     evicted = 0
     for conn in list(connections):
+        if callable(getattr(conn, "huddle_channel", None)):
+            evicted += await _revoke_seat(conn, access, channel_id)  # type: ignore[arg-type]
+            continue
         subs = getattr(conn, "subs", None)
         if not subs:
             continue
@@ -48,3 +62,13 @@ async def revoke_unreadable(connections: Iterable[object], access: ChannelAccess
     if evicted:
         log.info("revoked %d subscription(s) naming channel %s", evicted, channel_id)
     return evicted
+
+
+async def _revoke_seat(conn: _Seated, access: ChannelAccess, channel_id: str) -> int:
+    if conn.huddle_channel() != channel_id or conn.pubkey is None:
+        return 0
+    if await access.readable(channel_id, conn.pubkey):
+        return 0
+    conn.revoke()
+    log.info("huddle seat of %s on channel %s revoked", conn.pubkey, channel_id)
+    return 1

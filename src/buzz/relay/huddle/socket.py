@@ -29,6 +29,7 @@ from buzz.core.huddle_wire import (
     AUTH_FAILED,
     HUDDLE_HAS_ENDED,
     MAX_AUDIO_FRAME_BYTES,
+    NOT_A_MEMBER,
     OWNER_UNREACHABLE,
     RELAY_DRAINING,
     Admitted,
@@ -52,7 +53,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OVERSIZE_LOG_EVERY = 1000  # an oversized frame is logged once, then every 1000th on that socket
+OVERSIZE_LOG_EVERY = 1000
+REVOKED_CLOSE = (
+    1008,
+    b"channel access revoked",
+)  # an oversized frame is logged once, then every 1000th on that socket
 
 
 class _SilentClose(Exception):
@@ -94,6 +99,33 @@ class AudioSocket:
         self.seat: Seat | None = None
         self.missed_pongs = 0
         self._oversized = 0
+
+    @property
+    def pubkey(self) -> str | None:
+        """The admitted participant (None before admission): the revocation filter's key."""
+        return self.seat.pubkey if self.seat is not None else None
+
+    def huddle_channel(self) -> str | None:
+        """The huddle channel of an admitted seat (relay.md §4.7 revocation covers it)."""
+        return self.channel_id if self.seat is not None else None
+
+    def revoke(self) -> None:
+        """The participant lost access to the channel: `{"type":"error","message":"not a
+        member"}` (§4.2 step 3, so clients do not retry), then close 1008; cleanup follows
+        (`left` to the others, 48102; on an ingress replica, unregistered at the owner)."""
+        if self.ws.closed:
+            return
+        self.huddles.stats.count("huddle_seats_revoked_total")
+
+        async def close() -> None:
+            with contextlib.suppress(Exception):
+                await self.ws.send_str(NOT_A_MEMBER.to_text())
+            with contextlib.suppress(Exception):
+                await self.ws.close(code=REVOKED_CLOSE[0], message=REVOKED_CLOSE[1])
+
+        task = asyncio.get_running_loop().create_task(close())
+        self.huddles.background.add(task)
+        task.add_done_callback(self.huddles.background.discard)
 
     async def run(self) -> None:
         """Serve the socket until it closes; never raises for client behaviour."""
@@ -302,6 +334,7 @@ class AudioSocket:
                 "huddle frame of %d bytes dropped (max %d) on channel %s",
                 size,
                 MAX_AUDIO_FRAME_BYTES,
+                NOT_A_MEMBER,
                 self.channel_id,
             )
         self._oversized += 1

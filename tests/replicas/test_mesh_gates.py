@@ -1,0 +1,99 @@
+"""Huddle gates hold across replicas (issue 15): real relays on one PostgreSQL and one Redis with
+BUZZ_MESH on. A non-member who dials replica B cannot join a private room owned by A (B checks
+membership itself, before routing to the owner); a member removed on A is dropped from the room
+on B (the access change crosses the bus, B's revocation closes the seat and unregisters it at A,
+so A's peers get `left`), and cannot come back."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import orjson
+import pytest
+from redis.asyncio import Redis
+
+from buzz.core.event import Event
+from buzz.core.mesh_lease import lease_keys
+from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel, pong, refused
+from tests.replicas.conftest import redis_url
+from tests.replicas.test_mesh_lease import meshed, runtime
+from tests.replicas.test_mesh_remote import texts_until
+from tests.support.relay import Identity
+
+pytestmark = [pytest.mark.redis, pytest.mark.postgres]
+
+NOT_A_MEMBER = {"type": "error", "message": "not a member"}
+
+
+async def test_a_non_member_on_b_cannot_join_a_private_room_owned_by_a(
+    tmp_path, redis: Redis, workspace_id: str, alice: Identity, bob: Identity
+) -> None:
+    mallory = Identity.new()  # authenticates fine, member of nothing
+    async with meshed(tmp_path, redis_url(), workspace_id) as (a, b):
+        cid = await make_channel(a, ChannelSpec(alice, members=[bob]))  # private by default
+        pa = await join(a, alice, cid)  # A owns the room
+        pb = await join(b, bob, cid)  # a member on B is routed to A
+        assert pb.joined is not None and pb.joined["type"] == "joined", pb.joined
+        lease_before = await redis.get(lease_keys(cid, workspace_id)[0])
+        assert lease_before is not None and lease_before.decode().startswith(runtime(a))
+
+        assert await refused(b, mallory, cid) == NOT_A_MEMBER  # on B …
+        assert await refused(a, mallory, cid) == NOT_A_MEMBER  # … and on the owner alike
+
+        # nothing reached the room: same roster, same lease, and audio still only between members
+        slot = a.relay.huddles.rooms.get(workspace_id, cid)
+        assert slot is not None
+        assert sorted(p.pubkey for p in slot.room.peers.values()) == sorted([alice.pubkey, bob.pubkey])
+        assert await redis.get(lease_keys(cid, workspace_id)[0]) == lease_before
+        await pb.ws.send_bytes(frame(1, b"\x78bob"))
+        assert await pa.recv_binary(10) == bytes((pb.joined["peer_index"],)) + frame(1, b"\x78bob")
+        for peer in (pa, pb):
+            await peer.close()
+
+
+async def closed_with(peer: AudioPeer, timeout: float = 10.0) -> tuple[list[dict[str, object]], int | None]:
+    """Texts until the relay closes the socket, and the close code."""
+    texts = []
+    async with asyncio.timeout(timeout):
+        while True:
+            msg = await peer.ws.receive()
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                texts.append(orjson.loads(msg.data))
+            elif msg.type == aiohttp.WSMsgType.PING:
+                await pong(peer.ws, msg.data)
+            elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
+                return texts, peer.ws.close_code
+
+
+async def test_a_member_removed_on_a_is_dropped_from_the_room_on_b(
+    tmp_path, redis: Redis, workspace_id: str, alice: Identity, bob: Identity, carol: Identity
+) -> None:
+    async with meshed(tmp_path, redis_url(), workspace_id) as (a, b):
+        cid = await make_channel(a, ChannelSpec(alice, members=[bob, carol]))
+        pa = await join(a, alice, cid)  # owner A
+        pb = await join(b, bob, cid)  # bob and carol on B, through A
+        pc = await join(b, carol, cid)
+        assert [p.joined["type"] for p in (pa, pb, pc)] == ["joined"] * 3  # type: ignore[index]
+        bob_index = pb.joined["peer_index"]  # type: ignore[index]
+
+        async with a.client(alice) as owner:  # removed on A (kind 9001, relay.md §4.5)
+            removal = Event.create(alice.secret, 9001, "", [["h", cid], ["p", bob.pubkey]])
+            result = await owner.publish(removal)
+            assert result.accepted, result.message
+
+        texts, _code = await closed_with(pb)  # B drops bob's seat: "not a member", then the close
+        assert texts[-1] == NOT_A_MEMBER, texts
+        await pb.close()
+        for peer in (pa, pc):  # the owner's `left` reaches A's and B's remaining peers
+            left = (await texts_until(peer, 1, "left"))[0]
+            assert (left["pubkey"], left["peer_index"]) == (bob.pubkey, bob_index)
+        slot = a.relay.huddles.rooms.get(workspace_id, cid)
+        assert slot is not None and bob.pubkey not in {p.pubkey for p in slot.room.peers.values()}
+
+        assert await refused(b, bob, cid) == NOT_A_MEMBER  # and bob cannot come back, on B or A
+        assert await refused(a, bob, cid) == NOT_A_MEMBER
+        await pc.ws.send_bytes(frame(5, b"\x78carol"))  # the others still hear each other
+        assert await pa.recv_binary(10) == bytes((pc.joined["peer_index"],)) + frame(5, b"\x78carol")  # type: ignore[index]
+        for peer in (pa, pc):
+            await peer.close()
