@@ -69,6 +69,7 @@ class AudioPeer:
         self.session = session
         self.ws = ws
         self.joined: dict[str, Any] | None = None
+        self.close_frame: tuple[int, str] | None = None  # set by expect_close
 
     @classmethod
     async def connect(cls, running: RunningRelay, channel_id: str) -> AudioPeer:
@@ -133,6 +134,8 @@ class AudioPeer:
                     aiohttp.WSMsgType.CLOSED,
                     aiohttp.WSMsgType.CLOSING,
                 ):
+                    if msg.type == aiohttp.WSMsgType.CLOSE:  # the relay's code and reason, as sent
+                        self.close_frame = (int(msg.data), str(msg.extra or ""))
                     return texts
 
     async def close(self) -> None:

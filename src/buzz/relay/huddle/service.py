@@ -89,7 +89,9 @@ class Huddles:
         gets `goodbye draining` (it closes those clients, they rejoin); local clients are closed
         with 1012 "relay draining; reconnect" after the others got their `left`. No room ends or
         is archived: the huddle goes on elsewhere. Ingress registrations are unregistered at their
-        owners, and the mesh outbox is flushed before the link stops."""
+        owners, and the mesh outbox is flushed before the link stops. Runs once."""
+        if self.draining:
+            return
         self.draining = True
         assert self.mesh is not None
         await self.mesh.close_leases()
