@@ -138,7 +138,9 @@ def main() -> None:
         while not stopping.wait(0.5):
             for name, proc in zip("ab", procs, strict=True):
                 if proc.poll() is not None:
-                    print(f"run-cluster: replica {name} exited ({proc.returncode}); stopping", file=sys.stderr)
+                    print(
+                        f"run-cluster: replica {name} exited ({proc.returncode}); stopping", file=sys.stderr
+                    )
                     stopping.set()
                     break
     finally:
