@@ -334,7 +334,6 @@ class AudioSocket:
                 "huddle frame of %d bytes dropped (max %d) on channel %s",
                 size,
                 MAX_AUDIO_FRAME_BYTES,
-                NOT_A_MEMBER,
                 self.channel_id,
             )
         self._oversized += 1
