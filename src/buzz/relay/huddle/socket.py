@@ -53,11 +53,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OVERSIZE_LOG_EVERY = 1000
-REVOKED_CLOSE = (
-    1008,
-    b"channel access revoked",
-)  # an oversized frame is logged once, then every 1000th on that socket
+OVERSIZE_LOG_EVERY = 1000  # an oversized frame is logged once, then every 1000th on that socket
+REVOKED_CLOSE = (1008, b"channel access revoked")  # a seat whose participant lost access
 
 
 class _SilentClose(Exception):
