@@ -303,6 +303,7 @@ class Row:
     cpu: float = 0.0
     load: str = ""
     counters: Counter[str] = field(default_factory=Counter)  # summed over the row's relays
+    clean_receivers: int = 0  # receivers that got every frame of every other peer
 
     def summary(self) -> dict[str, Any]:
         paths = {
@@ -325,6 +326,7 @@ class Row:
             "drops": self.expected - self.received,
             # the relay shed them at a receiver's full queue (§7.2: that receiver did not keep up)
             "receiver_queue_drops": int(self.counters["frames:dropped"]),
+            "receivers_without_drops": self.clean_receivers,
             "relay_counters": dict(self.counters),
             "paths": paths,
             "remote_p99_ms": pct(remote, 0.99) if remote else None,
@@ -370,13 +372,16 @@ def run_row(relays: list[Relay], args: argparse.Namespace) -> Row:
             row.lat[name] += values
     by_number = {p.number: p for p in peers}
     for receiver in peers:
+        missing = 0
         for sender, n in sent.items():
             if sender == receiver.number:
                 continue
             have = got[(receiver.number, sender)]
             row.drops[path_of(by_number[sender].replica, receiver.replica)] += max(0, n - have)
+            missing += max(0, n - have)
             row.expected += n
             row.received += have
+        row.clean_receivers += missing == 0
     row.sent = sum(sent.values())
     for relay in relays:
         row.counters.update(scrape(relay))
@@ -411,7 +416,8 @@ def print_table(rows: list[Row]) -> None:
         lost = s["drops"] - s["receiver_queue_drops"]
         mesh = ", ".join(f"{k[5:]} {int(v):,}" for k, v in sorted(c.items()) if k.startswith("mesh:") and v)
         print(f"{row.replicas} replica(s): {s['drops']:,} not received = {s['receiver_queue_drops']:,} shed "
-              f"at a receiver's full queue (it did not keep up) + {lost:,} lost elsewhere"
+              f"at a receiver's full queue (it did not keep up) + {lost:,} lost elsewhere; "
+              f"{row.clean_receivers} of {row.peers} receivers got every frame"
               + (f"; mesh counters: {mesh or 'all 0'}" if row.replicas > 1 else ""))  # fmt: skip
     single = rows[0].summary()
     print(f"1 replica: forwarded {single['forwarded_per_s']:,.0f}/s (target ≥ 30,000), "
