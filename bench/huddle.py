@@ -103,6 +103,32 @@ class Peer:
     secret: str
 
 
+JOIN_ATTEMPTS = 3  # a loaded machine may miss the 2 s owner answer: retry as clients do (§4.3)
+
+
+async def join(
+    http: aiohttp.ClientSession, url: str, cid: str, peer: Peer
+) -> aiohttp.ClientWebSocketResponse:
+    """Connect and authenticate; retried on a refusal or close, SystemExit after JOIN_ATTEMPTS."""
+    answer: object = None
+    for attempt in range(JOIN_ATTEMPTS):
+        ws = await http.ws_connect(f"{url}/huddle/{cid}/audio", autoping=True, max_msg_size=1 << 16)
+        challenge = orjson.loads((await ws.receive()).data)["challenge"]
+        auth = build_auth_event(peer.secret, challenge, url)
+        await ws.send_str(
+            orjson.dumps({"type": "auth", "protocol_version": 2, "event": auth.to_dict()}).decode()
+        )
+        msg = await ws.receive()
+        answer = (
+            orjson.loads(msg.data) if msg.type == aiohttp.WSMsgType.TEXT else (msg.type, msg.data, msg.extra)
+        )
+        if isinstance(answer, dict) and answer.get("type") == "joined":
+            return ws
+        await ws.close()
+        await asyncio.sleep(0.2 * 2**attempt)
+    raise SystemExit(f"peer {peer.number} on replica {peer.replica} not admitted: {answer}")
+
+
 async def peer_main(
     urls: list[str], cid: str, peers: list[Peer], start_at: float, seconds: float, rate: int,
     owner_ready: Any, out: Any,
@@ -115,15 +141,7 @@ async def peer_main(
             if peer.number != 0:  # the owner is whoever admits first: peer 0, on replica A
                 await asyncio.get_running_loop().run_in_executor(None, owner_ready.wait, 60)
             url = urls[peer.replica]
-            ws = await http.ws_connect(f"{url}/huddle/{cid}/audio", autoping=True, max_msg_size=1 << 16)
-            challenge = orjson.loads((await ws.receive()).data)["challenge"]
-            auth = build_auth_event(peer.secret, challenge, url)
-            await ws.send_str(
-                orjson.dumps({"type": "auth", "protocol_version": 2, "event": auth.to_dict()}).decode()
-            )
-            joined = orjson.loads((await ws.receive()).data)
-            if joined.get("type") != "joined":
-                raise SystemExit(f"peer {peer.number} on replica {peer.replica} not admitted: {joined}")
+            ws = await join(http, url, cid, peer)
             if peer.number == 0:
                 owner_ready.set()
             sockets.append(ws)
@@ -358,7 +376,17 @@ def run_row(relays: list[Relay], args: argparse.Namespace) -> Row:
     cpu0, t0 = sum(cpu_seconds(p.pid) for p in procs), time.monotonic()
     time.sleep(args.seconds)
     cpu1, t1 = sum(cpu_seconds(p.pid) for p in procs), time.monotonic()
-    results = [out.get(timeout=90) for _ in workers]
+    results: list[Any] = []
+    deadline = time.monotonic() + 90
+    while len(results) < len(workers):
+        try:
+            results.append(out.get(timeout=1))
+        except Exception:  # queue.Empty: a worker that died (a peer not admitted) fails the run
+            dead = [p for p in workers if p.exitcode not in (None, 0)]
+            if dead or time.monotonic() > deadline:
+                for p in workers:
+                    p.kill()
+                raise SystemExit("a peer worker failed (see its message above); no row") from None
     for p in workers:
         p.join(10)
     row.cpu = (cpu1 - cpu0) / (t1 - t0)
