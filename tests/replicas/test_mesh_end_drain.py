@@ -143,3 +143,26 @@ async def test_sigterm_of_the_owner_drains_and_the_other_replica_takes_over_at_o
                 if keys:
                     await redis.delete(*keys)
             assert await b.stop() == 0
+
+
+async def test_a_draining_ingress_replica_does_not_end_the_room_for_its_last_peer(
+    tmp_path: Path, redis: Redis, workspace_id: str, alice: Identity, bob: Identity
+) -> None:
+    async with meshed(tmp_path, redis_url(), workspace_id) as (a, b):
+        parent, huddle = await ttl_huddle(a, alice, bob)
+        pa = await join(a, alice, huddle, parent=parent)  # owner A
+        pb = await join(b, bob, huddle, parent=parent)  # remote
+        await pa.ws.send_str('{"type":"leave"}')
+        await pa.expect_close()  # bob, on B, is now the room's only peer
+        await b.relay.huddles.drain()
+        await pb.expect_close()
+        assert pb.close_frame == (1012, "relay draining; reconnect"), pb.close_frame
+        await wait_until(lambda: len(a.relay.huddles.rooms) == 0, what="the owner room reclaimed")
+        channel = await a.relay.store.get_channel(huddle)
+        assert channel is not None and channel.archived_at is None  # moving, not leaving: no end
+        async with a.client(alice) as c:
+            assert await c.query([{"kinds": [48103], "#h": [parent]}]) == []
+        back = await join(a, bob, huddle, parent=parent)  # bob reconnects elsewhere: still open
+        assert back.joined is not None and back.joined["type"] == "joined", back.joined
+        for peer in (pa, pb, back):
+            await peer.close()

@@ -248,12 +248,16 @@ class RemoteHub:
         return Joined(stream.revision, stream.pubkey, stream.peer_index, _roster(stream.roster))
 
     def unregister(self, stream: IngressStream) -> None:
-        """Client left first (§9.6 ingress step 6)."""
+        """Client left first (§9.6 ingress step 6). While this replica drains, its clients are
+        moving, not leaving: `goodbye draining` alone, so the owner never ends the room for it."""
         if stream.closed:
             return
         stream.closed = True
-        self.send(stream, {"t": "unregister_peer", "pubkey": stream.pubkey})
-        self.send(stream, {"t": "goodbye", "reason": "session_ended"})
+        if self.huddles.draining:
+            self.send(stream, {"t": "goodbye", "reason": "draining"})
+        else:
+            self.send(stream, {"t": "unregister_peer", "pubkey": stream.pubkey})
+            self.send(stream, {"t": "goodbye", "reason": "session_ended"})
         self._forget_ingress(stream)
 
     def _forget_ingress(self, stream: IngressStream) -> None:
