@@ -121,6 +121,9 @@ async def test_stale_and_forged_envelopes_are_dropped(
         with pytest.raises(TimeoutError):
             await pa.recv_binary(0.3)
         counters = b.relay.huddles.stats.counters
+        metrics = b.relay.telemetry.metrics.render().decode()  # the same counts on /metrics
+        assert 'buzz_huddle_mesh_total{what="stale"} 1.0' in metrics
+        assert 'buzz_huddle_mesh_total{what="malformed"} 1.0' in metrics
         assert counters["mesh_envelopes_stale_total"] == 1
         assert counters["mesh_envelopes_unregistered_total"] == 2
         assert counters["mesh_envelopes_malformed_total"] == 1
