@@ -127,6 +127,11 @@ def main() -> None:
                 start_new_session=True,  # Ctrl-C reaches this script only: it drains both in order
             )  # fmt: skip
             procs.append(proc)
+            assert proc.stdout is not None
+            first = proc.stdout.readline()  # "listening on …": the replica is up
+            if not first:
+                fail(f"replica {name} did not start; see {data_dir}/replica-{name}.log")
+            print(f"[{name}] {first}", end="", flush=True)
             threading.Thread(target=pipe_banner, args=(name, proc.stdout), daemon=True).start()
         print(
             f"\nrun-cluster: two replicas, BUZZ_MESH=on, database {args.database}, Redis {args.redis_url}\n"
