@@ -182,7 +182,12 @@ async def peer_main(
 
 
 def worker(*args: Any) -> None:
-    asyncio.run(peer_main(*args))
+    try:  # the relays run on uvloop; so do the peers, so that they keep up on a shared machine
+        import uvloop
+    except ImportError:
+        asyncio.run(peer_main(*args))
+        return
+    uvloop.run(peer_main(*args))
 
 
 def pct(values: list[int], q: float) -> float:
