@@ -190,6 +190,7 @@ async def test_browser_huddles_with_the_python_client(
             "start: its own channel with the agent invited, and I am seated",
             "the Python client joins: the roster and the channel header show both",
             "the Python client’s speech is decoded here with a speaking indicator",
+            "the Python client’s speech plays: the level after the AudioWorklet is not silent",
             "captions: Bob’s transcript and the agent’s reply",
             "the agent’s reply is spoken with speechSynthesis, Bob’s words are not",
             "mute and leave; the huddle ends with its last person",
@@ -200,6 +201,9 @@ async def test_browser_huddles_with_the_python_client(
     print(f"bob heard the browser say: {heard_text!r}; bob received {heard.frames_received} frames")
     assert heard.frames_sent > 0 and report["numbers"]["framesSent"] > 0
     assert report["numbers"]["decodedFromBob"] > 0
+    # Bob's espeak voice reached the speakers: louder than the speaking threshold (-45 dBov)
+    # after the worklet, where digital silence is -127.
+    assert report["numbers"]["playbackPeakDbov"] > -45
     assert f"Bob: {first.content}" in report["captions"] and f"Scribe: {AGENT_REPLY}" in report["captions"]
     assert report["spoken"] == [AGENT_REPLY]
 

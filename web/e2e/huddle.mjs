@@ -85,6 +85,15 @@ try {
     if (!(report.numbers.decodedFromBob > 0)) throw new Error('no frame from Bob was decoded')
   })
 
+  await check(report, 'the Python client’s speech plays: the level after the AudioWorklet is not silent', async () => {
+    // The meter reads an AnalyserNode between the playout worklet and the speakers; its peak
+    // since joining only grows, so waiting on it cannot miss a loud stretch.
+    const meter = panel.getByRole('meter', { name: 'Playback level' })
+    await meter.waitFor()
+    await p.waitForFunction(() => Number(document.querySelector('meter[aria-label="Playback level"]')?.getAttribute('data-peak-dbov')) > -45, null, { timeout: 120000 })
+    report.numbers.playbackPeakDbov = Number(await meter.getAttribute('data-peak-dbov'))
+  })
+
   const said = await until('replied') // {transcript, reply}: Bob's first transcript, the agent's answer
   await check(report, 'captions: Bob’s transcript and the agent’s reply', async () => {
     await p.waitForFunction(

@@ -3,7 +3,8 @@
 // AudioWorklet at 48 kHz into WebCodecs AudioEncoder (Opus, mono, 20 ms, 32 kbit/s, no DTX) and
 // out as v2 frames ([seq u16][ts_48k u32][level i8][flags u8][opus]); each peer's frames
 // through its own AudioDecoder into the playout worklet's jitter buffer. Speaking indicators
-// come from the decoded audio's level, not from the sender's header.
+// come from the decoded audio's level, not from the sender's header. An AnalyserNode after the
+// playout worklet measures what actually goes to the speakers (the "Playback level" meter).
 import workletUrl from './huddle-worklet.ts?worker&url'
 import type { Signer } from './types'
 
@@ -28,6 +29,10 @@ export class HuddleCall {
   self: number | null = null
   peers = new Map<number, HuddlePeer>()
   sent = 0
+  /** The playout worklet's output level (dBov, -127 = silence) over the last ~85 ms, and the
+   * loudest since joining: measured after the worklet, on the way to the speakers. */
+  playbackDbov = -127
+  playbackPeakDbov = -127
   onchange: () => void = () => {}
   private ws: WebSocket | null = null
   private ctx: AudioContext | null = null
@@ -35,6 +40,9 @@ export class HuddleCall {
   private encoder: AudioEncoder | null = null
   private decoders = new Map<number, AudioDecoder>()
   private playout: AudioWorkletNode | null = null
+  private analyser: AnalyserNode | null = null
+  private analysed: Float32Array<ArrayBuffer> | null = null
+  private ticks = 0
   private seq = 0
   private ts = 0
   private levels = new Map<number, number>() // input timestamp (µs) -> level, for the frame header
@@ -59,7 +67,11 @@ export class HuddleCall {
       this.ctx = new AudioContext({ sampleRate: 48000, latencyHint: 'interactive' })
       await this.ctx.audioWorklet.addModule(workletUrl)
       this.playout = new AudioWorkletNode(this.ctx, 'buzz-playout', { numberOfInputs: 0, outputChannelCount: [1] })
-      this.playout.connect(this.ctx.destination)
+      // fftSize 4096 is 85 ms at 48 kHz, read every 50 ms (drain): no stretch goes unmeasured.
+      this.analyser = new AnalyserNode(this.ctx, { fftSize: 4096 })
+      this.analysed = new Float32Array(this.analyser.fftSize)
+      this.playout.connect(this.analyser)
+      this.analyser.connect(this.ctx.destination)
       this.stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true, noiseSuppression: false, autoGainControl: false } })
       this.startEncoder()
       const source = this.ctx.createMediaStreamSource(this.stream)
@@ -120,6 +132,7 @@ export class HuddleCall {
   }
 
   private drain(): void {
+    if (++this.ticks % 10 === 0) this.measurePlayback()
     const now = performance.now()
     if (this.nextSend < now - 100) this.nextSend = now // after a long stall, do not catch up in a burst
     while (this.outbox.length && this.nextSend <= now) {
@@ -130,6 +143,13 @@ export class HuddleCall {
       }
       this.nextSend += 20
     }
+  }
+
+  private measurePlayback(): void {
+    if (!this.analyser || !this.analysed) return
+    this.analyser.getFloatTimeDomainData(this.analysed)
+    this.playbackDbov = levelDbov(this.analysed)
+    this.playbackPeakDbov = Math.max(this.playbackPeakDbov, this.playbackDbov)
   }
 
   private connect(): void {
@@ -244,6 +264,8 @@ export class HuddleCall {
     if (this.encoder && this.encoder.state !== 'closed') this.encoder.close()
     void this.ctx?.close()
     this.ctx = null
+    this.analyser = null
+    this.playbackDbov = -127
     this.onchange()
   }
 }

@@ -37,7 +37,7 @@ export type Msg = {
 type Timeline = { ids: string[]; hasMore: boolean; loading: boolean; loaded: boolean }
 /** One huddle as its lifecycle events in the parent tell it (huddle.md §8.5). `room` is the
  * channel whose audio socket it uses: its own ephemeral channel, or the parent itself. */
-export type HuddleInfo = { room: string; parent: string; startedBy: string | null; startedAt: number; ended: boolean; inside: Set<string> }
+export type HuddleInfo = { room: string; parent: string; startedBy: string | null; startedAt: number; startId: string; ended: boolean; inside: Set<string> }
 
 export const MESSAGE = 9
 export const EDIT = 40003
@@ -188,7 +188,7 @@ export class Workspace {
     let rooms = this.huddles.get(parent)
     if (!rooms) this.huddles.set(parent, (rooms = new Map()))
     let h = rooms.get(room)
-    if (!h) rooms.set(room, (h = { room, parent, startedBy: null, startedAt: e.created_at, ended: false, inside: new Set() }))
+    if (!h) rooms.set(room, (h = { room, parent, startedBy: null, startedAt: e.created_at, startId: '', ended: false, inside: new Set() }))
     if (h.ended) {
       // Events after a huddle's end are ignored (§8.5), except in a permanent channel, whose
       // own room (its id as ephemeral_channel_id) starts again with its next participant.
@@ -200,6 +200,7 @@ export class Workspace {
     if (e.kind === HUDDLE_STARTED) {
       h.startedBy = e.pubkey
       h.startedAt = e.created_at
+      h.startId = e.id
       this.needProfiles([e.pubkey])
     } else if (e.kind === HUDDLE_ENDED) {
       h.ended = true
@@ -210,14 +211,39 @@ export class Workspace {
     this.changed()
   }
 
-  /** The newest huddle of `channel` that has not ended, if any. */
+  /** The live huddle of `channel` to join: the one the race rule keeps among started ones
+   * (`winningHuddle`), else the channel's own permanent room while someone is in it. */
   liveHuddle(channel: string): HuddleInfo | null {
+    const won = this.winningHuddle(channel)
+    if (won) return won
+    const own = this.huddles.get(channel)?.get(channel)
+    return own && !own.ended && own.inside.size ? own : null
+  }
+
+  /** One live huddle per channel (decision 79, as src/buzz/core/huddle_race.py): among the
+   * started huddles that have not ended and whose channel is not archived, the one whose 48100
+   * has the earliest created_at, then the lowest event id. */
+  winningHuddle(channel: string): HuddleInfo | null {
     let best: HuddleInfo | null = null
     for (const h of this.huddles.get(channel)?.values() ?? []) {
-      const archived = this.channels.get(h.room)?.archived && h.room !== channel
-      if (!h.ended && !archived && (h.startedBy || h.inside.size) && (!best || h.startedAt >= best.startedAt)) best = h
+      if (h.ended || !h.startedBy || !h.startId || (h.room !== channel && this.channels.get(h.room)?.archived)) continue
+      if (!best || h.startedAt < best.startedAt || (h.startedAt === best.startedAt && h.startId < best.startId)) best = h
     }
     return best
+  }
+
+  /** End a huddle I started (its channel's creator may, §8.2): 48103 in the parent, then
+   * archive its channel. Best effort: the relay ends it anyway once its last person left. */
+  async endHuddle(room: string, parent: string): Promise<void> {
+    const h = this.huddles.get(parent)?.get(room)
+    if (!h || h.ended) return
+    const content = JSON.stringify({ ephemeral_channel_id: room })
+    try {
+      this.huddleEvent(await this.relay.publish({ kind: HUDDLE_ENDED, created_at: now(), tags: [['h', parent]], content }))
+      await this.relay.publish({ kind: 9002, created_at: now(), tags: [['h', room], ['archived', 'true']], content: '' })
+    } catch {
+      /* already ended by the relay, or the TTL reclaims it */
+    }
   }
 
   /** Who is in any live huddle of `channel`. */
@@ -231,7 +257,9 @@ export class Workspace {
    * the events `buzz huddle start` signs: 9007 (fresh UUID, private, stream, TTL 3600 s), 48106
    * (best effort, p-tagged to the agents) before 9000 per agent (role bot), then 48100 in the
    * parent. A failed step archives the orphan channel (after a 48103 once 48100 is out) and
-   * rethrows. Returns the huddle channel's id; joining its audio is `HuddleCall`'s step 5. */
+   * rethrows. Then the race rule (decision 79): the parent's huddles are read again and, when
+   * another one wins, ours is ended and the winner returned. Returns the huddle channel's id to
+   * join; joining its audio is `HuddleCall`'s step 5. */
   async startHuddle(parent: string, agents: string[]): Promise<string> {
     const invited = [...new Set(agents.map((a) => a.toLowerCase()))]
     if (invited.some((a) => !/^[0-9a-f]{64}$/.test(a))) throw new Error('Agent keys must be 64 hex characters.')
@@ -259,6 +287,12 @@ export class Workspace {
         /* the TTL ends the channel anyway */
       }
       throw e
+    }
+    await this.loadHuddle(parent)
+    const won = this.winningHuddle(parent)
+    if (won && won.room !== room) {
+      await this.endHuddle(room, parent)
+      return won.room
     }
     return room
   }

@@ -5,7 +5,9 @@ status of one. Joining the audio room is the voice client's business (`buzz.voic
   stream, TTL 3600 s), post the voice-mode rules (48106, best effort), add each agent (9000,
   role `bot`, at most 20), announce it in the parent (48100 `{"ephemeral_channel_id"}`). When a
   later step fails the orphan channel is archived (9002 `archived=true`, best effort) and the
-  error re-raised.
+  error re-raised. Then the race rule (decision 79, `buzz.core.huddle_race`): when another live
+  huddle of the parent wins (earliest 48100 `created_at`, then lowest id), ours is ended (48103,
+  archive) and the winner is returned instead, so simultaneous starts converge on one huddle.
 - `list` reads the parent's 48100 announcements and their ends (48103 from the huddle channel's
   creator or the relay key); participants come from 48101/48102, trusted only when signed by
   the relay's key (NIP-11 `pubkey`), applied oldest first.
@@ -24,6 +26,7 @@ from buzz.client.session import Session
 from buzz.client.values import channel_arg, pubkey_arg
 from buzz.core.channel_id import is_channel_id, new_channel_id
 from buzz.core.event import Event
+from buzz.core.huddle_race import winning_start
 
 STARTED, JOINED, LEFT, ENDED, RULES = 48100, 48101, 48102, 48103, 48106
 HUDDLE_TTL_S = 3600
@@ -49,7 +52,8 @@ class Huddles:
         self, parent: str, agents: Sequence[str] = (), rules: str = VOICE_RULES, name: str = "huddle"
     ) -> Huddle:
         """Start a huddle from `parent` with these agents (hex or npub). Returns the new huddle
-        (no participants yet). Raises UserError (values, more than 20 agents) or the relay's
+        (no participants yet), or the live one that won the race rule (its `event_id` is then
+        not ours; ours was ended). Raises UserError (values, more than 20 agents) or the relay's
         refusal of any step."""
         s = self._s
         parent_id = channel_arg(parent)
@@ -77,7 +81,31 @@ class Huddles:
             with contextlib.suppress(WorkspaceError):  # the TTL reclaims it anyway
                 await s.publish(s.sign(9002, "", [["h", huddle_id], ["archived", "true"]]))
             raise
+        winner = await self._winner(parent_id)
+        if winner is not None and _huddle_of(winner) != huddle_id:
+            with contextlib.suppress(WorkspaceError):  # readers apply the same rule anyway
+                await s.publish(s.sign(ENDED, started.content, [["h", parent_id]]))
+                await s.publish(s.sign(9002, "", [["h", huddle_id], ["archived", "true"]]))
+            return Huddle(
+                str(_huddle_of(winner)), parent_id, winner.pubkey, winner.created_at, winner.id, None, []
+            )
         return Huddle(huddle_id, parent_id, s.pubkey, started.created_at, started.id, None, [])
+
+    async def _winner(self, parent_id: str) -> Event | None:
+        """The parent's live 48100 the race rule keeps; ended or archived huddles do not count."""
+        s = self._s
+        found = await s.query([{"kinds": [STARTED, ENDED], "#h": [parent_id], "limit": LIFECYCLE_FETCH}])
+        rooms = {e.id: r for e in found if e.kind == STARTED and (r := _huddle_of(e)) is not None}
+        dead = {r for e in found if e.kind == ENDED and (r := _huddle_of(e)) is not None}
+        candidates = sorted(set(rooms.values()) - dead)
+        if len(candidates) > 1:
+            metadata = await s.query([{"kinds": [39000], "#d": candidates}])
+            dead |= {
+                d
+                for e in metadata
+                if (d := e.first_tag("d")) and any(tuple(t[:2]) == ("archived", "true") for t in e.tags)
+            }
+        return winning_start(found, rooms, dead)
 
     async def listing(self, channel: str) -> list[Huddle]:
         """The huddles announced in `channel`, newest first, with their end and participants."""

@@ -4,7 +4,10 @@ item 3). The audio itself is `HuddleClient`'s; these are the channel-side steps 
 `start_huddle` follows §8.4: create the huddle channel (9007: fresh UUID, private, stream, TTL
 3600 s), post the voice guidelines (48106, p-tagged to the invited agents) before adding them,
 add each agent with role `bot` (9000; deduplicated, at most 20), then post 48100 in the parent.
-A failure archives the orphan channel (after a 48103 when 48100 was already posted).
+A failure archives the orphan channel (after a 48103 when 48100 was already posted). After its
+48100 it applies the race rule (decision 79, `buzz.core.huddle_race`): when another live huddle
+in the parent wins (earliest 48100 `created_at`, then lowest id), its own is ended (48103,
+archive) and the winner is returned, so two people starting at once end up in one huddle.
 
 `huddles_in` reads liveness from 48100–48103 in parent channels (§8.5): a huddle is live from
 its 48100 until its 48103; participants are the 48101s not followed by a 48102.
@@ -14,6 +17,7 @@ its 48100 until its 48103; participants are the 48101s not followed by a 48102.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +26,7 @@ from typing import Any, Protocol
 import orjson
 
 from buzz.core.event import Event
+from buzz.core.huddle_race import winning_start
 from buzz.core.huddle_wire import HUDDLE_CHANNEL_TTL, MAX_HUDDLE_AGENTS
 from buzz.core.keys import is_hex
 from buzz.voice.guidelines import VOICE_GUIDELINES, VOICE_GUIDELINES_KIND
@@ -50,6 +55,9 @@ class StartedHuddle:
     agents: tuple[str, ...]
     started_event_id: str
     guidelines_event_id: str | None
+    # The huddle this start created and ended because another one won the race (decision 79);
+    # the fields above then describe the winner (its 48100; no agents or rules of ours).
+    superseded_huddle_channel_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,6 +66,7 @@ class StartedHuddle:
             "agents": list(self.agents),
             "started_event_id": self.started_event_id,
             "guidelines_event_id": self.guidelines_event_id,
+            "superseded_huddle_channel_id": self.superseded_huddle_channel_id,
         }
 
 
@@ -86,7 +95,9 @@ async def start_huddle(
     agents: Sequence[str] = (),
     name: str | None = None,
 ) -> StartedHuddle:
-    """§8.4 steps 1–4; the caller then joins the audio with `parent_channel_id` (step 5)."""
+    """§8.4 steps 1–4, then the race rule; the caller joins the audio of the returned
+    `huddle_channel_id` with `parent_channel_id` (step 5). Raises HuddleFlowError (a refused
+    step; the orphan channel is archived) or ValueError (agent keys)."""
     invited = agent_list(agents)
     huddle = str(uuid.uuid4())
     label = name or f"huddle-{parent_channel_id[:8]}"
@@ -114,9 +125,34 @@ async def start_huddle(
     except Exception:
         await _abandon(client, signer, huddle, parent_channel_id, started is not None)
         raise
+    winner = await winning_huddle(client, parent_channel_id)
+    if winner is not None and winner[0] != huddle:
+        # Another start won: end ours (nobody is in it yet) and hand back the winner to join.
+        # Best effort: readers apply the same rule, so a 48103 that fails still leaves one.
+        with contextlib.suppress(HuddleFlowError):
+            await end_huddle(client, signer, huddle, parent_channel_id)
+        return StartedHuddle(winner[0], parent_channel_id, (), winner[1].id, None, huddle)
     return StartedHuddle(
         huddle, parent_channel_id, invited, started.id, guidelines.id if guidelines_ok else None
     )
+
+
+async def winning_huddle(client: Client, parent_channel_id: str) -> tuple[str, Event] | None:
+    """The parent's live huddle that the race rule keeps (decision 79): (huddle channel id, its
+    48100), or None. Ended (48103) and archived huddle channels do not count."""
+    events = await client.query([{"kinds": [STARTED, ENDED], "#h": [parent_channel_id], "limit": 500}])
+    rooms = {e.id: r for e in events if e.kind == STARTED and (r := _ephemeral_id(e)) is not None}
+    dead = {r for e in events if e.kind == ENDED and (r := _ephemeral_id(e)) is not None}
+    candidates = sorted(set(rooms.values()) - dead)
+    if len(candidates) > 1:
+        metadata = await client.query([{"kinds": [GROUP_METADATA], "#d": candidates}])
+        dead |= {
+            d
+            for e in metadata
+            if (d := e.first_tag("d")) and any(tuple(t[:2]) == ("archived", "true") for t in e.tags)
+        }
+    win = winning_start(events, rooms, dead)
+    return None if win is None else (rooms[win.id], win)
 
 
 async def end_huddle(client: Client, signer: Signer, huddle_channel_id: str, parent_channel_id: str) -> bool:

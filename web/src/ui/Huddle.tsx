@@ -71,11 +71,31 @@ export function HuddlePanel({ ws, channel, onClose }: { ws: Workspace; channel: 
   }
 
   const leave = () => {
-    c?.leave()
+    call.current?.leave()
     roomSub.current?.()
     roomSub.current = null
     bump(0)
   }
+
+  // Two people who start at once each get a huddle; startHuddle applies the race rule once,
+  // but a rival announced after that look only shows up here (decision 79). While I sit in a
+  // started huddle of this channel that is not the winner, I move to the winner, ending mine
+  // first when I started it (nobody else picks a losing huddle: liveHuddle is the winner).
+  const moving = useRef(false)
+  useEffect(() => {
+    const cur = call.current
+    if (!cur || moving.current || cur.parent === null || (cur.state !== 'joined' && cur.state !== 'connecting')) return
+    const won = ws.winningHuddle(channel.id)
+    const here = ws.huddles.get(channel.id)?.get(cur.channel)
+    if (!won || won.room === cur.channel || !here?.startedBy) return
+    moving.current = true
+    leave()
+    void (async () => {
+      if (here.startedBy === ws.me.pubkey) await ws.endHuddle(cur.channel, channel.id)
+      moving.current = false
+      enter(won.room, channel.id)
+    })()
+  })
 
   const room = c?.channel ?? null
   const isAgent = (pk: string) => (room !== null && ws.roleOf(room, pk) === 'bot') || ws.roleOf(channel.id, pk) === 'bot' || !!ws.profiles.get(pk)?.owner
@@ -163,6 +183,14 @@ export function HuddlePanel({ ws, channel, onClose }: { ws: Workspace; channel: 
             )
           })}
         </ul>
+      )}
+      {c?.state === 'joined' && (
+        <p class="fine playback">
+          <label>
+            Playback{' '}
+            <meter aria-label="Playback level" min={-60} max={0} low={-45} value={Math.max(-60, c.playbackDbov)} data-dbov={c.playbackDbov} data-peak-dbov={c.playbackPeakDbov} />
+          </label>
+        </p>
       )}
       {c?.state === 'joined' && <p class="fine" data-sent={c.sent} data-room={c.channel}>Sending {c.muted ? 'silence' : 'your microphone'} as Opus.</p>}
       <section class="captions" aria-label="Captions" aria-live="polite">
