@@ -136,3 +136,23 @@ async def test_huddles_start_list_status(sqlite_relay: RunningRelay, alice: Iden
         assert (status.event_id, status.participants) == (started.event_id, [])
         with pytest.raises(NotFound):
             await ws.huddles.status(parent, huddle="3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b")
+
+
+async def test_a_start_beside_a_live_huddle_gives_the_live_one_back(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    """Decision 79: a second start in a channel with a live huddle starts nothing and returns
+    the live one (in the same second too, whatever the event ids)."""
+    async with _ws(sqlite_relay, alice) as owner:
+        parent = (await owner.channels.create("standup")).channel_id
+        await owner.channels.add_member(parent, bob.pubkey)
+        first = await owner.huddles.start(parent)
+    async with _ws(sqlite_relay, bob) as ws:
+        second = await ws.huddles.start(parent)
+        assert (second.huddle_channel_id, second.event_id, second.started_by) == (
+            first.huddle_channel_id,
+            first.event_id,
+            alice.pubkey,
+        )
+        listed = await ws.huddles.listing(parent)
+        assert [(h.huddle_channel_id, h.ended_at) for h in listed] == [(first.huddle_channel_id, None)]

@@ -199,6 +199,7 @@ async def test_browser_huddles_with_the_python_client(
         ],
     )
     print(f"bob heard the browser say: {heard_text!r}; bob received {heard.frames_received} frames")
+    print(f"the page's playback peak while Bob spoke: {report['numbers']['playbackPeakDbov']} dBov")
     assert heard.frames_sent > 0 and report["numbers"]["framesSent"] > 0
     assert report["numbers"]["decodedFromBob"] > 0
     # Bob's espeak voice reached the speakers: louder than the speaking threshold (-45 dBov)

@@ -5,7 +5,8 @@ status of one. Joining the audio room is the voice client's business (`buzz.voic
   stream, TTL 3600 s), post the voice-mode rules (48106, best effort), add each agent (9000,
   role `bot`, at most 20), announce it in the parent (48100 `{"ephemeral_channel_id"}`). When a
   later step fails the orphan channel is archived (9002 `archived=true`, best effort) and the
-  error re-raised. Then the race rule (decision 79, `buzz.core.huddle_race`): when another live
+  error re-raised. A live huddle in the parent is returned instead of starting a second; after
+  our 48100, the race rule (decision 79, `buzz.core.huddle_race`): when another live
   huddle of the parent wins (earliest 48100 `created_at`, then lowest id), ours is ended (48103,
   archive) and the winner is returned instead, so simultaneous starts converge on one huddle.
 - `list` reads the parent's 48100 announcements and their ends (48103 from the huddle channel's
@@ -52,14 +53,17 @@ class Huddles:
         self, parent: str, agents: Sequence[str] = (), rules: str = VOICE_RULES, name: str = "huddle"
     ) -> Huddle:
         """Start a huddle from `parent` with these agents (hex or npub). Returns the new huddle
-        (no participants yet), or the live one that won the race rule (its `event_id` is then
-        not ours; ours was ended). Raises UserError (values, more than 20 agents) or the relay's
+        (no participants yet), or the parent's live one (already there, or the winner of the race
+        rule against ours, which was then ended): its `started_by`/`event_id` are not ours. Raises UserError (values, more than 20 agents) or the relay's
         refusal of any step."""
         s = self._s
         parent_id = channel_arg(parent)
         invited = list(dict.fromkeys(pubkey_arg(a, "agent") for a in agents))
         if len(invited) > MAX_AGENTS:
             raise UserError(f"at most {MAX_AGENTS} agents per huddle")
+        live = await self._winner(parent_id)
+        if live is not None:  # one live huddle per channel: this start joins it (decision 79)
+            return Huddle(str(_huddle_of(live)), parent_id, live.pubkey, live.created_at, live.id, None, [])
         huddle_id = new_channel_id()
         create = s.sign(
             9007,
@@ -98,7 +102,7 @@ class Huddles:
         rooms = {e.id: r for e in found if e.kind == STARTED and (r := _huddle_of(e)) is not None}
         dead = {r for e in found if e.kind == ENDED and (r := _huddle_of(e)) is not None}
         candidates = sorted(set(rooms.values()) - dead)
-        if len(candidates) > 1:
+        if candidates:  # a channel archived at its TTL ends the huddle without a 48103
             metadata = await s.query([{"kinds": [39000], "#d": candidates}])
             dead |= {
                 d

@@ -4,8 +4,9 @@ item 3). The audio itself is `HuddleClient`'s; these are the channel-side steps 
 `start_huddle` follows §8.4: create the huddle channel (9007: fresh UUID, private, stream, TTL
 3600 s), post the voice guidelines (48106, p-tagged to the invited agents) before adding them,
 add each agent with role `bot` (9000; deduplicated, at most 20), then post 48100 in the parent.
-A failure archives the orphan channel (after a 48103 when 48100 was already posted). After its
-48100 it applies the race rule (decision 79, `buzz.core.huddle_race`): when another live huddle
+A failure archives the orphan channel (after a 48103 when 48100 was already posted). A live
+huddle in the parent is returned instead of starting a second; after its own 48100 it applies
+the race rule (decision 79, `buzz.core.huddle_race`): when another live huddle
 in the parent wins (earliest 48100 `created_at`, then lowest id), its own is ended (48103,
 archive) and the winner is returned, so two people starting at once end up in one huddle.
 
@@ -58,6 +59,7 @@ class StartedHuddle:
     # The huddle this start created and ended because another one won the race (decision 79);
     # the fields above then describe the winner (its 48100; no agents or rules of ours).
     superseded_huddle_channel_id: str | None = None
+    started: bool = True  # False: a huddle was already live, nothing was created
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +69,7 @@ class StartedHuddle:
             "started_event_id": self.started_event_id,
             "guidelines_event_id": self.guidelines_event_id,
             "superseded_huddle_channel_id": self.superseded_huddle_channel_id,
+            "started": self.started,
         }
 
 
@@ -95,10 +98,15 @@ async def start_huddle(
     agents: Sequence[str] = (),
     name: str | None = None,
 ) -> StartedHuddle:
-    """§8.4 steps 1–4, then the race rule; the caller joins the audio of the returned
+    """§8.4 steps 1–4, then the race rule (decision 79): a live huddle already there is returned
+    with nothing created (`started` false); one that won the race against ours is returned after
+    ours was ended (`superseded_huddle_channel_id`). The caller joins the audio of the returned
     `huddle_channel_id` with `parent_channel_id` (step 5). Raises HuddleFlowError (a refused
     step; the orphan channel is archived) or ValueError (agent keys)."""
     invited = agent_list(agents)
+    live = await winning_huddle(client, parent_channel_id)
+    if live is not None:  # one live huddle per channel: this start joins it (decision 79)
+        return StartedHuddle(live[0], parent_channel_id, (), live[1].id, None, None, started=False)
     huddle = str(uuid.uuid4())
     label = name or f"huddle-{parent_channel_id[:8]}"
     channel_tags = [
@@ -131,7 +139,7 @@ async def start_huddle(
         # Best effort: readers apply the same rule, so a 48103 that fails still leaves one.
         with contextlib.suppress(HuddleFlowError):
             await end_huddle(client, signer, huddle, parent_channel_id)
-        return StartedHuddle(winner[0], parent_channel_id, (), winner[1].id, None, huddle)
+        return StartedHuddle(winner[0], parent_channel_id, (), winner[1].id, None, huddle, started=False)
     return StartedHuddle(
         huddle, parent_channel_id, invited, started.id, guidelines.id if guidelines_ok else None
     )
@@ -144,7 +152,7 @@ async def winning_huddle(client: Client, parent_channel_id: str) -> tuple[str, E
     rooms = {e.id: r for e in events if e.kind == STARTED and (r := _ephemeral_id(e)) is not None}
     dead = {r for e in events if e.kind == ENDED and (r := _ephemeral_id(e)) is not None}
     candidates = sorted(set(rooms.values()) - dead)
-    if len(candidates) > 1:
+    if candidates:  # a channel archived at its TTL ends the huddle without a 48103
         metadata = await client.query([{"kinds": [GROUP_METADATA], "#d": candidates}])
         dead |= {
             d
