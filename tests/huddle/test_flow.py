@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 
+import orjson
+
+from buzz.core.event import Event
 from tests.cli.helpers import buzz
 from tests.huddle.support import ChannelSpec, join, make_channel
 from tests.support.relay import Identity, RunningRelay
@@ -70,3 +74,35 @@ async def test_start_refuses_bad_agent_keys_with_one_json_line(
     parent = await make_channel(sqlite_relay, ChannelSpec(alice))
     bad = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent, "--agent", "xyz")
     assert bad.code == 1 and "64 hex" in json.loads(bad.stderr.strip())["message"]
+
+
+async def test_join_moves_a_start_that_lost_the_race_to_the_winner(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    """Decision 80: Alice's `huddle start` looked before Bob's 48100 was stored, and Bob's is
+    the earlier (his clock ran a second behind), so Bob's wins; her `huddle join` ends hers
+    (48103, archive) and sits her in Bob's."""
+    parent = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
+    started = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent)
+    assert started.code == 0, started.stderr
+    hers = json.loads(started.stdout)
+    assert hers["started"] is True
+    async with sqlite_relay.client(bob) as client:
+        (her_start,) = await client.query([{"ids": [hers["started_event_id"]]}])
+        his = str(uuid.uuid4())
+        create = [["h", his], ["name", "bob's"], ["visibility", "private"], ["channel_type", "stream"],
+                  ["ttl", "3600"]]  # fmt: skip
+        assert (await client.publish(Event.create(bob.secret, 9007, "", create))).accepted
+        content = orjson.dumps({"ephemeral_channel_id": his}).decode()
+        early = Event.create(bob.secret, 48100, content, [["h", parent]], created_at=her_start.created_at - 1)
+        assert (await client.publish(early)).accepted
+        seats = await client.subscribe([{"kinds": [48101], "#h": [parent], "#p": [alice.pubkey]}])
+        room = hers["huddle_channel_id"]
+        args = ["huddle", "join", "--channel", room, "--parent", parent, "--duration", "1", "--quiet"]
+        joined = asyncio.create_task(buzz(sqlite_relay.url, alice, *args))
+        seat = await seats.next(timeout=60)
+        assert orjson.loads(seat.content)["ephemeral_channel_id"] == his
+        done = await joined
+        assert done.code == 0, done.stderr
+        ends = await client.query([{"kinds": [48103], "#h": [parent], "authors": [alice.pubkey]}])
+    assert [orjson.loads(e.content)["ephemeral_channel_id"] for e in ends] == [hers["huddle_channel_id"]]

@@ -216,6 +216,8 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
         fail(str(exc))
     try:
         async with RelayClient(options.relay_url, secret, auth_tags=auth_tags) as nostr:
+            if options.parent_channel_id is not None:
+                options = await _settled(nostr, signer, options)
             client = HuddleClient(options, signer, nostr, recognizer_factory=lambda: recognizer)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -242,6 +244,20 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
         fail("could not reach the relay", "network_error", detail=str(exc) or type(exc).__name__)
     return dataclasses.asdict(report)
+
+
+async def _settled(nostr: RelayClient, signer: KeySigner, options: object) -> object:
+    """The options with the race rule's winner as the room when our own start lost (decision 80)."""
+    from buzz.voice.client import HuddleOptions
+    from buzz.voice.huddle_flow import settle_join
+
+    assert isinstance(options, HuddleOptions) and options.parent_channel_id is not None
+    room = await settle_join(nostr, signer, options.channel_id, options.parent_channel_id)
+    if room == options.channel_id:
+        return options
+    if options.display is not None:
+        options.display(f"another huddle started here first: ended ours, joining {room}")
+    return dataclasses.replace(options, channel_id=room)
 
 
 async def _with_relay(ctx: Context, body: Callable[[RelayClient, KeySigner], Awaitable[object]]) -> object:

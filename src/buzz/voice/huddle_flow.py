@@ -145,6 +145,22 @@ async def start_huddle(
     )
 
 
+async def settle_join(client: Client, signer: Signer, huddle_channel_id: str, parent_channel_id: str) -> str:
+    """The last look before step 5 (decision 80): a one-shot `start` cannot see a rival whose
+    48100 was stored after its look yet wins the race rule. When `huddle_channel_id` is one
+    `signer` announced in the parent and another live huddle there wins, ours is ended and the
+    winner's channel id returned; otherwise `huddle_channel_id`."""
+    win = await winning_huddle(client, parent_channel_id)
+    if win is None or win[0] == huddle_channel_id:
+        return huddle_channel_id
+    mine = await client.query([{"kinds": [STARTED], "#h": [parent_channel_id], "authors": [signer.pubkey]}])
+    if not any(_ephemeral_id(e) == huddle_channel_id for e in mine):
+        return huddle_channel_id  # not ours to end: join what was asked
+    with contextlib.suppress(HuddleFlowError):
+        await end_huddle(client, signer, huddle_channel_id, parent_channel_id)
+    return win[0]
+
+
 async def winning_huddle(client: Client, parent_channel_id: str) -> tuple[str, Event] | None:
     """The parent's live huddle that the race rule keeps (decision 79): (huddle channel id, its
     48100), or None. Ended (48103) and archived huddle channels do not count."""
