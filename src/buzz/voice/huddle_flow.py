@@ -148,14 +148,14 @@ async def start_huddle(
 async def settle_join(client: Client, signer: Signer, huddle_channel_id: str, parent_channel_id: str) -> str:
     """The last look before step 5 (decision 80): a one-shot `start` cannot see a rival whose
     48100 was stored after its look yet wins the race rule. When `huddle_channel_id` is one
-    `signer` announced in the parent and another live huddle there wins, ours is ended and the
-    winner's channel id returned; otherwise `huddle_channel_id`."""
+    `signer` announced in the parent, nobody sits in it yet, and another live huddle there wins,
+    ours is ended and the winner's channel id returned; otherwise `huddle_channel_id`."""
     win = await winning_huddle(client, parent_channel_id)
     if win is None or win[0] == huddle_channel_id:
         return huddle_channel_id
-    mine = await client.query([{"kinds": [STARTED], "#h": [parent_channel_id], "authors": [signer.pubkey]}])
-    if not any(_ephemeral_id(e) == huddle_channel_id for e in mine):
-        return huddle_channel_id  # not ours to end: join what was asked
+    state = (await huddles_in(client, [parent_channel_id])).get(huddle_channel_id)
+    if state is None or state.started_by != signer.pubkey or state.participants:
+        return huddle_channel_id  # not ours to end, or someone sits in it: join what was asked
     with contextlib.suppress(HuddleFlowError):
         await end_huddle(client, signer, huddle_channel_id, parent_channel_id)
     return win[0]

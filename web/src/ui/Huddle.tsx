@@ -5,7 +5,7 @@
 import { useEffect, useReducer, useRef, useState } from 'preact/hooks'
 import { HuddleCall } from '../huddle'
 import { now } from '../types'
-import { DELETION, EDIT, MESSAGE, MAX_HUDDLE_AGENTS, type Channel, type Msg, type Workspace } from '../workspace'
+import { DELETION, EDIT, HUDDLE_RACE_WINDOW_S, MESSAGE, MAX_HUDDLE_AGENTS, type Channel, type Msg, type Workspace } from '../workspace'
 import { Panel } from './Panel'
 
 const CAPTIONS = 6
@@ -81,13 +81,14 @@ export function HuddlePanel({ ws, channel, onClose }: { ws: Workspace; channel: 
   // but a rival announced after that look only shows up here (decision 79). While I sit in a
   // started huddle of this channel that is not the winner, I move to the winner, ending mine
   // first when I started it (nobody else picks a losing huddle: liveHuddle is the winner).
+  // Only while my huddle is young: a settled one is not moved by a rival claiming an earlier time.
   const moving = useRef(false)
   useEffect(() => {
     const cur = call.current
     if (!cur || moving.current || cur.parent === null || (cur.state !== 'joined' && cur.state !== 'connecting')) return
     const won = ws.winningHuddle(channel.id)
     const here = ws.huddles.get(channel.id)?.get(cur.channel)
-    if (!won || won.room === cur.channel || !here?.startedBy) return
+    if (!won || won.room === cur.channel || !here?.startedBy || now() - here.startedAt > HUDDLE_RACE_WINDOW_S) return
     moving.current = true
     leave()
     void (async () => {
