@@ -186,14 +186,14 @@ export function HuddlePanel({ ws, channel, onClose }: { ws: Workspace; channel: 
         </ul>
       )}
       {c?.state === 'joined' && (
-        <p class="fine playback">
-          <label>
-            Playback{' '}
+        <p class="fine playback" data-sent={c.sent} data-room={c.channel}>
+          <label class="check">
+            Playback
             <meter aria-label="Playback level" min={-60} max={0} low={-45} value={Math.max(-60, c.playbackDbov)} data-dbov={c.playbackDbov} data-peak-dbov={c.playbackPeakDbov} />
           </label>
+          <span>Sending {c.muted ? 'silence' : 'your microphone'} as Opus.</span>
         </p>
       )}
-      {c?.state === 'joined' && <p class="fine" data-sent={c.sent} data-room={c.channel}>Sending {c.muted ? 'silence' : 'your microphone'} as Opus.</p>}
       <section class="captions" aria-label="Captions" aria-live="polite">
         {captions.map((m) => (
           <p class={isAgent(m.ev.pubkey) ? 'from-agent' : ''}><strong>{ws.nameOf(m.ev.pubkey)}:</strong> {m.content.slice(0, 400)}</p>
