@@ -73,15 +73,21 @@ export class HuddleCall {
       this.playout.connect(this.analyser)
       this.analyser.connect(this.ctx.destination)
       this.stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true, noiseSuppression: false, autoGainControl: false } })
+      if (this.state !== 'connecting') {
+        for (const t of this.stream.getTracks()) t.stop() // left meanwhile: release the microphone
+        return
+      }
       this.startEncoder()
       const source = this.ctx.createMediaStreamSource(this.stream)
       const capture = new AudioWorkletNode(this.ctx, 'buzz-capture', { numberOfOutputs: 0 })
       capture.port.onmessage = (m) => this.captured(m.data as Float32Array)
       source.connect(capture)
       await this.ctx.resume()
+      if (this.state !== 'connecting') return // left while the microphone was being opened
       this.pump = window.setInterval(() => this.drain(), 5)
       this.connect()
     } catch (e) {
+      if (this.state === 'left') return // torn down by leave() during an await above
       this.fail(e instanceof Error ? e.message : String(e))
     }
   }
