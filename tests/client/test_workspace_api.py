@@ -141,7 +141,7 @@ async def test_huddles_start_list_status(sqlite_relay: RunningRelay, alice: Iden
 async def test_a_start_beside_a_live_huddle_gives_the_live_one_back(
     sqlite_relay: RunningRelay, alice: Identity, bob: Identity
 ) -> None:
-    """Decision 79: a second start in a channel with a live huddle starts nothing and returns
+    """Decision 81: a second start in a channel with a live huddle starts nothing and returns
     the live one (in the same second too, whatever the event ids)."""
     async with _ws(sqlite_relay, alice) as owner:
         parent = (await owner.channels.create("standup")).channel_id

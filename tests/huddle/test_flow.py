@@ -79,7 +79,7 @@ async def test_start_refuses_bad_agent_keys_with_one_json_line(
 async def test_join_moves_a_start_that_lost_the_race_to_the_winner(
     sqlite_relay: RunningRelay, alice: Identity, bob: Identity
 ) -> None:
-    """Decision 80: Alice's `huddle start` looked before Bob's 48100 was stored, and Bob's is
+    """Decision 81: Alice's `huddle start` looked before Bob's 48100 was stored, and Bob's is
     the earlier (his clock ran a second behind), so Bob's wins; her `huddle join` ends hers
     (48103, archive) and sits her in Bob's."""
     parent = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))

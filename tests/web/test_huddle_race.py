@@ -1,4 +1,4 @@
-"""Two people start a huddle in the same channel at the same moment (decision 79): both pages
+"""Two people start a huddle in the same channel at the same moment (decision 81): both pages
 press "Join huddle" together, each posts its own 48100 (the scenario holds both until both are
 out, then lets the rule's winner or its loser be stored first), and both end up in one room. The relay's
 events are read while they sit in it: the kept huddle is the race rule's winner (earliest 48100

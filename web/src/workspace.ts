@@ -57,7 +57,7 @@ const HUDDLE_KINDS = [HUDDLE_STARTED, HUDDLE_JOINED, HUDDLE_LEFT, HUDDLE_ENDED]
 export const HUDDLE_TTL_S = 3600
 export const MAX_HUDDLE_AGENTS = 20
 // A huddle older than this is settled: a rival 48100 that claims an earlier time (a clock far
-// behind, or backdated on purpose) no longer moves the people sitting in it (decision 80).
+// behind, or backdated on purpose) no longer moves the people sitting in it (decision 81).
 export const HUDDLE_RACE_WINDOW_S = 60
 // The same words `buzz huddle start` posts (src/buzz/voice/guidelines.py), so agents get one
 // voice-mode rule whichever client started the huddle.
@@ -223,7 +223,7 @@ export class Workspace {
     return own && !own.ended && own.inside.size ? own : null
   }
 
-  /** One live huddle per channel (decision 79, as src/buzz/core/huddle_race.py): among the
+  /** One live huddle per channel (decision 81, as src/buzz/core/huddle_race.py): among the
    * started huddles that have not ended and whose channel is not archived, the one whose 48100
    * has the earliest created_at, then the lowest event id. */
   winningHuddle(channel: string): HuddleInfo | null {
@@ -260,7 +260,7 @@ export class Workspace {
    * the events `buzz huddle start` signs: 9007 (fresh UUID, private, stream, TTL 3600 s), 48106
    * (best effort, p-tagged to the agents) before 9000 per agent (role bot), then 48100 in the
    * parent. A failed step archives the orphan channel (after a 48103 once 48100 is out) and
-   * rethrows. Then the race rule (decision 79): the parent's huddles are read again and, when
+   * rethrows. Then the race rule (decision 81): the parent's huddles are read again and, when
    * another one wins, ours is ended and the winner returned. Returns the huddle channel's id to
    * join; joining its audio is `HuddleCall`'s step 5. */
   async startHuddle(parent: string, agents: string[]): Promise<string> {

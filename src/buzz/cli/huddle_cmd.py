@@ -247,7 +247,7 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
 
 
 async def _settled(nostr: RelayClient, signer: KeySigner, options: object) -> object:
-    """The options with the race rule's winner as the room when our own start lost (decision 80)."""
+    """The options with the race rule's winner as the room when our own start lost (decision 81)."""
     from buzz.voice.client import HuddleOptions
     from buzz.voice.huddle_flow import settle_join
 

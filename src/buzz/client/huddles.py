@@ -6,7 +6,7 @@ status of one. Joining the audio room is the voice client's business (`buzz.voic
   role `bot`, at most 20), announce it in the parent (48100 `{"ephemeral_channel_id"}`). When a
   later step fails the orphan channel is archived (9002 `archived=true`, best effort) and the
   error re-raised. A live huddle in the parent is returned instead of starting a second; after
-  our 48100, the race rule (decision 79, `buzz.core.huddle_race`): when another live
+  our 48100, the race rule (decision 81, `buzz.core.huddle_race`): when another live
   huddle of the parent wins (earliest 48100 `created_at`, then lowest id), ours is ended (48103,
   archive) and the winner is returned instead, so simultaneous starts converge on one huddle.
 - `list` reads the parent's 48100 announcements and their ends (48103 from the huddle channel's
@@ -62,7 +62,7 @@ class Huddles:
         if len(invited) > MAX_AGENTS:
             raise UserError(f"at most {MAX_AGENTS} agents per huddle")
         live = await self._winner(parent_id)
-        if live is not None:  # one live huddle per channel: this start joins it (decision 79)
+        if live is not None:  # one live huddle per channel: this start joins it (decision 81)
             return Huddle(str(_huddle_of(live)), parent_id, live.pubkey, live.created_at, live.id, None, [])
         huddle_id = new_channel_id()
         create = s.sign(

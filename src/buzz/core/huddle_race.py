@@ -1,4 +1,4 @@
-"""One live huddle per channel when starters race (decision 79; huddle.md §8.4 leaves it open).
+"""One live huddle per channel when starters race (decision 81; huddle.md §8.4 leaves it open).
 
 Two people who start a huddle in the same channel at the same moment each post a 48100. Every
 starter, after posting its own, reads the parent's live huddles and applies one rule: the

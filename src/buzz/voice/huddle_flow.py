@@ -6,7 +6,7 @@ item 3). The audio itself is `HuddleClient`'s; these are the channel-side steps 
 add each agent with role `bot` (9000; deduplicated, at most 20), then post 48100 in the parent.
 A failure archives the orphan channel (after a 48103 when 48100 was already posted). A live
 huddle in the parent is returned instead of starting a second; after its own 48100 it applies
-the race rule (decision 79, `buzz.core.huddle_race`): when another live huddle
+the race rule (decision 81, `buzz.core.huddle_race`): when another live huddle
 in the parent wins (earliest 48100 `created_at`, then lowest id), its own is ended (48103,
 archive) and the winner is returned, so two people starting at once end up in one huddle.
 
@@ -56,7 +56,7 @@ class StartedHuddle:
     agents: tuple[str, ...]
     started_event_id: str
     guidelines_event_id: str | None
-    # The huddle this start created and ended because another one won the race (decision 79);
+    # The huddle this start created and ended because another one won the race (decision 81);
     # the fields above then describe the winner (its 48100; no agents or rules of ours).
     superseded_huddle_channel_id: str | None = None
     started: bool = True  # False: a huddle was already live, nothing was created
@@ -98,14 +98,14 @@ async def start_huddle(
     agents: Sequence[str] = (),
     name: str | None = None,
 ) -> StartedHuddle:
-    """§8.4 steps 1–4, then the race rule (decision 79): a live huddle already there is returned
+    """§8.4 steps 1–4, then the race rule (decision 81): a live huddle already there is returned
     with nothing created (`started` false); one that won the race against ours is returned after
     ours was ended (`superseded_huddle_channel_id`). The caller joins the audio of the returned
     `huddle_channel_id` with `parent_channel_id` (step 5). Raises HuddleFlowError (a refused
     step; the orphan channel is archived) or ValueError (agent keys)."""
     invited = agent_list(agents)
     live = await winning_huddle(client, parent_channel_id)
-    if live is not None:  # one live huddle per channel: this start joins it (decision 79)
+    if live is not None:  # one live huddle per channel: this start joins it (decision 81)
         return StartedHuddle(live[0], parent_channel_id, (), live[1].id, None, None, started=False)
     huddle = str(uuid.uuid4())
     label = name or f"huddle-{parent_channel_id[:8]}"
@@ -146,7 +146,7 @@ async def start_huddle(
 
 
 async def settle_join(client: Client, signer: Signer, huddle_channel_id: str, parent_channel_id: str) -> str:
-    """The last look before step 5 (decision 80): a one-shot `start` cannot see a rival whose
+    """The last look before step 5 (decision 81): a one-shot `start` cannot see a rival whose
     48100 was stored after its look yet wins the race rule. When `huddle_channel_id` is one
     `signer` announced in the parent, nobody sits in it yet, and another live huddle there wins,
     ours is ended and the winner's channel id returned; otherwise `huddle_channel_id`."""
@@ -162,7 +162,7 @@ async def settle_join(client: Client, signer: Signer, huddle_channel_id: str, pa
 
 
 async def winning_huddle(client: Client, parent_channel_id: str) -> tuple[str, Event] | None:
-    """The parent's live huddle that the race rule keeps (decision 79): (huddle channel id, its
+    """The parent's live huddle that the race rule keeps (decision 81): (huddle channel id, its
     48100), or None. Ended (48103) and archived huddle channels do not count."""
     events = await client.query([{"kinds": [STARTED, ENDED], "#h": [parent_channel_id], "limit": 500}])
     rooms = {e.id: r for e in events if e.kind == STARTED and (r := _ephemeral_id(e)) is not None}

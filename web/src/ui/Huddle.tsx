@@ -78,7 +78,7 @@ export function HuddlePanel({ ws, channel, onClose }: { ws: Workspace; channel: 
   }
 
   // Two people who start at once each get a huddle; startHuddle applies the race rule once,
-  // but a rival announced after that look only shows up here (decision 79). While I sit in a
+  // but a rival announced after that look only shows up here (decision 81). While I sit in a
   // started huddle of this channel that is not the winner, I move to the winner, ending mine
   // first when I started it (nobody else picks a losing huddle: liveHuddle is the winner).
   // Only while my huddle is young: a settled one is not moved by a rival claiming an earlier time.
