@@ -117,7 +117,9 @@ async def test_limit_cursor_and_accept(store: EventStore) -> None:
 
     # `accept` runs before the limit counts: rejected versions never shrink a page
     odd = {s.event.id for s in versions[::2]}
-    accepted = await store.history(KIND, pubkey, D, limit=2, max_bytes=1 << 20, accept=lambda s: s.event.id in odd)
+    accepted = await store.history(
+        KIND, pubkey, D, limit=2, max_bytes=1 << 20, accept=lambda s: s.event.id in odd
+    )
     assert ids(accepted.events) == [i for i in newest_first if i in odd][:2]
     assert accepted.next is not None
     nothing = await store.history(KIND, pubkey, D, limit=5, max_bytes=1 << 20, accept=lambda s: False)
