@@ -1,4 +1,4 @@
-"""`POST /history` over real HTTP on both backends (issue 16 item 3, docs/decisions.md 80): the
+"""`POST /history` over real HTTP on both backends (issue 16 item 3, docs/decisions.md 81): the
 request shape and its refusals, paging, and deletions that a history never undoes. Who may read
 is the gate matrix's (tests/workspace/test_gates_matrix.py)."""
 

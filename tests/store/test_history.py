@@ -1,5 +1,5 @@
 """`EventStore.history`: the kept versions of one address, superseded ones included, deleted
-ones never (issue 16 item 3, docs/decisions.md 80). Every test runs on SQLite and PostgreSQL."""
+ones never (issue 16 item 3, docs/decisions.md 81). Every test runs on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

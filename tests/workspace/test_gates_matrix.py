@@ -13,7 +13,7 @@ matrix without any change here.
 Events are injected through the relay's own internal path (verified envelope → store → fan-out),
 so the matrix tests reading, not the writers of each kind (which have their own tests).
 
-The history path (`POST /history`, docs/decisions.md 80) is the one path that serves superseded
+The history path (`POST /history`, docs/decisions.md 81) is the one path that serves superseded
 versions: the 30174 row also has an older, superseded version, which every path above must
 hide from everyone, and which the history path serves to the author and the p-target (the
 engram's owner) only; a channel member, a non-member and another agent of the same owner get
@@ -63,7 +63,7 @@ def _with(sets: str) -> frozenset[int]:
 
 
 PG, RG, AO, SG, EG = _with("PG"), _with("RG"), _with("AO"), _with("SG"), _with("EG")
-HISTORY_KINDS = frozenset({30174})  # docs/decisions.md 80: the only kind with a history path
+HISTORY_KINDS = frozenset({30174})  # docs/decisions.md 81: the only kind with a history path
 HISTORY_READERS = ("author", "p-target", "member", "non-member", "sibling", "unauthenticated")
 NO_VERSIONS = {"events": [], "next": None}
 
@@ -363,7 +363,7 @@ async def test_gate(world: World, row: str, path: str) -> None:
     assert not wrong, "\n".join(wrong)
 
 
-# -- the history path (docs/decisions.md 80) -------------------------------------------------------
+# -- the history path (docs/decisions.md 81) -------------------------------------------------------
 def spec_history(world: World, v: Variant, role: str) -> tuple[int, Any]:
     """The decision re-stated: NIP-98 first; a kind without a history path is refused; the
     versions kept at the address (newest first) that name the reader as author or in `p`;

@@ -130,7 +130,7 @@ class BridgeClient:
         limit: int | None = None,
         before: Sequence[object] | None = None,
     ) -> tuple[list[Event], list[object] | None]:
-        """`POST /history` (docs/decisions.md 80): one page of the versions kept at the address
+        """`POST /history` (docs/decisions.md 81): one page of the versions kept at the address
         `(kind, pubkey, d)` that I may read, newest first, and the `next` resume point to pass
         back as `before` (None at the end). An address I may not read answers like one with no
         versions. Raises BridgeError."""

@@ -359,7 +359,7 @@ class Memory:
         rule: `created_at` descending, then id ascending), each verified, decrypted and hashed
         here; `head` marks the version the §8 head query answers (what `get` reads).
 
-        The versions come from the bridge's `POST /history` (docs/decisions.md 80), paged up
+        The versions come from the bridge's `POST /history` (docs/decisions.md 81), paged up
         to `limit` (1..LOG_MAX_LIMIT; `complete` False when more remain), merged with the head
         query's answer (a relay without `/history` shows what that answer holds). The relay
         serves them to the agent and to the owner its owner tag names only, and only their key

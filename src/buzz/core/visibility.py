@@ -6,7 +6,7 @@ gates, run on every filter without `#h`, in order p-gate → engram gate → aut
 Every read path (stored REQ, live fan-out, ids lookups, COUNT, search, /query) calls these
 two functions; none re-states a rule.
 
-The history path (`POST /history`, issue 16 item 3, docs/decisions.md 80) is the one path that
+The history path (`POST /history`, issue 16 item 3, docs/decisions.md 81) is the one path that
 serves superseded versions; `HISTORY_READERS` is its gate table and `history_visible` its
 per-version predicate.
 """

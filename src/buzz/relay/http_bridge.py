@@ -1,5 +1,5 @@
 """The HTTP bridge (relay.md §15): `POST /events`, `POST /query`, `POST /count` with NIP-98,
-and `POST /history` (issue 16 item 3, docs/decisions.md 80).
+and `POST /history` (issue 16 item 3, docs/decisions.md 81).
 
 Every request: body at most 1 MiB (413) → NIP-98 header checked and verified off the event
 loop → replay guard (an auth event id is accepted once within 120 s, on every replica and across

@@ -5,7 +5,7 @@ Source rules: relay.md §5.4–§5.5 (gates, then `visible` on every candidate),
 Live delivery applies the same `visible` in `buzz.relay.fanout`.
 
 `history` is the one read path that serves superseded versions (`POST /history`, issue 16
-item 3, docs/decisions.md 80): only for the kinds of the history gate table
+item 3, docs/decisions.md 81): only for the kinds of the history gate table
 (`buzz.core.visibility.HISTORY_READERS`), every version through `history_visible`.
 """
 
