@@ -4,6 +4,7 @@ against real relays on loopback ports."""
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from pathlib import Path
 
@@ -18,54 +19,83 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-async def test_set_prints_one_json_line(sqlite_relay: RunningRelay, alice: Identity, bob: Identity) -> None:
+_WROTE = re.compile(r"^wrote (\S+) \(event ([0-9a-f]{64}), created_at (\d+)\)$")
+
+
+def _wrote(stderr: str) -> dict[str, object]:
+    """The `wrote …` line of `set` (stdout stays empty, engram.md §12.8 step 8)."""
+    m = _WROTE.match(stderr.strip())
+    assert m, stderr
+    return {"slug": m[1], "event_id": m[2], "created_at": int(m[3])}
+
+
+async def test_set_keeps_stdout_empty(sqlite_relay: RunningRelay, alice: Identity, bob: Identity) -> None:
     r = await buzz_mem(sqlite_relay, alice, "set", "notes/a", "one", "--owner", bob.pubkey)
-    assert r.code == 0, r.stderr
-    assert r.stdout.count(b"\n") == 1
-    out = r.json
-    assert set(out) == {"slug", "event_id", "created_at"}
-    assert out["slug"] == "mem/notes/a" and len(out["event_id"]) == 64
+    assert (r.code, r.stdout) == (0, b""), r.stderr
+    out = _wrote(r.stderr)
+    assert out["slug"] == "mem/notes/a"
     ls = (await buzz_mem(sqlite_relay, alice, "ls", "--owner", bob.pubkey)).json
     assert ls == [out]
 
 
-async def test_log_shows_the_served_versions_to_the_pair_only(
+async def test_log_shows_every_kept_version_to_the_pair_only(
     relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity
 ) -> None:
     agent, owner, stranger = alice, bob, carol
     o = ("--owner", owner.pubkey)
-    for value in ("first", "second"):
-        assert (await buzz_mem(relay, agent, "set", "notes/a", value, *o)).code == 0
+    writes = []
+    for value in ("first", "second", "third"):
+        r = await buzz_mem(relay, agent, "set", "notes/a", value, *o)
+        assert r.code == 0, r.stderr
+        writes.append(_wrote(r.stderr))
     head = (await buzz_mem(relay, agent, "ls", *o)).json[0]
+    assert head["event_id"] == writes[-1]["event_id"]
 
     r = await buzz_mem(relay, agent, "log", "notes/a", *o)
     assert r.code == 0, r.stderr
-    # the relay serves the head only: the superseded "first" is kept soft-deleted, never served
+    # the superseded versions are kept (soft-deleted) and served to the pair by POST /history
     assert r.json == {
         "slug": "mem/notes/a",
         "versions": [
             {
-                "event_id": head["event_id"],
-                "created_at": head["created_at"],
-                "sha256": _sha("second"),
+                "event_id": w["event_id"],
+                "created_at": w["created_at"],
+                "sha256": _sha(value),
                 "tombstone": False,
-                "head": True,
+                "head": w is writes[-1],
             }
+            for w, value in reversed(list(zip(writes, ("first", "second", "third"), strict=True)))
         ],
+        "complete": True,
     }
     assert (await buzz_mem(relay, owner, "log", "notes/a", "--agent", agent.pubkey)).json == r.json
+    # still the head only on every other read path
+    async with relay.client(agent) as client:
+        served = await client.query([{"kinds": [engram.KIND_ENGRAM], "authors": [agent.pubkey]}])
+    assert [e.id for e in served] == [head["event_id"]]
+
+    r = await buzz_mem(relay, agent, "log", "notes/a", "--limit", "2", *o)
+    assert [v["sha256"] for v in r.json["versions"]] == [_sha("third"), _sha("second")]
+    assert r.json["complete"] is False
 
     assert (await buzz_mem(relay, agent, "rm", "notes/a", *o)).code == 0
     r = await buzz_mem(relay, owner, "log", "notes/a", "--agent", agent.pubkey)
-    [v] = r.json["versions"]
-    assert (v["tombstone"], v["sha256"], v["head"]) == (True, None, True)
+    versions = r.json["versions"]
+    assert len(versions) == 4
+    assert (versions[0]["tombstone"], versions[0]["sha256"], versions[0]["head"]) == (True, None, True)
+    assert [v["head"] for v in versions[1:]] == [False] * 3
 
+    # nobody else learns anything: the same answer as for a slug never written
+    never = await buzz_mem(relay, stranger, "log", "never/written", "--agent", agent.pubkey)
+    never.expect_error(1, "not_found", "not found: mem/never/written")
     r = await buzz_mem(relay, stranger, "log", "notes/a", "--agent", agent.pubkey)
     r.expect_error(1, "not_found", "not found: mem/notes/a")
     peer = Identity.new()  # another agent of the same owner reads only its own pair's memory
     r = await buzz_mem(relay, peer, "log", "notes/a", "--owner", owner.pubkey)
     r.expect_error(1, "not_found", "not found: mem/notes/a")
     (await buzz_mem(relay, agent, "log", "Bad Slug", *o)).expect_error(1, "user_error", "invalid slug")
+    r = await buzz_mem(relay, agent, "log", "notes/a", "--limit", "0", *o)
+    r.expect_error(1, "user_error", "invalid --limit")
 
 
 async def test_orphans_follow_references_from_core(

@@ -14,6 +14,7 @@ import pytest
 from buzz.client import RelayClient, RelayError
 from buzz.core import engram
 from buzz.core.event import Event
+from tests.bridge.helpers import post
 from tests.support.relay import Identity, RunningRelay
 
 GATE = "restricted: agent-engram reads require authors=[self] or #p=[self]"
@@ -209,12 +210,12 @@ async def test_read_gate(relay: RunningRelay, alice: Identity, bob: Identity, ca
         assert await o.count([{"kinds": [30174], "#p": [owner.pubkey]}]) == 1
 
 
-async def test_superseded_versions_are_served_to_nobody(
+async def test_superseded_versions_are_served_on_the_history_path_only(
     relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity
 ) -> None:
-    # No history read path (docs/decisions.md 79): relay.md §10.4 serves a superseded version
-    # on no path, to the author and the owner no more than to anyone else; `buzz mem log`
-    # therefore shows the head only on this relay.
+    # relay.md §10.4: a superseded version is on none of the listed paths (REQ, ids, COUNT),
+    # for the author and the owner no more than for anyone else; only the gated `POST /history`
+    # (docs/decisions.md 81) serves it, to the pair only.
     agent, owner, third = alice, bob, carol
     t = _now()
     old = _memory(agent, owner, "mem/a", "one", t - 10)
@@ -231,6 +232,11 @@ async def test_superseded_versions_are_served_to_nobody(
     async with relay.client(third) as c:
         assert await c.query([{"ids": [old.id]}]) == []
         assert await c.query([{"ids": [head.id]}]) == []
+    ask = {"kind": 30174, "pubkey": agent.pubkey, "d": head.d_tag}
+    for who in (agent, owner):
+        status, answer = await post(relay, "/history", ask, who)
+        assert (status, [e["id"] for e in answer["events"]]) == (200, [head.id, old.id])
+    assert await post(relay, "/history", ask, third) == (200, {"events": [], "next": None})
 
 
 async def test_unauthenticated_reader_gets_auth_required(relay: RunningRelay) -> None:

@@ -12,6 +12,12 @@ matrix without any change here.
 
 Events are injected through the relay's own internal path (verified envelope → store → fan-out),
 so the matrix tests reading, not the writers of each kind (which have their own tests).
+
+The history path (`POST /history`, docs/decisions.md 81) is the one path that serves superseded
+versions: the 30174 row also has an older, superseded version, which every path above must
+hide from everyone, and which the history path serves to the author and the p-target (the
+engram's owner) only; a channel member, a non-member and another agent of the same owner get
+exactly the answer for an address with no versions.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from buzz.client.relay_client import Subscription
 from buzz.core.event import Event
 from buzz.core.kinds import REGISTRY, Scope, StorageClass
 from buzz.core.stored import verify_stored
+from buzz.store.base import InsertOutcome
+from tests.bridge.helpers import post
 from tests.conftest import _start
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import create_channel, drain, put_user
@@ -55,6 +63,9 @@ def _with(sets: str) -> frozenset[int]:
 
 
 PG, RG, AO, SG, EG = _with("PG"), _with("RG"), _with("AO"), _with("SG"), _with("EG")
+HISTORY_KINDS = frozenset({30174})  # docs/decisions.md 81: the only kind with a history path
+HISTORY_READERS = ("author", "p-target", "member", "non-member", "sibling", "unauthenticated")
+NO_VERSIONS = {"events": [], "next": None}
 
 
 @dataclass(frozen=True)
@@ -116,6 +127,7 @@ class World:
     clients: dict[str, RelayClient]
     channel_id: str = ""
     events: dict[str, Event] = field(default_factory=dict)
+    superseded: dict[str, Event] = field(default_factory=dict)  # row → its older version
     live: dict[tuple[str, str, int], tuple[str, Any]] = field(default_factory=dict)
 
     def author(self, v: Variant) -> str:
@@ -249,14 +261,15 @@ def filters(world: World, v: Variant, path: str, role: str) -> list[dict[str, An
 
 
 # -- the world: one relay per backend, events injected once ---------------------------------------
-def _event(world: World, v: Variant) -> Event:
+def _event(world: World, v: Variant, created_at: int | None = None) -> Event:
     author = world.who[world.author(v)]
     tags = [["p", world.who["P"].pubkey], ["t", v.tag], *map(list, v.extra)]
     if REGISTRY[v.kind].storage is StorageClass.ADDRESSABLE:
         tags.append(["d", v.name])
     if v.in_channel:
         tags.insert(0, ["h", world.channel_id])
-    return Event.create(author.secret, v.kind, f"gate matrix {v.word}", tags)
+    content = f"gate matrix {v.word}" if created_at is None else f"gate matrix older {v.word}"
+    return Event.create(author.secret, v.kind, content, tags, created_at)
 
 
 async def _observe(client: RelayClient, flt: dict[str, Any], path: str, event_id: str) -> tuple[str, Any]:
@@ -276,7 +289,8 @@ async def world(
 ) -> AsyncIterator[World]:
     async for running in _start(request.param, tmp_path_factory.mktemp("gates")):
         relay = running.relay
-        who = {key: Identity.new() for key in "APMNU"}
+        # "S": another agent whose registered owner is the p-target (the engram's owner)
+        who = {key: Identity.new() for key in "APMNUS"}
         who["R"] = Identity(relay.secret_key, relay.pubkey)
         async with contextlib.AsyncExitStack() as stack:
             clients = {}
@@ -286,9 +300,14 @@ async def world(
             w = World(running, who, clients)
             w.channel_id = await create_channel(clients["A"], who["A"], "private")
             await put_user(clients["A"], who["A"], w.channel_id, who["M"].pubkey)
+            await relay.store.set_agent_owner_if_absent(who["S"].pubkey, who["P"].pubkey)
             for v in VARIANTS:
                 w.events[v.name] = _event(w, v)
+                if v.kind in HISTORY_KINDS:
+                    w.superseded[v.name] = _event(w, v, w.events[v.name].created_at - 60)
             subs = await _subscribe_live(w)
+            for older in w.superseded.values():  # stored first, then replaced by the row's event
+                assert await relay.store.insert(verify_stored(older)) is InsertOutcome.STORED
             for v in VARIANTS:  # what ingest does after the rules: store, then fan out
                 stored = verify_stored(w.events[v.name]).with_channel(w.channel_id if v.in_channel else None)
                 if v.stored:
@@ -342,3 +361,78 @@ async def test_gate(world: World, row: str, path: str) -> None:
             if observed != expected:
                 wrong.append(f"{role} {flt}: expected {expected}, got {observed}")
     assert not wrong, "\n".join(wrong)
+
+
+# -- the history path (docs/decisions.md 81) -------------------------------------------------------
+def spec_history(world: World, v: Variant, role: str) -> tuple[int, Any]:
+    """The decision re-stated: NIP-98 first; a kind without a history path is refused; the
+    versions kept at the address (newest first) that name the reader as author or in `p`;
+    anyone else the answer of an address with no versions."""
+    if role == "unauthenticated":
+        return (401, "NIP-98")
+    if v.kind not in HISTORY_KINDS:
+        return (403, {"error": "restricted: history is served for kind 30174 only"})
+    reader = world.who[_history_reader(v, role)].pubkey
+    kept = [world.events[v.name], world.superseded[v.name]]
+    readable = [
+        e.to_dict() for e in kept if reader == e.pubkey or reader in {t[1] for t in e.tags if t[0] == "p"}
+    ]
+    return (200, {"events": readable, "next": None})
+
+
+def _history_reader(v: Variant, role: str) -> str:
+    return {"author": "A", "p-target": "P", "member": "M", "non-member": "N", "sibling": "S"}[role]
+
+
+async def _history(world: World, who: Identity | None, body: dict[str, Any]) -> tuple[int, Any]:
+    status, answer = await post(world.running, "/history", body, who)
+    if status == 401:
+        assert isinstance(answer, dict) and answer["error"].startswith("NIP-98"), answer
+        return (401, "NIP-98")
+    return (status, answer)
+
+
+@pytest.mark.parametrize("row", [v.name for v in VARIANTS if not v.in_channel and v.stored])
+async def test_history_gate(world: World, row: str) -> None:
+    v = BY_NAME[row]
+    event = world.events[v.name]
+    body = {"kind": v.kind, "pubkey": event.pubkey, "d": event.d_tag}
+    wrong = []
+    for role in HISTORY_READERS:
+        who = None if role == "unauthenticated" else world.who[_history_reader(v, role)]
+        expected = spec_history(world, v, role)
+        observed = await _history(world, who, body)
+        if observed != expected:
+            wrong.append(f"{role}: expected {expected}, got {observed}")
+        if v.kind in HISTORY_KINDS and who is not None and expected[1]["events"] == []:
+            # indistinguishable from an address that has no versions at all
+            nothing = await _history(world, who, {**body, "d": "no-such-address"})
+            if observed != nothing or nothing != (200, NO_VERSIONS):
+                wrong.append(f"{role}: {observed} differs from the empty address's {nothing}")
+    assert not wrong, "\n".join(wrong)
+
+
+async def test_superseded_version_is_served_on_no_other_path(world: World) -> None:
+    """Every reader, every stored path of the matrix, plus `ids` naming the old version."""
+    served = []
+    for name, older in world.superseded.items():
+        v = BY_NAME[name]
+        for role in READERS:
+            if role == "unauthenticated":
+                continue
+            client = world.clients[world.reader(v, role)]
+            shapes = [{"ids": [older.id]}, {"ids": [older.id], "kinds": [v.kind]}]
+            for path in ("req", "count", "search"):
+                shapes += filters(world, v, path, role)
+            for flt in shapes:
+                try:
+                    if "search" not in flt and "ids" not in flt:
+                        n = await client.count([flt])
+                        if n > 1:
+                            served.append(f"{role} count {flt}: {n}")
+                    got = {e.id for e in await client.query([flt])}
+                except RelayError:
+                    continue  # refused by a gate: served to nobody either
+                if older.id in got:
+                    served.append(f"{role} {flt}")
+    assert world.superseded and not served, served

@@ -33,6 +33,8 @@ from buzz.cli.output import Context
 from buzz.client.errors import UserError, WorkspaceError
 from buzz.client.identity import Identity
 from buzz.client.memory import (
+    LOG_DEFAULT_LIMIT,
+    LOG_MAX_LIMIT,
     Memory,
     base_hash_arg,
     check_perspective,
@@ -350,17 +352,26 @@ async def rm_cmd(ctx: Context, slug: str, owner: str | None) -> None:
 
 @mem.command("log")
 @click.argument("slug")
+@click.option(
+    "--limit",
+    type=int,
+    default=LOG_DEFAULT_LIMIT,
+    show_default=True,
+    help=f"Versions to show at most (1..{LOG_MAX_LIMIT}).",
+)
 @_owner_option
 @_agent_option
 @click.pass_obj
 @_command
-async def log_cmd(ctx: Context, slug: str, owner: str | None, agent: str | None) -> None:
-    """The versions of SLUG the relay still serves, newest first:
-    {"slug", "versions": [{event_id, created_at, sha256, tombstone, head}]}.
+async def log_cmd(ctx: Context, slug: str, limit: int, owner: str | None, agent: str | None) -> None:
+    """The versions of SLUG the relay still holds, newest first:
+    {"slug", "versions": [{event_id, created_at, sha256, tombstone, head}], "complete"}.
 
-    `sha256` is the hash of the decrypted value (what `hash` prints; null for a tombstone).
-    This relay keeps superseded versions out of every read path (relay.md §10.4), so it
-    answers the head only; a relay that serves older versions shows them all.
+    `sha256` is the hash of the decrypted value (what `hash` prints; null for a tombstone),
+    `head` marks the version `get` reads, `complete` is false when --limit cut the list. The
+    relay keeps superseded versions (deleted ones never) and serves them to the agent and its
+    owner only, through the bridge's `POST /history`; anyone else gets not_found, as for a slug
+    never written.
 
     \b
     Example:
@@ -369,8 +380,8 @@ async def log_cmd(ctx: Context, slug: str, owner: str | None, agent: str | None)
     """
     slug = normalize_slug(slug)
     async with _memory(ctx, owner, agent) as memory:
-        versions = await memory.log(slug)
-    _write_stdout(orjson.dumps({"slug": slug, "versions": [v.to_dict() for v in versions]}) + b"\n")
+        found = await memory.log(slug, limit)
+    _write_stdout(orjson.dumps(found.to_dict()) + b"\n")
 
 
 @mem.command("orphans")

@@ -8,6 +8,7 @@ when configured, `X-Auth-Tag` (the NIP-OA tag as compact JSON).
         result = await bridge.publish(event)          # PublishResult
         events = await bridge.query([{"kinds": [9], "#h": [channel]}])
         n = await bridge.count([{"kinds": [9], "#h": [channel]}])
+        events, more = await bridge.history(30174, agent, d)   # an engram's kept versions
 
 Errors: `BridgeError` with `status` (None for transport failures and timeouts) and
 `relay_message` (the relay's verdict text: the `message` of a refused event, the `error` of a
@@ -25,6 +26,7 @@ import aiohttp
 import orjson
 
 from buzz.client.relay_client import PublishResult
+from buzz.core.errors import MalformedEvent
 from buzz.core.event import Event
 from buzz.core.nip98 import build_auth_header, http_base
 
@@ -117,6 +119,37 @@ class BridgeClient:
         status, body = await self._post("/count", _filters_body(filters))
         if status == 200 and isinstance(body, dict) and type(body.get("count")) is int:
             return int(body["count"])
+        raise _unexpected(status, body)
+
+    async def history(
+        self,
+        kind: int,
+        pubkey: str,
+        d: str,
+        *,
+        limit: int | None = None,
+        before: Sequence[object] | None = None,
+    ) -> tuple[list[Event], list[object] | None]:
+        """`POST /history` (docs/decisions.md 81): one page of the versions kept at the address
+        `(kind, pubkey, d)` that I may read, newest first, and the `next` resume point to pass
+        back as `before` (None at the end). An address I may not read answers like one with no
+        versions. Raises BridgeError."""
+        ask: dict[str, object] = {"kind": kind, "pubkey": pubkey, "d": d}
+        if limit is not None:
+            ask["limit"] = limit
+        if before is not None:
+            ask["before"] = list(before)
+        status, body = await self._post("/history", orjson.dumps(ask))
+        if status == 200 and isinstance(body, dict) and isinstance(body.get("events"), list):
+            more = body.get("next")
+            if more is not None and not (isinstance(more, list) and len(more) == 2):
+                raise BridgeError("relay answered a malformed history cursor", status, malformed=True)
+            try:
+                return [Event.from_json(obj) for obj in body["events"]], more
+            except (ValueError, MalformedEvent) as exc:
+                raise BridgeError(
+                    f"relay answered a malformed event: {exc}", status, malformed=True
+                ) from None
         raise _unexpected(status, body)
 
     async def relay_info(self) -> dict[str, Any]:

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 
 from buzz.client.engrams import Engrams, Listing, Pair, connect, is_duplicate, relay_max_limit
 from buzz.client.errors import Conflict, NotFound, Refused, UserError, WorkspaceError
+from buzz.client.http_bridge import BridgeError
 from buzz.client.identity import parse_pubkey
 from buzz.client.models import EngramWrite, Patched
-from buzz.client.session import Session
+from buzz.client.session import Session, from_bridge_error
 from buzz.core import engram, engram_bundle
 from buzz.core.engram_patch import MalformedDiff, MultiFilePatch, NoOpPatch, PatchError, apply_patch
 from buzz.core.event import Event
@@ -35,11 +36,13 @@ if TYPE_CHECKING:
     from buzz.recall.rank import Hit
 
 RELAY_TIMEOUT_S = 10.0
+LOG_DEFAULT_LIMIT = 100  # versions `log` shows by default
+LOG_MAX_LIMIT = 1000
 
 
 @dataclass(frozen=True, slots=True)
 class Version:
-    """One served version of an entry (`Memory.log`): `sha256` of the plaintext value (None
+    """One kept version of an entry (`Memory.log`): `sha256` of the plaintext value (None
     for a tombstone) and whether it is the head (§8)."""
 
     event_id: str
@@ -55,6 +58,23 @@ class Version:
             "sha256": self.sha256,
             "tombstone": self.tombstone,
             "head": self.head,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class VersionLog:
+    """`Memory.log`: the slug, its versions newest first, and whether they are all the relay
+    holds (False when `limit` cut the list)."""
+
+    slug: str
+    versions: tuple[Version, ...]
+    complete: bool
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "slug": self.slug,
+            "versions": [v.to_dict() for v in self.versions],
+            "complete": self.complete,
         }
 
 
@@ -334,30 +354,40 @@ class Memory:
         except EmbeddingUnavailable as exc:
             raise WorkspaceError(f"memory search needs the embedding model: {exc}") from None
 
-    async def log(self, slug: str) -> list[Version]:
-        """Issue 16 item 3: the versions of `slug` the relay still serves, newest first (§8 tie
-        rule: `created_at` descending, then id ascending), each decrypted and hashed here.
+    async def log(self, slug: str, limit: int = LOG_DEFAULT_LIMIT) -> VersionLog:
+        """Issue 16 item 3: the versions of `slug` the relay still holds, newest first (§8 tie
+        rule: `created_at` descending, then id ascending), each verified, decrypted and hashed
+        here; `head` marks the version the §8 head query answers (what `get` reads).
 
-        Only the agent and its owner can read them (the relay's engram read gate), and only
-        their key opens them. Our relay, as relay.md §3.1/§10.4 require, serves the head only:
-        superseded versions are kept soft-deleted and never served (docs/decisions.md); a relay
-        that does serve them shows them all here. Candidates that fail verification or
-        decryption are skipped. Raises NotFound when nothing valid is served.
+        The versions come from the bridge's `POST /history` (docs/decisions.md 81), paged up
+        to `limit` (1..LOG_MAX_LIMIT; `complete` False when more remain), merged with the head
+        query's answer (a relay without `/history` shows what that answer holds). The relay
+        serves them to the agent and to the owner its owner tag names only, and only their key
+        opens them; anyone else gets NotFound, exactly as for a slug never written. Candidates
+        that fail verification or decryption, or name another slug, are skipped. Raises
+        UserError (slug, limit), NotFound, WorkspaceError.
         """
         slug = normalize_slug(slug)
+        if not 1 <= limit <= LOG_MAX_LIMIT:
+            raise UserError(f"invalid --limit: expected 1..{LOG_MAX_LIMIT}")
+        p = self.pair
+        d = engram.d_tag(engram.conversation_key(p.secret, p.their_pubkey), slug)
+        kept, complete = await self._history(d, limit)
         async with self._engrams() as engrams:
             answer = await engrams.answer(slug)
-        p = self.pair
-        opened = engram.open_candidates(answer, p.agent, p.owner, p.secret, p.their_pubkey)
-        records = [r for r in opened.records if r.body.slug == slug]
+        head = engram.select_head(self._records(answer, slug)[0])
+        seen = {e.id for e in kept}
+        merged = kept + [e for e in answer if e.id not in seen]
+        records, last_error = self._records(merged, slug)
         if not records:
             raise _not_found(
                 slug,
-                engram.AllInvalid(len(answer), opened.last_error or "") if answer else engram.EmptyAnswer(),
+                engram.AllInvalid(len(merged), last_error or "body slug differs from the address")
+                if merged
+                else engram.EmptyAnswer(),
             )
-        head = engram.select_head(records)
         records.sort(key=lambda r: (-r.created_at, r.id))
-        return [
+        versions = tuple(
             Version(
                 r.id,
                 r.created_at,
@@ -365,8 +395,34 @@ class Memory:
                 r.body.is_tombstone,
                 head is not None and r.id == head.id,
             )
-            for r in records
-        ]
+            for r in records[:limit]
+        )
+        return VersionLog(slug, versions, complete and len(records) <= limit)
+
+    def _records(self, events: list[Event], slug: str) -> tuple[list[engram.Record], str | None]:
+        """The events that verify, open and name `slug`, and the last failure's reason."""
+        p = self.pair
+        opened = engram.open_candidates(events, p.agent, p.owner, p.secret, p.their_pubkey)
+        return [r for r in opened.records if r.body.slug == slug], opened.last_error
+
+    async def _history(self, d: str, limit: int) -> tuple[list[Event], bool]:
+        """Up to `limit` versions at (30174, agent, d) from `POST /history`, and whether that
+        was all of them. A relay without the route (404) contributes nothing."""
+        events: list[Event] = []
+        before: list[object] | None = None
+        while len(events) < limit:
+            try:
+                page, before = await self._s.bridge.history(
+                    engram.KIND_ENGRAM, self.pair.agent, d, limit=limit - len(events), before=before
+                )
+            except BridgeError as exc:
+                if exc.status == 404 and not events:
+                    return [], True
+                raise from_bridge_error(exc) from None
+            events += page
+            if before is None or not page:
+                return events, True
+        return events, False
 
     async def orphans(self) -> Orphans:
         """Issue 16 item 4 / engram.md §10.3: live memory slugs that core does not reach through

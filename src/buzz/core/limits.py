@@ -31,5 +31,11 @@ HTTP_BODY_MAX = 1 << 20
 NIP98_REPLAY_TTL_S = 120
 PRESENCE_TTL_S = 90
 REDIS_REQUEST_TIMEOUT_MS = 250  # default of BUZZ_REDIS_TIMEOUT_MS: Redis calls a request waits on
+# `POST /history` (issue 16 item 3, docs/decisions.md 81; not in relay.md §17): versions per
+# answer by default and at most (a larger `limit` is clamped), and the answer's byte budget (the
+# sum of the events' JSON), so one answer stays a few MiB however large the versions are.
+HISTORY_DEFAULT_LIMIT = 100
+HISTORY_MAX_LIMIT = 500
+HISTORY_MAX_BYTES = 4 << 20
 
 __all__ = [name for name in dir() if name.isupper()] + ["DEFAULT_LIMIT", "MAX_LIMIT"]

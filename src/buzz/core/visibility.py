@@ -5,11 +5,15 @@ items 2–5, the relay adds item 6, channel readability, and storage item 1), §
 gates, run on every filter without `#h`, in order p-gate → engram gate → author-only gate).
 Every read path (stored REQ, live fan-out, ids lookups, COUNT, search, /query) calls these
 two functions; none re-states a rule.
+
+The history path (`POST /history`, issue 16 item 3, docs/decisions.md 81) is the one path that
+serves superseded versions; `HISTORY_READERS` is its gate table and `history_visible` its
+per-version predicate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from buzz.core.errors import Restricted
 from buzz.core.event import Event, Tags
@@ -62,6 +66,32 @@ def visible_by_sets(event: Event, reader: str | None) -> bool:
     return not (
         kind == ENGRAM_KIND and reader != event.pubkey and (reader is None or reader not in p_values(event))
     )
+
+
+def author_or_p_target(event: Event, reader: str) -> bool:
+    """The reader signed the version or is named by one of its `p` tags (for 30174: the
+    agent or the owner its owner tag names, engram.md §11.1)."""
+    return reader == event.pubkey or reader in p_values(event)
+
+
+HistoryRule = Callable[[Event, str], bool]
+
+HISTORY_READERS: Mapping[int, HistoryRule] = {ENGRAM_KIND: author_or_p_target}
+"""The history gate table: the only kinds whose stored versions (superseded ones included) the
+history path serves, each with who may read one version. Every other kind is refused there."""
+
+
+def history_visible(event: Event, reader: str | None) -> bool:
+    """May `reader` read this stored version (head or superseded) through the history path?
+
+    Only for a kind in HISTORY_READERS, only when its rule holds and `visible_by_sets` holds too
+    (a kind's ordinary sets are never loosened). Channel readability is the caller's (history
+    kinds are global-only). Deleted versions never reach this test: the store drops them.
+    """
+    rule = HISTORY_READERS.get(event.kind)
+    if rule is None or reader is None:
+        return False
+    return visible_by_sets(event, reader) and rule(event, reader)
 
 
 def _all_equal(values: Iterable[str] | None, reader: str) -> bool:

@@ -1,4 +1,5 @@
-"""The HTTP bridge (relay.md §15): `POST /events`, `POST /query`, `POST /count` with NIP-98.
+"""The HTTP bridge (relay.md §15): `POST /events`, `POST /query`, `POST /count` with NIP-98,
+and `POST /history` (issue 16 item 3, docs/decisions.md 81).
 
 Every request: body at most 1 MiB (413) → NIP-98 header checked and verified off the event
 loop → replay guard (an auth event id is accepted once within 120 s, on every replica and across
@@ -13,6 +14,12 @@ Answers:
   (`EVENT_STATUS`);
 - `/query`: 200 and a JSON array of events in §6.4 order, `/count`: 200 `{"count": n}`;
   refusals `{"error": <wire message>}` with the status of `READ_STATUS`.
+- `/history`: body `{"kind", "pubkey", "d"[, "limit", "before"]}` (`before` = the `next` of
+  the previous answer); 200 `{"events": [...], "next": [created_at, id] | null}`, the versions
+  kept at that address that the reader may read, newest first (`Reads.history`). A reader the
+  history gate does not admit gets `{"events": [], "next": null}`, the answer for an address
+  with no versions. Refusals as for `/query`: 400 `invalid:` (bad body), 403 `restricted:` (a
+  kind outside the history gate table).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -28,7 +36,15 @@ from aiohttp import web
 from buzz.core.errors import BuzzError, Invalid, MalformedEvent
 from buzz.core.event import Event
 from buzz.core.filters import Filter
-from buzz.core.limits import HTTP_BODY_MAX, MAX_FILTERS, NIP98_REPLAY_TTL_S
+from buzz.core.keys import is_hex
+from buzz.core.limits import (
+    D_TAG_MAX_BYTES,
+    HISTORY_DEFAULT_LIMIT,
+    HISTORY_MAX_LIMIT,
+    HTTP_BODY_MAX,
+    MAX_FILTERS,
+    NIP98_REPLAY_TTL_S,
+)
 from buzz.core.nip98 import Nip98Error, request_urls, verify_request
 from buzz.relay.session import Session
 from buzz.store.base import StoreError
@@ -90,7 +106,7 @@ def _dumps(obj: Any) -> str:
 
 
 class Bridge:
-    """The three routes, bound to one relay."""
+    """The routes, bound to one relay."""
 
     def __init__(self, relay: Relay) -> None:
         self.relay = relay
@@ -193,6 +209,27 @@ class Bridge:
         self.relay.telemetry.req_answered("count", None, None)
         return web.json_response({"count": n}, dumps=_dumps)
 
+    async def history(self, request: web.Request) -> web.StreamResponse:
+        """`POST /history`: the kept versions of one address, gated per version (module doc)."""
+        try:
+            body, pubkey = await self._prepare(request)
+            ask = _parse_history(body)
+            found = await self.relay.reads.history(
+                ask.kind, ask.pubkey, ask.d, pubkey, limit=ask.limit, before=ask.before
+            )
+        except _Refusal as refusal:
+            return refusal.response
+        except BuzzError as exc:
+            self.relay.telemetry.req_answered("history", None, str(exc))
+            return _read_refusal(str(exc))
+        except StoreError:
+            log.exception("bridge history failed")
+            return _read_refusal("error: database error")
+        self.relay.telemetry.req_answered("history", None, None)
+        events = ",".join(stored.event.to_json() for stored in found.events)
+        text = '{"events":[' + events + '],"next":' + _dumps(list(found.next) if found.next else None) + "}"
+        return web.Response(text=text, content_type="application/json")
+
 
 def _event_answer(event_id: str | None, accepted: bool, message: str) -> web.Response:
     return web.json_response(
@@ -244,12 +281,66 @@ def _parse_filters(body: bytes) -> list[Filter]:
     return [Filter.parse(f) for f in raw]
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryAsk:
+    """A parsed `POST /history` body: the address, the page size (clamped to
+    HISTORY_MAX_LIMIT) and the resume point."""
+
+    kind: int
+    pubkey: str
+    d: str
+    limit: int
+    before: tuple[int, str] | None
+
+
+_HISTORY_FIELDS = ("kind", "pubkey", "d", "limit", "before")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _parse_history(body: bytes) -> HistoryAsk:
+    """The `/history` body; raises Invalid for a bad shape (the kind's gate is `Reads.history`)."""
+    obj = _loads(body)
+    if not isinstance(obj, dict):
+        raise Invalid("history body must be an object with kind, pubkey and d")
+    unknown = sorted(k for k in obj if k not in _HISTORY_FIELDS)
+    if unknown:
+        raise Invalid(f"unknown history field {unknown[0]!r}")
+    kind, pubkey, d = obj.get("kind"), obj.get("pubkey"), obj.get("d")
+    if not _is_int(kind) or not 0 <= kind <= 65535:
+        raise Invalid("history kind must be an integer 0..65535")
+    if not is_hex(pubkey, 64):
+        raise Invalid("history pubkey must be 64 lowercase hex characters")
+    if not isinstance(d, str):
+        raise Invalid("history d must be a string")
+    if len(d.encode("utf-8")) > D_TAG_MAX_BYTES:
+        raise Invalid(f"history d too long (max {D_TAG_MAX_BYTES} bytes)")
+    limit = obj.get("limit", HISTORY_DEFAULT_LIMIT)
+    if not _is_int(limit) or limit < 1:
+        raise Invalid("history limit must be a positive integer")
+    before = obj.get("before")
+    if before is not None:
+        if not (
+            isinstance(before, list)
+            and len(before) == 2
+            and _is_int(before[0])
+            and isinstance(before[1], str)
+            and is_hex(before[1], 64)
+        ):
+            raise Invalid("history before must be [created_at, event id]")
+        before = (before[0], before[1])
+    return HistoryAsk(kind, pubkey, d, min(limit, HISTORY_MAX_LIMIT), before)
+
+
 def add_routes(app: web.Application, relay: Relay) -> None:
-    """Register `POST /events`, `/query`, `/count` on `app` for `relay`."""
+    """Register `POST /events`, `/query`, `/count` and `/history` on `app` for `relay`."""
     bridge = Bridge(relay)
     app.router.add_post("/events", bridge.events)
     app.router.add_post("/query", bridge.query)
     app.router.add_post("/count", bridge.count)
+    app.router.add_post("/history", bridge.history)
 
 
 __all__ = [

@@ -3,6 +3,10 @@
 Source rules: relay.md §5.4–§5.5 (gates, then `visible` on every candidate), §6.3 item 1
 (every channel named in `#h` must be readable), §7.5 items 5–7, §7.7, §11.
 Live delivery applies the same `visible` in `buzz.relay.fanout`.
+
+`history` is the one read path that serves superseded versions (`POST /history`, issue 16
+item 3, docs/decisions.md 81): only for the kinds of the history gate table
+(`buzz.core.visibility.HISTORY_READERS`), every version through `history_visible`.
 """
 
 from __future__ import annotations
@@ -13,15 +17,17 @@ from collections.abc import Sequence
 from buzz.core.channel_id import is_channel_id
 from buzz.core.errors import Invalid, Refusal, Restricted, ServerError
 from buzz.core.filters import Filter
+from buzz.core.limits import HISTORY_MAX_BYTES
 from buzz.core.stored import StoredEvent
-from buzz.core.visibility import check_filter_gates, visible_by_sets
+from buzz.core.visibility import HISTORY_READERS, check_filter_gates, history_visible, visible_by_sets
 from buzz.relay.access import ChannelAccess
 from buzz.relay.metrics_prom import RelayMetrics
 from buzz.relay.presence import Presence, presence_results
-from buzz.store.base import EventStore
+from buzz.store.base import EventStore, History
 
 MIXED_SEARCH = Refusal(ServerError, "mixed search and non-search filters not supported")
 NOT_A_MEMBER = Refusal(Restricted, "not a channel member")
+HISTORY_KINDS_MESSAGE = "history is served for kind " + ", ".join(map(str, sorted(HISTORY_READERS))) + " only"
 
 
 class Reads:
@@ -74,3 +80,31 @@ class Reads:
 
     async def count(self, filters: Sequence[Filter], reader: str | None) -> int:
         return await self._store.count(filters, reader, self.accept(reader))
+
+    async def history(
+        self,
+        kind: int,
+        pubkey: str,
+        d: str,
+        reader: str,
+        *,
+        limit: int,
+        before: tuple[int, str] | None = None,
+    ) -> History:
+        """The versions at `(kind, pubkey, d)` that `reader` may read, head and superseded, newest
+        first, at most `limit` and HISTORY_MAX_BYTES of event JSON (`EventStore.history`).
+
+        A reader the gate does not admit gets exactly what a coordinate with no versions gets
+        (an empty answer), so the path never tells whether an address exists. Raises
+        Restricted for a kind outside the history gate table.
+        """
+        if kind not in HISTORY_READERS:
+            raise Restricted(HISTORY_KINDS_MESSAGE)
+
+        def accept(stored: StoredEvent) -> bool:
+            # History kinds are global-only; a channel-scoped row is never served here (fail closed).
+            return stored.channel_id is None and history_visible(stored.event, reader)
+
+        return await self._store.history(
+            kind, pubkey, d, limit=limit, max_bytes=HISTORY_MAX_BYTES, before=before, accept=accept
+        )

@@ -219,6 +219,16 @@ Effect = (
 Accept = Callable[[StoredEvent], bool]
 
 
+@dataclass(frozen=True, slots=True)
+class History:
+    """`EventStore.history`: stored versions of one address, newest first (`created_at`
+    descending, then id ascending), and `next`, the `(created_at, id)` of the last one when
+    more accepted versions follow (pass it back as `before`), else None."""
+
+    events: list[StoredEvent]
+    next: tuple[int, str] | None
+
+
 class EventStore(Protocol):
     """Async storage of events and channels. Every method may raise StoreError on a backend
     failure; callers must treat that as a failure, never as an empty result (fail closed)."""
@@ -254,6 +264,29 @@ class EventStore(Protocol):
 
     async def get(self, event_id: str, include_deleted: bool = False) -> StoredEvent | None:
         """One event by exact id (deleted/superseded rows only with include_deleted)."""
+
+    async def history(
+        self,
+        kind: int,
+        pubkey: str,
+        d: str,
+        *,
+        limit: int,
+        max_bytes: int,
+        before: tuple[int, str] | None = None,
+        accept: Accept | None = None,
+    ) -> History:
+        """The versions kept at the address `(kind, pubkey, d)` of an addressable kind: the head
+        and the superseded ones (soft-deleted by replacement, §3.1 item 4), newest first.
+
+        Deleted versions never come back: a version at or before a kind 5 `a` deletion of the
+        address (§10.1 item 4) or named by a stored kind 5 / 9005 `e` tag is left out, even when
+        the deletion was deleted in turn (§10.1 item 5). `accept` filters candidates before
+        `limit` counts them; at most `limit` versions and at most `max_bytes` of event JSON
+        (the first version that would pass the budget ends the page). `before` resumes after
+        the version with that `(created_at, id)`. Regular and replaceable kinds have no such
+        address: the answer is empty.
+        """
 
     async def get_channel(self, channel_id: str, include_deleted: bool = False) -> Channel | None:
         """The channel row, or None; a deleted channel only with include_deleted (§4.1 item 2)."""

@@ -18,10 +18,12 @@ import orjson
 
 from buzz.core.event import Event
 from buzz.core.filters import Filter
+from buzz.core.kinds import DELETION_KIND, is_addressable
 from buzz.core.stored import StoredEvent, from_storage
-from buzz.store.base import Accept, Channel, Member, Reader
+from buzz.store.base import Accept, Channel, History, Member, Reader
 from buzz.store.clauses import (
     EVENT_COLUMNS,
+    ORDER,
     Page,
     count_union,
     matches_nothing,
@@ -52,6 +54,90 @@ async def get_txn(conn: Conn, event_id: str, include_deleted: bool) -> StoredEve
         sql += " AND e.deleted_at IS NULL"
     rows = await conn.fetch(sql, p.values)
     return event_from_row(rows[0], conn.dialect) if rows else None
+
+
+# relay.md §10.1 item 2, §10.2: the kinds that delete one event named by their `e` tag.
+_E_DELETION_KINDS = (DELETION_KIND, 9005)
+
+
+async def history_txn(
+    conn: Conn,
+    kind: int,
+    pubkey: str,
+    d: str,
+    limit: int,
+    max_bytes: int,
+    before: tuple[int, str] | None,
+    accept: Accept | None,
+) -> History:
+    """`EventStore.history`. Superseded versions and the head both sit in `events` (a
+    replacement soft-deletes, relay.md §13.3), so `deleted_at` cannot tell a replaced version
+    from a deleted one: deletions are found from what records them instead, the address
+    deletion's `deleted_until` (in SQL) and the kind 5 / 9005 events naming a version by `e`
+    (one lookup per page)."""
+    if not is_addressable(kind):
+        return History([], None)
+    until = await _address_deleted_until_txn(conn, kind, pubkey, d)
+    got: list[StoredEvent] = []
+    used = 0
+    cursor = before
+    size = min(limit + 1, MAX_PAGE)
+    while True:
+        p = Params(conn.dialect)
+        sql = (
+            f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.kind = {p.add(kind)}"
+            f" AND e.pubkey = {p.add(pubkey)} AND e.d_tag = {p.add(d, 'utf8')}"
+        )
+        if until is not None:
+            sql += f" AND e.created_at > {p.add(until)}"
+        if cursor is not None:
+            c = p.add(cursor[0])
+            sql += f" AND (e.created_at < {c} OR (e.created_at = {c} AND e.id > {p.add(cursor[1])}))"
+        rows = await conn.fetch(f"{sql} ORDER BY {ORDER} LIMIT {size}", p.values)
+        page = [event_from_row(r, conn.dialect) for r in rows]
+        deleted = await _deleted_by_e_txn(conn, [s.event.id for s in page])
+        for stored in page:
+            if stored.event.id in deleted or (accept is not None and not accept(stored)):
+                continue
+            n = len(stored.event.to_json().encode())
+            if len(got) == limit or (got and used + n > max_bytes):
+                last = got[-1].event
+                return History(got, (last.created_at, last.id))
+            # A version larger than the whole budget is served alone, so paging always moves.
+            got.append(stored)
+            used += n
+        if len(page) < size:
+            return History(got, None)
+        last = page[-1].event
+        cursor = (last.created_at, last.id)
+        size = min(size * 2, MAX_PAGE)
+
+
+async def _address_deleted_until_txn(conn: Conn, kind: int, pubkey: str, d: str) -> int | None:
+    """The greatest `created_at` a kind 5 `a` deletion covers at this address (§10.1 item 4)."""
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT deleted_until FROM deleted_addresses WHERE kind = {p.add(kind)}"
+        f" AND pubkey = {p.add(pubkey)} AND d = {p.add(d, 'utf8')}",
+        p.values,
+    )
+    return int(rows[0][0]) if rows else None
+
+
+async def _deleted_by_e_txn(conn: Conn, event_ids: Sequence[str]) -> frozenset[str]:
+    """Those of `event_ids` that a stored deletion names by `e`. A deletion counts even when
+    it was itself deleted (§10.1 item 5: deleting a deletion restores nothing); ingest let
+    only the author or its owner store it, and any other such row hides the version too
+    (fail closed)."""
+    if not event_ids:
+        return frozenset()
+    p = Params(conn.dialect)
+    kinds = ", ".join(p.add(k) for k in _E_DELETION_KINDS)
+    sql = (
+        "SELECT t.value FROM event_tags t JOIN events x ON x.id = t.event_id"
+        f" WHERE t.name = 'e' AND x.kind IN ({kinds}) AND {p.in_list('t.value', event_ids, 'utf8')}"
+    )
+    return frozenset(conn.dialect.decode_utf8(row[0]) for row in await conn.fetch(sql, p.values))
 
 
 async def _pages(conn: Conn, f: Filter, reader: Reader, size: int) -> AsyncGenerator[list[StoredEvent], None]:

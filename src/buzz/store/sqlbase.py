@@ -16,7 +16,7 @@ from buzz.core.filters import Filter
 from buzz.core.kinds import is_ephemeral
 from buzz.core.stored import StoredEvent, require_verified
 from buzz.store import operator, reads, workspace
-from buzz.store.base import Accept, Channel, Effect, InsertOutcome, Member, Reader, StoreError
+from buzz.store.base import Accept, Channel, Effect, History, InsertOutcome, Member, Reader, StoreError
 from buzz.store.dialect import Conn
 from buzz.store.writes import claim_auth_event_txn, insert_txn, put_relay_member_txn, set_agent_owner_txn
 
@@ -73,6 +73,23 @@ class SqlStore(ABC):
     async def get(self, event_id: str, include_deleted: bool = False) -> StoredEvent | None:
         """One event by exact id (deleted/superseded rows only with include_deleted)."""
         return await self._read(reads.get_txn, event_id, include_deleted)
+
+    async def history(
+        self,
+        kind: int,
+        pubkey: str,
+        d: str,
+        *,
+        limit: int,
+        max_bytes: int,
+        before: tuple[int, str] | None = None,
+        accept: Accept | None = None,
+    ) -> History:
+        """Stored versions of one address, superseded ones included, deleted ones never; see
+        `EventStore.history`. Raises ValueError for `limit` or `max_bytes` below 1."""
+        if limit < 1 or max_bytes < 1:
+            raise ValueError("history needs limit ≥ 1 and max_bytes ≥ 1")
+        return await self._read(reads.history_txn, kind, pubkey, d, limit, max_bytes, before, accept)
 
     async def get_channel(self, channel_id: str, include_deleted: bool = False) -> Channel | None:
         """The channel row; a deleted one only with include_deleted (relay.md §4.1 item 2)."""
