@@ -98,12 +98,25 @@ def cpu_seconds(pid: int) -> float:
 
 @dataclass
 class Peer:
-    number: int  # 0…peers-1, carried in every frame
+    number: int  # 0…seats-1, carried in every frame a sender sends
     replica: int
     secret: str
+    probe: bool = False  # listen-only: joins like any peer, sends nothing, only reads
 
 
 JOIN_ATTEMPTS = 3  # a loaded machine may miss the 2 s owner answer: retry as clients do (§4.3)
+
+
+@dataclass
+class Sync:
+    """Shared by the bench and its workers: the owner's first admission, the number of seats
+    admitted, and the start instant (set once every seat is in, so no seat misses a frame by
+    joining late)."""
+
+    owner_ready: Any
+    joined: Any  # multiprocessing Value("i")
+    go: Any
+    start_at: Any  # multiprocessing Value("d"): CLOCK_MONOTONIC seconds
 
 
 async def join(
@@ -125,26 +138,34 @@ async def join(
         if isinstance(answer, dict) and answer.get("type") == "joined":
             return ws
         await ws.close()
+        print(f"peer {peer.number} attempt {attempt}: {answer}", file=sys.stderr)
         await asyncio.sleep(0.2 * 2**attempt)
     raise SystemExit(f"peer {peer.number} on replica {peer.replica} not admitted: {answer}")
 
 
 async def peer_main(
-    urls: list[str], cid: str, peers: list[Peer], start_at: float, seconds: float, rate: int,
-    owner_ready: Any, out: Any,
-) -> None:  # fmt: skip
+    urls: list[str], cid: str, peers: list[Peer], sync: Sync, seconds: float, rate: int, out: Any
+) -> None:
+    """Join `peers`, wait for the common start, send (senders) and read (everyone) for
+    `seconds`; put (sent, got, latencies, cpu share, probe?) on `out`. A probe worker holds one
+    listen-only peer and does nothing but read and timestamp."""
+    loop = asyncio.get_running_loop()
     rng = random.Random(os.getpid())
     offsets = [rng.uniform(0.0, 1.0 / rate) for _ in peers]
     async with aiohttp.ClientSession() as http:
         sockets = []
         for peer in peers:
             if peer.number != 0:  # the owner is whoever admits first: peer 0, on replica A
-                await asyncio.get_running_loop().run_in_executor(None, owner_ready.wait, 60)
-            url = urls[peer.replica]
-            ws = await join(http, url, cid, peer)
+                await loop.run_in_executor(None, sync.owner_ready.wait, 60)
+            ws = await join(http, urls[peer.replica], cid, peer)
             if peer.number == 0:
-                owner_ready.set()
+                sync.owner_ready.set()
+            with sync.joined.get_lock():
+                sync.joined.value += 1
             sockets.append(ws)
+        if not await loop.run_in_executor(None, sync.go.wait, 120):
+            raise SystemExit("the bench never gave the start")
+        start_at = sync.start_at.value
         latencies: dict[str, list[int]] = {LOCAL: [], ONE_HOP: [], TWO_HOPS: []}
         got: Counter[tuple[int, int]] = Counter()  # (receiver, sender) → frames
 
@@ -171,14 +192,22 @@ async def peer_main(
             return me.number, n
 
         readers = [asyncio.create_task(reader(ws, p)) for ws, p in zip(sockets, peers, strict=True)]
-        sends = [sender(ws, p, offsets[i]) for i, (ws, p) in enumerate(zip(sockets, peers, strict=True))]
+        await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+        cpu0, t0 = time.process_time(), time.monotonic()
+        sends = [
+            sender(ws, p, offsets[i])
+            for i, (ws, p) in enumerate(zip(sockets, peers, strict=True))
+            if not p.probe
+        ]
         sent = dict(await asyncio.gather(*sends))
+        await asyncio.sleep(max(0.0, start_at + seconds - time.monotonic()))
+        cpu_share = (time.process_time() - cpu0) / (time.monotonic() - t0)
         await asyncio.sleep(1.5)  # let the last frames arrive
         for ws in sockets:
             await ws.close()
         for task in readers:
             task.cancel()
-        out.put((sent, dict(got), latencies))
+        out.put((sent, dict(got), latencies, cpu_share, all(p.probe for p in peers)))
 
 
 def worker(*args: Any) -> None:
@@ -312,50 +341,118 @@ def replica_relays(tmp: Path, n: int, pg_admin: str, redis_url: str) -> Iterator
 
 
 # -- one row --------------------------------------------------------------------------------
+SENDERS, PROBES = "senders", "probes"  # receiver classes: the sending peers, the listen-only seats
+MESH_LOSSES = ("outbox_dropped", "send_failed", "stale", "unregistered", "ambiguous", "malformed")
+
+
 @dataclass
 class Row:
     replicas: int
-    peers: int
+    seats: int
+    probes: int
     rate: int
     seconds: float
     sent: int = 0
     received: int = 0
     expected: int = 0
-    drops: Counter[str] = field(default_factory=Counter)
-    lat: dict[str, list[int]] = field(default_factory=dict)
+    duplicates: int = 0  # frames received more than sent (must stay 0)
+    drops: dict[str, Counter[str]] = field(default_factory=dict)  # class → path → frames
+    lat: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # class → path → ns
     cpu: float = 0.0
     load: str = ""
+    load_end: str = ""
     counters: Counter[str] = field(default_factory=Counter)  # summed over the row's relays
-    clean_receivers: int = 0  # receivers that got every frame of every other peer
+    clean_receivers: int = 0  # senders that got every frame of every other sender
+    probe_missing: list[int] = field(default_factory=list)  # per probe, frames it never got
+    probe_cpu: list[float] = field(default_factory=list)  # per probe process, cores
+    sender_cpu: list[float] = field(default_factory=list)  # per sender worker process, cores
+
+    @property
+    def senders(self) -> int:
+        return self.seats - self.probes
+
+    def causes(self) -> dict[str, Any]:
+        """Frames not received, by where they went. The relays count the queue drops per frame
+        and receiver; a mesh envelope lost is one frame for one receiver (owner → ingress
+        fan-out) or for every receiver (ingress → owner), hence the bounds."""
+        missing = self.expected - self.received
+        queue = int(self.counters["frames:dropped"])
+        flushed = int(self.counters["frames:flushed"])
+        mesh = int(sum(self.counters[f"mesh:{k}"] for k in MESH_LOSSES))
+        rest = missing - queue - flushed
+        return {
+            "missing": missing,
+            "receiver_queue": queue,
+            "flushed": flushed,
+            "mesh_envelopes_lost": mesh,
+            "unaccounted_min": max(0, rest - mesh * (self.seats - 1)),
+            "unaccounted_max": max(0, rest - mesh),
+            "exact": mesh == 0 and rest >= 0,
+            "duplicates": self.duplicates,
+        }
+
+    def probe_seat_drops(self) -> list[int | None]:
+        """The relay's queue drops at each probe's seat: 0 when the probe got every frame (a
+        dropped frame is never delivered); equal to what it missed when the row's balance
+        closes exactly (every missing frame is a counted queue drop, and no receiver can miss
+        fewer frames than its seat dropped); None (unknown) otherwise."""
+        c = self.causes()
+        closes = c["exact"] and c["unaccounted_max"] == 0 and not self.duplicates
+        return [0 if m == 0 else (m if closes else None) for m in self.probe_missing]
+
+    def paths(self, cls: str) -> dict[str, dict[str, Any]]:
+        lat, drops = self.lat.get(cls, {}), self.drops.get(cls, Counter())
+        return {
+            name: {"frames": len(v), "p50_ms": pct(v, 0.50), "p99_ms": pct(v, 0.99),
+                   "max_ms": max(v) / 1e6 if v else float("nan"), "drops": drops[name]}
+            for name, v in lat.items()
+            if v or drops[name]
+        }  # fmt: skip
+
+    def remote_ratio(self, cls: str) -> tuple[float, float, float]:
+        lat = self.lat.get(cls, {})
+        local = pct(lat.get(LOCAL, []), 0.99)
+        remote_v = lat.get(ONE_HOP, []) + lat.get(TWO_HOPS, [])
+        remote = pct(remote_v, 0.99) if remote_v else float("nan")
+        return local, remote, remote / local if local else float("nan")
 
     def summary(self) -> dict[str, Any]:
-        paths = {
-            name: {
-                "frames": len(v),
-                "p50_ms": pct(v, 0.50),
-                "p99_ms": pct(v, 0.99),
-                "drops": self.drops[name],
-            }
-            for name, v in self.lat.items()
-            if v or self.drops[name]
-        }
-        remote = self.lat.get(ONE_HOP, []) + self.lat.get(TWO_HOPS, [])
         return {
             "replicas": self.replicas,
+            "seats": self.seats,
+            "senders": self.senders,
+            "probes": self.probes,
             "sent": self.sent,
             "forwarded": self.received,
             "expected": self.expected,
             "forwarded_per_s": self.received / self.seconds,
             "drops": self.expected - self.received,
-            # the relay shed them at a receiver's full queue (§7.2: that receiver did not keep up)
-            "receiver_queue_drops": int(self.counters["frames:dropped"]),
-            "receivers_without_drops": self.clean_receivers,
+            "drop_causes": self.causes(),
+            "senders_without_drops": self.clean_receivers,
             "relay_counters": dict(self.counters),
-            "paths": paths,
-            "remote_p99_ms": pct(remote, 0.99) if remote else None,
+            "paths": {cls: self.paths(cls) for cls in (SENDERS, PROBES)},
+            "remote_over_local_p99": {cls: self.remote_ratio(cls) for cls in (SENDERS, PROBES)},
+            "probe_missing": self.probe_missing,
+            "probe_seat_drops": self.probe_seat_drops(),
+            "probe_cpu_cores": self.probe_cpu,
+            "sender_worker_cpu_cores": self.sender_cpu,
             "relay_cpu_cores": self.cpu,
             "load_avg": self.load,
+            "load_avg_end": self.load_end,
         }
+
+
+def seats_of(n_replicas: int, args: argparse.Namespace) -> list[Peer]:
+    """`args.peers` seats: `args.probes` listen-only probes on each replica, the rest senders
+    alternating A, B, … (peer 0, on A, joins first and so makes A the owner)."""
+    n_probes = args.probes * n_replicas
+    senders = args.peers - n_probes
+    if senders < 2:
+        raise SystemExit(f"--peers {args.peers} leaves {senders} senders beside {n_probes} probes")
+    peers = [Peer(i, i % n_replicas, generate_secret_key()) for i in range(senders)]
+    for j in range(n_probes):
+        peers.append(Peer(senders + j, j % n_replicas, generate_secret_key(), probe=True))
+    return peers
 
 
 def run_row(relays: list[Relay], args: argparse.Namespace) -> Row:
@@ -363,24 +460,33 @@ def run_row(relays: list[Relay], args: argparse.Namespace) -> Row:
     owner = generate_secret_key()
     cid = str(uuid.uuid4())
     asyncio.run(create_channel(urls[0], cid, owner))
-    peers = [Peer(i, i % len(urls), generate_secret_key()) for i in range(args.peers)]
-    groups = [peers[i :: args.procs] for i in range(args.procs)]
+    peers = seats_of(len(urls), args)
+    senders = [p for p in peers if not p.probe]
+    groups = [senders[i :: args.procs] for i in range(args.procs)] + [[p] for p in peers if p.probe]
+    groups = [g for g in groups if g]
     ctx = mp.get_context("spawn")
     out: Any = ctx.Queue()
-    owner_ready = ctx.Event()
-    start_at = time.monotonic() + 4.0
+    sync = Sync(ctx.Event(), ctx.Value("i", 0), ctx.Event(), ctx.Value("d", 0.0))
     workers = [
-        ctx.Process(target=worker, args=(urls, cid, g, start_at, args.seconds, args.rate, owner_ready, out))
-        for g in groups
-        if g
+        ctx.Process(target=worker, args=(urls, cid, g, sync, args.seconds, args.rate, out)) for g in groups
     ]
     for p in workers:
         p.start()
-    time.sleep(max(0.0, start_at - time.monotonic()))
-    row = Row(len(urls), args.peers, args.rate, args.seconds, load=load_avg())
+    deadline = time.monotonic() + 90
+    while sync.joined.value < len(peers):
+        if time.monotonic() > deadline or any(p.exitcode not in (None, 0) for p in workers):
+            for p in workers:
+                p.kill()
+            raise SystemExit(f"only {sync.joined.value} of {len(peers)} seats admitted; no row")
+        time.sleep(0.05)
+    sync.start_at.value = time.monotonic() + 1.0  # every seat is in: nobody misses a frame joining
+    sync.go.set()
+    time.sleep(max(0.0, sync.start_at.value - time.monotonic()))
+    row = Row(len(urls), len(peers), len(peers) - len(senders), args.rate, args.seconds, load=load_avg())
     cpu0, t0 = sum(cpu_seconds(p.pid) for p in procs), time.monotonic()
     time.sleep(args.seconds)
     cpu1, t1 = sum(cpu_seconds(p.pid) for p in procs), time.monotonic()
+    row.load_end = load_avg()
     results: list[Any] = []
     deadline = time.monotonic() + 90
     while len(results) < len(workers):
@@ -397,85 +503,118 @@ def run_row(relays: list[Relay], args: argparse.Namespace) -> Row:
     row.cpu = (cpu1 - cpu0) / (t1 - t0)
     sent: dict[int, int] = {}
     got: Counter[tuple[int, int]] = Counter()
-    row.lat = {LOCAL: [], ONE_HOP: [], TWO_HOPS: []}
-    for s, g, lat in results:
+    row.lat = {cls: {LOCAL: [], ONE_HOP: [], TWO_HOPS: []} for cls in (SENDERS, PROBES)}
+    row.drops = {SENDERS: Counter(), PROBES: Counter()}
+    for s, g, lat, cpu_share, is_probe in results:
         sent.update(s)
         got.update(g)
+        (row.probe_cpu if is_probe else row.sender_cpu).append(cpu_share)
         for name, values in lat.items():
-            row.lat[name] += values
+            row.lat[PROBES if is_probe else SENDERS][name] += values
     by_number = {p.number: p for p in peers}
     for receiver in peers:
+        cls = PROBES if receiver.probe else SENDERS
         missing = 0
         for sender, n in sent.items():
             if sender == receiver.number:
                 continue
             have = got[(receiver.number, sender)]
-            row.drops[path_of(by_number[sender].replica, receiver.replica)] += max(0, n - have)
+            row.drops[cls][path_of(by_number[sender].replica, receiver.replica)] += max(0, n - have)
             missing += max(0, n - have)
+            row.duplicates += max(0, have - n)
             row.expected += n
-            row.received += have
-        row.clean_receivers += missing == 0
+            row.received += min(n, have)
+        if receiver.probe:
+            row.probe_missing.append(missing)
+        else:
+            row.clean_receivers += missing == 0
     row.sent = sum(sent.values())
     for relay in relays:
         row.counters.update(scrape(relay))
     return row
 
 
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "NOT MET"
+
+
 def print_table(rows: list[Row]) -> None:
     print(f"\nhuddle fan-out bench — {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
-    print(f"CPU: {os.cpu_count()} cores — load avg at each row's start in the last column")
+    print(f"CPU: {os.cpu_count()} cores — load avg at each row's start and end in the last column")
     r0 = rows[0]
     print(
-        f"{r0.peers} peers × {r0.rate} frames/s × {r0.seconds:g} s per row; latency = receive − send on loopback\n"
+        f"{r0.seats} seats ({r0.senders} senders × {r0.rate} frames/s × {r0.seconds:g} s, "
+        f"{r0.probes} listen-only probes in a process each) per row; latency = receive − send on loopback\n"
     )
-    head = f"{'row':<12} {'path':<14} {'frames':>9} {'p50 ms':>8} {'p99 ms':>8} {'drops':>7}"
-    print(f"{head} {'fwd frames/s':>13} {'relay CPU':>10}  load")
-    print("-" * 100)
+    head = f"{'row':<11} {'receivers':<9} {'path':<14} {'frames':>9} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'drops':>7}"
+    print(f"{head} {'fwd frames/s':>12} {'relay CPU':>9}  load")
+    print("-" * 124)
     for row in rows:
         s = row.summary()
         first = True
-        for name, p in s["paths"].items():
-            lead = f"{row.replicas} replica{'s' if row.replicas > 1 else ''}" if first else ""
-            tail = f"{s['forwarded_per_s']:>13,.0f} {row.cpu:>10.2f}  {row.load}" if first else ""
-            print(
-                f"{lead:<12} {name:<14} {p['frames']:>9,} {p['p50_ms']:>8.2f} {p['p99_ms']:>8.2f} "
-                f"{p['drops']:>7,} {tail}"
-            )
-            first = False
-    print("-" * 100)
+        for cls in (SENDERS, PROBES):
+            lead_cls = cls
+            for name, p in row.paths(cls).items():
+                lead = f"{row.replicas} replica{'s' if row.replicas > 1 else ''}" if first else ""
+                tail = (f"{s['forwarded_per_s']:>12,.0f} {row.cpu:>9.2f}  {row.load} → {row.load_end}"
+                        if first else "")  # fmt: skip
+                print(f"{lead:<11} {lead_cls:<9} {name:<14} {p['frames']:>9,} {p['p50_ms']:>7.2f} "
+                      f"{p['p99_ms']:>7.2f} {p['max_ms']:>7.1f} {p['drops']:>7,} {tail}")  # fmt: skip
+                first, lead_cls = False, ""
+    print("-" * 124)
     for row in rows:
-        s = row.summary()
-        c = row.counters
-        lost = s["drops"] - s["receiver_queue_drops"]
-        mesh = ", ".join(f"{k[5:]} {int(v):,}" for k, v in sorted(c.items()) if k.startswith("mesh:") and v)
-        print(f"{row.replicas} replica(s): {s['drops']:,} not received = {s['receiver_queue_drops']:,} shed "
-              f"at a receiver's full queue (it did not keep up) + {lost:,} lost elsewhere; "
-              f"{row.clean_receivers} of {row.peers} receivers got every frame"
-              + (f"; mesh counters: {mesh or 'all 0'}" if row.replicas > 1 else ""))  # fmt: skip
-    single = rows[0].summary()
-    print(f"1 replica: forwarded {single['forwarded_per_s']:,.0f}/s (target ≥ 30,000), "
-          f"drops {single['drops']} (target 0), p99 {single['paths'][LOCAL]['p99_ms']:.2f} ms (target < 5)")  # fmt: skip
+        c = row.causes()
+        name = f"{row.replicas} replica{'s' if row.replicas > 1 else ''}"
+        if c["unaccounted_min"] == c["unaccounted_max"]:
+            unacc = f"{c['unaccounted_max']:,}"
+        else:
+            unacc = f"{c['unaccounted_min']:,}–{c['unaccounted_max']:,}"
+        mesh = f" + mesh envelopes lost {c['mesh_envelopes_lost']:,}" if row.replicas > 1 else ""
+        print(f"{name}: {c['missing']:,} not received = {c['receiver_queue']:,} shed at a receiver's "
+              f"send queue + {c['flushed']:,} flushed (a leaver's){mesh} + {unacc} lost nowhere "
+              f"accounted (target 0); duplicates {c['duplicates']}; {row.clean_receivers} of "
+              f"{row.senders} senders got every frame")  # fmt: skip
+        if row.replicas > 1:
+            mc = ", ".join(
+                f"{k[5:]} {int(v):,}" for k, v in sorted(row.counters.items()) if k.startswith("mesh:") and v
+            )
+            print(f"  mesh counters: {mc or 'all 0'}")
+        seat = row.probe_seat_drops()
+        for i, (m, cpu, d) in enumerate(zip(row.probe_missing, row.probe_cpu, seat, strict=False)):
+            where = "ABCDEFGH"[i % row.replicas] if row.replicas > 1 else "the relay"
+            print(f"  probe on {where}: missed {m:,}; relay queue drops at its seat "
+                  f"{'unknown' if d is None else f'{d:,}'}; its process used {cpu:.2f} core")  # fmt: skip
+        print(f"  sender workers: {len(row.sender_cpu)} processes, {sum(row.sender_cpu):.2f} cores in all")
+    single = rows[0]
+    target = single.senders * (single.seats - 1) * single.rate
+    s1 = single.summary()
+    print(f"1 replica: forwarded {s1['forwarded_per_s']:,.0f}/s (target ≥ {target:,}), "
+          f"drops {s1['drops']:,} (target 0), senders' p99 {s1['paths'][SENDERS][LOCAL]['p99_ms']:.2f} ms, "
+          f"probe p99 {s1['paths'][PROBES].get(LOCAL, {}).get('p99_ms', float('nan')):.2f} ms (target < 5); "
+          f"zero drops at the probe: {_verdict(sum(single.probe_missing) == 0)}")  # fmt: skip
     for row in rows[1:]:
-        s = row.summary()
-        local = s["paths"].get(LOCAL, {}).get("p99_ms", float("nan"))
-        remote = s["remote_p99_ms"]
-        ratio = remote / local if remote and local else float("nan")
-        verdict = "met" if ratio <= 2.0 else "NOT MET"
-        print(f"{row.replicas} replicas: remote p99 {remote:.2f} ms over local p99 {local:.2f} ms = "
-              f"{ratio:.2f}× (target ≤ 2×: {verdict}); drops {s['drops']} of {s['expected']:,} "
-              f"(target 0: {'met' if s['drops'] == 0 else 'NOT MET'})")  # fmt: skip
-        for name in (ONE_HOP, TWO_HOPS):
-            p = s["paths"].get(name)
-            if p and local:
-                print(f"  {name}: p99 {p['p99_ms']:.2f} ms = {p['p99_ms'] / local:.2f}× local")
+        for cls, what in ((PROBES, "probes (keep up)"), (SENDERS, "senders")):
+            local, remote, ratio = row.remote_ratio(cls)
+            print(f"{row.replicas} replicas, {what}: remote p99 {remote:.2f} ms over local p99 {local:.2f} ms "
+                  f"= {ratio:.2f}× (target ≤ 2×: {_verdict(ratio <= 2.0)})")  # fmt: skip
+            for name in (ONE_HOP, TWO_HOPS):
+                p = row.paths(cls).get(name)
+                if p and local:
+                    print(f"  {name}: p99 {p['p99_ms']:.2f} ms = {p['p99_ms'] / local:.2f}× local")
+        c = row.causes()
+        print(f"{row.replicas} replicas: zero drops for receivers that keep up (the probes): "
+              f"{_verdict(sum(row.probe_missing) == 0)} ({sum(row.probe_missing):,} missed); "
+              f"lost nowhere accounted 0: {_verdict(c['unaccounted_max'] == 0)}; "
+              f"all receivers: {c['missing']:,} of {row.expected:,} not received")  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--peers", type=int, default=25)
+    ap.add_argument("--peers", type=int, default=25, help="seats in the room, probes included (cap 25)")
+    ap.add_argument("--probes", type=int, default=1, help="listen-only probe seats per replica")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rate", type=int, default=50, help="frames per second per peer")
-    ap.add_argument("--procs", type=int, default=min(5, os.cpu_count() or 1), help="peer worker processes")
+    ap.add_argument("--procs", type=int, default=6, help="worker processes for the senders")
     ap.add_argument("--replicas", type=int, choices=(1, 2), default=1,
                     help="2: also the two-replica mesh row (PostgreSQL + Redis), after the 1-replica row")  # fmt: skip
     ap.add_argument("--redis-url", default=os.environ.get("BUZZ_BENCH_REDIS_URL", DEFAULT_REDIS))
