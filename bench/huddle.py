@@ -2,22 +2,34 @@
 """Huddle fan-out benchmark (issue 6 item 6; issue 15 for `--replicas 2`). Run by `make bench`,
 never by the tests.
 
-25 simulated peers send one 20 ms frame each (50 frames/s) for 10 s into one huddle; every frame
-is forwarded to the other 24, so the target load is 25 × 24 × 50 = 30,000 forwarded frames/s
-(huddle.md §5.3). Peers run in worker processes so the relays' cores are their own. Each frame
-carries its send time (CLOCK_MONOTONIC, shared by all processes), its sender and the sender's
-replica; latency is receive − send on loopback, an upper bound of the relay-added latency.
-Relay CPU comes from /proc/<pid>/stat (utime + stime). Drops are counted per (sender, receiver):
-frames a sender sent that the receiver never got.
+25 seats in one huddle (the room's cap, huddle.md §5.3): one listen-only *probe* per replica
+(it joins like any peer, sends nothing, and runs alone in its own process doing nothing but
+reading and timestamping), the others *senders* sending one 20 ms frame each (50 frames/s) for
+10 s; every frame is forwarded to the other 24 seats. Senders run in `--procs` worker processes
+(6), so the relays' cores are their own. Every seat joins first, one at a time; the frames start
+once all are in, so no seat misses any by joining late. Each frame carries its send time
+(CLOCK_MONOTONIC, shared by all processes), its sender and the sender's replica; latency is
+receive − send on loopback, an upper bound of the relay-added latency. Relay CPU comes from
+/proc/<pid>/stat (utime + stime), the time a process waited for a CPU from /proc/<pid>/schedstat.
+
+Drops are counted per (sender, receiver): frames a sender sent that the receiver never got,
+split by receiver class (senders, probes) and by cause with the relays' own counters
+(`/metrics`): shed at a receiver's send queue (huddle.md §7.2), a leaver's frames flushed, mesh
+envelopes lost (outbox full, failed send, stale or unknown envelope; one envelope is a frame for
+one receiver, owner → ingress, or for all, ingress → owner), and the rest, lost nowhere
+accounted (must be 0). The senders are Python clients sharing 2 cores and may not keep up with
+24 × 50 frames/s each; the probes are the receivers that keep up: their drops and latency are
+the answer to "zero drops for receivers that keep up".
 
 Row "1 replica": one `buzz relay serve` (SQLite), every path local. Targets: ≥ 30,000 forwarded
-frames/s on one core, zero drops, p99 < 5 ms.
+frames/s on one core (senders × 24 × 50 here), zero drops, p99 < 5 ms.
 
 Row "2 replicas" (`--replicas 2`, what `make bench` runs, after the 1-replica row of the same
 run): two `buzz relay serve` processes with BUZZ_MESH=on on one PostgreSQL database (created for
 the run and dropped after) and one Redis (`--redis-url`, default redis://127.0.0.1:6379/0;
-keys under a workspace id of the run, deleted after). The first peer joins replica A, so A owns
-the room; the peers alternate A, B, A, B… (13 on A, 12 on B). Latency by path (huddle.md §9.8):
+keys under a workspace id of the run, deleted after). The first sender joins replica A, so A
+owns the room; the senders alternate A, B, A, B…, then one probe on each (13 seats on A, 12 on
+B). Latency by path (huddle.md §9.8):
 - local: sender and receiver on the owner A (A → client);
 - remote, 1 hop: sender on A and receiver on B, or sender on B and receiver on A (one envelope
   through Redis);
@@ -96,6 +108,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
+def runqueue_seconds(pid: int | str = "self") -> float:
+    """Seconds the process's main thread (the event loop) spent runnable but waiting for a CPU
+    (/proc/<pid>/schedstat, second field): how much a shared machine held it back."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+
+
 @dataclass
 class Peer:
     number: int  # 0…seats-1, carried in every frame a sender sends
@@ -114,6 +132,7 @@ class Sync:
     joining late)."""
 
     owner_ready: Any
+    join_lock: Any  # one join at a time across the workers (see run_row)
     joined: Any  # multiprocessing Value("i")
     go: Any
     start_at: Any  # multiprocessing Value("d"): CLOCK_MONOTONIC seconds
@@ -138,7 +157,10 @@ async def join(
         if isinstance(answer, dict) and answer.get("type") == "joined":
             return ws
         await ws.close()
-        print(f"peer {peer.number} attempt {attempt}: {answer}", file=sys.stderr)
+        print(
+            f"peer {peer.number} on replica {peer.replica}, join attempt {attempt + 1}: {answer}",
+            file=sys.stderr,
+        )
         await asyncio.sleep(0.2 * 2**attempt)
     raise SystemExit(f"peer {peer.number} on replica {peer.replica} not admitted: {answer}")
 
@@ -157,7 +179,11 @@ async def peer_main(
         for peer in peers:
             if peer.number != 0:  # the owner is whoever admits first: peer 0, on replica A
                 await loop.run_in_executor(None, sync.owner_ready.wait, 60)
-            ws = await join(http, urls[peer.replica], cid, peer)
+            await loop.run_in_executor(None, sync.join_lock.acquire)
+            try:
+                ws = await join(http, urls[peer.replica], cid, peer)
+            finally:
+                sync.join_lock.release()
             if peer.number == 0:
                 sync.owner_ready.set()
             with sync.joined.get_lock():
@@ -193,7 +219,7 @@ async def peer_main(
 
         readers = [asyncio.create_task(reader(ws, p)) for ws, p in zip(sockets, peers, strict=True)]
         await asyncio.sleep(max(0.0, start_at - time.monotonic()))
-        cpu0, t0 = time.process_time(), time.monotonic()
+        cpu0, wait0, t0 = time.process_time(), runqueue_seconds(), time.monotonic()
         sends = [
             sender(ws, p, offsets[i])
             for i, (ws, p) in enumerate(zip(sockets, peers, strict=True))
@@ -201,7 +227,8 @@ async def peer_main(
         ]
         sent = dict(await asyncio.gather(*sends))
         await asyncio.sleep(max(0.0, start_at + seconds - time.monotonic()))
-        cpu_share = (time.process_time() - cpu0) / (time.monotonic() - t0)
+        wall = time.monotonic() - t0
+        cpu_share = ((time.process_time() - cpu0) / wall, (runqueue_seconds() - wait0) / wall)
         await asyncio.sleep(1.5)  # let the last frames arrive
         for ws in sockets:
             await ws.close()
@@ -364,8 +391,9 @@ class Row:
     counters: Counter[str] = field(default_factory=Counter)  # summed over the row's relays
     clean_receivers: int = 0  # senders that got every frame of every other sender
     probe_missing: list[int] = field(default_factory=list)  # per probe, frames it never got
-    probe_cpu: list[float] = field(default_factory=list)  # per probe process, cores
-    sender_cpu: list[float] = field(default_factory=list)  # per sender worker process, cores
+    probe_cpu: list[tuple[float, float]] = field(default_factory=list)  # per probe: (CPU, waiting)
+    sender_cpu: list[tuple[float, float]] = field(default_factory=list)  # per sender worker
+    relay_wait: float = 0.0  # share of the row the relays' event loops waited for a CPU (summed)
 
     @property
     def senders(self) -> int:
@@ -437,6 +465,7 @@ class Row:
             "probe_cpu_cores": self.probe_cpu,
             "sender_worker_cpu_cores": self.sender_cpu,
             "relay_cpu_cores": self.cpu,
+            "relay_runqueue_wait_share": self.relay_wait,
             "load_avg": self.load,
             "load_avg_end": self.load_end,
         }
@@ -466,7 +495,10 @@ def run_row(relays: list[Relay], args: argparse.Namespace) -> Row:
     groups = [g for g in groups if g]
     ctx = mp.get_context("spawn")
     out: Any = ctx.Queue()
-    sync = Sync(ctx.Event(), ctx.Value("i", 0), ctx.Event(), ctx.Value("d", 0.0))
+    # Joins one at a time: 25 registrations at once on a loaded machine miss the owner's 2 s
+    # answer, and a seat whose ingress gave up stays held at the owner (room_full on the retry)
+    # until the owner's silence check drops it.
+    sync = Sync(ctx.Event(), ctx.Lock(), ctx.Value("i", 0), ctx.Event(), ctx.Value("d", 0.0))
     workers = [
         ctx.Process(target=worker, args=(urls, cid, g, sync, args.seconds, args.rate, out)) for g in groups
     ]
@@ -484,8 +516,10 @@ def run_row(relays: list[Relay], args: argparse.Namespace) -> Row:
     time.sleep(max(0.0, sync.start_at.value - time.monotonic()))
     row = Row(len(urls), len(peers), len(peers) - len(senders), args.rate, args.seconds, load=load_avg())
     cpu0, t0 = sum(cpu_seconds(p.pid) for p in procs), time.monotonic()
+    wait0 = sum(runqueue_seconds(p.pid) for p in procs)
     time.sleep(args.seconds)
     cpu1, t1 = sum(cpu_seconds(p.pid) for p in procs), time.monotonic()
+    row.relay_wait = (sum(runqueue_seconds(p.pid) for p in procs) - wait0) / (t1 - t0)
     row.load_end = load_avg()
     results: list[Any] = []
     deadline = time.monotonic() + 90
@@ -583,8 +617,11 @@ def print_table(rows: list[Row]) -> None:
         for i, (m, cpu, d) in enumerate(zip(row.probe_missing, row.probe_cpu, seat, strict=False)):
             where = "ABCDEFGH"[i % row.replicas] if row.replicas > 1 else "the relay"
             print(f"  probe on {where}: missed {m:,}; relay queue drops at its seat "
-                  f"{'unknown' if d is None else f'{d:,}'}; its process used {cpu:.2f} core")  # fmt: skip
-        print(f"  sender workers: {len(row.sender_cpu)} processes, {sum(row.sender_cpu):.2f} cores in all")
+                  f"{'unknown (mesh losses too)' if d is None else f'{d:,}'}; its process used "
+                  f"{cpu[0]:.2f} core and waited for a CPU {cpu[1]:.0%} of the time")  # fmt: skip
+        print(f"  sender workers: {len(row.sender_cpu)} processes, {sum(c for c, _ in row.sender_cpu):.2f} "
+              f"cores in all; relays: {row.cpu:.2f} cores, event loops waited for a CPU "
+              f"{row.relay_wait:.0%} of the time (summed over relays)")  # fmt: skip
     single = rows[0]
     target = single.senders * (single.seats - 1) * single.rate
     s1 = single.summary()
