@@ -472,9 +472,10 @@ class Row:
 
 
 def seats_of(n_replicas: int, args: argparse.Namespace) -> list[Peer]:
-    """`args.peers` seats: `args.probes` listen-only probes on each replica, the rest senders
-    alternating A, B, … (peer 0, on A, joins first and so makes A the owner)."""
-    n_probes = args.probes * n_replicas
+    """`args.peers` seats: `args.probes` listen-only probes per replica of the run's largest row
+    (so that every row has the same seats and load; on one relay they all sit there), the rest
+    senders alternating A, B, … (peer 0, on A, joins first and so makes A the owner)."""
+    n_probes = args.probes * args.replicas
     senders = args.peers - n_probes
     if senders < 2:
         raise SystemExit(f"--peers {args.peers} leaves {senders} senders beside {n_probes} probes")
@@ -578,7 +579,7 @@ def print_table(rows: list[Row]) -> None:
     r0 = rows[0]
     print(
         f"{r0.seats} seats ({r0.senders} senders × {r0.rate} frames/s × {r0.seconds:g} s, "
-        f"{r0.probes} listen-only probes in a process each) per row; latency = receive − send on loopback\n"
+        f"{r0.probes} listen-only probe(s), each in its own process) per row; latency = receive − send on loopback\n"
     )
     head = f"{'row':<11} {'receivers':<9} {'path':<14} {'frames':>9} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'drops':>7}"
     print(f"{head} {'fwd frames/s':>12} {'relay CPU':>9}  load")
