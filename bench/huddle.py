@@ -616,7 +616,7 @@ def print_table(rows: list[Row]) -> None:
             print(f"  mesh counters: {mc or 'all 0'}")
         seat = row.probe_seat_drops()
         for i, (m, cpu, d) in enumerate(zip(row.probe_missing, row.probe_cpu, seat, strict=False)):
-            where = "ABCDEFGH"[i % row.replicas] if row.replicas > 1 else "the relay"
+            where = "ABCDEFGH"[i % row.replicas] if row.replicas > 1 else f"the relay ({i + 1})"
             print(f"  probe on {where}: missed {m:,}; relay queue drops at its seat "
                   f"{'unknown (mesh losses too)' if d is None else f'{d:,}'}; its process used "
                   f"{cpu[0]:.2f} core and waited for a CPU {cpu[1]:.0%} of the time")  # fmt: skip
