@@ -391,6 +391,7 @@ class Row:
     counters: Counter[str] = field(default_factory=Counter)  # summed over the row's relays
     clean_receivers: int = 0  # senders that got every frame of every other sender
     probe_missing: list[int] = field(default_factory=list)  # per probe, frames it never got
+    probe_replicas: list[int] = field(default_factory=list)  # per probe, the replica it sits on
     probe_cpu: list[tuple[float, float]] = field(default_factory=list)  # per probe: (CPU, waiting)
     sender_cpu: list[tuple[float, float]] = field(default_factory=list)  # per sender worker
     relay_wait: float = 0.0  # share of the row the relays' event loops waited for a CPU (summed)
@@ -423,10 +424,17 @@ class Row:
         """The relay's queue drops at each probe's seat: 0 when the probe got every frame (a
         dropped frame is never delivered); equal to what it missed when the row's balance
         closes exactly (every missing frame is a counted queue drop, and no receiver can miss
-        fewer frames than its seat dropped); None (unknown) otherwise."""
+        fewer frames than its seat dropped); None (unknown) otherwise.
+
+        With mesh losses the balance still closes when what the queues do not explain equals
+        the envelopes lost: each cost one frame for one receiver, so all were owner → ingress
+        fan-out envelopes (a lost ingress → owner envelope costs a frame for every receiver).
+        A probe on the owner gets no fan-out envelope, so its misses are its seat's drops."""
         c = self.causes()
-        closes = c["exact"] and c["unaccounted_max"] == 0 and not self.duplicates
-        return [0 if m == 0 else (m if closes else None) for m in self.probe_missing]
+        rest = c["missing"] - c["receiver_queue"] - c["flushed"]
+        closes = rest == c["mesh_envelopes_lost"] and not self.duplicates
+        exact = [closes and (c["mesh_envelopes_lost"] == 0 or r == OWNER) for r in self.probe_replicas]
+        return [0 if m == 0 else (m if ok else None) for m, ok in zip(self.probe_missing, exact, strict=True)]
 
     def paths(self, cls: str) -> dict[str, dict[str, Any]]:
         lat, drops = self.lat.get(cls, {}), self.drops.get(cls, Counter())
@@ -561,6 +569,7 @@ def run_row(relays: list[Relay], args: argparse.Namespace) -> Row:
             row.received += min(n, have)
         if receiver.probe:
             row.probe_missing.append(missing)
+            row.probe_replicas.append(receiver.replica)
         else:
             row.clean_receivers += missing == 0
     row.sent = sum(sent.values())
@@ -605,6 +614,11 @@ def print_table(rows: list[Row]) -> None:
         else:
             unacc = f"{c['unaccounted_min']:,}–{c['unaccounted_max']:,}"
         mesh = f" + mesh envelopes lost {c['mesh_envelopes_lost']:,}" if row.replicas > 1 else ""
+        if (
+            c["mesh_envelopes_lost"]
+            and c["missing"] - c["receiver_queue"] - c["flushed"] == c["mesh_envelopes_lost"]
+        ):
+            mesh += " (one frame for one receiver each: owner → ingress fan-out)"
         print(f"{name}: {c['missing']:,} not received = {c['receiver_queue']:,} shed at a receiver's "
               f"send queue + {c['flushed']:,} flushed (a leaver's){mesh} + {unacc} lost nowhere "
               f"accounted (target 0); duplicates {c['duplicates']}; {row.clean_receivers} of "
