@@ -110,9 +110,9 @@ def test_keys_generate_and_show() -> None:
 def test_keys_show_without_key_is_a_json_error() -> None:
     env = {k: v for k, v in os.environ.items() if k != "BUZZ_PRIVATE_KEY"}
     done = subprocess.run([BUZZ, "keys", "show"], env=env, capture_output=True, text=True, timeout=30)
-    assert done.returncode == 3  # agents.md §2.1: a missing signing key is key_error
+    assert done.returncode == 3  # engram.md §12.1: a missing key is auth_error (invalid: key_error)
     err = json.loads(done.stderr)
-    assert err["error"] == "key_error" and err["retryable"] is False and "BUZZ_PRIVATE_KEY" in err["message"]
+    assert err["error"] == "auth_error" and err["retryable"] is False and "BUZZ_PRIVATE_KEY" in err["message"]
 
 
 def test_parser_errors_exit_1_with_json() -> None:

@@ -39,12 +39,14 @@ _FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 
 
 class ConfigError(ValueError):
-    """An unusable configuration value; `exit_code` is 1 (config) or 3 (key / auth tag)."""
+    """An unusable configuration value; `exit_code` is 1 (config) or 3 (key / auth tag);
+    `category` the CLI error category when it is not implied by the code (`key_error`)."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_CONFIG) -> None:
+    def __init__(self, message: str, exit_code: int = EXIT_CONFIG, category: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        self.category = category
 
 
 # -- value parsers (text → typed value; raise ConfigError) -------------------------------------
