@@ -46,7 +46,12 @@ def _with_flag_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group()
 def agent() -> None:
-    """Run an agent: the ACP harness (agents.md §4)."""
+    """Run an agent: the ACP harness (agents.md §4).
+
+    \b
+    Example:
+      buzz agent run --agent-command python3 --agent-args examples/rules_agent.py
+    """
 
 
 @agent.command(context_settings={"max_content_width": 110})

@@ -13,7 +13,13 @@ from buzz.core.keys import generate_secret_key, public_key
 
 @click.group(cls=CommandGroup)
 def keys() -> None:
-    """Key pairs (secp256k1, NIP-19 forms)."""
+    """Key pairs (secp256k1, NIP-19 forms).
+
+    \b
+    Example:
+      buzz keys generate
+      BUZZ_PRIVATE_KEY=nsec1... buzz keys show --npub
+    """
 
 
 @keys.command()

@@ -33,7 +33,12 @@ def run_loop(main: Coroutine[Any, Any, None]) -> None:
 
 @click.group(cls=CommandGroup)
 def relay() -> None:
-    """Run and inspect the relay."""
+    """Run and inspect the relay.
+
+    \b
+    Example:
+      buzz relay serve --bind 127.0.0.1:3000 --data-dir ./buzz-data
+    """
 
 
 @relay.command()
