@@ -128,6 +128,19 @@ def make_dataset(n: int, n_authors: int, n_channels: int, seed: int) -> Dataset:
 
 
 # -- loading -------------------------------------------------------------------------------------
+async def _send_as_reader(url: str, ds: Dataset, conn: ingest.Conn, window: int) -> ingest._Tally:
+    """Publish the events queued on `conn` over one connection authenticated as the reader,
+    `window` in flight at a time; the relay's OKs tallied."""
+    async with aiohttp.ClientSession() as session:
+        ws = await ingest.open_conn(session, url, ds.reader_secret, ingest.AUTH_TIMEOUT_S)
+        try:
+            tally = ingest._Tally()
+            await ingest._pump(ws, url, conn, window, tally)
+        finally:
+            await ws.close()
+    return tally
+
+
 async def create_channels(url: str, ds: Dataset) -> None:
     conn = ingest.Conn(ds.reader_secret, ds.reader)
     for ch in ds.channels:
@@ -137,13 +150,7 @@ async def create_channels(url: str, ds: Dataset) -> None:
                 ds.reader_secret, 9007, "", [["h", ch], ["name", f"q-{ch[:8]}"], ["visibility", "open"]]
             ),
         )
-    async with aiohttp.ClientSession() as session:
-        ws = await ingest.open_conn(session, url, ds.reader_secret, ingest.AUTH_TIMEOUT_S)
-        try:
-            tally = ingest._Tally()
-            await ingest._pump(ws, url, conn, 1, tally)
-        finally:
-            await ws.close()
+    tally = await _send_as_reader(url, ds, conn, 1)
     if tally.accepted != len(ds.channels) or tally.duplicates:
         raise ingest.BenchError(
             f"channel creation: {tally.accepted}/{len(ds.channels)} accepted ({tally.first_reject})"
@@ -214,13 +221,7 @@ async def sample_through_relay(url: str, ds: Dataset, n: int) -> int:
         ev = ingest._add(conn, Event.create(ds.reader_secret, 9, f"sample {i}", [["h", ch]], now - n + i))
         ds.by_channel[ch].append((ev.created_at, ev.id))
         ds.by_author_k9[ds.reader] = ds.by_author_k9.get(ds.reader, 0) + 1
-    async with aiohttp.ClientSession() as session:
-        ws = await ingest.open_conn(session, url, ds.reader_secret, ingest.AUTH_TIMEOUT_S)
-        try:
-            tally = ingest._Tally()
-            await ingest._pump(ws, url, conn, 64, tally)
-        finally:
-            await ws.close()
+    tally = await _send_as_reader(url, ds, conn, 64)
     if tally.accepted != n or tally.duplicates:
         raise ingest.BenchError(f"sample: {tally.accepted}/{n} accepted ({tally.first_reject!r})")
     return n
