@@ -173,16 +173,17 @@ class Claims:
         if at is None:
             return
         now = max(int(time.time()), at + 1)
+        # reserved before the round trip: a `done` or `released` sent meanwhile builds above
+        # this beat, never in its second (a tie would go to the lower event id)
+        self.held[event_id] = now
         try:
             result = await self._publish(claim_event(self._secret, event_id, now, CLAIMED))
         except Exception as exc:
             log.warning("could not refresh the claim on %s: %s", event_id[:12], exc)
             return
-        if is_duplicate(result):
+        if is_duplicate(result) and event_id in self.held:
             log.warning("the claim on %s was taken over by another process", event_id[:12])
             self.held.pop(event_id, None)
-        elif result.accepted:
-            self.held[event_id] = now
 
     async def heartbeat(self) -> None:
         """Refresh every held claim each `heartbeat_s` seconds (runs until cancelled)."""
