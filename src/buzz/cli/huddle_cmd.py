@@ -225,7 +225,7 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
         fail(str(exc))
     try:
         async with RelayClient(options.relay_url, secret, auth_tags=auth_tags) as nostr:
-            # the parent when given: a huddle channel admits the parent's members (huddle.md §8.4)
+            # the parent when given: the joiner need not be in the ephemeral huddle channel yet
             await _require_channel(nostr, options.parent_channel_id or options.channel_id)
             if options.parent_channel_id is not None:
                 options = await _settled(nostr, signer, options)
