@@ -123,14 +123,13 @@ async def test_exit_codes_and_error_shape(
     # empty stdin: exit 1 and nothing published
     empty = await buzz(url, alice, "messages", "send", "--channel", channel, "--content", "-", stdin=b"")
     check(empty, 1, "user_error")
-    # the relay refuses a write and a read of a channel that does not exist: not_found, as for
-    # every command (tests/cli/test_channel_not_found.py), without the relay's text
+    # the relay's verdicts: a refused write (exit 4), a refused read (HTTP 403 → exit 3)
     write = check(
-        await buzz(url, alice, "messages", "send", "--channel", channel, "--content", "hi"), 1, "not_found"
+        await buzz(url, alice, "messages", "send", "--channel", channel, "--content", "hi"), 4, "error"
     )
-    assert write["message"] == f"channel not found: {channel}" and write["retryable"] is False
-    read = check(await buzz(url, alice, "messages", "get", "--channel", channel), 1, "not_found")
-    assert "relay_message" not in read
+    assert write["relay_message"] == "restricted: not a channel member" and write["retryable"] is False
+    read = check(await buzz(url, alice, "messages", "get", "--channel", channel), 3, "auth_error")
+    assert read["relay_message"] == "restricted: not a channel member"
     check(await buzz(url, alice, "messages", "get", "--channel", channel, "--kinds", "9,x"), 1, "user_error")
     missing = await buzz(url, alice, "messages", "edit", "--event", "ab" * 32, "--content", "x")
     check(missing, 1, "not_found")

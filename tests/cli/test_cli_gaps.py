@@ -96,9 +96,9 @@ async def test_messages_watch_streams_json_lines_until_ctrl_c(
         code = await asyncio.wait_for(proc.wait(), 30)
     assert code == 0 and await proc.stderr.read() == b""
 
-    outsider = await buzz(url, carol, "messages", "watch", "--channel", channel)  # private to her
-    assert (outsider.code, outsider.error["error"]) == (1, "not_found")
-    assert "relay_message" not in outsider.error
+    outsider = await buzz(url, carol, "messages", "watch", "--channel", channel)
+    assert (outsider.code, outsider.error["error"]) == (3, "auth_error")
+    assert outsider.error["relay_message"].startswith("restricted:")
 
 
 async def test_users_get_name_matches_substrings(
@@ -169,8 +169,8 @@ async def test_huddle_join_exit_codes_and_input_checks(
     assert (missing.code, missing.error["error"]) == (1, "user_error")  # never click's exit 2
 
     args = ("huddle", "join", "--channel", channel, "--duration", "1")
-    outsider = await buzz(url, alice, *args)  # alice is not a member of bob's private channel:
-    assert (outsider.code, outsider.error["error"]) == (1, "not_found"), outsider.stderr  # as if missing
+    outsider = await buzz(url, alice, *args)  # alice is not a member of bob's private channel
+    assert (outsider.code, outsider.error["error"]) == (3, "auth_error"), outsider.stderr
     unreachable = await buzz("ws://127.0.0.1:9", alice, *args)
     assert (unreachable.code, unreachable.error["error"]) == (2, "network_error"), unreachable.stderr
     assert unreachable.error["retryable"] is True

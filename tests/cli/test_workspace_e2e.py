@@ -198,18 +198,18 @@ async def test_private_channel_conversation(
     assert [m["id"] for m in hits] == [root["event_id"]]
     assert (await as_(carol, "messages", "search", "--query", "mockups")).json["messages"] == []
 
-    # Carol cannot read, write or see the channel: to her it does not exist
+    # Carol is restricted on read and write, and cannot see the channel
     read = await as_(carol, "messages", "get", "--channel", channel)
-    assert (read.code, read.error["error"], read.error["message"]) == (
-        1,
-        "not_found",
-        f"channel not found: {channel}",
+    assert (read.code, read.error["error"], read.error["relay_message"]) == (
+        3,
+        "auth_error",
+        "restricted: not a channel member",
     )
     write = await as_(carol, "messages", "send", "--channel", channel, "--content", "let me in")
-    assert (write.code, write.error["error"], write.error["message"]) == (
-        1,
-        "not_found",
-        f"channel not found: {channel}",
+    assert (write.code, write.error["error"], write.error["relay_message"]) == (
+        4,
+        "error",
+        "restricted: not a channel member",
     )
     hidden = await as_(carol, "channels", "get", "--channel", channel)
     assert (hidden.code, hidden.error["error"]) == (1, "not_found")

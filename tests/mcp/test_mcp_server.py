@@ -180,9 +180,14 @@ async def test_refusals_are_tool_errors(sqlite_relay: RunningRelay, alice: Ident
         open_channel = await create_channel(c, carol, "open", name="lobby")
     async with mcp_server(sqlite_relay.url, alice) as server:
         refused = await server.error("send_message", {"channel_id": private, "content": "let me in"})
-        hidden = {"error": "not_found", "message": f"channel not found: {private}", "retryable": False}
-        assert refused == hidden  # a private channel of others is, to alice, a missing one
-        assert await server.error("join_channel", {"channel_id": private}) == hidden
+        assert refused == {
+            "error": "error",
+            "message": "restricted: not a channel member",
+            "retryable": False,
+            "relay_message": "restricted: not a channel member",
+        }
+        joined = await server.error("join_channel", {"channel_id": private})
+        assert joined["relay_message"] == "restricted: channel is private"
 
         # Schema violations, checked before anything is sent.
         for arguments, needle in (

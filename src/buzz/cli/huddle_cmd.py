@@ -7,8 +7,7 @@ agents present (role `bot`), when agents are present or `--transcribe` is given.
 report when it leaves.
 
 Failures follow the CLI's exit codes (one JSON line on stderr): 1 a bad argument (an `--input`
-that is not a 16-bit PCM WAV with audio is refused before connecting) or a channel I cannot see
-(`not_found`: missing, or private and I am not in it), 2 the relay cannot be
+that is not a 16-bit PCM WAV with audio is refused before connecting), 2 the relay cannot be
 reached, 3 access (key or tag, AUTH refused, and the relay's uncoded join errors of huddle.md
 §4.2: `auth failed`, `not a member`, …), 4 any other refusal (coded errors such as `room_full`).
 """
@@ -33,8 +32,6 @@ from buzz.cli.common import CommandGroup
 from buzz.cli.identity import IdentityError, auth_tags_for, parse_secret_key
 from buzz.cli.output import Context, emit, fail
 from buzz.client import RelayClient, RelayError
-from buzz.client.errors import channel_not_found
-from buzz.client.lookups import METADATA_KIND
 from buzz.core.channel_id import is_channel_id
 from buzz.core.event import Event
 from buzz.core.huddle_wire import BARGE_IN_MIN_MS, CURRENT_PROTOCOL_VERSION
@@ -225,8 +222,6 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
         fail(str(exc))
     try:
         async with RelayClient(options.relay_url, secret, auth_tags=auth_tags) as nostr:
-            # the parent when given: the joiner need not be in the ephemeral huddle channel yet
-            await _require_channel(nostr, options.parent_channel_id or options.channel_id)
             if options.parent_channel_id is not None:
                 options = await _settled(nostr, signer, options)
             client = HuddleClient(options, signer, nostr, recognizer_factory=lambda: recognizer)
@@ -271,14 +266,6 @@ async def _settled(nostr: RelayClient, signer: KeySigner, options: object) -> ob
     return dataclasses.replace(options, channel_id=room)
 
 
-async def _require_channel(client: RelayClient, channel: str) -> None:
-    """not_found (exit 1) for a channel I cannot see — missing, or private to others — like
-    every other command (`buzz.client.errors.channel_not_found`), before the relay's own
-    refusal (an uncoded join error, a closed REQ) could tell the two apart."""
-    if not await client.query([{"kinds": [METADATA_KIND], "#d": [channel]}]):
-        fail(str(channel_not_found(channel)), "not_found")
-
-
 async def _with_relay(ctx: Context, body: Callable[[RelayClient, KeySigner], Awaitable[object]]) -> object:
     """Run `body` on an authenticated connection; errors become one JSON line (exit 1)."""
     from buzz.voice.huddle_flow import HuddleFlowError
@@ -320,7 +307,6 @@ def start(ctx: Context, channel: str, agents: tuple[str, ...], name: str | None)
     from buzz.voice.huddle_flow import start_huddle
 
     async def body(client: RelayClient, signer: KeySigner) -> object:
-        await _require_channel(client, channel)
         return (await start_huddle(client, signer, channel, agents, name)).to_json()
 
     emit(ctx, asyncio.run(_with_relay(ctx, body)))
@@ -347,7 +333,6 @@ def leave(ctx: Context, channel: str, parent: str | None, end: bool) -> None:
         fail("--end needs --parent (the channel the huddle was started from)")
 
     async def body(client: RelayClient, signer: KeySigner) -> object:
-        await _require_channel(client, channel)
         if end:
             assert parent is not None
             ended_now = await end_huddle(client, signer, channel, parent)
@@ -403,7 +388,6 @@ def status(ctx: Context, channel: str, parent: str | None) -> None:
     from buzz.voice.huddle_flow import huddles_in
 
     async def body(client: RelayClient, signer: KeySigner) -> object:
-        await _require_channel(client, parent or channel)
         states = await huddles_in(client, [parent or channel])
         state = states.get(channel)
         if state is None:

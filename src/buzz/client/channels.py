@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from buzz.client.errors import UserError, channel_not_found
+from buzz.client.errors import NotFound, UserError
 from buzz.client.lookups import MEMBERS_KIND, METADATA_KIND, channel_members, channel_metadata, profiles
 from buzz.client.models import (
     Channel,
@@ -81,7 +81,7 @@ class Channels:
         channel_id = channel_arg(channel)
         meta = await channel_metadata(self._s, channel_id)
         if meta is None:
-            raise channel_not_found(channel_id)
+            raise NotFound(f"channel not found: {channel_id}")
         members = await channel_members(self._s, channel_id) or {}
         v = channel_view(meta)
         role = members.get(self._s.pubkey)
@@ -130,7 +130,7 @@ class Channels:
         channel_id = channel_arg(channel)
         roles = await channel_members(self._s, channel_id)
         if roles is None:
-            raise channel_not_found(channel_id)
+            raise NotFound(f"channel not found: {channel_id}")
         found = await profiles(self._s, roles)
         rows = []
         for pubkey, role in roles.items():

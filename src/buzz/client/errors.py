@@ -18,15 +18,6 @@ business: the CLI maps categories to codes in its one table (`buzz.cli.output.EX
 
 `retryable` is true for network failures and for HTTP 429/502/503/504; `relay_message` is the
 relay's own verdict text when there is one (`restricted: …`, `duplicate: …`).
-
-A channel the caller cannot see — it does not exist, or it is private and they are not in it —
-is one answer everywhere: `NotFound` "channel not found: <id>" (exit 1), whatever the command.
-When the relay refuses a request about one channel (relay.md §4.3, §6.3: mostly `restricted:
-not a channel member`, but a join and an admin edit have texts of their own), the client asks
-whether the channel's metadata (39000) is readable: when it is not, the refusal becomes
-`channel_not_found` and the relay's text is dropped (it could tell a private channel from a
-missing one). A readable channel keeps the relay's refusal (e.g. writing to an open channel
-one has not joined).
 """
 
 from __future__ import annotations
@@ -95,19 +86,6 @@ class Refused(WorkspaceError):
 
 class Conflict(Refused):
     category = "conflict"
-
-
-def is_channel_refusal(relay_message: str | None) -> bool:
-    """True for a relay verdict that, about a channel the caller cannot see, means "not found":
-    any refusal but `duplicate:` (the relay's texts differ — `restricted: not a channel member`,
-    `invalid: channel not found`, `restricted: channel is private`, an authorization text for
-    9002 on a private channel — and must not show through)."""
-    return relay_message is not None and not relay_message.startswith("duplicate:")
-
-
-def channel_not_found(channel_id: str) -> NotFound:
-    """The one error for a channel that does not exist or that the caller may not see."""
-    return NotFound(f"channel not found: {channel_id}")
 
 
 def refusal(relay_message: str, message: str, *, retryable: bool = False) -> Refused:

@@ -13,15 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from itertools import zip_longest
 from typing import Any
 
-from buzz.client.errors import (
-    AuthError,
-    NetworkError,
-    NotFound,
-    Refused,
-    UserError,
-    WorkspaceError,
-    channel_not_found,
-)
+from buzz.client.errors import AuthError, NetworkError, NotFound, Refused, UserError, WorkspaceError
 from buzz.client.lookups import channel_members, profiles
 from buzz.client.mentions import resolve_names, uri_mentions
 from buzz.client.models import Deleted, Edited, Message, SentMessage, Thread
@@ -107,7 +99,7 @@ class Messages:
             return []
         members = await channel_members(self._s, channel_id)
         if members is None:
-            raise channel_not_found(channel_id)
+            raise NotFound(f"channel not found: {channel_id}")
         names = {pk: display_name(p) or "" for pk, p in (await profiles(self._s, members)).items()}
         names = {pk: names.get(pk, "") for pk in members}
         resolution = resolve_names(content, names)
@@ -325,7 +317,7 @@ class Messages:
                             del seen[next(iter(seen))]
                         yield message_view(event)
             except RelayError as exc:
-                raise await self._s.channel_failure(_closed(exc.message, client.closed), channel_id) from None
+                raise _closed(exc.message, client.closed) from None
             finally:
                 await sub.close()
             raise _closed("the relay ended the subscription", client.closed)

@@ -31,8 +31,6 @@ from buzz.client.errors import (
     RelayUnavailable,
     UserError,
     WorkspaceError,
-    channel_not_found,
-    is_channel_refusal,
     refusal,
 )
 from buzz.client.http_bridge import BridgeClient, BridgeError
@@ -42,7 +40,6 @@ from buzz.core.event import Event
 from buzz.core.keys import is_hex
 
 DEFAULT_TIMEOUT_S = 10.0
-METADATA_KIND = 39000
 _WS_SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
 
 
@@ -62,16 +59,6 @@ def from_bridge_error(exc: BridgeError) -> WorkspaceError:
 def refused(result: PublishResult) -> WorkspaceError:
     """An `OK false` verdict: Refused, or Conflict for `duplicate:` (agents.md §2.1)."""
     return refusal(result.message, f"relay refused the event: {result.message}")
-
-
-def _one_channel(filters: Sequence[Mapping[str, Any]]) -> str | None:
-    """The channel a read names when every filter names the same single `#h`, else None."""
-    named = {tuple(f.get("#h") or ()) for f in filters}
-    if len(named) == 1:
-        (values,) = named
-        if len(values) == 1 and isinstance(values[0], str):
-            return values[0]
-    return None
 
 
 def websocket_url(relay_url: str) -> str:
@@ -127,34 +114,17 @@ class Session:
         try:
             result = await self.bridge.publish(event)
         except BridgeError as exc:
-            raise await self.channel_failure(from_bridge_error(exc), event.first_tag("h")) from None
+            raise from_bridge_error(exc) from None
         if not result.accepted:
-            raise await self.channel_failure(refused(result), event.first_tag("h"))
+            raise refused(result)
         return result
 
     async def query(self, filters: Iterable[Mapping[str, Any]]) -> list[Event]:
         """`POST /query`: the stored events visible to me, the relay's order (newest first)."""
-        filters = list(filters)
         try:
             return await self.bridge.query(filters)
         except BridgeError as exc:
-            raise await self.channel_failure(from_bridge_error(exc), _one_channel(filters)) from None
-
-    async def can_see_channel(self, channel_id: str) -> bool:
-        """True when the channel's metadata (39000) is readable to me: it exists and, if
-        private, I am in it. A read that fails counts as visible (the caller's error stands)."""
-        try:
-            return bool(await self.bridge.query([{"kinds": [METADATA_KIND], "#d": [channel_id]}]))
-        except BridgeError:
-            return True
-
-    async def channel_failure(self, error: WorkspaceError, channel_id: str | None) -> WorkspaceError:
-        """`error` as the caller should see it: a channel refusal about a channel I cannot see
-        is `channel_not_found` (errors.py: existence of private channels is not revealed)."""
-        if channel_id and is_channel_refusal(error.relay_message):
-            if not await self.can_see_channel(channel_id):
-                return channel_not_found(channel_id)
-        return error
+            raise from_bridge_error(exc) from None
 
     async def get_event(self, event_id: str) -> Event:
         """One stored event visible to me, else NotFound."""
