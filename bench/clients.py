@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import multiprocessing as mp
 import os
+import sys
 import time
 from multiprocessing.connection import Connection
 from typing import Any
@@ -259,3 +260,43 @@ def buzz_then_peer(
         else:
             os.environ["BUZZ_MAX_CONNECTIONS"] = before
     return buzz_result, peer_result
+
+
+# -- the report every bench prints (connections, fanout, query) ------------------------------------
+def report_head(title: str, out: dict[str, Any], tail: str = "") -> list[str]:
+    """The first two lines of a bench report: `buzz <title> bench — <date>` and the machine
+    (CPU, cores, load average at start and end of the run), `tail` appended to the latter."""
+    return [
+        f"buzz {title} bench — {out['date']}",
+        f"CPU: {out['cpu']} — {out['cores']} cores — load avg {out['load_avg_start']} at start, "
+        f"{out['load_avg_end']} at end{tail}",
+    ]
+
+
+def table(header: str, rows: list[str], width: int | None = None) -> list[str]:
+    """A blank line, `header`, a rule of `width` dashes (default: the header's length), the
+    rows, the rule again."""
+    rule = "-" * (len(header) if width is None else width)
+    return ["", header, rule, *rows, rule]
+
+
+def bench_main(args: Any, run: Any, render: Any) -> int:
+    """The end of every bench's `main`: `run(args)` → the results; they are written to
+    `--json` (if given) before `render(results)` is printed, so a report that fails keeps its
+    numbers. A `BenchError` is one line on stderr and exit 1."""
+    import json
+    from pathlib import Path
+
+    import ingest
+
+    try:
+        out = run(args)
+    except ingest.BenchError as exc:
+        print(f"bench failed: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2, default=str) + "\n")
+    print(render(out))
+    if args.json:
+        print(f"\nwrote {args.json}")
+    return 0

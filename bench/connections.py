@@ -14,7 +14,6 @@ its handshake (asserted: a failed or refused one fails the run). See bench/READM
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -77,27 +76,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render(out: dict[str, Any]) -> str:
-    lines = [
-        f"buzz idle-connection bench — {out['date']}",
-        f"CPU: {out['cpu']} — {out['cores']} cores — load avg {out['load_avg_start']} at start, "
-        f"{out['load_avg_end']} at end; clients in {out['workers']} processes",
-    ]
+    lines = clients.report_head("idle-connection", out, f"; clients in {out['workers']} processes")
     relays = [("buzz", out["buzz"])] + ([("nostr-relay", out["peer"])] if "peer" in out else [])
     lines += [
         f"  {n}: {r['config']}, RSS with no connection {r['rss_idle_kib'] / 1024:.0f} MiB" for n, r in relays
     ]
-    lines += [
-        "",
-        f"{'relay':<13}{'conns':>7}{'RSS MiB':>9}{'KiB/conn':>10}{'connect p50/p95 ms':>21}  load",
-        "-" * 84,
+    rows = [
+        f"{name:<13}{s['connections']:>7}{s['rss_mib']:>9.0f}{s['per_connection_kib']:>10.1f}"
+        f"{s['connect_p50_ms']:>12.1f} / {s['connect_p95_ms']:<7.1f}  {s['load_avg']}"
+        for name, r in relays
+        for s in r["steps"]
     ]
-    for name, r in relays:
-        for s in r["steps"]:
-            lines.append(
-                f"{name:<13}{s['connections']:>7}{s['rss_mib']:>9.0f}{s['per_connection_kib']:>10.1f}"
-                f"{s['connect_p50_ms']:>12.1f} / {s['connect_p95_ms']:<7.1f}  {s['load_avg']}"
-            )
-    lines.append("-" * 84)
+    header = f"{'relay':<13}{'conns':>7}{'RSS MiB':>9}{'KiB/conn':>10}{'connect p50/p95 ms':>21}  load"
+    lines += clients.table(header, rows, 84)
     if "peer" in out:
         for sb, sp in zip(out["buzz"]["steps"], out["peer"]["steps"], strict=True):
             lines.append(
@@ -131,17 +122,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        out = run(args)
-    except ingest.BenchError as exc:
-        print(f"bench failed: {exc}", file=sys.stderr)
-        return 1
-    print(render(out))
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
-        print(f"\nwrote {args.json}")
-    return 0
+    return clients.bench_main(parse_args(argv), run, render)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
@@ -160,27 +159,21 @@ def _idle_cost(r: dict[str, Any]) -> float:
 
 
 def render(out: dict[str, Any]) -> str:
-    lines = [
-        f"buzz fan-out bench — {out['date']}",
-        f"CPU: {out['cpu']} — {out['cores']} cores — load avg {out['load_avg_start']} at start, "
-        f"{out['load_avg_end']} at end",
-        f"{out['messages']} events per step, subscribers over {out['workers']} client processes",
-    ]
+    lines = clients.report_head("fan-out", out)
+    lines.append(f"{out['messages']} events per step, subscribers over {out['workers']} client processes")
     relays = [("buzz", out["buzz"])] + ([("nostr-relay", out["peer"])] if "peer" in out else [])
     lines += [f"  {n}: {r['config']}" for n, r in relays]
-    lines += [
-        "",
-        f"{'relay':<13}{'subs':>6}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'relay CPU/deliv':>17}"
-        f"{'client CPU/deliv':>18}  load",
-        "-" * 100,
+    rows = [
+        f"{name:<13}{f['subscribers']:>6}{f['p50_ms']:>9.1f}{f['p99_ms']:>9.1f}{f['max_ms']:>9.1f}"
+        f"{f['relay_cpu_us_per_delivery']:>14.0f} µs{f['client_cpu_us_per_delivery']:>15.0f} µs  {f['load_avg']}"
+        for name, r in relays
+        for f in r["fanout"]
     ]
-    for name, r in relays:
-        for f in r["fanout"]:
-            lines.append(
-                f"{name:<13}{f['subscribers']:>6}{f['p50_ms']:>9.1f}{f['p99_ms']:>9.1f}{f['max_ms']:>9.1f}"
-                f"{f['relay_cpu_us_per_delivery']:>14.0f} µs{f['client_cpu_us_per_delivery']:>15.0f} µs  {f['load_avg']}"
-            )
-    lines.append("-" * 100)
+    header = (
+        f"{'relay':<13}{'subs':>6}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'relay CPU/deliv':>17}"
+        f"{'client CPU/deliv':>18}  load"
+    )
+    lines += clients.table(header, rows, 100)
     for name, r in relays:
         few, many = r["idle"]
         lines.append(
@@ -235,17 +228,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        out = run(args)
-    except ingest.BenchError as exc:
-        print(f"bench failed: {exc}", file=sys.stderr)
-        return 1
-    print(render(out))
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
-        print(f"\nwrote {args.json}")
-    return 0
+    return clients.bench_main(parse_args(argv), run, render)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import sys
@@ -43,6 +42,7 @@ import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import clients
 import ingest
 
 from buzz.core.channel_id import new_channel_id
@@ -128,6 +128,19 @@ def make_dataset(n: int, n_authors: int, n_channels: int, seed: int) -> Dataset:
 
 
 # -- loading -------------------------------------------------------------------------------------
+async def _send_as_reader(url: str, ds: Dataset, conn: ingest.Conn, window: int) -> ingest._Tally:
+    """Publish the events queued on `conn` over one connection authenticated as the reader,
+    `window` in flight at a time; the relay's OKs tallied."""
+    async with aiohttp.ClientSession() as session:
+        ws = await ingest.open_conn(session, url, ds.reader_secret, ingest.AUTH_TIMEOUT_S)
+        try:
+            tally = ingest._Tally()
+            await ingest._pump(ws, url, conn, window, tally)
+        finally:
+            await ws.close()
+    return tally
+
+
 async def create_channels(url: str, ds: Dataset) -> None:
     conn = ingest.Conn(ds.reader_secret, ds.reader)
     for ch in ds.channels:
@@ -137,13 +150,7 @@ async def create_channels(url: str, ds: Dataset) -> None:
                 ds.reader_secret, 9007, "", [["h", ch], ["name", f"q-{ch[:8]}"], ["visibility", "open"]]
             ),
         )
-    async with aiohttp.ClientSession() as session:
-        ws = await ingest.open_conn(session, url, ds.reader_secret, ingest.AUTH_TIMEOUT_S)
-        try:
-            tally = ingest._Tally()
-            await ingest._pump(ws, url, conn, 1, tally)
-        finally:
-            await ws.close()
+    tally = await _send_as_reader(url, ds, conn, 1)
     if tally.accepted != len(ds.channels) or tally.duplicates:
         raise ingest.BenchError(
             f"channel creation: {tally.accepted}/{len(ds.channels)} accepted ({tally.first_reject})"
@@ -214,13 +221,7 @@ async def sample_through_relay(url: str, ds: Dataset, n: int) -> int:
         ev = ingest._add(conn, Event.create(ds.reader_secret, 9, f"sample {i}", [["h", ch]], now - n + i))
         ds.by_channel[ch].append((ev.created_at, ev.id))
         ds.by_author_k9[ds.reader] = ds.by_author_k9.get(ds.reader, 0) + 1
-    async with aiohttp.ClientSession() as session:
-        ws = await ingest.open_conn(session, url, ds.reader_secret, ingest.AUTH_TIMEOUT_S)
-        try:
-            tally = ingest._Tally()
-            await ingest._pump(ws, url, conn, 64, tally)
-        finally:
-            await ws.close()
+    tally = await _send_as_reader(url, ds, conn, 64)
     if tally.accepted != n or tally.duplicates:
         raise ingest.BenchError(f"sample: {tally.accepted}/{n} accepted ({tally.first_reject!r})")
     return n
@@ -445,10 +446,8 @@ TARGETS_MS = {"authors+kinds limit 100": 5, "channel window #h limit 50 (×3 pag
 
 
 def render(out: dict[str, Any]) -> str:
-    lines = [
-        f"buzz query bench — {out['date']}",
-        f"CPU: {out['cpu']} — {out['cores']} cores — load avg {out['load_avg_start']} at start, "
-        f"{out['load_avg_end']} at end",
+    lines = clients.report_head("query", out)
+    lines += [
         f"store: {out['events']:,} events ({', '.join(f'kind {k}: {v:,}' for k, v in sorted(out['kinds'].items()))}), "
         f"{out['authors']:,} authors, {out['channels']} channels; {out['reqs']} measured queries each",
     ]
@@ -462,14 +461,14 @@ def render(out: dict[str, Any]) -> str:
         )
     qnames = list(out["buzz"]["queries"])
     header = f"{'query p50 / p95 ms':<40}" + "".join(f"{names[k]:>22}" for k, _ in rows)
-    lines += ["", header, "-" * len(header)]
+    table_rows = []
     for q in qnames:
         cells = []
         for _, r in rows:
             v = r["queries"].get(q, {})
             cells.append(f"{v['p50_ms']:.2f} / {v['p95_ms']:.2f}" if "p50_ms" in v else "unsupported")
-        lines.append(f"{q:<40}" + "".join(f"{c:>22}" for c in cells))
-    lines.append("-" * len(header))
+        table_rows.append(f"{q:<40}" + "".join(f"{c:>22}" for c in cells))
+    lines += clients.table(header, table_rows)
     if "peer" in out:
         for q in qnames:
             p = out["peer"]["queries"].get(q, {})
@@ -518,18 +517,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        out = run(args)
-    except ingest.BenchError as exc:
-        print(f"bench failed: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2, default=str) + "\n")
-    print(render(out))
-    if args.json:
-        print(f"\nwrote {args.json}")
-    return 0
+    return clients.bench_main(parse_args(argv), run, render)
 
 
 if __name__ == "__main__":

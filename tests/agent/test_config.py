@@ -63,6 +63,7 @@ SPEC_TABLE = [
     ("--event-buffer", "BUZZ_ACP_EVENT_BUFFER", 256),
     # issue 14 (docs/decisions.md): catch-up window, steer limit, retry schedule
     ("--catch-up", "BUZZ_ACP_CATCH_UP", 600),
+    ("--claim-lease", "BUZZ_ACP_CLAIM_LEASE", 30),
     ("--steer-limit", "BUZZ_ACP_STEER_LIMIT", 2),
     ("--max-attempts", "BUZZ_ACP_MAX_ATTEMPTS", 10),
     ("--retry-backoff", "BUZZ_ACP_RETRY_BACKOFF", 5.0),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from buzz.agent.acp_pool import stderr_level
-from buzz.agent.claims import RELEASED, claim_event, claim_state, next_claim_at
+from buzz.agent.claims import CLAIMED, DONE, RELEASED, claim_event, claim_state, next_claim_at
 from buzz.agent.event_view import is_notice
 from buzz.agent.gates import Decision, NoticeLimiter, author_decision, describe_policy, not_admitted_text
 from buzz.agent.queue import Item, WorkQueue, backoff_s
@@ -97,6 +97,16 @@ def test_claims_are_deterministic_and_build_on_releases() -> None:
     assert next_claim_at(claim_state([one]), 100) is None
     released = claim_event(SK, target, 101, RELEASED)
     assert next_claim_at(claim_state([one, released]), 100) == 102
+
+
+def test_a_claim_that_did_not_move_for_a_lease_is_taken_over_and_done_is_final() -> None:
+    target = "ab" * 32
+    beat = claim_state([claim_event(SK, target, 100, CLAIMED), claim_event(SK, target, 130, CLAIMED)])
+    assert next_claim_at(beat, 100) is None  # alive as far as anyone knows
+    assert next_claim_at(beat, 100, stale=(CLAIMED, 120)) is None  # it moved since the last look
+    assert next_claim_at(beat, 100, stale=beat) == 131  # it did not: one id for every watcher
+    done = claim_state([claim_event(SK, target, 131, DONE)])
+    assert next_claim_at(done, 100, stale=done) is None
 
 
 def test_notices_carry_the_marker() -> None:

@@ -48,7 +48,7 @@ class Served:
         return await asyncio.wait_for(self.proc.wait(), 20)
 
 
-BANNER_LINES = 10  # lines before the optional RELAY_URL line (buzz.relay.banner)
+BANNER_LINES = 11  # the banner's lines, RELAY_URL last (buzz.relay.banner)
 
 
 @contextlib.asynccontextmanager

@@ -4,6 +4,7 @@ get a missing extra (item 2): real processes."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +30,17 @@ async def test_banner_names_the_bound_url_data_dir_store_workspace_and_pubkey(tm
     assert "workspace:    closed: members only (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true)" in banner
     assert f"relay pubkey: {pubkey} ({nip19.npub(pubkey)})" in banner
     assert f"connect:      buzz --relay ws://127.0.0.1:{relay.port}" in banner
-    assert "localhost:3000" not in "\n".join(relay.banner[:10])
+    assert "localhost:3000" not in banner  # never the built-in RELAY_URL default
+    assert relay.banner[10] == (
+        f"  RELAY_URL:    unset; AUTH and NIP-98 name the host the client dialled, here ws://127.0.0.1:{relay.port}"
+        " (set RELAY_URL to the public wss:// URL behind a proxy)"
+    )
+
+
+async def test_banner_names_a_configured_relay_url(tmp_path: Path) -> None:
+    async with served(tmp_path / "data", env={"RELAY_URL": "wss://chat.example.com"}) as relay:
+        await relay.stop()
+    assert relay.banner[10].startswith("  RELAY_URL:    wss://chat.example.com (AUTH and NIP-98 may name it")
 
 
 async def test_banner_shows_a_workspace_closed_by_buzz_admin(tmp_path: Path) -> None:
@@ -54,6 +65,28 @@ async def test_a_second_relay_on_the_same_data_dir_is_refused_with_the_holder_pi
         assert await relay.stop() == 0
     async with served(data) as again:  # released on exit: the next start works
         await again.stop()
+
+
+def test_a_port_in_use_is_one_line_naming_it_and_how_to_choose_another(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = buzz("relay", "serve", "--bind", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "data"))
+        metrics = buzz(
+            "relay", "serve", "--bind", "127.0.0.1:0", "--metrics-bind", f"127.0.0.1:{port}",
+            "--data-dir", str(tmp_path / "other"),
+        )  # fmt: skip
+    for result, flag in ((done, "--bind"), (metrics, "--metrics-bind")):
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Errno" not in lines[0], result.stderr
+        assert json.loads(lines[0]) == {
+            "error": "user_error",
+            "message": f"port {port} on 127.0.0.1 is already in use (another relay or program listens "
+            f"there); choose another with {flag} 127.0.0.1:<port>, e.g. {flag} 127.0.0.1:{port + 1}",
+            "retryable": False,
+        }
 
 
 def test_bind_with_an_invalid_port_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -3,77 +3,38 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-from asyncio.subprocess import Process
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 
 from buzz.core import nip19
 from buzz.core.keys import public_key
+from tests.operator.support import served
 
 BUZZ = str(Path(sys.executable).with_name("buzz"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.asynccontextmanager
-async def served(
-    data_dir: Path, env: dict[str, str] | None = None
-) -> AsyncIterator[tuple[Process, int, str]]:
-    """`buzz relay serve` on a free port as a subprocess; yields (process, port, first stdout line)
-    once it listens, and kills it on exit if the test did not stop it."""
-    port = _free_port()
-    proc = await asyncio.create_subprocess_exec(
-        BUZZ,
-        "relay",
-        "serve",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--data-dir",
-        str(data_dir),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        first = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()
-        yield proc, port, first
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-
-
 async def test_serve_prints_url_answers_nip11_and_stops_on_sigterm(tmp_path: Path) -> None:
-    env = {**os.environ, "BUZZ_RELAY_NAME": "Test Hive"}
-    async with served(tmp_path / "data", env) as (proc, port, first):
-        assert f"ws://127.0.0.1:{port}" in first and "Test Hive" in first
+    async with served(tmp_path / "data", env={"BUZZ_RELAY_NAME": "Test Hive"}) as relay:
+        assert relay.url in relay.banner[0] and "Test Hive" in relay.banner[0]
         async with aiohttp.ClientSession() as s:
-            async with s.get(f"http://127.0.0.1:{port}/", headers={"Accept": "application/nostr+json"}) as r:
+            async with s.get(f"{relay.http_url}/", headers={"Accept": "application/nostr+json"}) as r:
                 doc = await r.json(content_type=None)
         assert doc["name"] == "Test Hive"
         assert (tmp_path / "data" / "relay.sqlite3").exists()
-        proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 20) == 0
+        relay.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(relay.proc.wait(), 20) == 0
 
 
 async def test_serve_sigint_stops_cleanly(tmp_path: Path) -> None:
-    async with served(tmp_path) as (proc, _port, _first):
-        proc.send_signal(signal.SIGINT)
-        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    async with served(tmp_path / "data") as relay:
+        relay.proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(relay.proc.wait(), 20) == 0
 
 
 def test_serve_refuses_bad_configuration(tmp_path: Path) -> None:
@@ -110,9 +71,9 @@ def test_keys_generate_and_show() -> None:
 def test_keys_show_without_key_is_a_json_error() -> None:
     env = {k: v for k, v in os.environ.items() if k != "BUZZ_PRIVATE_KEY"}
     done = subprocess.run([BUZZ, "keys", "show"], env=env, capture_output=True, text=True, timeout=30)
-    assert done.returncode == 3  # agents.md §2.1: a missing signing key is key_error
+    assert done.returncode == 3  # engram.md §12.1: a missing key is auth_error (invalid: key_error)
     err = json.loads(done.stderr)
-    assert err["error"] == "key_error" and err["retryable"] is False and "BUZZ_PRIVATE_KEY" in err["message"]
+    assert err["error"] == "auth_error" and err["retryable"] is False and "BUZZ_PRIVATE_KEY" in err["message"]
 
 
 def test_parser_errors_exit_1_with_json() -> None:
@@ -128,12 +89,12 @@ async def test_sigterm_stops_promptly_with_a_client_connected(tmp_path: Path) ->
     from buzz.client import RelayClient
     from buzz.core.keys import generate_secret_key
 
-    async with served(tmp_path) as (proc, port, _first):
-        client = RelayClient(f"ws://127.0.0.1:{port}", generate_secret_key())
+    async with served(tmp_path / "data") as relay:
+        client = RelayClient(relay.url, generate_secret_key())
         await client.connect()
         started = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 20) == 0
+        relay.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(relay.proc.wait(), 20) == 0
         assert time.monotonic() - started < 10  # not aiohttp's 60 s handler grace
         await client.close()
 

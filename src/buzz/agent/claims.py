@@ -1,29 +1,40 @@
-"""Answered-once claims on the relay (issue 14 item 4): the relay, not process memory, says
-whether this agent already took an event.
+"""Answered-once claims with a lease on the relay (issue 14 item 4): the relay, not process
+memory, says whether this agent already took an event, and whether whoever took it is alive.
 
 Before an accepted event is queued the harness claims it with a kind 30078 (NIP-78 app data,
 addressable, signed by the agent A) at the address `(30078, A, "buzz-agent-claim:<event id>")`.
-The claim is deterministic: content `claimed`, tags `[["d", …], ["e", <event id>]]` and
+The first claim is deterministic: content `claimed`, tags `[["d", …], ["e", <event id>]]` and
 `created_at` = the event's own `created_at` (or one second after the address's newest state),
 so every harness process holding A's key builds the *same* event id. The relay stores an id
 once: the first publisher gets `OK true`, every other one `OK true "duplicate:"` and knows
-the event is taken. That covers both failure sequences of the issue: a restarted harness
-(its catch-up re-reads an event it answered before) and two harness processes for one key
-racing on every mention.
+the event is taken.
 
-A graceful stop releases the claims of events it accepted but never finished (state
-`released`, one second later); the next claim then builds on that state. A harness killed
-mid-turn leaves its claim: that event is not answered again (docs/decisions.md).
+The lease: while a claim is held (queued or in a turn) the holder republishes `claimed` every
+`lease / 4` seconds with a newer `created_at` (the heartbeat). Another process (a replica, or
+this harness restarted after a crash) that finds the claim taken does not forget the event: it
+watches the address, and when the claim has not moved for a whole lease it takes it over with
+the deterministic claim one second after the stale state (so racing watchers still build one
+id) — unless the agent's answer is already on the relay (a reply of A tagging the event).
+Staleness is judged by what the watcher saw not change, never by comparing `created_at` to its
+own clock, so a claim on an old event (catch-up) is not stale at birth.
 
-`claim_state` and the builders are pure; `Claims` does the two relay round trips.
+States: `claimed` (held, alive while it moves), `released` (a graceful stop gave it back; the
+next claim builds on it at once), `done` (answered or given up; never taken again).
+
+`claim_state` and the builders are pure; `Claims` does the relay round trips.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from enum import Enum
 from typing import Any
 
+from buzz.agent.event_view import is_notice
 from buzz.client import PublishResult
 from buzz.core.event import Event
 
@@ -31,10 +42,21 @@ log = logging.getLogger(__name__)
 
 CLAIM_KIND = 30078
 CLAIM_PREFIX = "buzz-agent-claim:"
-CLAIMED, RELEASED = "claimed", "released"
+CLAIMED, RELEASED, DONE = "claimed", "released", "done"
+DEFAULT_LEASE_S = 30
+ANSWER_KIND = 9  # the agent replies with a channel message (examples/README.md)
 
 Query = Callable[[Iterable[Mapping[str, Any]], float], Awaitable[list[Event]]]
 Publish = Callable[[Event], Awaitable[PublishResult]]
+State = tuple[str, int]  # (content, created_at) of an address's newest claim event
+
+
+class Claim(Enum):
+    """What `Claims.claim` / `Claims.retake` found."""
+
+    TAKEN = "taken"  # this process holds the claim now: answer the event
+    HELD = "held"  # a live claim of another process (or an earlier run): watch it
+    SETTLED = "settled"  # answered or given up already: nothing to do
 
 
 def claim_address(event_id: str) -> str:
@@ -42,12 +64,12 @@ def claim_address(event_id: str) -> str:
 
 
 def claim_event(secret: str, event_id: str, created_at: int, state: str) -> Event:
-    """The claim (or release) of `event_id` at `created_at`."""
+    """The claim (heartbeat, release or done mark) of `event_id` at `created_at`."""
     tags = [["d", claim_address(event_id)], ["e", event_id]]
     return Event.create(secret, CLAIM_KIND, state, tags, created_at=created_at)
 
 
-def claim_state(events: Iterable[Event]) -> tuple[str, int] | None:
+def claim_state(events: Iterable[Event]) -> State | None:
     """(state, created_at) of the newest claim event (ties: lowest id), or None."""
     newest: Event | None = None
     for ev in events:
@@ -56,12 +78,15 @@ def claim_state(events: Iterable[Event]) -> tuple[str, int] | None:
     return None if newest is None else (newest.content, newest.created_at)
 
 
-def next_claim_at(state: tuple[str, int] | None, event_created_at: int) -> int | None:
-    """`created_at` of the claim to publish, or None when the event is already claimed."""
+def next_claim_at(state: State | None, event_created_at: int, stale: State | None = None) -> int | None:
+    """`created_at` of the claim to publish, or None when the event is taken. `stale` is the
+    state a watcher saw a whole lease ago: a `claimed` state still equal to it is taken over."""
     if state is None:
         return event_created_at
     content, at = state
-    return None if content != RELEASED else at + 1
+    if content == RELEASED or (content == CLAIMED and state == stale):
+        return at + 1
+    return None
 
 
 def is_duplicate(result: PublishResult) -> bool:
@@ -69,50 +94,123 @@ def is_duplicate(result: PublishResult) -> bool:
 
 
 class Claims:
-    """Claims of agent `pubkey` through the relay link's query and publish."""
+    """Claims of agent `pubkey` through the relay link's query and publish. `lease` in
+    seconds (≥ 4): a claim that does not move for that long is taken over by a watcher."""
 
-    def __init__(self, query: Query, publish: Publish, secret: str, pubkey: str) -> None:
+    def __init__(
+        self, query: Query, publish: Publish, secret: str, pubkey: str, lease: int = DEFAULT_LEASE_S
+    ) -> None:
         self._query = query
         self._publish = publish
         self._secret = secret
         self._pubkey = pubkey
-        self.held: dict[str, int] = {}  # event id → created_at of our claim
+        self.lease = lease
+        self.held: dict[str, int] = {}  # event id → created_at of our newest claim
+        self.seen: dict[str, State | None] = {}  # event id → state watched, not ours
 
-    async def _state(self, event_id: str) -> tuple[str, int] | None:
+    @property
+    def heartbeat_s(self) -> float:
+        return self.lease / 4
+
+    async def _state(self, event_id: str) -> State | None:
         flt = {"kinds": [CLAIM_KIND], "authors": [self._pubkey], "#d": [claim_address(event_id)]}
         return claim_state(await self._query([flt], 10.0))
 
-    async def claim(self, event: Event) -> bool:
-        """True when this process now holds the claim on `event` (answer it); False when this
-        agent already claimed it (here, in an earlier run or in another process). A relay that
-        cannot be asked does not silence the agent: the claim is then assumed (logged)."""
+    async def _answered(self, event: Event) -> bool:
+        """True when the relay holds a reply of this agent tagging `event` (an answer posted
+        by a process that died before it could mark the claim done); harness notices
+        (retrying, failure) are not answers."""
+        flt = {"kinds": [ANSWER_KIND], "authors": [self._pubkey], "#e": [event.id], "limit": 20}
+        return any(not is_notice(e) for e in await self._query([flt], 10.0))
+
+    async def claim(self, event: Event) -> Claim:
+        """Try to take `event`. TAKEN: answer it; HELD: another live claim, call `retake`
+        after a lease; SETTLED: already answered. A relay that cannot be asked does not
+        silence the agent: the claim is then assumed (logged)."""
+        return await self._take(event, stale=None)
+
+    async def retake(self, event: Event) -> Claim:
+        """Look again at an event `claim` found HELD: TAKEN when its claim did not move since
+        the last look (its holder is gone) or was released, and no answer is on the relay."""
+        return await self._take(event, stale=self.seen.get(event.id))
+
+    async def _take(self, event: Event, stale: State | None) -> Claim:
         try:
-            at = next_claim_at(await self._state(event.id), event.created_at)
+            state = await self._state(event.id)
+            if state is not None and state[0] == DONE:
+                self.seen.pop(event.id, None)
+                return Claim.SETTLED
+            at = next_claim_at(state, event.created_at, stale)
             if at is None:
-                return False
+                self.seen[event.id] = state
+                return Claim.HELD
+            if state is not None and state[0] == CLAIMED and await self._answered(event):
+                self.seen.pop(event.id, None)
+                log.info("claim on %s went stale after its answer was posted; not again", event.id[:12])
+                return Claim.SETTLED
             result = await self._publish(claim_event(self._secret, event.id, at, CLAIMED))
         except Exception as exc:
             log.warning("could not claim %s (%s); answering it anyway", event.id[:12], exc)
-            return True
-        if is_duplicate(result):
-            return False
+            self.seen.pop(event.id, None)
+            return Claim.TAKEN
+        if is_duplicate(result):  # a racing process built the same claim first
+            self.seen[event.id] = (CLAIMED, at)
+            return Claim.HELD
+        self.seen.pop(event.id, None)
         if not result.accepted:
             log.warning(
                 "relay refused the claim on %s (%s); answering it anyway", event.id[:12], result.message
             )
-            return True
+            return Claim.TAKEN
+        if stale is not None:
+            log.info("took over the stale claim on %s", event.id[:12])
         self.held[event.id] = at
-        return True
+        await self._beat(event.id)  # a claim on an old event must look alive at once
+        return Claim.TAKEN
 
-    def done(self, event_id: str) -> None:
-        """The event was answered (or dead-lettered): its claim stays on the relay."""
-        self.held.pop(event_id, None)
+    async def _beat(self, event_id: str) -> None:
+        at = self.held.get(event_id)
+        if at is None:
+            return
+        now = max(int(time.time()), at + 1)
+        # reserved before the round trip: a `done` or `released` sent meanwhile builds above
+        # this beat, never in its second (a tie would go to the lower event id)
+        self.held[event_id] = now
+        try:
+            result = await self._publish(claim_event(self._secret, event_id, now, CLAIMED))
+        except Exception as exc:
+            log.warning("could not refresh the claim on %s: %s", event_id[:12], exc)
+            return
+        if is_duplicate(result) and event_id in self.held:
+            log.warning("the claim on %s was taken over by another process", event_id[:12])
+            self.held.pop(event_id, None)
+
+    async def heartbeat(self) -> None:
+        """Refresh every held claim each `heartbeat_s` seconds (runs until cancelled)."""
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            for event_id in list(self.held):
+                await self._beat(event_id)
+
+    async def done(self, event_id: str) -> None:
+        """The event was answered (or dead-lettered): mark its claim `done` for good."""
+        at = self.held.pop(event_id, None)
+        if at is None:
+            return
+        with contextlib.suppress(Exception):
+            await self._publish(claim_event(self._secret, event_id, max(int(time.time()), at + 1), DONE))
+
+    async def release(self, event_id: str) -> None:
+        """Give back the claim on `event_id` (not answered by this process)."""
+        at = self.held.pop(event_id, None)
+        if at is None:
+            return
+        try:
+            await self._publish(claim_event(self._secret, event_id, at + 1, RELEASED))
+        except Exception as exc:
+            log.warning("could not release the claim on %s: %s", event_id[:12], exc)
 
     async def release_all(self) -> None:
         """Give back every claim on events not finished (graceful stop)."""
-        for event_id, at in list(self.held.items()):
-            try:
-                await self._publish(claim_event(self._secret, event_id, at + 1, RELEASED))
-            except Exception as exc:
-                log.warning("could not release the claim on %s: %s", event_id[:12], exc)
-            self.held.pop(event_id, None)
+        for event_id in list(self.held):
+            await self.release(event_id)

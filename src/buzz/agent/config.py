@@ -39,12 +39,14 @@ _FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 
 
 class ConfigError(ValueError):
-    """An unusable configuration value; `exit_code` is 1 (config) or 3 (key / auth tag)."""
+    """An unusable configuration value; `exit_code` is 1 (config) or 3 (key / auth tag);
+    `category` the CLI error category when it is not implied by the code (`key_error`)."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_CONFIG) -> None:
+    def __init__(self, message: str, exit_code: int = EXIT_CONFIG, category: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        self.category = category
 
 
 # -- value parsers (text → typed value; raise ConfigError) -------------------------------------
@@ -188,6 +190,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("exit_after_inactivity", "--exit-after-inactivity", "BUZZ_ACP_EXIT_AFTER_INACTIVITY", 0, _int_in(0, None), "exit 0 after this many idle seconds; 0 = never"),
     Flag("event_buffer", "--event-buffer", "BUZZ_ACP_EVENT_BUFFER", 256, _int_in(1, None), "inbound relay event buffer (events)"),
     Flag("catch_up", "--catch-up", "BUZZ_ACP_CATCH_UP", 600, _int_in(0, None), "seconds of missed mentions answered on start and after a reconnect; 0 = off"),
+    Flag("claim_lease", "--claim-lease", "BUZZ_ACP_CLAIM_LEASE", 30, _int_in(4, 3600), "seconds a claim lives without its heartbeat before another process (or a restart) retries the event, 4–3600"),
     Flag("steer_limit", "--steer-limit", "BUZZ_ACP_STEER_LIMIT", 2, _int_in(0, None), "consecutive steers of one turn before new events queue (steer mode)"),
     Flag("max_attempts", "--max-attempts", "BUZZ_ACP_MAX_ATTEMPTS", 10, _int_in(1, MAX_ATTEMPTS_LIMIT), "attempts of a failing batch before the failure reply, 1–100"),
     Flag("retry_backoff", "--retry-backoff", "BUZZ_ACP_RETRY_BACKOFF", 5.0, _seconds, "seconds before the first retry (doubling, at most 300)"),
@@ -250,6 +253,7 @@ class HarnessConfig:
     exit_after_inactivity: int = 0
     event_buffer: int = 256
     catch_up: int = 600
+    claim_lease: int = 30
     steer_limit: int = 2
     max_attempts: int = 10
     retry_backoff: float = 5.0

@@ -136,7 +136,7 @@ class Harness:
             link=link,
             profiles=Profiles(link.query),
             members=Members(link.query),
-            claims=Claims(link.query, link.publish, identity.secret, identity.pubkey),
+            claims=Claims(link.query, link.publish, identity.secret, identity.pubkey, config.claim_lease),
         )
         self.dispatcher = Dispatcher(self.runtime)
         self.intake = Intake(self.runtime, self.dispatcher, self.request_shutdown)
@@ -197,6 +197,7 @@ class Harness:
             self._tasks += [
                 asyncio.create_task(self._consume(), name="intake"),
                 asyncio.create_task(self.dispatcher.run(), name="dispatcher"),
+                asyncio.create_task(rt.claims.heartbeat(), name="claim-heartbeat"),
             ]
             if not self.config.no_presence:
                 self._tasks.append(asyncio.create_task(rt.status.presence_loop(), name="presence"))
@@ -331,6 +332,10 @@ class Harness:
         rt = self.runtime
         self.intake.accepting = False
         await self.dispatcher.shutdown()
+        self.intake.stop_watching()
+        for task in self._tasks:  # no heartbeat may outlive the release below
+            if task.get_name() == "claim-heartbeat":
+                task.cancel()
         await rt.claims.release_all()
         for task in self._tasks:
             if task.get_name() != "relay-link":

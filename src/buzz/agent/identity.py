@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from buzz.agent.config import EXIT_AUTH, ConfigError, HarnessConfig
+from buzz.client.errors import WorkspaceError
+from buzz.client.identity import parse_secret_key
 from buzz.core import nip19
 from buzz.core.keys import public_key
 from buzz.core.nip_oa import InvalidAuthTag, normalize_auth_tag_input, parse_auth_tag, verify_auth_tag
@@ -31,12 +33,11 @@ class AgentIdentity:
 
 
 def _secret(value: str | None) -> str:
-    if value is None or not value.strip():
-        raise ConfigError("no private key: pass --private-key or set BUZZ_PRIVATE_KEY", EXIT_AUTH)
+    """The agent secret (64 hex) with the client's messages (one text for every face)."""
     try:
-        return nip19.parse_key_text(value, "nsec")
-    except ValueError:
-        raise ConfigError("invalid private key: expected 64 hex characters or nsec1…", EXIT_AUTH) from None
+        return parse_secret_key(value)
+    except WorkspaceError as exc:
+        raise ConfigError(exc.message, EXIT_AUTH, exc.category) from None
 
 
 def _pubkey(value: str, what: str) -> str:
@@ -49,10 +50,7 @@ def _pubkey(value: str, what: str) -> str:
 def resolve_identity(config: HarnessConfig) -> AgentIdentity:
     """Startup step 2 of agents.md §4.2. Raises ConfigError (exit 3 or 1)."""
     secret = _secret(config.private_key)
-    try:
-        pubkey = public_key(secret)
-    except ValueError:
-        raise ConfigError("invalid private key: not a valid secp256k1 secret", EXIT_AUTH) from None
+    pubkey = public_key(secret)
     tag: list[str] | None = None
     owner: str | None = None
     if config.auth_tag is not None and config.auth_tag.strip():

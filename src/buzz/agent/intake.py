@@ -9,10 +9,12 @@ ignored when older than the newest notification applied for that channel).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from buzz.agent.claims import Claim
 from buzz.agent.directory import fetch_channel
 from buzz.agent.event_view import is_notice, mentions, reply_anchor, thread_refs
 from buzz.agent.gates import (
@@ -70,6 +72,7 @@ class Intake:
         self.accepting = True
         self.last_accepted = time.monotonic()
         self.notices = NoticeLimiter()
+        self.watching: dict[str, tuple[str, asyncio.Task[None]]] = {}  # event id → (channel, watcher)
 
     # -- subscriptions -----------------------------------------------------------------------
     async def open_channel(self, channel: str, since: int, catch_up: bool = False) -> bool:
@@ -144,16 +147,61 @@ class Intake:
         rule = match_rule(rt.rules, channel, event, agent)
         if rule is None:
             return
-        if not await rt.claims.claim(event):
-            log.info("skipped %s in %s: this agent already took it", event.id[:12], channel)
+        claim = await rt.claims.claim(event)
+        if claim is Claim.SETTLED:
+            log.info("skipped %s in %s: this agent already answered it", event.id[:12], channel)
             return
-        item = Item(event, channel, time.monotonic(), meta={"prompt_tag": rule.prompt_tag}, solo=solo)
+        if claim is Claim.HELD:
+            log.info("%s in %s is taken by another process; watching its claim", event.id[:12], channel)
+            self._watch(channel, event, rule.prompt_tag)
+            return
+        await self.accept(channel, event, rule.prompt_tag, solo)
+
+    def _watch(self, channel: str, event: Event, prompt_tag: str) -> None:
+        if event.id not in self.watching:
+            task = asyncio.create_task(self._watch_claim(channel, event, prompt_tag), name="claim-watch")
+            self.watching[event.id] = (channel, task)
+
+    async def _watch_claim(self, channel: str, event: Event, prompt_tag: str) -> None:
+        """Look at a claim held elsewhere once a lease: take the event over when its holder
+        died (the asker is never left in silence), stop when it was answered."""
+        claims = self.rt.claims
+        try:
+            while self.accepting:
+                await asyncio.sleep(claims.lease)
+                try:
+                    claim = await claims.retake(event)
+                except Exception as exc:
+                    log.warning("could not look at the claim on %s: %s", event.id[:12], exc)
+                    continue
+                if claim is Claim.SETTLED:
+                    return
+                if claim is Claim.TAKEN:
+                    if self.accepting and self.rt.link.subscribed(channel_sub(channel)):
+                        await self.accept(channel, event, prompt_tag, solo=True)
+                    else:
+                        await claims.release(event.id)
+                    return
+        finally:
+            self.watching.pop(event.id, None)
+
+    def stop_watching(self, channel: str | None = None) -> None:
+        """Cancel the claim watchers (of one channel, or all of them)."""
+        for _, (ch, task) in list(self.watching.items()):
+            if channel is None or ch == channel:
+                task.cancel()
+
+    async def accept(self, channel: str, event: Event, prompt_tag: str, solo: bool) -> None:
+        """Queue a claimed event with 👀; the §4.8 action when its channel has a turn."""
+        rt = self.rt
+        owner = rt.identity.owner
+        item = Item(event, channel, time.monotonic(), meta={"prompt_tag": prompt_tag}, solo=solo)
         await rt.status.react([item], EYES)
         evicted = rt.queue.push(item)
         self.last_accepted = time.monotonic()
         if evicted is not None:
             log.warning("queue of %s is full; dropped the oldest event %s", channel, evicted.event.id[:12])
-            rt.claims.done(evicted.event.id)
+            await rt.claims.done(evicted.event.id)
             await rt.status.unreact([evicted])
         if self.dispatcher.in_flight(channel) is not None and not solo:
             action = arrival_action(rt.config.multiple_event_handling, event.pubkey, owner)
@@ -241,8 +289,9 @@ class Intake:
         rt = self.rt
         await rt.link.unsubscribe(channel_sub(channel))
         drained = rt.queue.drain(channel)
+        self.stop_watching(channel)
         for item in drained:
-            rt.claims.done(item.event.id)
+            await rt.claims.done(item.event.id)
         await rt.status.unreact(drained)
         turn = self.dispatcher.in_flight(channel)
         busy_worker = None

@@ -409,13 +409,13 @@ class Dispatcher:
                     await rt.status.unreact(items, (EYES,))
                     if anchor is not None:
                         await rt.status.notice(turn.channel, anchor, NOTICE_FAILURE)
-                    self._settle(items)
+                    await self._settle(items)
             else:
                 log.info("turn in %s ended %s%s", turn.channel, end.value, f": {failure}" if failure else "")
                 rt.queue.finish(turn.channel)
                 await rt.status.unreact(items, (EYES,))
                 if end is not TurnEnd.SHUTDOWN or turn.answered:  # a stop releases the rest
-                    self._settle(items)
+                    await self._settle(items)
             session = turn.session
             turns_done = session.turns if session is not None else 0
             if turn.drop_session or drops_session(end, turns_done, rt.config.max_turns_per_session):
@@ -428,10 +428,10 @@ class Dispatcher:
             self.turn_ended.set()
             self.wake()
 
-    def _settle(self, items: list[Item]) -> None:
-        """These events are answered (or given up): their relay claims stay (issue 14 item 4)."""
+    async def _settle(self, items: list[Item]) -> None:
+        """These events are answered (or given up): their relay claims are marked done."""
         for item in items:
-            self.rt.claims.done(item.event.id)
+            await self.rt.claims.done(item.event.id)
 
     # -- heartbeat (§4.14 item 4) ----------------------------------------------------------
     async def heartbeat_once(self, text: str) -> bool:

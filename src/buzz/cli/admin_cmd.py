@@ -124,13 +124,24 @@ def _objs(ctx: click.Context) -> tuple[Context, _Target]:
 # -- members ---------------------------------------------------------------------------------------
 @admin.group(cls=CommandGroup)
 def members() -> None:
-    """The workspace member list of a closed workspace (relay.md §4.4)."""
+    """The workspace member list of a closed workspace (relay.md §4.4).
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data members list
+      buzz admin --data-dir ./buzz-data members add npub1... --role admin
+    """
 
 
 @members.command("list")
 @click.pass_context
 def members_list(ctx: click.Context) -> None:
-    """Print every member: pubkey, npub, role, added_at (UTC)."""
+    """Print every member: pubkey, npub, role, added_at (UTC).
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data members list
+    """
     out, target = _objs(ctx)
     rows = _with_store(target, lambda s: s.list_relay_members())
     emit(out, [{**_key(m.pubkey), "role": m.role, "added_at": _when(m.added_at)} for m in rows])
@@ -141,7 +152,13 @@ def members_list(ctx: click.Context) -> None:
 @click.option("--role", type=click.Choice(RELAY_MEMBER_ROLES), default="member", show_default=True)
 @click.pass_context
 def members_add(ctx: click.Context, pubkey: str, role: str) -> None:
-    """Add PUBKEY (npub or hex) as a member, or change its role."""
+    """Add PUBKEY (npub or hex) as a member, or change its role.
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data members add npub1...
+      buzz admin --data-dir ./buzz-data members add npub1... --role admin
+    """
     out, target = _objs(ctx)
     key = _pubkey(pubkey)
     _with_store(target, lambda s: s.put_relay_member(key, role))
@@ -152,7 +169,12 @@ def members_add(ctx: click.Context, pubkey: str, role: str) -> None:
 @click.argument("pubkey")
 @click.pass_context
 def members_remove(ctx: click.Context, pubkey: str) -> None:
-    """Take PUBKEY (npub or hex) off the member list; `removed` is false if it was not on it."""
+    """Take PUBKEY (npub or hex) off the member list; `removed` is false if it was not on it.
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data members remove npub1...
+    """
     out, target = _objs(ctx)
     key = _pubkey(pubkey)
     removed = _with_store(target, lambda s: s.remove_relay_member(key))
@@ -162,7 +184,13 @@ def members_remove(ctx: click.Context, pubkey: str) -> None:
 # -- workspace -------------------------------------------------------------------------------------
 @admin.group(cls=CommandGroup)
 def workspace() -> None:
-    """Open (any key that authenticates) or closed (members only) workspace."""
+    """Open (any key that authenticates) or closed (members only) workspace.
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data workspace show
+      buzz admin --data-dir ./buzz-data workspace close
+    """
 
 
 def _set_workspace(ctx: click.Context, value: str) -> None:
@@ -174,21 +202,37 @@ def _set_workspace(ctx: click.Context, value: str) -> None:
 @workspace.command("open")
 @click.pass_context
 def workspace_open(ctx: click.Context) -> None:
-    """Let any key that authenticates in (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true still keeps it closed)."""
+    """Let any key that authenticates in (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true still keeps it closed).
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data workspace open
+    """
     _set_workspace(ctx, "open")
 
 
 @workspace.command("close")
 @click.pass_context
 def workspace_close(ctx: click.Context) -> None:
-    """Admit only members (`buzz admin members add`), and NIP-AA agents when enabled."""
+    """Admit only members (`buzz admin members add`), and NIP-AA agents when enabled.
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data members add npub1...
+      buzz admin --data-dir ./buzz-data workspace close
+    """
     _set_workspace(ctx, "closed")
 
 
 @workspace.command("show")
 @click.pass_context
 def workspace_show(ctx: click.Context) -> None:
-    """Print the stored switch (`open`, `closed`, or null: never set, open unless the env closes it)."""
+    """Print the stored switch (`open`, `closed`, or null: never set, open unless the env closes it).
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data workspace show
+    """
     out, target = _objs(ctx)
     emit(out, {"workspace": _with_store(target, lambda s: s.get_setting("workspace"))})
 
@@ -200,7 +244,12 @@ def workspace_show(ctx: click.Context) -> None:
 @click.pass_context
 def ban(ctx: click.Context, pubkey: str, reason: str) -> None:
     """Ban PUBKEY (npub or hex): its AUTH, and that of agents it attested, is refused with
-    `blocked: you are banned from this community` and the socket closed (relay.md §7.3)."""
+    `blocked: you are banned from this community` and the socket closed (relay.md §7.3).
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data ban npub1... --reason 'spam in #general'
+    """
     out, target = _objs(ctx)
     key = _pubkey(pubkey)
     added = _with_store(target, lambda s: s.ban(key, reason))
@@ -211,7 +260,12 @@ def ban(ctx: click.Context, pubkey: str, reason: str) -> None:
 @click.argument("pubkey")
 @click.pass_context
 def unban(ctx: click.Context, pubkey: str) -> None:
-    """Lift the ban of PUBKEY; `unbanned` is false if it was not banned."""
+    """Lift the ban of PUBKEY; `unbanned` is false if it was not banned.
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data unban npub1...
+    """
     out, target = _objs(ctx)
     key = _pubkey(pubkey)
     emit(out, {**_key(key), "unbanned": _with_store(target, lambda s: s.unban(key))})
@@ -220,7 +274,12 @@ def unban(ctx: click.Context, pubkey: str) -> None:
 @admin.command()
 @click.pass_context
 def bans(ctx: click.Context) -> None:
-    """Print the ban list: pubkey, npub, reason, banned_at (UTC)."""
+    """Print the ban list: pubkey, npub, reason, banned_at (UTC).
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data bans
+    """
     out, target = _objs(ctx)
     rows = _with_store(target, lambda s: s.list_bans())
     emit(out, [{**_key(b.pubkey), "reason": b.reason, "banned_at": _when(b.banned_at)} for b in rows])
@@ -235,6 +294,11 @@ def backup(ctx: click.Context, file: Path) -> None:
 
     With PostgreSQL, print the pg_dump command to run instead (the password is left out: set
     PGPASSWORD or use ~/.pgpass).
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data backup ./buzz-backup-$(date +%F).sqlite3
+      buzz admin --db postgresql://buzz@localhost/buzz backup ./buzz.dump
     """
     out, target = _objs(ctx)
     db_file = target.sqlite_file
@@ -253,7 +317,12 @@ def backup(ctx: click.Context, file: Path) -> None:
 @admin.command()
 @click.pass_context
 def stats(ctx: click.Context) -> None:
-    """Events by kind, channels, members, bans and the database size in bytes."""
+    """Events by kind, channels, members, bans and the database size in bytes.
+
+    \b
+    Example:
+      buzz admin --data-dir ./buzz-data stats
+    """
     out, target = _objs(ctx)
     s = _with_store(target, lambda store: store.stats())
     emit(

@@ -29,8 +29,9 @@ _INHERITED = {"private_key": "private_key", "relay": "relay_url", "auth_tag": "a
 
 
 def _config_failure(exc: ConfigError) -> NoReturn:
-    """A refused configuration: exit 3 (`auth_error`) for a key or tag, else 1 (`user_error`)."""
-    fail(exc.message, "auth_error" if exc.exit_code == 3 else "user_error")
+    """A refused configuration: exit 3 (`auth_error`, `key_error` for an invalid key) for a
+    key or tag, else 1 (`user_error`)."""
+    fail(exc.message, exc.category or ("auth_error" if exc.exit_code == 3 else "user_error"))
 
 
 def _with_flag_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -45,7 +46,12 @@ def _with_flag_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group()
 def agent() -> None:
-    """Run an agent: the ACP harness (agents.md §4)."""
+    """Run an agent: the ACP harness (agents.md §4).
+
+    \b
+    Example:
+      buzz agent run --agent-command python3 --agent-args examples/rules_agent.py
+    """
 
 
 @agent.command(context_settings={"max_content_width": 110})

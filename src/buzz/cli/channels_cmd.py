@@ -4,12 +4,16 @@ archive, unarchive, delete (agents.md §2.2; the kinds are relay.md §4.5: 9007,
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
 import click
 
 from buzz.cli.common import CommandGroup, keyed, run
 from buzz.cli.output import Context
 from buzz.client.channels import ROLES
 
+F = TypeVar("F", bound=Callable[..., Any])
 _channel_option = click.option("--channel", "channel", required=True, help="Channel id (UUID).")
 
 
@@ -84,36 +88,6 @@ def get(ctx: Context, channel: str) -> None:
     run(ctx, lambda ws: ws.channels.get(channel))
 
 
-def _membership_event(ctx: Context, channel: str, join: bool) -> None:
-    run(ctx, lambda ws: ws.channels.join(channel) if join else ws.channels.leave(channel))
-
-
-@channels.command()
-@_channel_option
-@click.pass_obj
-def join(ctx: Context, channel: str) -> None:
-    """Join an open channel (kind 9021). Prints {"channel_id", "event_id"}.
-
-    \b
-    Example:
-      buzz channels join --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
-    """
-    _membership_event(ctx, channel, join=True)
-
-
-@channels.command()
-@_channel_option
-@click.pass_obj
-def leave(ctx: Context, channel: str) -> None:
-    """Leave a channel (kind 9022). Prints {"channel_id", "event_id"}.
-
-    \b
-    Example:
-      buzz channels leave --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
-    """
-    _membership_event(ctx, channel, join=False)
-
-
 @channels.command()
 @_channel_option
 @click.pass_obj
@@ -161,58 +135,55 @@ def remove_member(ctx: Context, channel: str, pubkey: str) -> None:
     run(ctx, lambda ws: ws.channels.remove_member(channel, pubkey))
 
 
-@channels.command()
-@_channel_option
-@click.option("--name", required=True, help="The new name.")
-@click.pass_obj
-def rename(ctx: Context, channel: str, name: str) -> None:
-    """Rename a channel (kind 9002; owners and admins). Prints {"channel_id", "event_id"}.
+# -- one --channel, one client call, printed {"channel_id", "event_id"} -----------------------------
+def _channel_command(
+    name: str, doc: str, call: Callable[..., Awaitable[object]], *options: Callable[[F], F]
+) -> None:
+    """Register `buzz channels <name> --channel C [options]`: `call(ws.channels, C, **options)`
+    printed as JSON. `doc` is the help text (its Example section included)."""
 
-    \b
-    Example:
-      buzz channels rename --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b --name design-review
-    """
-    run(ctx, lambda ws: ws.channels.rename(channel, name))
+    def command(ctx: Context, channel: str, **values: str) -> None:
+        run(ctx, lambda ws: call(ws.channels, channel, **values))
 
-
-@channels.command()
-@_channel_option
-@click.pass_obj
-def archive(ctx: Context, channel: str) -> None:
-    """Archive a channel (kind 9002 archived=true): still readable, no new messages.
-
-    Prints {"channel_id", "event_id"}.
-
-    \b
-    Example:
-      buzz channels archive --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
-    """
-    run(ctx, lambda ws: ws.channels.archive(channel))
+    for option in (*reversed(options), _channel_option):  # --channel listed first
+        command = option(command)
+    channels.command(name, help=doc)(click.pass_obj(command))
 
 
-@channels.command()
-@_channel_option
-@click.pass_obj
-def unarchive(ctx: Context, channel: str) -> None:
-    """Unarchive a channel (kind 9002 archived=false). Prints {"channel_id", "event_id"}.
+_EXAMPLE = "\n\n\b\nExample:\n  buzz channels {} --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b{}"
 
-    \b
-    Example:
-      buzz channels unarchive --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
-    """
-    run(ctx, lambda ws: ws.channels.unarchive(channel))
-
-
-@channels.command()
-@_channel_option
-@click.pass_obj
-def delete(ctx: Context, channel: str) -> None:
-    """Delete a channel (kind 9008; its owner only): it and its messages stop being served.
-
-    Prints {"channel_id", "event_id"}.
-
-    \b
-    Example:
-      buzz channels delete --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
-    """
-    run(ctx, lambda ws: ws.channels.delete(channel))
+_channel_command(
+    "join",
+    'Join an open channel (kind 9021). Prints {"channel_id", "event_id"}.' + _EXAMPLE.format("join", ""),
+    lambda c, channel: c.join(channel),
+)
+_channel_command(
+    "leave",
+    'Leave a channel (kind 9022). Prints {"channel_id", "event_id"}.' + _EXAMPLE.format("leave", ""),
+    lambda c, channel: c.leave(channel),
+)
+_channel_command(
+    "rename",
+    'Rename a channel (kind 9002; owners and admins). Prints {"channel_id", "event_id"}.'
+    + _EXAMPLE.format("rename", " --name design-review"),
+    lambda c, channel, name: c.rename(channel, name),
+    click.option("--name", required=True, help="The new name."),
+)
+_channel_command(
+    "archive",
+    "Archive a channel (kind 9002 archived=true): still readable, no new messages.\n\n"
+    'Prints {"channel_id", "event_id"}.' + _EXAMPLE.format("archive", ""),
+    lambda c, channel: c.archive(channel),
+)
+_channel_command(
+    "unarchive",
+    'Unarchive a channel (kind 9002 archived=false). Prints {"channel_id", "event_id"}.'
+    + _EXAMPLE.format("unarchive", ""),
+    lambda c, channel: c.unarchive(channel),
+)
+_channel_command(
+    "delete",
+    "Delete a channel (kind 9008; its owner only): it and its messages stop being served.\n\n"
+    'Prints {"channel_id", "event_id"}.' + _EXAMPLE.format("delete", ""),
+    lambda c, channel: c.delete(channel),
+)

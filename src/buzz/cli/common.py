@@ -119,15 +119,18 @@ def stream(ctx: Context, items: Callable[[Workspace], AsyncIterator[Any]]) -> No
 
 
 def stdin_or(value: str, what: str = "content") -> Text:
-    """`-` → a reader of all of stdin as UTF-8 (UserError otherwise); any other value itself."""
+    """`-` → a reader of all of stdin as UTF-8 (UserError otherwise) without its one final
+    newline (`echo hi |` sends "hi", as `git commit -F -` does; a second newline stays);
+    any other value itself."""
     if value != "-":
         return value
 
     def read() -> str:
         try:
-            return sys.stdin.buffer.read().decode("utf-8")
+            text = sys.stdin.buffer.read().decode("utf-8")
         except UnicodeDecodeError:
             raise UserError(f"{what} from stdin is not valid UTF-8") from None
+        return text.removesuffix("\r\n") if text.endswith("\r\n") else text.removesuffix("\n")
 
     return read
 

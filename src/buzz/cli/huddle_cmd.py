@@ -85,7 +85,13 @@ def _channel(ctx: click.Context, param: click.Parameter, value: str | None) -> s
 
 @click.group(cls=CommandGroup)
 def huddle() -> None:
-    """Voice huddles: start, join, leave, list and inspect a channel's audio room."""
+    """Voice huddles: start, join, leave, list and inspect a channel's audio room.
+
+    \b
+    Example:
+      buzz huddle start --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
+      buzz huddle list
+    """
 
 
 @huddle.command()
@@ -292,6 +298,11 @@ def start(ctx: Context, channel: str, agents: tuple[str, ...], name: str | None)
 
     Prints {"huddle_channel_id", "parent_channel_id", "agents", "started_event_id",
     "guidelines_event_id"}; then join with `buzz huddle join --channel <huddle> --parent <channel>`.
+
+    \b
+    Example:
+      buzz huddle start --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b --agent <agent pubkey hex>
+      buzz huddle join --channel <huddle_channel_id> --parent 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
     """
     from buzz.voice.huddle_flow import start_huddle
 
@@ -310,6 +321,11 @@ def leave(ctx: Context, channel: str, parent: str | None, end: bool) -> None:
     """Leave a huddle's channel (kind 9022), or end the huddle you started with --end.
 
     A running `huddle join` leaves the audio room on Ctrl-C (or --duration / --leave-after-input).
+
+    \b
+    Example:
+      buzz huddle leave --channel 9c1a5b6d-7e8f-4a0b-83f2-b7c1e8a4d4e2
+      buzz huddle leave --channel 9c1a5b6d-7e8f-4a0b-83f2-b7c1e8a4d4e2 --parent 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b --end
     """
     from buzz.voice.huddle_flow import end_huddle
 
@@ -337,6 +353,11 @@ def list_(ctx: Context, show_all: bool) -> None:
 
     Prints {"huddles": [{"huddle_channel_id", "parent_channel_id", "live", "started_by",
     "started_at", "ended_at", "duration_s", "participants"}]}.
+
+    \b
+    Example:
+      buzz huddle list
+      buzz huddle list --all
     """
     from buzz.voice.huddle_flow import huddles_in, my_channels
 
@@ -359,6 +380,10 @@ def status(ctx: Context, channel: str, parent: str | None) -> None:
     Prints {"huddle_channel_id", "parent_channel_id", "live", "started_by", "started_at",
     "ended_at", "duration_s", "participants": [{"pubkey", "name"}]}; not_found (exit 1) when no
     lifecycle event names it. Your own peer index and codec are in `huddle join`'s report.
+
+    \b
+    Example:
+      buzz huddle status --channel 9c1a5b6d-7e8f-4a0b-83f2-b7c1e8a4d4e2 --parent 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
     """
     from buzz.voice.huddle_flow import huddles_in
 

@@ -6,22 +6,20 @@ import click
 import orjson
 
 from buzz.cli.common import CommandGroup
-from buzz.cli.output import Context, emit, fail
+from buzz.cli.output import Context, emit
 from buzz.core import nip19
 from buzz.core.keys import generate_secret_key, public_key
 
 
-def parse_secret(value: str) -> str:
-    """A secret key given as 64 hex or `nsec1…` → 64 hex. Raises click.BadParameter."""
-    try:
-        return nip19.parse_key_text(value, "nsec")
-    except ValueError as exc:
-        raise click.BadParameter(f"invalid secret key: {exc}") from None
-
-
 @click.group(cls=CommandGroup)
 def keys() -> None:
-    """Key pairs (secp256k1, NIP-19 forms)."""
+    """Key pairs (secp256k1, NIP-19 forms).
+
+    \b
+    Example:
+      buzz keys generate
+      BUZZ_PRIVATE_KEY=nsec1... buzz keys show --npub
+    """
 
 
 @keys.command()
@@ -52,13 +50,12 @@ def show(ctx: Context, only: str | None) -> None:
       BUZZ_PRIVATE_KEY=nsec1... buzz keys show
       BUZZ_PRIVATE_KEY=nsec1... buzz keys show --npub
     """
-    if not ctx.private_key:
-        fail("no private key: pass --private-key or set BUZZ_PRIVATE_KEY", "key_error")
+    from buzz.cli.identity import IdentityError, fail_identity, parse_secret_key
+
     try:
-        secret = parse_secret(ctx.private_key)
-        pub = public_key(secret)
-    except (click.BadParameter, ValueError) as exc:
-        fail(f"invalid private key: {exc}", "key_error")
+        pub = public_key(parse_secret_key(ctx.private_key))
+    except IdentityError as exc:
+        fail_identity(exc)
     shown = {"pubkey": pub, "npub": nip19.npub(pub)}
     emit(ctx, shown if only is None else shown["pubkey" if only == "hex" else "npub"])
 

@@ -25,7 +25,9 @@ def messages() -> None:
 
 @messages.command()
 @click.option("--channel", required=True, help="Channel id (UUID).")
-@click.option("--content", required=True, help="Message text, or - to read stdin.")
+@click.option(
+    "--content", required=True, help="Message text, or - to read stdin (its one final newline dropped)."
+)
 @click.option("--reply-to", "reply_to", default=None, help="Parent event id (makes a thread reply).")
 @click.option("--mention", "mentions", multiple=True, help="Pubkey to mention (hex or npub); repeatable.")
 @click.option("--broadcast", is_flag=True, help="Also show a thread reply on the channel timeline.")
@@ -98,7 +100,11 @@ def thread(ctx: Context, channel: str, event_id: str, limit: int, depth_limit: i
 
 @messages.command()
 @click.option("--event", "event_id", required=True, help="The message to edit.")
-@click.option("--content", required=True, help="The full replacement text, or - to read stdin.")
+@click.option(
+    "--content",
+    required=True,
+    help="The full replacement text, or - to read stdin (its one final newline dropped).",
+)
 @click.pass_obj
 def edit(ctx: Context, event_id: str, content: str) -> None:
     """Edit one of your messages (kind 40003; readers show the newest edit).

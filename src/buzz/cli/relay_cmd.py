@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import re
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
@@ -31,7 +33,12 @@ def run_loop(main: Coroutine[Any, Any, None]) -> None:
 
 @click.group(cls=CommandGroup)
 def relay() -> None:
-    """Run and inspect the relay."""
+    """Run and inspect the relay.
+
+    \b
+    Example:
+      buzz relay serve --bind 127.0.0.1:3000 --data-dir ./buzz-data
+    """
 
 
 @relay.command()
@@ -83,8 +90,8 @@ def serve(
 ) -> None:
     """Start the relay and serve until SIGINT/SIGTERM.
 
-    An invalid value (a --bind port beyond 65535, a non-hex key, …) is one JSON line on stderr
-    and exit 2; a taken port or a data dir another relay holds, exit 1.
+    An invalid value (a --bind port beyond 65535, a non-hex key, …) or a port already in use is
+    one JSON line on stderr and exit 2; a data dir another relay holds, exit 1.
 
     \b
     Example:
@@ -119,8 +126,27 @@ def serve(
         run_loop(run_server(config, announce))
     except KeyboardInterrupt:
         pass
-    except (OSError, StoreError) as exc:  # port taken, data dir locked, database missing or unreachable
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            _refuse(port_in_use(exc, config), EXIT_USAGE)
         _refuse(str(exc), 1)
+    except StoreError as exc:  # data dir locked, database missing or unreachable
+        _refuse(str(exc), 1)
+
+
+def port_in_use(exc: OSError, config: RelayConfig) -> str:
+    """The user error for a taken port: which one, and the flag that picks another (the
+    metrics listener has its own). asyncio names the address in the message: ('host', port)."""
+    found = re.search(r"\('?\[?([^',\]]*)\]?'?, (\d+)", str(exc))
+    host, port = (found.group(1), int(found.group(2))) if found else (config.host, config.port)
+    flag = "--bind"
+    if config.metrics_bind is not None and port != config.port:
+        flag = "--metrics-bind"
+    shown = f"[{host}]" if ":" in host else host
+    return (
+        f"port {port} on {host} is already in use (another relay or program listens there); "
+        f"choose another with {flag} {shown}:<port>, e.g. {flag} {shown}:{port + 1}"
+    )
 
 
 def _refuse(message: str, code: int) -> NoReturn:

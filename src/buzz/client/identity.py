@@ -21,6 +21,10 @@ from buzz.core import nip19
 from buzz.core.keys import public_key
 from buzz.core.nip_oa import InvalidAuthTag, normalize_auth_tag_input, parse_auth_tag, verify_auth_tag
 
+NO_KEY = "no private key: pass --private-key or set BUZZ_PRIVATE_KEY"
+BAD_KEY_FORMAT = "invalid private key: expected 64 hex characters or nsec1…"
+BAD_KEY_VALUE = "invalid private key: not a valid secp256k1 secret (zero or not below the curve order)"
+
 
 def parse_secret_key(value: str | None) -> str:
     """A secret key as 64 hex or `nsec1…` → 64 lowercase hex.
@@ -28,15 +32,15 @@ def parse_secret_key(value: str | None) -> str:
     Raises AuthError when missing or blank, InvalidKey when it does not parse or is off-curve.
     """
     if value is None or not value.strip():
-        raise AuthError("no private key: pass --private-key or set BUZZ_PRIVATE_KEY")
+        raise AuthError(NO_KEY)
     try:
         secret = nip19.parse_key_text(value, "nsec")
     except ValueError:
-        raise InvalidKey("invalid private key: expected 64 hex characters or nsec1…") from None
+        raise InvalidKey(BAD_KEY_FORMAT) from None
     try:
         public_key(secret)
-    except ValueError:
-        raise InvalidKey("invalid private key: not a valid secp256k1 secret") from None
+    except ValueError:  # the library's own text names the curve order in decimal: not shown
+        raise InvalidKey(BAD_KEY_VALUE) from None
     return secret
 
 

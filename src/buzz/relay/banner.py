@@ -1,20 +1,26 @@
 """The lines `buzz relay serve` prints once it listens: what is actually running.
 
 Every value comes from the started relay (the bound port, the opened store, the setting read
-from it), never from defaults, and nothing secret is printed: PostgreSQL and Redis URLs lose
+from it), never from defaults (an unset RELAY_URL is shown as unset, with the bound address
+clients name instead), and nothing secret is printed: PostgreSQL and Redis URLs lose
 their passwords, the relay key shows only its public half.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from buzz.core import nip19
+from buzz.relay.config import RelayConfig
 from buzz.store import sqlite_path
 from buzz.store.backup import describe_postgres
 
 if TYPE_CHECKING:
     from buzz.relay.relay import Relay
+
+
+DEFAULT_RELAY_URL = next(f.default for f in dataclasses.fields(RelayConfig) if f.name == "relay_url")
 
 
 def workspace_state(relay: Relay) -> str:
@@ -63,8 +69,13 @@ def lines(relay: Relay, url: str) -> list[str]:
         f"  metrics:      {metrics}",
         f"  connect:      buzz --relay {url} ... (clients must AUTH, NIP-42)",
     ]
-    if config.relay_url.rstrip("/") != url:
+    if config.relay_url != DEFAULT_RELAY_URL:
         out.append(
             f"  RELAY_URL:    {config.relay_url} (AUTH and NIP-98 may name it or the host the client dialled)"
+        )
+    else:  # the built-in default names no real address: say what clients actually name
+        out.append(
+            f"  RELAY_URL:    unset; AUTH and NIP-98 name the host the client dialled, here {url}"
+            " (set RELAY_URL to the public wss:// URL behind a proxy)"
         )
     return out
