@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from buzz.core.huddle_wire import FRAME_SAMPLES, Joined, RosterEntry, relay_frame
 from buzz.voice.engines import SttChoice, build_recognizer
-from buzz.voice.espeak import EspeakNgEngine
+from buzz.voice.espeak import EspeakNgEngine, set_random_seed
 from buzz.voice.opus import OpusEncoder
 from buzz.voice.pcm import SAMPLE_RATE
 from buzz.voice.receiver import Receiver
@@ -95,6 +95,8 @@ CORPUS = (
 )
 VOICES = ("en-us", "en-us+f3", "en-gb-x-rp", "en-us+m3")
 SPEEDS_WPM = (150, 175, 200)
+COMBO_SHIFT = 5  # per seed: the next voice and the next speed
+SEEDS = (1, 2, 3)
 LEAD_IN_S = 0.3
 TAIL_S = 1.0  # long enough for the 300 ms silence flush
 ENGINES = ("whisper", "pocketsphinx")
@@ -140,21 +142,31 @@ def normalise(text: str) -> str:
     return str(_normaliser(text))
 
 
-def synthesise(corpus: Sequence[str]) -> list[Utterance]:
-    """Each sentence once, with voice and speed cycling over VOICES × SPEEDS_WPM."""
-    combos = itertools.cycle(itertools.product(VOICES, SPEEDS_WPM))
+def synthesise(corpus: Sequence[str], seeds: Sequence[int] = (1,)) -> list[Utterance]:
+    """Each sentence once per seed, with voice and speed cycling over VOICES × SPEEDS_WPM; each
+    seed starts the cycle COMBO_SHIFT further on, so a sentence is heard in another voice and at
+    another speed. eSpeak NG's random generator is seeded first: the same seeds give the same
+    samples (unseeded, eSpeak varies its output from run to run and the WER moves by ±0.02)."""
+    combos = list(itertools.product(VOICES, SPEEDS_WPM))
     utterances = []
-    for sentence, (voice, wpm) in zip(corpus, combos, strict=False):
-        speech = EspeakNgEngine(voice, wpm).synthesize(sentence)
-        speech_48k = resample((np.clip(speech, -1, 1) * 32767).astype(np.int16), TTS_SAMPLE_RATE, SAMPLE_RATE)
-        lead = np.zeros(int(LEAD_IN_S * SAMPLE_RATE), np.int16)
-        tail = np.zeros(int(TAIL_S * SAMPLE_RATE), np.int16)
-        pcm = np.concatenate([lead, speech_48k, tail])
-        voiced = np.flatnonzero(np.abs(speech_48k) > 300)  # eSpeak ends on a little silence of its own
-        last = int(voiced[-1]) + 1 if voiced.size else len(speech_48k)
-        end_ms = (len(lead) + last) * 1000 / SAMPLE_RATE
-        utterances.append(Utterance(sentence, voice, wpm, pcm, end_ms))
+    for round_, seed in enumerate(seeds):
+        set_random_seed(seed)
+        for i, sentence in enumerate(corpus):
+            voice, wpm = combos[(i + COMBO_SHIFT * round_) % len(combos)]
+            utterances.append(_synthesise_one(sentence, voice, wpm))
     return utterances
+
+
+def _synthesise_one(sentence: str, voice: str, wpm: int) -> Utterance:
+    speech = EspeakNgEngine(voice, wpm).synthesize(sentence)
+    speech_48k = resample((np.clip(speech, -1, 1) * 32767).astype(np.int16), TTS_SAMPLE_RATE, SAMPLE_RATE)
+    lead = np.zeros(int(LEAD_IN_S * SAMPLE_RATE), np.int16)
+    tail = np.zeros(int(TAIL_S * SAMPLE_RATE), np.int16)
+    pcm = np.concatenate([lead, speech_48k, tail])
+    voiced = np.flatnonzero(np.abs(speech_48k) > 300)  # eSpeak ends on a little silence of its own
+    last = int(voiced[-1]) + 1 if voiced.size else len(speech_48k)
+    end_ms = (len(lead) + last) * 1000 / SAMPLE_RATE
+    return Utterance(sentence, voice, wpm, pcm, end_ms)
 
 
 def through_the_wire(pcm_48k: np.ndarray) -> list[tuple[float, np.ndarray]]:
@@ -233,12 +245,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--engines", default=",".join(ENGINES), help="comma list of engines to compare")
     parser.add_argument("--whisper-model", type=Path, default=None, help="faster-whisper model directory")
     parser.add_argument("--limit", type=int, default=len(CORPUS), help="use the first N sentences")
+    parser.add_argument(
+        "--seeds",
+        default=",".join(map(str, SEEDS)),
+        help="eSpeak NG seeds, comma list: one rendition of the corpus per seed (voices shifted)",
+    )
     parser.add_argument("--show", action="store_true", help="print every reference and hypothesis")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
-    utterances = synthesise(CORPUS[: args.limit])
+    seeds = tuple(int(x) for x in args.seeds.split(","))
+    utterances = synthesise(CORPUS[: args.limit], seeds)
     print(
-        f"stt bench: {len(utterances)} sentences, voices {', '.join(VOICES)}, {SPEEDS_WPM} wpm, Opus 32 kbit/s"
+        f"stt bench: {args.limit} sentences × {len(seeds)} renditions (eSpeak seeds {args.seeds}) ="
+        f" {len(utterances)} utterances, voices {', '.join(VOICES)}, {SPEEDS_WPM} wpm, Opus 32 kbit/s"
     )
     results = []
     for engine in args.engines.split(","):

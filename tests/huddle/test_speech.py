@@ -78,7 +78,10 @@ async def test_spoken_sentence_reaches_the_agent_and_its_reply_is_heard(
             )
             listening = asyncio.create_task(listener.run())
             try:
-                await asyncio.sleep(0.3)  # bob is seated first
+                # bob is seated before alice speaks: wait for his `joined`, not for a guessed time
+                seated = asyncio.create_task(listener.seated.wait())
+                await asyncio.wait({seated, listening}, return_when=asyncio.FIRST_COMPLETED)
+                assert listener.seated.is_set(), listening.exception() if listening.done() else None
                 said = await buzz(
                     sqlite_relay.url,
                     alice,

@@ -51,6 +51,19 @@ async def stalled_peer(running: RunningRelay, who: Identity, channel_id: str, ve
     return peer
 
 
+FRAMES_IN = "huddle_audio_frames_in_total"
+
+
+async def relay_took(running: RunningRelay, count: int) -> None:
+    """Wait until the relay has forwarded (or dropped) `count` frames in all: an event to wait
+    on, not a guessed time (the relay counts a frame after fanning it out). Bounded by 30 s."""
+    counters = running.relay.huddles.stats.counters
+    async with asyncio.timeout(30):
+        while counters[FRAMES_IN] < count:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0)  # let the per-receiver writers run once
+
+
 def _transport(peer: AudioPeer) -> asyncio.Transport:
     return peer.ws._conn.transport  # type: ignore[attr-defined,no-any-return]
 
@@ -86,15 +99,16 @@ async def test_leavers_frames_never_arrive_under_the_next_occupant(
     bob_peer = await join(sqlite_relay, bob, cid)
     assert bob_peer.joined is not None and bob_peer.joined["peer_index"] == 1
     _transport(listener).pause_reading()
+    taken = sqlite_relay.relay.huddles.stats.counters[FRAMES_IN]
     for seq in range(40):  # far more than the socket buffers and the queue hold
         await bob_peer.ws.send_bytes(frame(seq, payload(b"B")))
-    await asyncio.sleep(0.3)
+    await relay_took(sqlite_relay, taken + 40)
     await bob_peer.ws.send_str('{"type":"leave"}')
     await bob_peer.expect_close()
     carol_peer = await join(sqlite_relay, carol, cid)
     assert carol_peer.joined is not None and carol_peer.joined["peer_index"] == 1  # Bob's index
     await carol_peer.ws.send_bytes(frame(0, payload(b"C")))  # one word: it must not push Bob's out
-    await asyncio.sleep(0.3)
+    await relay_took(sqlite_relay, taken + 41)
     _transport(listener).resume_reading()
     seen = await drain(listener)
     carol_joined = next(
@@ -120,11 +134,12 @@ async def test_resuming_receiver_gets_at_most_the_budget_and_the_newest_last(
     stats = sqlite_relay.relay.huddles.stats.counters
     dropped_before = stats[DROPPED_METRIC]
     _transport(listener).pause_reading()
+    taken = stats[FRAMES_IN]
     sent = 100  # 2 s of audio while the listener reads nothing
     for seq in range(sent):
         await speaker.ws.send_bytes(frame(seq, payload(bytes([seq]))))
         await asyncio.sleep(0.002)
-    await asyncio.sleep(0.3)
+    await relay_took(sqlite_relay, taken + sent)
     _transport(listener).resume_reading()
     frames = [parse_relay_frame(body, 2) for what, body in await drain(listener) if what == "binary"]
     seqs = [f.header.seq for f in frames if f is not None and f.header is not None]

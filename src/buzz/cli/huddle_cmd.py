@@ -58,6 +58,50 @@ def _show_line(line: str) -> None:
     sys.stderr.flush()
 
 
+class LiveRoster:
+    """The room on a terminal: a rich Live panel on stderr (roster, peer indices, who is
+    speaking), redrawn from each `RoomSnapshot`. Used only when stderr is a TTY; otherwise the
+    client's plain lines are shown (`_show_line`)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self._live = Live(console=Console(stderr=True), refresh_per_second=4, transient=False)
+
+    def __enter__(self) -> LiveRoster:
+        self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.stop()
+
+    def update(self, snapshot: object) -> None:
+        from rich.table import Table
+
+        from buzz.voice.client import RoomSnapshot
+
+        assert isinstance(snapshot, RoomSnapshot)
+        table = Table(
+            title=f"huddle {snapshot.channel_id[:8]}… · you are peer {snapshot.peer_index}"
+            f" · protocol v{snapshot.protocol_version}",
+            title_justify="left",
+        )
+        table.add_column("peer", justify="right")
+        table.add_column("who")
+        table.add_column("pubkey")
+        table.add_column("speaking")
+        for seat in snapshot.seats:
+            who = "you" if seat.you else ("agent" if seat.agent else "member")
+            table.add_row(
+                str(seat.peer_index),
+                who,
+                f"{seat.pubkey[:16]}…",
+                "[bold green]● speaking[/]" if seat.speaking else "",
+            )
+        self._live.update(table)
+
+
 def _check_wav(path: Path) -> None:
     """Refuse (user_error, exit 1) an input that is not a 16-bit PCM WAV with samples."""
     try:
@@ -201,9 +245,13 @@ def join(
         duration_s=duration,
         stt=SttChoice(stt_engine, stt_model, stt_language),
         barge_in_ms=barge_in_ms,
-        display=None if quiet else _show_line,
+        display=None if quiet or sys.stderr.isatty() else _show_line,
     )
-    report = asyncio.run(_run(options, secret, auth_tags))
+    if quiet or not sys.stderr.isatty():
+        report = asyncio.run(_run(options, secret, auth_tags))
+    else:
+        with LiveRoster() as live:
+            report = asyncio.run(_run(dataclasses.replace(options, view=live.update), secret, auth_tags))
     emit(ctx, report)
 
 
@@ -375,17 +423,22 @@ def list_(ctx: Context, show_all: bool) -> None:
 @click.option("--parent", callback=_channel, default=None, help="Parent channel (ephemeral huddles).")
 @click.pass_obj
 def status(ctx: Context, channel: str, parent: str | None) -> None:
-    """One huddle from its lifecycle events: live, starter, duration, participants with names.
+    """One huddle from its lifecycle events: live, starter, duration, participants with names,
+    and your own seat when a `buzz huddle join` of your key is in the room.
 
     Prints {"huddle_channel_id", "parent_channel_id", "live", "started_by", "started_at",
-    "ended_at", "duration_s", "participants": [{"pubkey", "name"}]}; not_found (exit 1) when no
-    lifecycle event names it. Your own peer index and codec are in `huddle join`'s report.
+    "ended_at", "duration_s", "codec", "participants": [{"pubkey", "name", "peer_index"}],
+    "you": {"pubkey", "in_room", "peer_index", "protocol_version", "joined_at"}}; not_found
+    (exit 1) when no lifecycle event names it. Peer indices come from the running join's seat
+    file (the relay tells them only on the audio socket): null when you are not joined, and for
+    other participants when no join of yours is running.
 
     \b
     Example:
       buzz huddle status --channel 9c1a5b6d-7e8f-4a0b-83f2-b7c1e8a4d4e2 --parent 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b
     """
     from buzz.voice.huddle_flow import huddles_in
+    from buzz.voice.seat import CODEC, read_seat
 
     async def body(client: RelayClient, signer: KeySigner) -> object:
         states = await huddles_in(client, [parent or channel])
@@ -399,10 +452,24 @@ def status(ctx: Context, channel: str, parent: str | None) -> None:
                 with contextlib.suppress(ValueError, AttributeError):
                     meta = orjson.loads(profile.content)
                     names[profile.pubkey] = str(meta.get("display_name") or meta.get("name") or "")
+        seat = read_seat(ctx.relay_url, channel, signer.pubkey)
+        indices: dict[str, int] = {}
+        if seat is not None:
+            for entry in seat.get("roster") or []:
+                with contextlib.suppress(KeyError, TypeError):
+                    indices[str(entry["pubkey"])] = int(entry["peer_index"])
         out["participants"] = [
-            {"pubkey": p, "name": names.get(p) or None} for p in sorted(state.participants)
+            {"pubkey": p, "name": names.get(p) or None, "peer_index": indices.get(p)}
+            for p in sorted(state.participants)
         ]
-        out["codec"] = "opus/48000/1"
+        out["codec"] = CODEC
+        out["you"] = {
+            "pubkey": signer.pubkey,
+            "in_room": seat is not None,
+            "peer_index": seat.get("peer_index") if seat else None,
+            "protocol_version": seat.get("protocol_version") if seat else None,
+            "joined_at": seat.get("joined_at") if seat else None,
+        }
         return out
 
     emit(ctx, asyncio.run(_with_relay(ctx, body)))

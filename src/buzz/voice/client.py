@@ -41,6 +41,7 @@ from buzz.core.huddle_wire import (
     parse_relay_frame,
 )
 from buzz.core.kinds import AUTH_KIND
+from buzz.voice import seat
 from buzz.voice.agents import AgentDirectory
 from buzz.voice.echo import EchoGate, RemoteFloor
 from buzz.voice.engines import SttChoice, build_recognizer
@@ -57,6 +58,27 @@ log = logging.getLogger(__name__)
 FRAME_MS = 20
 STT_BATCH_FRAMES = 5  # 100 ms batches into the STT queue (§10.4)
 TRAILING_SILENCE_FRAMES = 25  # 500 ms of silence after the input, before leaving
+
+
+@dataclass(frozen=True, slots=True)
+class SeatView:
+    """One roster entry as shown: peer index, pubkey, whether it is you, an agent, speaking."""
+
+    peer_index: int
+    pubkey: str
+    you: bool
+    agent: bool
+    speaking: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RoomSnapshot:
+    """The room as this client sees it at one instant (for a live display)."""
+
+    channel_id: str
+    peer_index: int | None
+    protocol_version: int
+    seats: tuple[SeatView, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +103,7 @@ class HuddleOptions:
     # reply is heard and lands before the room empties (a TTL huddle archives when it does).
     reply_wait_s: float = 20.0
     display: Callable[[str], None] | None = None  # live roster / speaking lines (the CLI's stderr)
+    view: Callable[[RoomSnapshot], None] | None = None  # the whole room every 500 ms (a TTY panel)
 
     @property
     def audio_url(self) -> str:
@@ -150,6 +173,8 @@ class HuddleClient:
         self._stop = asyncio.Event()
         self._publishing: set[asyncio.Task[object]] = set()
         self._reply_seen = asyncio.Event()
+        self.seated = asyncio.Event()  # set once the relay's `joined` gave this client its seat
+        self._joined_at = 0
         self._wavs = PeerWavs(options.record_dir) if options.record_dir else None
         self._tts_wav: WavWriter | None = None
 
@@ -220,6 +245,27 @@ class HuddleClient:
         if self.session.phase is not Phase.JOINED:
             raise JoinFailed(None, "no joined after auth")
         self.report.peer_index = self.session.peer_index
+        self._joined_at = int(time.time())
+        self._save_seat()
+        self.seated.set()
+
+    def _save_seat(self) -> None:
+        """Keep the seat file `buzz huddle status` reads in step with the roster (best effort)."""
+        index = self.session.peer_index
+        if index is None:
+            return
+        try:
+            seat.write_seat(
+                self.options.relay_url,
+                self.options.channel_id,
+                self.signer.pubkey,
+                peer_index=index,
+                protocol_version=self.session.protocol_version,
+                joined_at=self._joined_at,
+                roster=self.session.roster,
+            )
+        except OSError as exc:
+            log.warning("could not write the huddle seat file: %s", exc)
 
     async def _joined(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.stt.start()
@@ -232,6 +278,8 @@ class HuddleClient:
             tasks.append(asyncio.create_task(self._tell_agents()))
         if self.options.display is not None:
             tasks.append(asyncio.create_task(self._show_room(self.options.display)))
+        if self.options.view is not None:
+            tasks.append(asyncio.create_task(self._show_view(self.options.view)))
         if self.options.speak_replies:
             tasks.append(asyncio.create_task(self.speaker.run()))
         capture = asyncio.create_task(self._capture(ws))
@@ -255,6 +303,7 @@ class HuddleClient:
                 await asyncio.gather(*self._publishing, return_exceptions=True)
             if input_ended and self.options.leave_after_input:
                 await self._await_answers()
+            seat.remove_seat(self.options.relay_url, self.options.channel_id, self.signer.pubkey)
             leave = self.session.leave()
             self.publisher.session_id += 1  # later transcripts belong to an ended session
             if leave is not None and not ws.closed:
@@ -277,7 +326,10 @@ class HuddleClient:
     async def _read(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         async for msg in ws:
             if msg.type == aiohttp.WSMsgType.TEXT:
+                before = dict(self.session.roster)
                 self.session.receive_text(msg.data)  # control path: applied at once (§10.3)
+                if self.session.roster != before:
+                    self._save_seat()
             elif msg.type == aiohttp.WSMsgType.BINARY:
                 now = self.now_ms()
                 if self.session.receive_binary(msg.data, now):
@@ -410,6 +462,26 @@ class HuddleClient:
                 names = [_who(now_roster[i], self.agents.agents) for i in sorted(now_speaking)]
                 show(f"speaking: {', '.join(names) or '-'}")
             roster, speaking = now_roster, now_speaking
+            await asyncio.sleep(SPEAKER_TICK_MS / 1000)
+
+    def snapshot(self) -> RoomSnapshot:
+        """The roster with who is speaking now (§10.3: non-DTX frames in the last 500 ms)."""
+        roster = dict(self.session.roster)
+        speaking = self.session.receiver.speaking(self.now_ms())
+        agents = self.agents.agents
+        return RoomSnapshot(
+            self.options.channel_id,
+            self.session.peer_index,
+            self.session.protocol_version,
+            tuple(
+                SeatView(i, p, i == self.session.peer_index, p in agents, i in speaking)
+                for i, p in sorted(roster.items())
+            ),
+        )
+
+    async def _show_view(self, view: Callable[[RoomSnapshot], None]) -> None:
+        while True:
+            view(self.snapshot())
             await asyncio.sleep(SPEAKER_TICK_MS / 1000)
 
     async def _tell_agents(self) -> None:

@@ -95,6 +95,16 @@ def _shared_library() -> _Library:
     return _library
 
 
+def set_random_seed(seed: int) -> None:
+    """Seed eSpeak NG's own random generator (`espeak_ng_SetRandSeed`; it is seeded from the
+    clock otherwise). The synthesiser carries state from one utterance to the next, so the same
+    seed followed by the same calls gives the same samples: what a benchmark corpus needs."""
+    with _lock:
+        library = _shared_library()
+        library.lib.espeak_ng_SetRandSeed.argtypes = [ctypes.c_long]
+        library.lib.espeak_ng_SetRandSeed(seed)
+
+
 class EspeakNgEngine:
     """Offline default TTS engine: `synthesize(text)` → float32 mono at 24 000 Hz.
 
