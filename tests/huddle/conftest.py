@@ -17,3 +17,10 @@ def espeak() -> EspeakNgEngine:
 def whisper() -> WhisperRecognizer:
     """The default recogniser; the model is loaded once per process and shared."""
     return WhisperRecognizer()
+
+
+@pytest.fixture(autouse=True)
+def _own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`huddle join` keeps a seat file under $XDG_STATE_HOME; each test gets its own (the CLI
+    subprocesses inherit the variable)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))

@@ -8,10 +8,83 @@ import uuid
 
 import orjson
 
+from buzz.cli.huddle_cmd import KeySigner
 from buzz.core.event import Event
+from buzz.voice.client import HuddleClient, HuddleOptions
+from buzz.voice.seat import state_dir
 from tests.cli.helpers import buzz
 from tests.huddle.support import ChannelSpec, join, make_channel
 from tests.support.relay import Identity, RunningRelay
+
+
+async def until_joined_event(running: RunningRelay, reader: Identity, parent: str, who: Identity) -> None:
+    """Wait (bounded, 30 s) until the relay's 48101 for `who` is stored in `parent`."""
+    async with running.client(reader) as client:
+        async with asyncio.timeout(30):
+            while not await client.query([{"kinds": [48101], "#h": [parent], "#p": [who.pubkey]}]):
+                await asyncio.sleep(0.05)
+
+
+class Silent:
+    """A recogniser that hears nothing (this test is about seats, not speech)."""
+
+    def transcribe(self, pcm_16k: object) -> str:
+        return ""
+
+
+async def test_status_shows_the_peer_index_of_my_running_join(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    parent = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
+    started = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent)
+    assert started.code == 0, started.stderr
+    huddle = json.loads(started.stdout)["huddle_channel_id"]
+    alice_seat = await join(sqlite_relay, alice, huddle, parent=parent)  # peer 0: a raw socket
+    assert alice_seat.joined is not None
+    async with sqlite_relay.client(bob) as bob_nostr:
+        client = HuddleClient(
+            HuddleOptions(sqlite_relay.url, huddle, parent_channel_id=parent, speak_replies=False),
+            KeySigner(bob.secret),
+            bob_nostr,
+            recognizer_factory=Silent,
+        )
+        running = asyncio.create_task(client.run())
+        try:
+            seated = asyncio.create_task(client.seated.wait())
+            await asyncio.wait({seated, running}, return_when=asyncio.FIRST_COMPLETED)
+            assert client.seated.is_set(), running.exception() if running.done() else None
+            await until_joined_event(sqlite_relay, alice, parent, bob)
+            status = await buzz(
+                sqlite_relay.url, bob, "huddle", "status", "--channel", huddle, "--parent", parent
+            )
+            assert status.code == 0, status.stderr
+            body = json.loads(status.stdout)
+            mine = client.report.peer_index
+            assert mine == 1 and body["you"]["in_room"] is True
+            assert body["you"]["peer_index"] == mine and body["you"]["protocol_version"] == 3
+            assert body["codec"] == "opus/48000/1"
+            indices = {p["pubkey"]: p["peer_index"] for p in body["participants"]}
+            assert indices == {alice.pubkey: 0, bob.pubkey: 1}
+            # alice has no `huddle join` running: her status knows no seat of hers
+            other = json.loads(
+                (
+                    await buzz(
+                        sqlite_relay.url, alice, "huddle", "status", "--channel", huddle, "--parent", parent
+                    )
+                ).stdout
+            )
+            assert other["you"]["in_room"] is False and other["you"]["peer_index"] is None
+        finally:
+            client.stop()
+            await asyncio.wait_for(running, 30)
+    after = json.loads(
+        (
+            await buzz(sqlite_relay.url, bob, "huddle", "status", "--channel", huddle, "--parent", parent)
+        ).stdout
+    )
+    assert after["you"]["in_room"] is False  # leaving removed the seat file
+    assert not list(state_dir().glob("*.json"))
+    await alice_seat.close()
 
 
 async def test_start_list_status_and_end(
@@ -36,7 +109,7 @@ async def test_start_list_status_and_end(
 
     seat = await join(sqlite_relay, bob, huddle, parent=parent)  # a parent member is admitted (§3.6)
     assert seat.joined is not None and seat.joined["type"] == "joined"
-    await asyncio.sleep(0.3)  # 48101 is emitted after `joined`
+    await until_joined_event(sqlite_relay, alice, parent, bob)  # 48101 is emitted after `joined`
     listed = json.loads((await buzz(sqlite_relay.url, bob, "huddle", "list")).stdout)["huddles"]
     assert [h["huddle_channel_id"] for h in listed] == [huddle]
     assert listed[0]["live"] and listed[0]["participants"] == [bob.pubkey]
@@ -44,8 +117,15 @@ async def test_start_list_status_and_end(
     assert status.code == 0, status.stderr
     body = json.loads(status.stdout)
     assert body["started_by"] == alice.pubkey and body["participants"] == [
-        {"pubkey": bob.pubkey, "name": None}
-    ]
+        {"pubkey": bob.pubkey, "name": None, "peer_index": None}
+    ]  # bob's seat is a raw socket here, not a `huddle join`: no seat file, no index
+    assert body["you"] == {
+        "pubkey": bob.pubkey,
+        "in_room": False,
+        "peer_index": None,
+        "protocol_version": None,
+        "joined_at": None,
+    }
 
     refused = await buzz(sqlite_relay.url, alice, "huddle", "leave", "--channel", huddle, "--end")
     assert refused.code == 1 and "--parent" in json.loads(refused.stderr.splitlines()[-1])["message"]
