@@ -99,7 +99,14 @@ COMBO_SHIFT = 5  # per seed: the next voice and the next speed
 SEEDS = (1, 2, 3)
 LEAD_IN_S = 0.3
 TAIL_S = 1.0  # long enough for the 300 ms silence flush
-ENGINES = ("whisper", "pocketsphinx")
+# Rows: the default engine as a huddle client runs it (told the room's names and channel), the
+# same engine without that context, and the fallback engine.
+ENGINES = ("whisper", "whisper-no-context", "pocketsphinx")
+# The room the bench models: what a huddle client reads from the relay at run time (the
+# channel's members' display names, the channel's name; `buzz.voice.agents.room_vocabulary`).
+# A ten-person team, three of whom the corpus never names; the channel name is not a corpus word.
+ROSTER = ("Alice", "Bob", "Carol", "David", "Emma", "Frank", "Grace", "Henry", "Priya", "Omar")
+CHANNEL = "product"
 SPEAKER_INDEX = 1
 SILENCE_FLUSH_MS = 300
 
@@ -261,8 +268,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     results = []
     for engine in args.engines.split(","):
-        model = args.whisper_model if engine == "whisper" else None
-        recognizer = build_recognizer(SttChoice(engine, model, "en" if engine == "whisper" else None))
+        kind = engine.removesuffix("-no-context")
+        model = args.whisper_model if kind == "whisper" else None
+        recognizer = build_recognizer(SttChoice(kind, model, "en" if kind == "whisper" else None))
+        if engine == kind and hasattr(recognizer, "set_context"):
+            recognizer.set_context(ROSTER, CHANNEL)
         warm: Callable[[np.ndarray], str] = recognizer.transcribe
         warm(np.zeros(16000, np.float32))  # first call pays one-time setup
         result = run_engine(engine, recognizer, utterances)

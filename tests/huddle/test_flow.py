@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Sequence
 
 import orjson
 
@@ -26,10 +27,17 @@ async def until_joined_event(running: RunningRelay, reader: Identity, parent: st
 
 
 class Silent:
-    """A recogniser that hears nothing (this test is about seats, not speech)."""
+    """A recogniser that hears nothing (this test is about seats, not speech), and keeps what
+    the client told it of the room (`set_context`)."""
+
+    def __init__(self) -> None:
+        self.contexts: list[tuple[tuple[str, ...], str | None]] = []
 
     def transcribe(self, pcm_16k: object) -> str:
         return ""
+
+    def set_context(self, names: Sequence[str] = (), channel: str | None = None) -> None:
+        self.contexts.append((tuple(names), channel))
 
 
 async def test_status_shows_the_peer_index_of_my_running_join(
@@ -39,14 +47,18 @@ async def test_status_shows_the_peer_index_of_my_running_join(
     started = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent)
     assert started.code == 0, started.stderr
     huddle = json.loads(started.stdout)["huddle_channel_id"]
+    async with sqlite_relay.client(alice) as client:
+        profile = Event.create(alice.secret, 0, '{"name":"alice","display_name":"Alice Liddell"}', [])
+        assert (await client.publish(profile)).accepted
     alice_seat = await join(sqlite_relay, alice, huddle, parent=parent)  # peer 0: a raw socket
     assert alice_seat.joined is not None
+    recognizer = Silent()
     async with sqlite_relay.client(bob) as bob_nostr:
         client = HuddleClient(
             HuddleOptions(sqlite_relay.url, huddle, parent_channel_id=parent, speak_replies=False),
             KeySigner(bob.secret),
             bob_nostr,
-            recognizer_factory=Silent,
+            recognizer_factory=lambda: recognizer,
         )
         running = asyncio.create_task(client.run())
         try:
@@ -74,6 +86,12 @@ async def test_status_shows_the_peer_index_of_my_running_join(
                 ).stdout
             )
             assert other["you"]["in_room"] is False and other["you"]["peer_index"] is None
+            # the recogniser was told the room's names and channel name (whisper's prompt)
+            async with asyncio.timeout(30):
+                while not recognizer.contexts:
+                    await asyncio.sleep(0.05)
+            names, channel_name = recognizer.contexts[-1]
+            assert "Alice Liddell" in names and channel_name
         finally:
             client.stop()
             await asyncio.wait_for(running, 30)

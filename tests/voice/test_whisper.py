@@ -16,7 +16,14 @@ from buzz.voice.engines import STT_ENGINES, SttChoice, build_recognizer
 from buzz.voice.espeak import EspeakNgEngine
 from buzz.voice.models import IncompleteModelBundle
 from buzz.voice.stt import PocketSphinxRecognizer
-from buzz.voice.whisper import SttUnavailable, WhisperRecognizer, check_whisper_dir, packaged_model_dir
+from buzz.voice.whisper import (
+    CONTEXT_PROMPT,
+    SttUnavailable,
+    WhisperRecognizer,
+    check_whisper_dir,
+    context_prompt,
+    packaged_model_dir,
+)
 from tests.cli.helpers import buzz
 
 
@@ -67,3 +74,23 @@ async def test_cli_refuses_an_incomplete_model_with_one_json_line(tmp_path: Path
     assert result.code == 1
     (line,) = result.stderr.strip().splitlines()
     assert "incomplete model bundle" in json.loads(line)["message"] and "model.bin" in line
+
+
+def test_context_prompt_names_the_room_and_its_people() -> None:
+    assert context_prompt() == CONTEXT_PROMPT
+    prompt = context_prompt(["Priya", " priya ", "Bob\x00", "", "x" * 80], "product")
+    assert prompt == f"{CONTEXT_PROMPT} Channel: product. People here: Priya, Bob, {'x' * 40}."
+    many = context_prompt([f"Name{i}" for i in range(40)])
+    assert "Name23" in many and "Name24" not in many  # a big roster is cut, the prompt stays short
+
+
+def test_room_context_spells_a_teammates_name(espeak: EspeakNgEngine) -> None:
+    """A name the model cannot know is spelled as the team spells it once the client passes the
+    room's names (the model is shared, the recogniser's prompt is its own)."""
+    speech = soxr.resample(espeak.synthesize("ask siobhan to review the budget"), 24000, 16000)
+    recognizer = WhisperRecognizer()
+    without = recognizer.transcribe(speech.astype(np.float32))
+    recognizer.set_context(["Siobhan", "Bob"], "product")
+    with_names = recognizer.transcribe(speech.astype(np.float32))
+    assert "siobhan" not in without.lower(), without
+    assert "Siobhan" in with_names, with_names

@@ -12,6 +12,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from buzz.core.event import Event
 from buzz.core.huddle_wire import AGENT_REFRESH
 from buzz.core.keys import is_hex
@@ -73,3 +75,43 @@ class AgentDirectory:
         if self._fetched_at is None or self._clock() - self._fetched_at >= self.refresh_s:
             return await self.refresh()
         return self._agents
+
+
+GROUP_METADATA_KIND = 39000
+PROFILE_KIND = 0
+
+
+async def room_vocabulary(query: Query, channel_id: str) -> tuple[list[str], str | None]:
+    """(display names of the channel's members, the channel's name) from the relay: the
+    newest 39002 (every `p`, any role), their kind 0 profiles (`display_name`, else `name`),
+    and the newest 39000's `name` tag. What the recogniser may be told (issue 13)."""
+    lists = await query([{"kinds": [GROUP_MEMBERS_KIND], "#d": [channel_id], "limit": 1}])
+    newest = max(lists, key=lambda e: (e.created_at, e.id), default=None)
+    members = sorted(
+        {t[1] for t in newest.tags if len(t) >= 2 and t[0] == "p" and is_hex(t[1], 64)} if newest else set()
+    )
+    names: list[str] = []
+    if members:
+        profiles = await query([{"kinds": [PROFILE_KIND], "authors": members}])
+        latest: dict[str, Event] = {}
+        for profile in profiles:
+            if profile.pubkey not in latest or profile.created_at > latest[profile.pubkey].created_at:
+                latest[profile.pubkey] = profile
+        for pubkey in members:
+            if pubkey in latest and (name := _profile_name(latest[pubkey])):
+                names.append(name)
+    metadata = await query([{"kinds": [GROUP_METADATA_KIND], "#d": [channel_id], "limit": 1}])
+    meta = max(metadata, key=lambda e: (e.created_at, e.id), default=None)
+    channel = next((t[1] for t in meta.tags if len(t) >= 2 and t[0] == "name"), None) if meta else None
+    return names, channel
+
+
+def _profile_name(profile: Event) -> str | None:
+    try:
+        meta = orjson.loads(profile.content)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(meta, dict):
+        return None
+    name = meta.get("display_name") or meta.get("name")
+    return name if isinstance(name, str) and name.strip() else None

@@ -42,7 +42,7 @@ from buzz.core.huddle_wire import (
 )
 from buzz.core.kinds import AUTH_KIND
 from buzz.voice import seat
-from buzz.voice.agents import AgentDirectory
+from buzz.voice.agents import AgentDirectory, room_vocabulary
 from buzz.voice.echo import EchoGate, RemoteFloor
 from buzz.voice.engines import SttChoice, build_recognizer
 from buzz.voice.guidelines import GuidelinesNotifier, i_post_guidelines
@@ -104,6 +104,7 @@ class HuddleOptions:
     reply_wait_s: float = 20.0
     display: Callable[[str], None] | None = None  # live roster / speaking lines (the CLI's stderr)
     view: Callable[[RoomSnapshot], None] | None = None  # the whole room every 500 ms (a TTY panel)
+    room_context: bool = True  # tell the recogniser the members' names and the channel's name
 
     @property
     def audio_url(self) -> str:
@@ -276,6 +277,8 @@ class HuddleClient:
         ]
         if self.options.voice_guidelines:
             tasks.append(asyncio.create_task(self._tell_agents()))
+        if self.options.room_context:
+            tasks.append(asyncio.create_task(self._learn_room()))
         if self.options.display is not None:
             tasks.append(asyncio.create_task(self._show_room(self.options.display)))
         if self.options.view is not None:
@@ -483,6 +486,17 @@ class HuddleClient:
         while True:
             view(self.snapshot())
             await asyncio.sleep(SPEAKER_TICK_MS / 1000)
+
+    async def _learn_room(self) -> None:
+        """The room's vocabulary for the recogniser: the display names (kind 0) of the channel's
+        members (39002) and the channel's name (39000), read on join and at each agent check."""
+        while True:
+            try:
+                names, channel = await room_vocabulary(self.nostr.query, self.options.channel_id)
+                self.stt.set_context(names, channel)
+            except Exception as exc:  # a vocabulary is a bonus: recognition works without it
+                log.warning("reading the room's names failed: %s", exc)
+            await asyncio.sleep(self.options.agents_check_s)
 
     async def _tell_agents(self) -> None:
         """Voice guidelines (48106) to every agent in the huddle, newcomers included (item 4)."""

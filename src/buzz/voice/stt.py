@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -47,6 +47,12 @@ class Recognizer(Protocol):
     """Pluggable recogniser: float32 16 kHz mono utterance → text ("" when nothing was heard)."""
 
     def transcribe(self, pcm_16k: np.ndarray) -> str: ...
+
+
+class ContextualRecognizer(Recognizer, Protocol):
+    """A recogniser that can be told the room's channel name and people (whisper)."""
+
+    def set_context(self, names: Sequence[str] = (), channel: str | None = None) -> None: ...
 
 
 POCKETSPHINX_FILES = (
@@ -186,6 +192,24 @@ class SttWorker:
         self._on_cancel = on_cancel_tts
         self._queue: queue.Queue[tuple[np.ndarray, float] | None] = queue.Queue(maxsize=depth)
         self._thread = threading.Thread(target=self._run, name="buzz-stt", daemon=True)
+        self._context_lock = threading.Lock()
+        self._context: tuple[tuple[str, ...], str | None] | None = None
+        self._recognizer: Recognizer | None = None
+
+    def set_context(self, names: Sequence[str], channel: str | None) -> None:
+        """Pass the room's people and channel name to the recogniser, if it takes them
+        (`ContextualRecognizer`); kept for a recogniser that is not built yet. Any thread."""
+        with self._context_lock:
+            self._context = (tuple(names), channel)
+            recognizer = self._recognizer
+        if recognizer is not None:
+            self._apply_context(recognizer)
+
+    def _apply_context(self, recognizer: Recognizer) -> None:
+        with self._context_lock:
+            context = self._context
+        if context is not None and hasattr(recognizer, "set_context"):
+            recognizer.set_context(*context)
 
     def start(self) -> None:
         self._thread.start()
@@ -206,6 +230,9 @@ class SttWorker:
 
     def _run(self) -> None:
         recognizer = self._factory()
+        with self._context_lock:
+            self._recognizer = recognizer
+        self._apply_context(recognizer)
         now_ms = 0.0
         while (item := self._queue.get()) is not None:
             pcm, now_ms = item

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,9 +105,39 @@ CONTEXT_PROMPT = "A team member speaks to the team's AI agent in a voice huddle.
 BEAM_SIZE = 5  # beam 1 is ~30 % faster but ~0.03 worse in WER on bench/stt.py
 
 
+MAX_CONTEXT_NAMES = 24  # Whisper's prompt holds ~220 tokens; a roster beyond this is cut
+MAX_NAME_CHARS = 40
+
+
+def context_prompt(names: Sequence[str] = (), channel: str | None = None) -> str:
+    """`CONTEXT_PROMPT`, then what the client knows of the room: the channel's name and the
+    people in it (display names), so that Whisper spells teammates' names as the team does.
+
+    Names are trimmed, deduplicated (first spelling wins), cut to 40 characters and to the
+    first 24; control characters are dropped. Example: `context_prompt(["Alice", "Bob"],
+    "design")` → "A team member speaks … huddle. Channel: design. People here: Alice, Bob."
+    """
+    parts = [CONTEXT_PROMPT]
+    if channel and (clean := _printable(channel)):
+        parts.append(f"Channel: {clean}.")
+    seen: dict[str, str] = {}
+    for name in names:
+        clean = _printable(name)
+        if clean and clean.lower() not in seen:
+            seen[clean.lower()] = clean
+    if seen:
+        parts.append("People here: " + ", ".join(list(seen.values())[:MAX_CONTEXT_NAMES]) + ".")
+    return " ".join(parts)
+
+
+def _printable(text: str) -> str:
+    return "".join(c for c in text if c.isprintable()).strip()[:MAX_NAME_CHARS].strip()
+
+
 class WhisperRecognizer:
     """`transcribe(float32 16 kHz mono) -> str` with beam search (5), no timestamps, and a
-    short context prompt (`CONTEXT_PROMPT`).
+    short context prompt (`CONTEXT_PROMPT`, extended by `set_context` with the room's channel
+    name and people).
 
     `language`: an ISO code such as "en" or "de"; None means English for `.en` models and
     detection for multilingual ones. Segments the model itself marks as non-speech are dropped.
@@ -130,6 +161,13 @@ class WhisperRecognizer:
                 f"this model only knows English, not {language!r}: pass a multilingual --stt-model"
             )
         self.language = language if multilingual else "en"
+
+    def set_context(self, names: Sequence[str] = (), channel: str | None = None) -> None:
+        """Bias recognition towards what the room is: its channel name and the display names
+        of its members (the huddle client calls this on join and when the roster changes).
+        Only text the client really knows at run time belongs here, never expected answers."""
+        if self.prompt is not None:
+            self.prompt = context_prompt(names, channel)
 
     def transcribe(self, pcm_16k: np.ndarray) -> str:
         pcm = np.asarray(pcm_16k, dtype=np.float32).reshape(-1)
