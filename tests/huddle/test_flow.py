@@ -18,11 +18,13 @@ from tests.huddle.support import ChannelSpec, join, make_channel
 from tests.support.relay import Identity, RunningRelay
 
 
-async def until_joined_event(running: RunningRelay, reader: Identity, parent: str, who: Identity) -> None:
-    """Wait (bounded, 30 s) until the relay's 48101 for `who` is stored in `parent`."""
+async def until_joined_event(
+    running: RunningRelay, reader: Identity, parent: str, who: Identity, kind: int = 48101
+) -> None:
+    """Wait (bounded, 30 s) until the relay's 48101 (or `kind`) for `who` is stored in `parent`."""
     async with running.client(reader) as client:
         async with asyncio.timeout(30):
-            while not await client.query([{"kinds": [48101], "#h": [parent], "#p": [who.pubkey]}]):
+            while not await client.query([{"kinds": [kind], "#h": [parent], "#p": [who.pubkey]}]):
                 await asyncio.sleep(0.05)
 
 
@@ -157,7 +159,7 @@ async def test_start_list_status_and_end(
     )  # ending an ended huddle (the relay ends it when the room empties) is a no-op, not an error
     assert again.code == 0 and json.loads(again.stdout)["already_ended"] is True, again.stderr
     await seat.close()
-    await asyncio.sleep(0.3)
+    await until_joined_event(sqlite_relay, alice, parent, bob, kind=48102)  # bob's leave is stored
     assert json.loads((await buzz(sqlite_relay.url, bob, "huddle", "list")).stdout)["huddles"] == []
     everything = json.loads((await buzz(sqlite_relay.url, bob, "huddle", "list", "--all")).stdout)["huddles"]
     assert [h["live"] for h in everything] == [False]
