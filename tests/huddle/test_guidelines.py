@@ -50,7 +50,7 @@ async def test_agent_added_later_gets_the_voice_guidelines_in_its_first_prompt(
                     sqlite_relay.url, huddle, transcribe=False, speak_replies=False, agents_check_s=0.2
                 )
                 client = HuddleClient(
-                    options, KeySigner(alice.secret), alice_nostr, recognizer_factory=lambda: whisper
+                    options, KeySigner(alice.secret), alice_nostr, recognizer_factory=WhisperRecognizer
                 )
                 running = asyncio.create_task(client.run())
                 try:

@@ -27,7 +27,7 @@ import soxr
 
 from buzz.cli.huddle_cmd import KeySigner
 from buzz.voice.client import HuddleClient, HuddleOptions
-from buzz.voice.espeak import EspeakNgEngine
+from buzz.voice.espeak import EspeakNgEngine, set_random_seed
 from buzz.voice.tts import TTS_SAMPLE_RATE, render_reply
 from buzz.voice.wav import read_wav, read_wav_48k, write_wav
 from buzz.voice.whisper import WhisperRecognizer
@@ -63,6 +63,7 @@ async def test_spoken_sentence_reaches_the_agent_and_its_reply_is_heard(
     whisper: WhisperRecognizer,
 ) -> None:
     agent = Identity.new()
+    set_random_seed(1)  # the same samples every run (eSpeak NG seeds itself from the clock)
     write_wav(tmp_path / "say.wav", np.concatenate(list(render_reply(espeak, SENTENCE))), TTS_SAMPLE_RATE)
     async with workspace(sqlite_relay, alice, agent, tmp_path, monkeypatch) as ws:
         await add_member(ws.owner_client, alice, ws.channel, bob.pubkey)
@@ -73,7 +74,7 @@ async def test_spoken_sentence_reaches_the_agent_and_its_reply_is_heard(
                 ),
                 KeySigner(bob.secret),
                 bob_nostr,
-                recognizer_factory=lambda: whisper,
+                recognizer_factory=WhisperRecognizer,
                 tts_factory=lambda: espeak,
             )
             listening = asyncio.create_task(listener.run())
@@ -132,4 +133,4 @@ async def test_spoken_sentence_reaches_the_agent_and_its_reply_is_heard(
     recorded = read_wav_48k(alice_wav)
     recognised_alice = recognise(whisper, recorded, 48000)
     print(f"bob heard alice say: {recognised_alice!r}")
-    assert overlap(recognised_alice, SENTENCE) >= 0.8, recognised_alice
+    assert overlap(recognised_alice, SENTENCE) >= 0.8, (recognised_alice, heard.frames_dropped)
