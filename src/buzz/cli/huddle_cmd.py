@@ -76,6 +76,11 @@ class LiveRoster:
     def __exit__(self, *exc: object) -> None:
         self._live.stop()
 
+    @property
+    def renderable(self) -> object:
+        """What the panel shows now (the last table)."""
+        return self._live.renderable
+
     def update(self, snapshot: object) -> None:
         from rich.table import Table
 
