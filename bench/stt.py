@@ -2,7 +2,8 @@
 """Speech-to-text benchmark (issue 13 item 2). Run by `make bench`, never by the tests.
 
 A fixed corpus of 44 sentences a team would say to an agent (names, numbers, dates, commands)
-is synthesised with eSpeak NG, cycling over four voices and three speeds, and sent through the
+is synthesised with eSpeak NG, cycling over four voices and three speeds, three times (eSpeak
+seeds 1, 2, 3, the voice/speed cycle shifted each time: 132 utterances), and sent through the
 client's real path: 48 kHz capture frames → `FrameSender` (Opus encode, v2 header) → relay
 prefix → `Receiver` (jitter buffer, Opus decode, 10 ms playout) → `SpeechToText` (resample to
 16 kHz, WebRTC VAD, utterance segmentation) → the engine. Audio time is simulated (no sleeping);
@@ -16,6 +17,8 @@ Per engine it prints:
 - latency p50 / p95: from the end of the speech to the text, i.e. the VAD's silence flush
   (300 ms of audio) plus the recogniser's wall time.
 
+Rows: `whisper` as the huddle client runs it (told the room's channel name and members' names:
+the bench models a ten-person room, ROSTER and CHANNEL), `whisper-no-context`, `pocketsphinx`.
 Target: WER ≤ 0.15 for the default engine (whisper).
 """
 
