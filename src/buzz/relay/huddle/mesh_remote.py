@@ -45,9 +45,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REGISTER_TIMEOUT_S = 2.0  # the owner's answer to register_peer; then huddle_owner_unreachable
 PING_S = 5.0  # §9.9 Redis transport: `ping` on every ingress stream this often
 SILENCE_TICKS = 3  # an owner stream silent this many pings (15 s) is closed
+# §9.6 ingress step 1 gives the wait for the owner's answer no deadline of its own: it ends with
+# the answer, a `goodbye` or the stream's close, and a Redis control stream is closed after 15 s
+# of silence (§9.9). A shorter bound only turned a slow owner into a seat given up on.
+REGISTER_ANSWER_S = PING_S * SILENCE_TICKS
 
 
 def _fenced(session: str, lease: Lease) -> dict[str, Any]:
@@ -191,7 +194,7 @@ class RemoteHub:
                 self._teardown_ingress(stream)
         deadline = time.monotonic() - self.ping_s * SILENCE_TICKS
         for owned in list(self.owner_streams.values()):
-            if owned.slot is not None and owned.last_seen < deadline:
+            if owned.last_seen < deadline:  # a seat, or a hello whose registration never came
                 log.warning("huddle remote stream %s silent: removing its peer", owned.stream)
                 await self.owner_remove(owned)
 
@@ -212,10 +215,13 @@ class RemoteHub:
         self, lease: Lease, community: str, session: str, pubkey: str, version: int, parent: str
     ) -> IngressStream:
         """§9.6 ingress step 1: hello + register_peer, then the owner's answer. Raises JoinDenied
-        with the mapped §4.2 error; no answer in REGISTER_TIMEOUT_S is huddle_owner_unreachable.
-        `parent` (the lifecycle parent this replica verified, §3.6) rides along in
-        `register_peer` as `lifecycle_parent`, so the owner can post 48103 there when this
-        peer leaves last (docs/decisions.md)."""
+        with the mapped §4.2 error; no answer in REGISTER_ANSWER_S (the stream's silence close)
+        is huddle_owner_unreachable. A registration given up on — that timeout, or this
+        coroutine cancelled because the client went away first — is unregistered at the owner
+        (`unregister_peer`, `goodbye session_ended`), so a seat the owner granted meanwhile is
+        freed rather than held until its silence check. `parent` (the lifecycle parent this
+        replica verified, §3.6) rides along in `register_peer` as `lifecycle_parent`, so the
+        owner can post 48103 there when this peer leaves last (docs/decisions.md)."""
         stream = IngressStream(str(uuid.uuid4()), session, lease, community, pubkey, parent, version=version)
         self.ingress_streams[stream.stream] = stream
         hello = {"t": "hello", "stream": stream.stream, "sender": self.runtime_id, "profile": PROFILE}
@@ -226,25 +232,37 @@ class RemoteHub:
              "protocol_version": version, "lifecycle_parent": parent},
         )  # fmt: skip
         try:
-            answer = await asyncio.wait_for(asyncio.shield(stream.answer), REGISTER_TIMEOUT_S)
+            answer = await asyncio.wait_for(asyncio.shield(stream.answer), REGISTER_ANSWER_S)
         except TimeoutError:
-            self.ingress_streams.pop(stream.stream, None)
+            self._abandon(stream)
             raise JoinDenied(OWNER_UNREACHABLE) from None
+        except BaseException:
+            self._abandon(stream)
+            raise
         if answer.get("t") == "peer_registered":
-            stream.peer_index = int(answer["peer_index"])
-            roster = answer["roster"]
-            stream.revision = int(roster["revision"])
-            stream.roster = {int(p["peer_index"]): str(p["pubkey"]) for p in roster["peers"]}
             return stream
-        self.ingress_streams.pop(stream.stream, None)
+        stream.closed = True  # refused: the owner holds nothing for this stream
+        self._forget_ingress(stream)
         raise JoinDenied(_rejection(answer))
 
-    def attach(self, stream: IngressStream, sink: PeerSink) -> Joined:
+    def _abandon(self, stream: IngressStream) -> None:
+        """Given up before the answer: the owner frees whatever it granted (§9.6 step 6's pair,
+        as step 2 does for a failed mirror admission); counted for operators."""
+        if not stream.closed:
+            self.huddles.stats.count("mesh_registrations_abandoned_total")
+        self.unregister(stream)
+
+    def attach(self, stream: IngressStream, sink: PeerSink) -> Joined | None:
         """After the mirror admission: route fan-out for this index to `sink`; the client's
-        `joined` from the owner's snapshot."""
+        `joined` from the owner's snapshot (with every `roster_delta` that arrived since the
+        answer). None when the stream was torn down in between: the caller removes the mirror
+        seat and refuses the join (the client rejoins)."""
         assert stream.peer_index is not None
+        if stream.closed:
+            return None
         stream.sink = sink
         self.by_target[(stream.session, stream.peer_index)] = stream
+        self.send(stream, {"t": "ping"})  # the answer's acknowledgement: the owner hears us at once
         return Joined(stream.revision, stream.pubkey, stream.peer_index, _roster(stream.roster))
 
     def unregister(self, stream: IngressStream) -> None:
@@ -291,30 +309,39 @@ class RemoteHub:
         if message.get("fenced") != _fenced(stream.session, stream.lease):
             return self._teardown_ingress(stream)
         if kind in ("peer_registered", "register_rejected"):
-            if not stream.answer.done():
-                stream.answer.set_result(message)
-        elif kind == "roster_delta" and stream.sink is not None:
+            if stream.answer.done():
+                return None
+            if kind == "peer_registered":
+                # read here, not in `register`: deltas can follow before that coroutine resumes
+                roster = message["roster"]
+                stream.peer_index = int(message["peer_index"])
+                stream.revision = int(roster["revision"])
+                stream.roster = {int(p["peer_index"]): str(p["pubkey"]) for p in roster["peers"]}
+            stream.answer.set_result(message)
+        elif kind == "roster_delta" and stream.peer_index is not None:
             revision = int(message["revision"])
             if revision <= stream.revision:
                 return None
             if revision != stream.revision + 1:
                 return self._teardown_ingress(stream)  # a gap: the client rejoins
             stream.revision = revision
-            sink = stream.sink
+            sink = stream.sink  # None until attached: the delta then lands in `joined` itself
             if "joined" in message:
                 entry = message["joined"]
                 stream.roster[int(entry["peer_index"])] = str(entry["pubkey"])
-                joined = Joined(
-                    revision, str(entry["pubkey"]), int(entry["peer_index"]), _roster(stream.roster)
-                )
-                sink.offer_control(joined.to_text(sink.protocol_version))
+                if sink is not None:
+                    joined = Joined(
+                        revision, str(entry["pubkey"]), int(entry["peer_index"]), _roster(stream.roster)
+                    )
+                    sink.offer_control(joined.to_text(sink.protocol_version))
             elif "left" in message:
                 index = int(message["left"]["peer_index"])
                 stream.roster.pop(index, None)
-                sink.flush_index(index)
-                sink.offer_control(
-                    Left(revision, str(message["left"]["pubkey"]), index).to_text(sink.protocol_version)
-                )
+                if sink is not None:
+                    sink.flush_index(index)
+                    sink.offer_control(
+                        Left(revision, str(message["left"]["pubkey"]), index).to_text(sink.protocol_version)
+                    )
         elif kind == "goodbye":
             if not stream.answer.done():
                 stream.answer.set_result({"t": "goodbye"})
@@ -322,8 +349,14 @@ class RemoteHub:
         return None
 
     def _teardown_ingress(self, stream: IngressStream) -> None:
-        """§9.6 ingress step 5: close the client (it rejoins and re-resolves)."""
+        """§9.6 ingress step 5: close the client (it rejoins and re-resolves). The owner may
+        still hold the seat (a gap, a fence mismatch, a lease this replica could not confirm):
+        `unregister_peer` with `rejoin` frees it there without ending the room, since the client
+        is coming back; an owner that is gone or already dropped the stream ignores it."""
+        if stream.closed:
+            return
         stream.closed = True
+        self.send(stream, {"t": "unregister_peer", "pubkey": stream.pubkey, "rejoin": True})
         if stream.sink is not None:
             stream.sink.close(1012, b"huddle owner gone")
         self._forget_ingress(stream)
@@ -349,6 +382,8 @@ class RemoteHub:
             return
         if kind == "register_peer":
             await self._owner_register(owned, message)
+        elif kind == "unregister_peer" and message.get("rejoin") is True:
+            await self.owner_remove(owned)  # torn down at the ingress: its client rejoins
         elif kind == "unregister_peer" or (kind == "goodbye" and message.get("reason") == "session_ended"):
             await self.owner_remove(owned, left_by_choice=True)  # the client left: may end the room
         elif kind == "goodbye":
@@ -367,6 +402,7 @@ class RemoteHub:
         stream.pubkey = pubkey
 
         def reject(**fields: Any) -> None:
+            self.owner_streams.pop(stream.stream, None)  # nothing held: the ingress forgets it too
             self.send(stream, {"t": "register_rejected", "pubkey": pubkey, **fields})
 
         try:  # §9.6 owner step 3: fence-checked against Redis before admission
@@ -410,6 +446,10 @@ class RemoteHub:
         for other in result.recipients:
             if other.peer_id != peer.peer_id:
                 other.sink.offer_control(texts[other.sink.protocol_version])
+        if self.owner_streams.get(stream.stream) is not stream:
+            # dropped while the admission awaited (drain, silence check): nothing else would
+            # ever free this seat, so it goes now (`left` follows the `joined` just sent)
+            await self.owner_remove(stream)
         return None
 
     async def owner_remove(self, stream: OwnerStream, left_by_choice: bool = False) -> None:

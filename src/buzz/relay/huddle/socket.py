@@ -17,8 +17,9 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
@@ -241,8 +242,10 @@ class AudioSocket:
         if version_error is not None:
             raise JoinDenied(version_error)
         community_id = huddles.settings.community_id
-        stream = await hub.register(
-            lease, community_id, self.channel_id, pubkey, auth.protocol_version, grant.lifecycle_parent
+        stream = await self._until_client_gone(
+            hub.register(
+                lease, community_id, self.channel_id, pubkey, auth.protocol_version, grant.lifecycle_parent
+            )
         )
         assert stream.peer_index is not None
         slot = huddles.rooms.acquire(community_id, self.channel_id)
@@ -261,6 +264,11 @@ class AudioSocket:
                 huddles.rooms.reclaim_if_empty(slot)
         peer = admitted.peer
         joined = hub.attach(stream, peer.sink)
+        if joined is None:  # torn down since the answer (goodbye, gap, fence): the client rejoins
+            async with slot.lock:
+                slot.room.remove(peer.peer_id)
+            huddles.rooms.reclaim_if_empty(slot)
+            raise JoinDenied(OWNER_UNREACHABLE)
         peer.sink.offer_control(joined.to_text(peer.protocol_version))
         seat = Seat(
             slot, grant, pubkey, peer.peer_id, peer.peer_index, peer.protocol_version, peer.sink, stream
@@ -269,6 +277,37 @@ class AudioSocket:
             grant.lifecycle_parent, self.channel_id, pubkey, stream.revision, peer.peer_id
         )
         return seat
+
+    async def _until_client_gone(self, registration: Coroutine[Any, Any, IngressStream]) -> IngressStream:
+        """Await the owner's answer while watching the client: a close, an error or `leave`
+        before it cancels the registration, which then unregisters at the owner (a seat granted
+        meanwhile is freed at once, before the client's retry can find the room full). Nothing
+        else is expected before `joined`: frames are dropped (no seat yet), pings answered."""
+        answer = asyncio.ensure_future(registration)
+        watch = asyncio.ensure_future(self._client_leaves())
+        try:
+            await asyncio.wait((answer, watch), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watch
+            if not answer.done():  # the client went first, or this join is being cancelled
+                answer.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await answer
+                raise _SilentClose
+        return answer.result()
+
+    async def _client_leaves(self) -> None:
+        """Return once the client closes, errs or sends `leave` (before it was admitted)."""
+        while True:
+            msg = await self.ws.receive()
+            if msg.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+                return
+            if msg.type == WSMsgType.PING:
+                await self.ws.pong(msg.data)
+            elif msg.type == WSMsgType.TEXT and isinstance(parse_client_message(msg.data), Leave):
+                return
 
     async def _verify(self, auth: Auth) -> Event:
         """§3.4 with the main relay's NIP-42 verifier. The auth event is never stored or logged."""
