@@ -1,0 +1,100 @@
+"""Registrations the ingress replica gives up on never hold a seat at the owner (huddle.md
+§9.6; the leak `bench/huddle.py --replicas 2` found). Real `buzz relay serve` processes on one
+PostgreSQL and one Redis, BUZZ_MESH=on. The owner A is stopped (SIGSTOP), so no answer to
+`register_peer` can come; 25 clients join through B and go away right after their `auth`. B gives
+each registration up and tells A. A is resumed: it grants every queued registration and frees
+each seat again, so the room is empty of ghosts: a join through B sees only the real peers, and
+25 fresh joins fill the room."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import urllib.request
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from buzz.core.mesh_lease import lease_keys, parse_lease
+from tests.huddle.support import AudioPeer, ChannelSpec, join, make_channel
+from tests.operator.support import free_port, served
+from tests.replicas.conftest import redis_url
+from tests.replicas.helpers import wait_until
+from tests.support.pg import temp_database
+from tests.support.relay import Identity, RunningRelay
+
+pytestmark = [pytest.mark.redis, pytest.mark.postgres]
+
+SEATS = 25  # MAX_PEERS_PER_ROOM (§5.3)
+
+
+def abandoned(metrics_url: str) -> int:
+    """B's `buzz_huddle_mesh_total{what="registrations_abandoned"}` (0 before the first)."""
+    with urllib.request.urlopen(metrics_url, timeout=5) as answer:
+        text = answer.read().decode()
+    found = re.search(r'buzz_huddle_mesh_total\{what="registrations_abandoned"\} (\d+)', text)
+    return int(found.group(1)) if found else 0
+
+
+async def gone_after_auth(relay: RunningRelay, who: Identity, cid: str) -> None:
+    """A client that sends its `auth` and closes before any answer."""
+    peer = await AudioPeer.connect(relay, cid)
+    await peer.send_auth(relay, who, await peer.challenge(), 2)
+    await peer.close()
+
+
+async def test_abandoned_registrations_leave_no_ghost_seats(
+    tmp_path: Path, redis: Redis, workspace_id: str, alice: Identity
+) -> None:
+    people = [Identity.new() for _ in range(SEATS)]
+    env = {"BUZZ_WORKSPACE_ID": workspace_id, "BUZZ_MESH": "on"}
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    metrics_port = free_port()
+    async with temp_database() as dsn:
+        args = ("--db", dsn, "--redis-url", redis_url())
+        async with (
+            served(tmp_path / "a" / "data", *args, env=env) as a,
+            served(tmp_path / "b" / "data", *args, "--metrics-bind", f"127.0.0.1:{metrics_port}", env=env) as b,
+        ):
+            ra = RunningRelay(None, a.url)  # type: ignore[arg-type]
+            rb = RunningRelay(None, b.url)  # type: ignore[arg-type]
+            metrics = f"http://127.0.0.1:{metrics_port}/metrics"
+            cid = await make_channel(ra, ChannelSpec(alice, members=people))
+            on_a = await join(ra, alice, cid)  # A owns the room
+            assert on_a.joined is not None and on_a.joined["type"] == "joined", on_a.joined
+            lease = parse_lease(await redis.get(lease_keys(cid, workspace_id)[0]))
+            assert lease is not None
+            peers: list[AudioPeer] = []
+            a.proc.send_signal(signal.SIGSTOP)  # no answer from the owner from here on
+            try:
+                await asyncio.gather(*(gone_after_auth(rb, who, cid) for who in people))
+                await wait_until(
+                    lambda: abandoned(metrics) == SEATS, timeout=60, what="B to give up every registration"
+                )
+            finally:
+                a.proc.send_signal(signal.SIGCONT)
+            # A now reads, in B's order: each given-up stream's hello, register_peer (granted:
+            # the room has room for them all but one), unregister_peer; then this join's. Its
+            # roster is A's room as it stands once every given-up seat has been handled.
+            first = await join(rb, people[0], cid)
+            peers.append(first)
+            assert first.joined is not None and first.joined["type"] == "joined", first.joined
+            assert {p["pubkey"] for p in first.joined["peers"]} == {alice.pubkey, people[0].pubkey}
+            await on_a.ws.send_str('{"type":"leave"}')  # the room stays: people[0] holds it
+            await on_a.close()
+            for i, who in enumerate(people[1:], start=1):  # 24 more fresh joins, both replicas
+                peer = await join(ra if i % 2 else rb, who, cid)
+                peers.append(peer)
+                assert peer.joined is not None and peer.joined["type"] == "joined", (i, peer.joined)
+            last = peers[-1].joined
+            assert last is not None
+            assert sorted(p["pubkey"] for p in last["peers"]) == sorted(p.pubkey for p in people)
+            assert parse_lease(await redis.get(lease_keys(cid, workspace_id)[0])) == lease  # one owner
+            full = await join(rb, alice, cid)  # the cap still holds: the room is full of real seats
+            assert full.joined is not None and full.joined.get("code") == "room_full", full.joined
+            await full.close()
+            for peer in peers:
+                await peer.close()
