@@ -14,14 +14,18 @@ import signal
 import urllib.request
 from pathlib import Path
 
+import orjson
 import pytest
 from redis.asyncio import Redis
 
 from buzz.core.mesh_lease import lease_keys, parse_lease
+from buzz.relay.huddle.mesh_link import ctl_channel
 from tests.huddle.support import AudioPeer, ChannelSpec, join, make_channel
 from tests.operator.support import free_port, served
 from tests.replicas.conftest import redis_url
 from tests.replicas.helpers import wait_until
+from tests.replicas.test_mesh_lease import meshed, runtime
+from tests.replicas.test_mesh_remote import texts_until
 from tests.support.pg import temp_database
 from tests.support.relay import Identity, RunningRelay
 
@@ -57,7 +61,9 @@ async def test_abandoned_registrations_leave_no_ghost_seats(
         args = ("--db", dsn, "--redis-url", redis_url())
         async with (
             served(tmp_path / "a" / "data", *args, env=env) as a,
-            served(tmp_path / "b" / "data", *args, "--metrics-bind", f"127.0.0.1:{metrics_port}", env=env) as b,
+            served(
+                tmp_path / "b" / "data", *args, "--metrics-bind", f"127.0.0.1:{metrics_port}", env=env
+            ) as b,
         ):
             ra = RunningRelay(None, a.url)  # type: ignore[arg-type]
             rb = RunningRelay(None, b.url)  # type: ignore[arg-type]
@@ -98,3 +104,36 @@ async def test_abandoned_registrations_leave_no_ghost_seats(
             await full.close()
             for peer in peers:
                 await peer.close()
+
+
+async def test_a_torn_down_remote_client_frees_its_seat_at_the_owner(
+    tmp_path: Path, redis: Redis, workspace_id: str, alice: Identity, bob: Identity, carol: Identity
+) -> None:
+    """B closes a joined client because the owner's deltas skipped a revision (§9.6 ingress
+    step 4: it rejoins). The seat goes at the owner at once (`left` to the others), without
+    ending the room; in process, so the test can name the stream and forge the gap."""
+    async with meshed(tmp_path, redis_url(), workspace_id) as (a, b):
+        cid = await make_channel(a, ChannelSpec(alice, members=[bob, carol]))
+        pa = await join(a, alice, cid)  # owner: A
+        pb = await join(b, bob, cid)  # remote, through A
+        assert pb.joined is not None and pb.joined["type"] == "joined", pb.joined
+        hub = b.relay.huddles.remote
+        assert hub is not None
+        (stream,) = hub.ingress_streams.values()
+        gap = {
+            "t": "roster_delta",
+            "revision": stream.revision + 2,
+            "joined": {"pubkey": carol.pubkey, "peer_index": 7},
+            "fenced": {"session_id": cid, "generation": stream.lease.generation, "owner": stream.lease.owner},
+        }
+        await redis.publish(ctl_channel(runtime(b)), orjson.dumps({"s": stream.stream, "m": gap}))
+        await pb.expect_close(10)
+        assert pb.close_frame == (1012, "huddle owner gone")
+        await pb.close()
+        left = (await texts_until(pa, 1, "left"))[0]  # the owner let the seat go
+        assert (left["pubkey"], left["peer_index"]) == (bob.pubkey, 1)
+        pc = await join(b, carol, cid)  # after B's unregister in B's order: no ghost of bob
+        assert pc.joined is not None and pc.joined["type"] == "joined", pc.joined
+        assert [p["pubkey"] for p in pc.joined["peers"]] == [alice.pubkey, carol.pubkey]
+        for peer in (pa, pc):
+            await peer.close()
