@@ -137,3 +137,32 @@ async def test_a_torn_down_remote_client_frees_its_seat_at_the_owner(
         assert [p["pubkey"] for p in pc.joined["peers"]] == [alice.pubkey, carol.pubkey]
         for peer in (pa, pc):
             await peer.close()
+
+
+async def full_roster(peer: AudioPeer, seats: int) -> list[str]:
+    """Read until this peer's roster holds `seats` peers (its `joined`, then v2 `joined`s with
+    the complete roster); fails on a close. Returns the pubkeys."""
+    body = peer.joined
+    assert body is not None and body["type"] == "joined", body
+    while len(body["peers"]) < seats:
+        (body,) = await texts_until(peer, 1, "joined")
+    return sorted(p["pubkey"] for p in body["peers"])
+
+
+async def test_simultaneous_joins_through_the_ingress_all_get_in(
+    tmp_path: Path, redis: Redis, workspace_id: str, alice: Identity
+) -> None:
+    """24 joins at once through B while the owner A holds one seat: every one is admitted, none
+    is torn down (a `roster_delta` arriving between the owner's answer and the mirror admission
+    is kept, not lost into a revision gap), and every peer ends with the same 25 seats."""
+    people = [Identity.new() for _ in range(SEATS - 1)]
+    async with meshed(tmp_path, redis_url(), workspace_id) as (a, b):
+        cid = await make_channel(a, ChannelSpec(alice, members=people))
+        pa = await join(a, alice, cid)
+        remote = await asyncio.gather(*(join(b, who, cid) for who in people))
+        everyone = sorted([alice.pubkey, *(p.pubkey for p in people)])
+        for peer in [pa, *remote]:
+            assert await full_roster(peer, SEATS) == everyone
+        assert b.relay.huddles.stats.counters["mesh_registrations_abandoned_total"] == 0
+        for peer in [pa, *remote]:
+            await peer.close()
