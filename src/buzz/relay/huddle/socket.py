@@ -59,7 +59,8 @@ REVOKED_CLOSE = (1008, b"channel access revoked")  # a seat whose participant lo
 
 
 class _SilentClose(Exception):
-    """§4.1 step 5 database error: close with no message (fail closed)."""
+    """Close with no message: a §4.1 step 5 database error (fail closed), or a client that went
+    away before the owner answered its registration."""
 
 
 @dataclass(slots=True)
@@ -266,7 +267,9 @@ class AudioSocket:
         joined = hub.attach(stream, peer.sink)
         if joined is None:  # torn down since the answer (goodbye, gap, fence): the client rejoins
             async with slot.lock:
-                slot.room.remove(peer.peer_id)
+                removed = slot.room.remove(peer.peer_id)
+                if removed is not None and removed.should_end:
+                    slot.room.reopen()  # a mirror never ends (§9.2): another joiner may hold it
             huddles.rooms.reclaim_if_empty(slot)
             raise JoinDenied(OWNER_UNREACHABLE)
         peer.sink.offer_control(joined.to_text(peer.protocol_version))
@@ -287,15 +290,16 @@ class AudioSocket:
         watch = asyncio.ensure_future(self._client_leaves())
         try:
             await asyncio.wait((answer, watch), return_when=asyncio.FIRST_COMPLETED)
-        finally:
+        finally:  # also when this join is cancelled: the registration must not outlive it
             watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watch
-            if not answer.done():  # the client went first, or this join is being cancelled
+            if not answer.done():
                 answer.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await answer
-                raise _SilentClose
+        if answer.cancelled():  # the client went first
+            raise _SilentClose
         return answer.result()
 
     async def _client_leaves(self) -> None:
