@@ -504,9 +504,8 @@ def run_row(relays: list[Relay], args: argparse.Namespace) -> Row:
     groups = [g for g in groups if g]
     ctx = mp.get_context("spawn")
     out: Any = ctx.Queue()
-    # Joins one at a time: 25 registrations at once on a loaded machine miss the owner's 2 s
-    # answer, and a seat whose ingress gave up stays held at the owner (room_full on the retry)
-    # until the owner's silence check drops it.
+    # Joins one at a time, then all frames start together: every seat hears every frame, so a
+    # missing frame is a drop, never a late join.
     sync = Sync(ctx.Event(), ctx.Lock(), ctx.Value("i", 0), ctx.Event(), ctx.Value("d", 0.0))
     workers = [
         ctx.Process(target=worker, args=(urls, cid, g, sync, args.seconds, args.rate, out)) for g in groups
