@@ -134,3 +134,51 @@ async def test_spoken_sentence_reaches_the_agent_and_its_reply_is_heard(
     recognised_alice = recognise(whisper, recorded, 48000)
     print(f"bob heard alice say: {recognised_alice!r}")
     assert overlap(recognised_alice, SENTENCE) >= 0.8, (recognised_alice, heard.frames_dropped)
+
+
+async def test_leave_after_input_waits_only_for_an_agent_seated_in_the_room(
+    sqlite_relay: RunningRelay,
+    alice: Identity,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    espeak: EspeakNgEngine,
+) -> None:
+    """An agent that is only invited (a `bot` member, never in the audio room) is p-tagged but
+    not waited for; once its key is seated in the roster, the client stays for its answer."""
+    agent = Identity.new()
+    set_random_seed(1)
+    write_wav(tmp_path / "say.wav", np.concatenate(list(render_reply(espeak, SENTENCE))), TTS_SAMPLE_RATE)
+    args = ("--input", str(tmp_path / "say.wav"), "--leave-after-input", "--no-speak")
+    async with workspace(sqlite_relay, alice, agent, tmp_path, monkeypatch) as ws:
+        said = await buzz(sqlite_relay.url, alice, "huddle", "join", "--channel", ws.channel, *args)
+        assert said.code == 0, said.stderr
+        report = json.loads(said.stdout)
+        assert report["transcripts"] and report["transcripts"][0]["accepted"], report
+        transcript = await ws.watcher.wait_for(
+            lambda e: e.kind == 9 and e.pubkey == alice.pubkey, what="alice's transcript"
+        )
+        assert transcript.tag_values("p") == [agent.pubkey]  # still addressed to the invited agent
+        assert report["waited_for_answers"] is False
+
+        async with sqlite_relay.client(agent, auth_tags=[ws.auth_tag]) as agent_nostr:
+            seated = HuddleClient(
+                HuddleOptions(sqlite_relay.url, ws.channel, voice_guidelines=False, speak_replies=False),
+                KeySigner(agent.secret, [ws.auth_tag]),
+                agent_nostr,
+                recognizer_factory=WhisperRecognizer,
+                tts_factory=lambda: espeak,
+            )
+            sitting = asyncio.create_task(seated.run())
+            try:
+                joined = asyncio.create_task(seated.seated.wait())
+                await asyncio.wait({joined, sitting}, return_when=asyncio.FIRST_COMPLETED)
+                assert seated.seated.is_set(), sitting.exception() if sitting.done() else None
+                said = await buzz(sqlite_relay.url, alice, "huddle", "join", "--channel", ws.channel, *args)
+            finally:
+                seated.stop()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(sitting, 15)
+        assert said.code == 0, said.stderr
+        report = json.loads(said.stdout)
+        assert agent.pubkey in report["roster"].values()
+        assert report["waited_for_answers"] is True
