@@ -173,7 +173,9 @@ async def test_huddle_join_exit_codes_and_input_checks(
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     for bad_dir in ("/proc/nope", str(blocker / "sub")):
-        r = await buzz("ws://127.0.0.1:9", alice, "huddle", "join", "--channel", channel, "--record-dir", bad_dir)
+        r = await buzz(
+            "ws://127.0.0.1:9", alice, "huddle", "join", "--channel", channel, "--record-dir", bad_dir
+        )
         assert (r.code, r.error["error"]) == (1, "user_error"), r.stderr
         assert bad_dir in r.error["message"] and len(r.stderr.strip().splitlines()) == 1
     for bad_duration in ("-5", "0"):

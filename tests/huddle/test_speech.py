@@ -182,3 +182,6 @@ async def test_leave_after_input_waits_only_for_an_agent_seated_in_the_room(
         report = json.loads(said.stdout)
         assert agent.pubkey in report["roster"].values()
         assert report["waited_for_answers"] is True
+        # the live lines name peers by their profile (kind 0), not by a hex prefix
+        assert "joined: Rulesbot (agent) (peer " in said.stderr, said.stderr
+        assert f"{agent.pubkey[:12]}…" not in said.stderr

@@ -83,6 +83,7 @@ class LiveRoster:
         return self._live.renderable
 
     def update(self, snapshot: object) -> None:
+        from rich.markup import escape
         from rich.table import Table
 
         from buzz.voice.client import RoomSnapshot
@@ -95,6 +96,7 @@ class LiveRoster:
         )
         table.add_column("peer", justify="right")
         table.add_column("who")
+        table.add_column("name")
         table.add_column("pubkey")
         table.add_column("speaking")
         for seat in snapshot.seats:
@@ -102,6 +104,7 @@ class LiveRoster:
             table.add_row(
                 str(seat.peer_index),
                 who,
+                escape(seat.name) if seat.name else "-",
                 f"{seat.pubkey[:16]}…",
                 "[bold green]● speaking[/]" if seat.speaking else "",
             )
