@@ -57,7 +57,7 @@ class PostgresStore(SqlStore):
         StoreError when it refuses the connection."""
         try:
             self._pool = await asyncpg.create_pool(self.dsn, min_size=self._min_size, max_size=self._max_size)
-        except (OSError, asyncio.TimeoutError) as exc:  # refused, unresolvable, timed out
+        except (TimeoutError, OSError) as exc:  # refused, unresolvable, timed out
             raise StoreUnreachable(f"cannot connect to PostgreSQL: {exc}") from exc
         except _DRIVER_ERRORS as exc:  # reached, but refused us (auth, missing database)
             raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
