@@ -130,8 +130,6 @@ class HuddleReport:
     guidelines: list[dict[str, object]] = field(default_factory=list)  # 48106 posted: id, agents
     stt_dropped: int = 0
     recordings: list[str] = field(default_factory=list)
-    # leave_after_input stayed for an answer: a transcript went to an agent seated in the room
-    waited_for_answers: bool = False
 
 
 def _who(pubkey: str, agents: frozenset[str], names: Mapping[str, str] | None = None) -> str:
@@ -554,18 +552,13 @@ class HuddleClient:
             await asyncio.sleep(self.options.agents_check_s)
 
     async def _await_answers(self) -> None:
-        """After the input ended: when a transcript went to an agent seated in the room's roster,
-        stay until an agent has answered and the answer was spoken, or `reply_wait_s` passes
-        (then leave anyway). An agent that is only a `bot` member (invited, never joined) is
-        not waited for: nothing says it is there to answer."""
-        seated = set(self.session.roster.values()) - {self.signer.pubkey}
+        """After the input ended: when a transcript went to agents, stay until an agent has
+        answered and the answer was spoken, or `reply_wait_s` passes (then leave anyway)."""
         addressed = any(
-            o.accepted and o.event is not None and seated.intersection(o.event.tag_values("p"))
-            for o in self.publisher.outcomes
+            o.accepted and o.event is not None and o.event.tag_values("p") for o in self.publisher.outcomes
         )
         if not addressed or self.options.reply_wait_s <= 0:
             return
-        self.report.waited_for_answers = True
         deadline = time.monotonic() + self.options.reply_wait_s
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.options.reply_wait_s):
