@@ -126,6 +126,12 @@ def test_memory_switch() -> None:
         load_config({"memory": True, "no_memory": True}, env={})
 
 
+def test_an_unbounded_range_reads_plainly() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config({"catch_up": "-1"}, env={})
+    assert "must be ≥ 0, got -1" in str(info.value) and "in ≥" not in str(info.value)
+
+
 @pytest.mark.parametrize(
     ("given", "env", "message"),
     [

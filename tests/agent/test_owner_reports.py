@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from buzz.agent.reports import agent_status, parse_since
+from buzz.agent.reports import agent_status, parse_since, status_rows
 from tests.agent.support import Workspace
 
 BUZZ = str(Path(sys.executable).with_name("buzz"))
@@ -68,3 +68,22 @@ def test_since_takes_seconds_or_a_duration() -> None:
     assert parse_since("1700000000", 0) == 1_700_000_000
     assert parse_since("24h", 100_000) == 100_000 - 86_400
     assert parse_since("7d", 1_000_000) == 1_000_000 - 7 * 86_400
+
+
+def test_status_table_shows_the_last_turn_in_iso_8601_utc() -> None:
+    report = {
+        "agents": [
+            {
+                "agent": "ab" * 32,
+                "name": "Rulesbot",
+                "state": "running",
+                "channels": [],
+                "turns": 3,
+                "failures": 0,
+                "last_turn": {"ended": "ok", "at": 1796027776},
+            }
+        ]
+    }
+    (row,) = status_rows(report)
+    assert row[-1] == "ok @ 2026-11-30T08:36:16Z"
+    assert report["agents"][0]["last_turn"]["at"] == 1796027776  # the JSON output keeps unix seconds

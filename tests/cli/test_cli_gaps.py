@@ -168,6 +168,21 @@ async def test_huddle_join_exit_codes_and_input_checks(
     missing = await buzz(url, alice, "huddle", "join", "--channel", "not-a-uuid")
     assert (missing.code, missing.error["error"]) == (1, "user_error")  # never click's exit 2
 
+    # a bad --record-dir is the user's, named, and found before connecting (the relay here is
+    # unreachable: a network_error would mean the dir was checked too late)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for bad_dir in ("/proc/nope", str(blocker / "sub")):
+        r = await buzz(
+            "ws://127.0.0.1:9", alice, "huddle", "join", "--channel", channel, "--record-dir", bad_dir
+        )
+        assert (r.code, r.error["error"]) == (1, "user_error"), r.stderr
+        assert bad_dir in r.error["message"] and len(r.stderr.strip().splitlines()) == 1
+    for bad_duration in ("-5", "0"):
+        r = await buzz(url, alice, "huddle", "join", "--channel", channel, "--duration", bad_duration)
+        assert (r.code, r.error["error"]) == (1, "user_error"), r.stderr
+        assert "--duration" in r.error["message"] and len(r.stderr.strip().splitlines()) == 1
+
     args = ("huddle", "join", "--channel", channel, "--duration", "1")
     outsider = await buzz(url, alice, *args)  # alice is not a member of bob's private channel
     assert (outsider.code, outsider.error["error"]) == (3, "auth_error"), outsider.stderr

@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from buzz.client.identity import BAD_KEY_FORMAT, BAD_KEY_VALUE
+from buzz.core.keys import public_key
+from buzz.core.nip_oa import build_auth_tag
 from tests.cli.helpers import buzz
 
 ZERO, ORDER_AND_ABOVE = "0" * 64, "f" * 64
@@ -35,3 +39,17 @@ async def test_a_bad_key_is_one_message_from_every_command(key: str, message: st
             {"error": "key_error", "message": message, "retryable": False},
         ), args
     assert message.count("invalid") == 1 and "scalar" not in message
+
+
+async def test_an_agent_tag_left_exported_for_the_owner_key_says_to_unset_it() -> None:
+    """Following the README in one shell leaves the agent's BUZZ_AUTH_TAG exported when the
+    reader acts as the owner again: the tag then names the CLI key itself as owner."""
+    owner_secret, agent_secret = "11" * 32, "22" * 32
+    tag = build_auth_tag(owner_secret, public_key(agent_secret), "")
+    env = {"BUZZ_PRIVATE_KEY": owner_secret, "BUZZ_AUTH_TAG": json.dumps(tag)}
+    for args in COMMANDS[2:]:  # the commands that use the tag (keys commands do not)
+        result = await buzz("ws://127.0.0.1:9", None, *args, env=env)
+        assert result.code == 3, (args, result)
+        message = result.error["message"]
+        assert message.startswith("invalid BUZZ_AUTH_TAG: owner equals the agent"), args
+        assert "unset BUZZ_AUTH_TAG when acting as the owner" in message, args

@@ -15,7 +15,7 @@ def test_live_roster_shows_peers_roles_and_who_speaks() -> None:
         1,
         3,
         (
-            SeatView(0, "aa" * 32, you=False, agent=True, speaking=True),
+            SeatView(0, "aa" * 32, you=False, agent=True, speaking=True, name="Rulesbot [b]"),
             SeatView(1, "bb" * 32, you=True, agent=False, speaking=False),
             SeatView(2, "cc" * 32, you=False, agent=False, speaking=False),
         ),
@@ -29,3 +29,5 @@ def test_live_roster_shows_peers_roles_and_who_speaks() -> None:
     assert "agent" in rows["0"] and "speaking" in rows["0"] and "aaaaaaaaaaaaaaaa…" in rows["0"]
     assert "you" in rows["1"] and "speaking" not in rows["1"]
     assert "member" in rows["2"] and "speaking" not in rows["2"]
+    # the display name when known (markup in it shown as typed), "-" otherwise
+    assert "Rulesbot [b]" in rows["0"] and "-" in rows["2"].split("│")[3]

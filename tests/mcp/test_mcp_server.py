@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 
 import orjson
@@ -46,8 +47,19 @@ async def _stored(relay: RunningRelay, reader: Identity, event_id: str) -> Event
     return found[0]
 
 
-# -- item 37: exactly the ten tools with their parameter schemas ------------------------------------
-async def test_lists_exactly_the_ten_tools(sqlite_relay: RunningRelay, alice: Identity) -> None:
+def test_readme_names_exactly_the_tools_the_server_lists() -> None:
+    """The README's MCP section (its tool list and the sample `list_tools` output) must not go
+    stale when a tool is added."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("<!-- BEGIN: mcp-server", 1)[1].split("<!-- END: mcp-server", 1)[0]
+    prose = section.split("Tools: ", 1)[1].split(";", 1)[0]
+    assert re.findall(r"`(\w+)`", prose) == list(TOOLS)
+    listed = re.search(r"^\['send_message'.*\]$", section, re.M)
+    assert listed is not None and re.findall(r"'(\w+)'", listed.group(0)) == list(TOOLS)
+
+
+# -- item 37: exactly the eleven tools with their parameter schemas --------------------------------
+async def test_lists_exactly_the_eleven_tools(sqlite_relay: RunningRelay, alice: Identity) -> None:
     async with mcp_server(sqlite_relay.url, alice) as server:
         assert server.init.server_info.name == "buzz"
         assert server.init.server_info.version == buzz.__version__

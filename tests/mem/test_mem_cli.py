@@ -221,6 +221,9 @@ async def test_set_guards(sqlite_relay: RunningRelay, alice: Identity, bob: Iden
         4, "error"
     )
     assert err["message"].startswith("build event failed:")
+    # a literal argument is never bounded as stdin is: too large a body is exit 4 as well
+    err = (await buzz_mem(sqlite_relay, alice, "set", "x", "a" * 70000, *o)).expect_error(4, "error")
+    assert err["message"].startswith("build event failed:")
     (await buzz_mem(sqlite_relay, alice, "set", "x", "-", *o, stdin=b"\xff\xfe")).expect_error(
         4, "error", "UTF-8"
     )

@@ -179,8 +179,11 @@ async def test_export_then_import_moves_memory_to_a_new_relay(
             "unchanged": [],
             "conflicts": [],
             "skipped": 0,
+            # the tombstone of a slug never written here is reported, not silently dropped
+            "tombstones_skipped": ["mem/old"],
             "exported_at": orjson.loads(raw)["exported_at"],
         }
+        assert "1 tombstone" in r.stderr
         ls_a = (await buzz_mem(relay_a, agent, "ls", *o)).json
         ls_b = (await buzz_mem(relay_b, agent, "ls", *o)).json
         assert (
@@ -200,6 +203,7 @@ async def test_export_then_import_moves_memory_to_a_new_relay(
         assert r.code == 0, r.stderr
         assert (r.json["written"], r.json["conflicts"]) == ([], ["mem/people/dana"])
         assert r.json["unchanged"] == ["core", "mem/projects/atlas"]
+        assert r.json["tombstones_skipped"] == ["mem/old"]
         assert (await buzz_mem(relay_b, agent, "get", "people/dana", *o)).stdout == b"changed on B"
 
         # only the agent imports and exports; another agent's bundle and a tampered one fail

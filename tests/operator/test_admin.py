@@ -15,7 +15,8 @@ from buzz.core import nip19
 from buzz.core.channel_id import new_channel_id
 from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
-from tests.operator.support import BUZZ, admin, buzz, lines_with, served
+from buzz.store import open_store
+from tests.operator.support import BUZZ, admin, buzz, free_port, lines_with, served
 from tests.support.relay import Identity
 
 
@@ -194,3 +195,33 @@ async def test_a_banned_watcher_hears_why_not_a_retryable_network_error(tmp_path
     assert watch.returncode == 3, stderr
     assert error["error"] == "auth_error" and error["retryable"] is False
     assert error["message"].startswith("blocked:")
+
+
+async def test_admin_names_a_bad_backup_destination_an_unreachable_db_and_a_foreign_scheme(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    store = open_store(None, data)
+    await store.open()
+    await store.close()
+    dest = tmp_path / "no-such-dir" / "b.sqlite3"
+    done = buzz("admin", "--data-dir", str(data), "backup", str(dest))
+    (line,) = done.stderr.strip().splitlines()
+    err = json.loads(line)
+    assert (done.returncode, err["error"]) == (1, "user_error"), done.stderr
+    assert str(dest.parent) in err["message"] and not dest.parent.exists()
+
+    # nothing listens on this port: the database is unreachable, a network error (exit 2)
+    down = f"postgresql://buzz@127.0.0.1:{free_port()}/buzz"
+    done = buzz("admin", "--db", down, "stats")
+    (line,) = done.stderr.strip().splitlines()
+    assert (done.returncode, json.loads(line)["error"]) == (2, "network_error"), done.stderr
+
+    done = buzz("admin", "--db", "mysql://x", "stats")
+    (line,) = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and json.loads(line) == {
+        "error": "user_error",
+        "message": "unsupported database URL scheme 'mysql' (use sqlite path or postgresql://)",
+        "retryable": False,
+    }

@@ -32,6 +32,7 @@ CHECKS = [
     "members: roles, presence, the agent and its owner; screenshot",
     "a private channel: created, a member added, Bob sees it live",
     "unread counts are the link description, not its name",
+    "changing only the #<channel id> of an open tab switches channel",
     "a third person cannot see or open the private channel",
     "screenshots: phone width with the menu, thread and members",
     "rename, remove a member (Bob sees both live), archive",

@@ -192,6 +192,14 @@ try {
     if (await link.locator('.badge').count()) throw new Error('still unread after opening')
   })
 
+  await check(report, 'changing only the #<channel id> of an open tab switches channel', async () => {
+    await A.getByRole('heading', { name: '# general' }).waitFor()
+    await A.evaluate((id) => { location.hash = `#${id}` }, secretId)
+    await A.getByRole('heading', { name: '# secret-plans' }).waitFor()
+    await A.evaluate((id) => { location.hash = `#${id}` }, config.channel)
+    await A.getByRole('heading', { name: '# general' }).waitFor()
+  })
+
   const C = (await person(browser, report, 'carol')).page
   await check(report, 'a third person cannot see or open the private channel', async () => {
     await signIn(C, `${url}#${secretId}`, config.carol)

@@ -66,8 +66,8 @@ def _int_in(low: int, high: int | None) -> Callable[[str], int]:
         except ValueError:
             raise ConfigError(f"expected an integer, got {text!r}") from None
         if value < low or (high is not None and value > high):
-            bound = f"{low}–{high}" if high is not None else f"≥ {low}"
-            raise ConfigError(f"must be in {bound}, got {value}")
+            bound = f"in {low}–{high}" if high is not None else f"≥ {low}"
+            raise ConfigError(f"must be {bound}, got {value}")
         return value
 
     return parse

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from buzz.agent.config import EXIT_AUTH, ConfigError, HarnessConfig
 from buzz.client.errors import WorkspaceError
-from buzz.client.identity import parse_secret_key
+from buzz.client.identity import parse_secret_key, self_attested_hint
 from buzz.core import nip19
 from buzz.core.keys import public_key
 from buzz.core.nip_oa import InvalidAuthTag, normalize_auth_tag_input, parse_auth_tag, verify_auth_tag
@@ -58,7 +58,8 @@ def resolve_identity(config: HarnessConfig) -> AgentIdentity:
             parsed = parse_auth_tag(normalize_auth_tag_input(config.auth_tag))
             owner = verify_auth_tag(parsed.to_list(), pubkey)
         except InvalidAuthTag as exc:
-            raise ConfigError(f"invalid BUZZ_AUTH_TAG: {exc.reason}", EXIT_AUTH) from None
+            hint = self_attested_hint(config.auth_tag, pubkey)
+            raise ConfigError(f"invalid BUZZ_AUTH_TAG: {exc.reason}{hint}", EXIT_AUTH) from None
         tag = parsed.to_list()
     if config.agent_owner is not None and config.agent_owner.strip():
         configured = _pubkey(config.agent_owner, "--agent-owner")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -161,6 +162,13 @@ def _text(value: Any) -> str:
     return "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
+def _utc(at: Any) -> str:
+    """Unix seconds → ISO-8601 UTC (`2026-11-30T08:36:16Z`) for people; anything else as is."""
+    if isinstance(at, int | float) and not isinstance(at, bool):
+        return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _text(at)
+
+
 def status_rows(report: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for a in report["agents"]:
@@ -174,7 +182,7 @@ def status_rows(report: Mapping[str, Any]) -> list[list[str]]:
             str(sum(int(c.get("queue") or 0) for c in channels)),
             _text(a.get("turns")),
             _text(a.get("failures")),
-            f"{last.get('ended')} @ {last.get('at')}" if last else "-",
+            f"{last.get('ended')} @ {_utc(last.get('at'))}" if last else "-",
         ])  # fmt: skip
     return rows
 

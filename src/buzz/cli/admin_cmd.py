@@ -6,7 +6,8 @@ the ban list and the workspace switch at every AUTH (relay.md §4.4, §7.3 item 
 own locking lets these short writes run beside the relay.
 
 Output is one JSON document on stdout; failures are one JSON line on stderr (agents.md §2.1):
-exit 1 for bad values or a missing database, 4 for a database failure.
+exit 1 for bad values, a missing database or a bad destination, 2 for an unreachable
+database server, 4 for a database failure.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ import click
 
 from buzz.cli.common import CommandGroup, report
 from buzz.cli.output import Context, emit
-from buzz.client.errors import UserError, WorkspaceError
+from buzz.client.errors import NetworkError, UserError, WorkspaceError
 from buzz.client.identity import parse_pubkey
 from buzz.core import nip19
-from buzz.store import open_store, sqlite_path
+from buzz.store import check_database_url, open_store, sqlite_path
 from buzz.store.backup import pg_dump_command, sqlite_backup
-from buzz.store.base import StoreError
+from buzz.store.base import StoreError, StoreUnreachable
 from buzz.store.operator import RELAY_MEMBER_ROLES
 
 T = TypeVar("T")
@@ -41,6 +42,10 @@ class _Target:
 
     @property
     def sqlite_file(self) -> Path | None:
+        try:
+            check_database_url(self.db)
+        except ValueError as exc:
+            report(UserError(str(exc)))
         return sqlite_path(self.db, self.data_dir)
 
 
@@ -79,6 +84,8 @@ def _with_store(target: _Target, body: Callable[[Any], Awaitable[T]]) -> T:
 
     try:
         return asyncio.run(main())
+    except StoreUnreachable as exc:
+        report(NetworkError(f"database unreachable: {exc}"))
     except StoreError as exc:
         report(WorkspaceError(f"database failure: {exc}"))
     except ValueError as exc:
@@ -307,7 +314,7 @@ def backup(ctx: click.Context, file: Path) -> None:
         return
     try:
         size = sqlite_backup(db_file, file)
-    except (FileNotFoundError, FileExistsError) as exc:
+    except (FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError) as exc:
         report(UserError(str(exc)))
     except Exception as exc:  # sqlite3.Error, OSError: the partial copy was removed
         report(WorkspaceError(f"backup failed: {exc}"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import signal
 import sys
 import time
@@ -82,6 +83,7 @@ class LiveRoster:
         return self._live.renderable
 
     def update(self, snapshot: object) -> None:
+        from rich.markup import escape
         from rich.table import Table
 
         from buzz.voice.client import RoomSnapshot
@@ -94,6 +96,7 @@ class LiveRoster:
         )
         table.add_column("peer", justify="right")
         table.add_column("who")
+        table.add_column("name")
         table.add_column("pubkey")
         table.add_column("speaking")
         for seat in snapshot.seats:
@@ -101,6 +104,7 @@ class LiveRoster:
             table.add_row(
                 str(seat.peer_index),
                 who,
+                escape(seat.name) if seat.name else "-",
                 f"{seat.pubkey[:16]}…",
                 "[bold green]● speaking[/]" if seat.speaking else "",
             )
@@ -117,6 +121,17 @@ def _check_wav(path: Path) -> None:
                 raise wave.Error("no audio frames")
     except (wave.Error, EOFError, OSError) as exc:
         fail(f"--input {path} is not a usable WAV file: {exc or 'truncated'}", "user_error")
+
+
+def _check_record_dir(path: Path) -> None:
+    """Create `path` (with parents) and make sure it is a writable directory before anything
+    connects; refuse (user_error, exit 1) naming it otherwise."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--record-dir {path} cannot be created: {exc.strerror or exc}", "user_error")
+    if not os.access(path, os.W_OK | os.X_OK):
+        fail(f"--record-dir {path} is not writable", "user_error")
 
 
 def _join_refused_category(error: object) -> str:
@@ -178,7 +193,12 @@ def huddle() -> None:
     is_flag=True,
     help="Leave once the --input file has been sent (when it spoke to agents: after their answer, at most 20 s).",
 )
-@click.option("--duration", type=float, default=None, help="Leave after this many seconds.")
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Leave after this many seconds (> 0).",
+)
 @click.option("--protocol-version", type=int, default=CURRENT_PROTOCOL_VERSION, show_default=True)
 @click.option(
     "--stt-engine",
@@ -237,6 +257,8 @@ def join(
         fail(str(exc), exc.category)
     if input_wav is not None:
         _check_wav(input_wav)
+    if record_dir is not None:
+        _check_record_dir(record_dir)
     options = HuddleOptions(
         relay_url=ctx.relay_url,
         channel_id=channel,

@@ -445,10 +445,12 @@ async def export_cmd(ctx: Context, file: str, owner: str | None) -> None:
 @_command
 async def import_cmd(ctx: Context, file: str, owner: str | None) -> None:
     """Carry a bundle from `export` to this relay: the agent re-signs every head with a fresh
-    created_at and reads each back. {"written", "unchanged", "conflicts", "skipped"}.
+    created_at and reads each back. {"written", "unchanged", "conflicts", "skipped",
+    "tombstones_skipped", "exported_at"}.
 
     A slug whose entry here differs is a conflict and is left alone; run the import before
-    writing on the new relay.
+    writing on the new relay. A tombstone whose slug has no entry here is not written (there is
+    nothing to delete) and is listed under tombstones_skipped; `skipped` counts invalid events.
 
     \b
     Example:
@@ -466,8 +468,12 @@ async def import_cmd(ctx: Context, file: str, owner: str | None) -> None:
         "unchanged": list(result.unchanged),
         "conflicts": list(result.conflicts),
         "skipped": result.skipped,
+        "tombstones_skipped": list(result.tombstones_skipped),
         "exported_at": result.exported_at,
     }
     _write_stdout(orjson.dumps(report_obj) + b"\n")
     if result.conflicts:
         _note(f"warning: {len(result.conflicts)} entries differ on this relay and were left alone")
+    if result.tombstones_skipped:
+        n = len(result.tombstones_skipped)
+        _note(f"note: {n} tombstone{'s' if n != 1 else ''} not written (no entry here to delete)")

@@ -61,12 +61,25 @@ def resolve_auth_tag(raw: str | None, secret_key: str) -> list[str] | None:
     """
     if raw is None or not raw.strip():
         return None
+    own = public_key(secret_key)
     try:
         tag = parse_auth_tag(normalize_auth_tag_input(raw))
-        verify_auth_tag(tag.to_list(), public_key(secret_key))
+        verify_auth_tag(tag.to_list(), own)
     except InvalidAuthTag as exc:
-        raise AuthError(f"invalid BUZZ_AUTH_TAG: {exc.reason}") from None
+        raise AuthError(f"invalid BUZZ_AUTH_TAG: {exc.reason}{self_attested_hint(raw, own)}") from None
     return tag.to_list()
+
+
+def self_attested_hint(raw: str, own_pubkey: str) -> str:
+    """The fix to append when the tag names `own_pubkey` as its owner: the usual cause is the
+    agent's tag still exported in a shell that now holds the owner's key. "" otherwise."""
+    try:
+        owner = parse_auth_tag(normalize_auth_tag_input(raw)).owner
+    except InvalidAuthTag:
+        return ""
+    if owner != own_pubkey:
+        return ""
+    return "; this key is the tag's owner: unset BUZZ_AUTH_TAG when acting as the owner"
 
 
 @dataclass(frozen=True)

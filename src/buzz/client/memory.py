@@ -92,13 +92,15 @@ class Orphans:
 @dataclass(frozen=True, slots=True)
 class Imported:
     """`Memory.import_bundle`: slugs written (and read back), already equal, left alone because
-    the head here differs, the bundle events skipped as invalid, and the bundle's export time."""
+    the head here differs, the bundle events skipped as invalid, the bundle's export time, and
+    the tombstoned slugs not written because this relay has no entry there to delete."""
 
     written: tuple[str, ...]
     unchanged: tuple[str, ...]
     conflicts: tuple[str, ...]
     skipped: int
     exported_at: int
+    tombstones_skipped: tuple[str, ...] = ()
 
 
 def normalize_slug(text: str) -> str:
@@ -468,7 +470,7 @@ class Memory:
         and opened again (invalid ones are counted in `skipped`). A slug whose head here
         already has the same body is `unchanged`; one whose head here differs is a conflict
         and is left alone (nothing is overwritten); a tombstone with no head here is not
-        written. Agent side only. Raises UserError (bad or foreign bundle, owner side)."""
+        written (nothing to delete) and is listed in `tombstones_skipped`. Agent side only. Raises UserError (bad or foreign bundle, owner side)."""
         if not self.pair.is_agent:
             raise UserError("only the agent imports its memory (it re-signs every head); run as the agent")
         p = self.pair
@@ -481,7 +483,7 @@ class Memory:
             raise UserError("invalid bundle: it holds another agent's or another owner's memory")
         opened = engram.open_candidates(bundle.events, p.agent, p.owner, p.secret, p.their_pubkey)
         wanted = engram.heads_by_slug(opened.records)
-        written, unchanged, conflicts = [], [], []
+        written, unchanged, conflicts, tombstones = [], [], [], []
         async with self._engrams() as engrams:
             for slug in sorted(wanted):
                 body = wanted[slug].body
@@ -492,9 +494,11 @@ class Memory:
                     else:
                         conflicts.append(slug)
                     continue
-                if isinstance(here, engram.AllInvalid) or body.is_tombstone:
-                    if isinstance(here, engram.AllInvalid):
-                        conflicts.append(slug)
+                if isinstance(here, engram.AllInvalid):
+                    conflicts.append(slug)
+                    continue
+                if body.is_tombstone:
+                    tombstones.append(slug)
                     continue
                 await _write(engrams, slug, body.text, None)
                 written.append(slug)
@@ -508,5 +512,10 @@ class Memory:
                 f"read-back failed: {len(written) - verified} of {len(written)} written heads differ"
             )
         return Imported(
-            tuple(written), tuple(unchanged), tuple(conflicts), opened.skipped, bundle.exported_at
+            tuple(written),
+            tuple(unchanged),
+            tuple(conflicts),
+            opened.skipped,
+            bundle.exported_at,
+            tuple(tombstones),
         )

@@ -1,6 +1,6 @@
 """`buzz mcp`: the workspace as an MCP server over stdio (agents.md §7).
 
-Built on the official `mcp` SDK's low-level `Server`: `tools/list` answers the ten tools of
+Built on the official `mcp` SDK's low-level `Server`: `tools/list` answers the eleven tools of
 `buzz.mcp.tools`, `tools/call` validates the arguments against the tool's JSON Schema and then
 calls the workspace client API (`buzz.client.workspace.Workspace`: `messages.send`, …,
 `memory().set`), the same calls the CLI makes, so validation, mention rules, limits and relay

@@ -25,6 +25,15 @@ def sqlite_path(url_or_path: str | None, data_dir: Path) -> Path | None:
     return Path(url_or_path)
 
 
+def check_database_url(url_or_path: str | None) -> None:
+    """Raise ValueError for a URL whose scheme is neither SQLite nor PostgreSQL (relay.md §16)."""
+    if not url_or_path or url_or_path.startswith(_POSTGRES_SCHEMES) or url_or_path.startswith("sqlite:///"):
+        return
+    if "://" in url_or_path:
+        scheme = url_or_path.split("://", 1)[0]
+        raise ValueError(f"unsupported database URL scheme '{scheme}' (use sqlite path or postgresql://)")
+
+
 def open_store(url_or_path: str | None, data_dir: Path) -> EventStore:
     """The configured backend, not yet opened (relay.md §13.1).
 
@@ -42,6 +51,5 @@ def open_store(url_or_path: str | None, data_dir: Path) -> EventStore:
         return SqliteStore(Path(data_dir) / SQLITE_FILENAME)
     if url_or_path.startswith("sqlite:///"):
         return SqliteStore(Path(url_or_path.removeprefix("sqlite://")))
-    if "://" in url_or_path:
-        raise ValueError(f"unsupported database URL scheme: {url_or_path.split('://', 1)[0]}://")
+    check_database_url(url_or_path)
     return SqliteStore(Path(url_or_path))

@@ -7,6 +7,7 @@ operator's `pg_dump` does it better than we could, so we only build its command 
 
 from __future__ import annotations
 
+import os
 import shlex
 import sqlite3
 from pathlib import Path
@@ -19,12 +20,18 @@ def sqlite_backup(source: Path, dest: Path) -> int:
     """Copy the SQLite database `source` to the new file `dest`; returns its size in bytes.
 
     Raises FileNotFoundError when `source` is missing, FileExistsError when `dest` exists,
-    sqlite3.Error on a database failure (a partial `dest` is removed).
+    NotADirectoryError when `dest`'s directory is missing or not a directory, PermissionError
+    when it is not writable, sqlite3.Error on a database failure (a partial `dest` is removed).
     """
     if not source.is_file():
         raise FileNotFoundError(f"no SQLite database at {source}")
     if dest.exists():
         raise FileExistsError(f"{dest} already exists; choose a new file")
+    folder = dest.parent
+    if not folder.is_dir():
+        raise NotADirectoryError(f"cannot write the backup to {dest}: directory {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"cannot write the backup to {dest}: directory {folder} is not writable")
     src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
     try:
         dst = sqlite3.connect(dest)

@@ -335,6 +335,10 @@ class StoreError(Exception):
     """A backend failure (connection lost, constraint surprise). Maps to `error: database error`."""
 
 
+class StoreUnreachable(StoreError):
+    """The database server could not be reached at all (refused, unresolvable, timed out)."""
+
+
 class ChannelExists(StoreError, Duplicate):
     """CreateChannel named an id already taken (even by a deleted channel); relay.md §4.5
     answers it `duplicate: channel already exists` (its `str` is that wire text)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import asyncpg
 
-from buzz.store.base import StoreError
+from buzz.store.base import StoreError, StoreUnreachable
 from buzz.store.dialect import POSTGRES, Conn, Dialect
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 
@@ -53,10 +53,13 @@ class PostgresStore(SqlStore):
         self._pool: asyncpg.Pool | None = None
 
     async def open(self) -> None:
-        """Create the pool and the schema. Raises StoreError when the server is unreachable."""
+        """Create the pool and the schema. Raises StoreUnreachable when the server cannot be reached,
+        StoreError when it refuses the connection."""
         try:
             self._pool = await asyncpg.create_pool(self.dsn, min_size=self._min_size, max_size=self._max_size)
-        except _DRIVER_ERRORS as exc:
+        except (TimeoutError, OSError) as exc:  # refused, unresolvable, timed out
+            raise StoreUnreachable(f"cannot connect to PostgreSQL: {exc}") from exc
+        except _DRIVER_ERRORS as exc:  # reached, but refused us (auth, missing database)
             raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
         try:
             await self._write(_create_schema_txn)

@@ -16,12 +16,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
 import numpy as np
+import orjson
 
 from buzz.client import RelayClient
 from buzz.core.event import Event
@@ -69,6 +70,7 @@ class SeatView:
     you: bool
     agent: bool
     speaking: bool
+    name: str = ""  # display name (kind 0) when known
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +132,22 @@ class HuddleReport:
     recordings: list[str] = field(default_factory=list)
 
 
-def _who(pubkey: str, agents: frozenset[str]) -> str:
-    return f"{pubkey[:12]}…{' (agent)' if pubkey in agents else ''}"
+def _who(pubkey: str, agents: frozenset[str], names: Mapping[str, str] | None = None) -> str:
+    """A peer for the live lines: its display name (kind 0) when known, else a hex prefix."""
+    name = (names or {}).get(pubkey) or f"{pubkey[:12]}…"
+    return f"{name}{' (agent)' if pubkey in agents else ''}"
+
+
+def profile_name(content: str) -> str:
+    """`display_name`, else `name`, of a kind 0 content; "" when it has neither or is not JSON."""
+    try:
+        meta = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return ""
+    if not isinstance(meta, dict):
+        return ""
+    name = meta.get("display_name") or meta.get("name") or ""
+    return " ".join(name.split())[:64] if isinstance(name, str) else ""
 
 
 def _default_tts() -> TtsEngine:
@@ -177,6 +193,7 @@ class HuddleClient:
         self.seated = asyncio.Event()  # set once the relay's `joined` gave this client its seat
         self._joined_at = 0
         self._wavs = PeerWavs(options.record_dir) if options.record_dir else None
+        self._names: dict[str, str] = {}  # pubkey → kind 0 display name ("" when it has none)
         self._tts_wav: WavWriter | None = None
 
     def _new_session(self, protocol_version: int) -> HuddleSession:
@@ -451,19 +468,20 @@ class HuddleClient:
         """Roster changes and who is speaking, as plain lines, checked every 500 ms (§10.3)."""
         roster: dict[int, str] = {}
         speaking: set[int] = set()
+        names = self._names
         while True:
             now_roster = dict(self.session.roster)
+            await self._look_up_names(names, set(now_roster.values()))
+            agents = self.agents.agents
             for index in sorted(now_roster.keys() - roster.keys()):
-                who = (
-                    "you" if index == self.session.peer_index else _who(now_roster[index], self.agents.agents)
-                )
+                who = "you" if index == self.session.peer_index else _who(now_roster[index], agents, names)
                 show(f"joined: {who} (peer {index})")
             for index in sorted(roster.keys() - now_roster.keys()):
-                show(f"left: {_who(roster[index], self.agents.agents)} (peer {index})")
+                show(f"left: {_who(roster[index], agents, names)} (peer {index})")
             now_speaking = self.session.receiver.speaking(self.now_ms()) & now_roster.keys()
             if now_speaking != speaking:
-                names = [_who(now_roster[i], self.agents.agents) for i in sorted(now_speaking)]
-                show(f"speaking: {', '.join(names) or '-'}")
+                speakers = [_who(now_roster[i], agents, names) for i in sorted(now_speaking)]
+                show(f"speaking: {', '.join(speakers) or '-'}")
             roster, speaking = now_roster, now_speaking
             await asyncio.sleep(SPEAKER_TICK_MS / 1000)
 
@@ -477,13 +495,16 @@ class HuddleClient:
             self.session.peer_index,
             self.session.protocol_version,
             tuple(
-                SeatView(i, p, i == self.session.peer_index, p in agents, i in speaking)
+                SeatView(
+                    i, p, i == self.session.peer_index, p in agents, i in speaking, self._names.get(p, "")
+                )
                 for i, p in sorted(roster.items())
             ),
         )
 
     async def _show_view(self, view: Callable[[RoomSnapshot], None]) -> None:
         while True:
+            await self._look_up_names(self._names, set(self.session.roster.values()))
             view(self.snapshot())
             await asyncio.sleep(SPEAKER_TICK_MS / 1000)
 
@@ -497,6 +518,27 @@ class HuddleClient:
             except Exception as exc:  # a vocabulary is a bonus: recognition works without it
                 log.warning("reading the room's names failed: %s", exc)
             await asyncio.sleep(self.options.agents_check_s)
+
+    async def _look_up_names(self, names: dict[str, str], pubkeys: set[str]) -> None:
+        """Fill `names` with the display names (kind 0) of `pubkeys` not looked up yet; a
+        pubkey without a profile maps to "" so it is asked for once. A failed query leaves
+        them for the next tick (the lines then show hex prefixes)."""
+        wanted = sorted(pubkeys - names.keys())
+        if not wanted:
+            return
+        try:
+            profiles = await asyncio.wait_for(self.nostr.query([{"kinds": [0], "authors": wanted}]), 5)
+        except Exception as exc:  # the relay went away: hex prefixes meanwhile
+            log.debug("profile lookup failed: %s", exc)
+            return
+        newest: dict[str, Event] = {}
+        for event in profiles:
+            if event.pubkey in pubkeys and (
+                event.pubkey not in newest or event.created_at > newest[event.pubkey].created_at
+            ):
+                newest[event.pubkey] = event
+        for pubkey in wanted:
+            names[pubkey] = profile_name(newest[pubkey].content) if pubkey in newest else ""
 
     async def _tell_agents(self) -> None:
         """Voice guidelines (48106) to every agent in the huddle, newcomers included (item 4)."""

@@ -40,6 +40,16 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
     if (panel === 'thread' || panel === 'members') setPanel(null)
     void act(ws, () => ws.openChannel(id))
   }
+
+  // Editing the #<channel id> of an open tab (or following such a link) switches channel too.
+  useEffect(() => {
+    const onHash = () => {
+      const linked = /^#([0-9a-f-]{36})$/.exec(location.hash)?.[1]
+      if (linked && linked !== ws.active) open(linked)
+    }
+    window.addEventListener('hashchange', onHash)
+    return () => window.removeEventListener('hashchange', onHash)
+  })
   const toggle = (p: Panel) => setPanel(panel === p ? null : p)
   const channel = ws.active ? ws.channels.get(ws.active) ?? null : null
 
