@@ -21,7 +21,7 @@ from buzz.core.event import Event
 from buzz.core.stored import verify_stored
 from buzz.relay import crash_hook
 from buzz.store.base import Channel, CreateChannel, PutMember
-from tests.relay.test_serve_cli import served
+from tests.operator.support import served
 from tests.support.relay import Identity, relay_on
 from tests.workspace.helpers import accepted, create_channel, put_user
 
@@ -56,10 +56,12 @@ async def test_kill_after_9007_commit_then_restart_serves_full_state(tmp_path: P
     owner = Identity.new()
     channel_id = new_channel_id()
     create = Event.create(owner.secret, 9007, "", [["h", channel_id], ["name", "crashy"]])
-    async with served(tmp_path, _env(owner, 9007)) as (proc, port, _):
+    async with served(tmp_path / "data", env=_env(owner, 9007)) as _served:
+        proc, port = _served.proc, _served.port
         async with RelayClient(f"ws://127.0.0.1:{port}", owner.secret) as client:
             await _killed_by_hook(client, proc, create)
-    async with served(tmp_path, _env(owner, None)) as (_proc, port, _):
+    async with served(tmp_path / "data", env=_env(owner, None)) as _served:
+        _proc, port = _served.proc, _served.port
         async with RelayClient(f"ws://127.0.0.1:{port}", owner.secret) as client:
             assert [e.id for e in await client.query([{"ids": [create.id]}])] == [create.id]  # committed
             state = await _state(client, channel_id)
@@ -69,7 +71,8 @@ async def test_kill_after_9007_commit_then_restart_serves_full_state(tmp_path: P
             first = {kind: e.id for kind, e in state.items()}
             retry = await client.publish(create)
             assert (retry.accepted, retry.message) == (False, "duplicate: channel already exists")
-    async with served(tmp_path, _env(owner, None)) as (_proc, port, _):
+    async with served(tmp_path / "data", env=_env(owner, None)) as _served:
+        _proc, port = _served.proc, _served.port
         async with RelayClient(f"ws://127.0.0.1:{port}", owner.secret) as client:
             # A complete channel is left alone: no new versions on a clean restart or a retry.
             assert {kind: e.id for kind, e in (await _state(client, channel_id)).items()} == first
@@ -77,13 +80,15 @@ async def test_kill_after_9007_commit_then_restart_serves_full_state(tmp_path: P
 
 async def test_kill_after_9000_commit_then_restart_lists_the_new_member(tmp_path: Path) -> None:
     owner, bob = Identity.new(), Identity.new()
-    async with served(tmp_path, _env(owner, 9000)) as (proc, port, _):
+    async with served(tmp_path / "data", env=_env(owner, 9000)) as _served:
+        proc, port = _served.proc, _served.port
         async with RelayClient(f"ws://127.0.0.1:{port}", owner.secret) as client:
             channel_id = await create_channel(client, owner, "private")
             assert _members(await _state(client, channel_id)) == {owner.pubkey}
             put = Event.create(owner.secret, 9000, "", [["h", channel_id], ["p", bob.pubkey]])
             await _killed_by_hook(client, proc, put)
-    async with served(tmp_path, _env(owner, None)) as (_proc, port, _):
+    async with served(tmp_path / "data", env=_env(owner, None)) as _served:
+        _proc, port = _served.proc, _served.port
         async with RelayClient(f"ws://127.0.0.1:{port}", owner.secret) as client:
             state = await _state(client, channel_id)
             assert sorted(state) == list(STATE)
@@ -130,7 +135,8 @@ async def test_kill_9_during_a_burst_of_channel_creations(tmp_path: Path) -> Non
         Event.create(owner.secret, 9007, "", [["h", new_channel_id()], ["name", f"burst{i}"]])
         for i in range(60)
     ]
-    async with served(tmp_path, _env(owner, None)) as (proc, port, _):
+    async with served(tmp_path / "data", env=_env(owner, None)) as _served:
+        proc, port = _served.proc, _served.port
         clients = [RelayClient(f"ws://127.0.0.1:{port}", owner.secret) for _ in range(6)]
         for client in clients:
             await client.connect()
@@ -149,7 +155,8 @@ async def test_kill_9_during_a_burst_of_channel_creations(tmp_path: Path) -> Non
                 await client.close()
     acknowledged = {r.event_id for r in results if not isinstance(r, BaseException) and r.accepted}
     assert acknowledged and len(acknowledged) < len(creates)  # the kill landed mid-burst
-    async with served(tmp_path, _env(owner, None)) as (_proc, port, _):
+    async with served(tmp_path / "data", env=_env(owner, None)) as _served:
+        _proc, port = _served.proc, _served.port
         async with RelayClient(f"ws://127.0.0.1:{port}", owner.secret) as client:
             committed = await client.query([{"kinds": [9007], "authors": [owner.pubkey]}])
             assert acknowledged <= {e.id for e in committed}  # nothing acknowledged is lost
