@@ -65,7 +65,9 @@ CREATE TABLE IF NOT EXISTS events (
     deleted_at {int}
 );
 CREATE INDEX IF NOT EXISTS events_by_kind ON events (kind, created_at);
-CREATE INDEX IF NOT EXISTS events_by_pubkey ON events (pubkey, kind);
+-- authors+kinds in time order (relay.md §6.4): one index seek per (author, kind) pair.
+DROP INDEX IF EXISTS events_by_pubkey;
+CREATE INDEX IF NOT EXISTS events_by_author ON events (pubkey, kind, created_at);
 CREATE INDEX IF NOT EXISTS events_by_channel ON events (channel_id, created_at);
 CREATE INDEX IF NOT EXISTS events_by_address ON events (kind, pubkey, d_tag);
 CREATE INDEX IF NOT EXISTS events_by_time ON events (created_at, id);
