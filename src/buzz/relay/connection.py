@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSMsgType
 
 from buzz.core import kinds, messages, nip42
 from buzz.core.errors import AuthRequired, Blocked, BuzzError, ServerError
@@ -39,6 +39,7 @@ from buzz.relay.outbound import Outbound
 from buzz.relay.session import Session
 from buzz.relay.subscriptions import Subscription
 from buzz.relay.turns import Turn
+from buzz.relay.websocket import RelayWebSocket
 from buzz.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ PIPELINABLE_KINDS = kinds.GLOBAL_ONLY_KINDS - {kinds.DELETION_KIND}
 INDEPENDENT_CHANNEL_KINDS = frozenset({9, 7, 40003})
 SENT_IDS_GRACE_S = 5.0  # how long after EOSE a stored result still suppresses its live copy
 INBOUND_BUFFER_BYTES = 8 << 20  # frames read ahead of their handling, per connection
+WRITE_BATCH_MESSAGES = 256  # frames handed to the socket in one write
+WRITE_BATCH_BYTES = 256 << 10
 CLOSE_TIMEOUT_S = 2.0  # for the close frame to get out before the socket is dropped
 
 
@@ -64,7 +67,7 @@ class Connection:
     def __init__(
         self,
         relay: Relay,
-        ws: web.WebSocketResponse,
+        ws: RelayWebSocket,
         host: str | None,
         transport: asyncio.BaseTransport | None = None,
     ) -> None:
@@ -145,8 +148,10 @@ class Connection:
 
     async def _writer(self) -> None:
         while True:
-            text = await self._out.get()
-            await self.ws.send_str(text)
+            texts = [await self._out.get()]
+            # What queued meanwhile (a group commit's OKs, a REQ's results) goes out together.
+            texts += self._out.take_ready(WRITE_BATCH_MESSAGES - 1, WRITE_BATCH_BYTES)
+            await self.ws.send_strs(texts)
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self) -> None:
