@@ -15,7 +15,7 @@ import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType
@@ -91,6 +91,8 @@ class Connection:
         self._slots = 0  # handler slots this connection holds
         self._missed_pongs = 0
         self._closing = False
+        self._timers: list[asyncio.TimerHandle] = []
+        self._timer_tasks: set[asyncio.Task[Any]] = set()
 
     # -- outbound ------------------------------------------------------------------------------
     def send(self, text: str) -> None:
@@ -159,14 +161,21 @@ class Connection:
         helpers = [
             asyncio.create_task(self._writer()),
             asyncio.create_task(self._lane_worker()),
-            asyncio.create_task(self._pinger()),
-            asyncio.create_task(self._auth_deadline()),
+        ]
+        # Timers, not sleeping tasks: an idle connection holds two tasks instead of four.
+        loop = asyncio.get_running_loop()
+        self._timers = [
+            loop.call_later(PING_INTERVAL_S, self._ping_due),
+            loop.call_later(self.relay.config.auth_timeout_s, self._auth_due),
         ]
         self.send(messages.auth_challenge(self.challenge))
         try:
             await self._read_loop()
         finally:
             self._closing = True
+            for timer in self._timers:
+                timer.cancel()
+            helpers += [t for t in self._timer_tasks if not t.done()]
             for sub in list(self.subs.values()):
                 self._drop_sub(sub.sub_id)
             for task in helpers + list(self._sub_tasks.values()) + list(self._inflight):
@@ -201,19 +210,30 @@ class Connection:
             self._inbound_room.clear()
             await self._inbound_room.wait()
 
-    async def _pinger(self) -> None:
-        while True:
-            await asyncio.sleep(PING_INTERVAL_S)
-            if self._missed_pongs >= MAX_MISSED_PONGS:
-                await self._close(1001, b"ping timeout")
-                return
-            self._missed_pongs += 1
-            await self.ws.ping()
+    def _ping_due(self) -> None:
+        if self._closing:
+            return
+        if self._missed_pongs >= MAX_MISSED_PONGS:
+            self._spawn(self._close(1001, b"ping timeout"))
+            return
+        self._missed_pongs += 1
+        self._spawn(self.ws.ping())
+        self._timers[0] = asyncio.get_running_loop().call_later(PING_INTERVAL_S, self._ping_due)
 
-    async def _auth_deadline(self) -> None:
-        await asyncio.sleep(self.relay.config.auth_timeout_s)
-        if self.pubkey is None:
-            await self._close(1008, b"auth-required: authentication timeout")
+    def _auth_due(self) -> None:
+        if self.pubkey is None and not self._closing:
+            self._spawn(self._close(1008, b"auth-required: authentication timeout"))
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run a timer's action as a task, kept (and cancelled on close) like the helpers."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._timer_tasks.add(task)
+        task.add_done_callback(self._timer_done)
+
+    def _timer_done(self, task: asyncio.Task[Any]) -> None:
+        self._timer_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # e.g. a ping on a closing socket
+            log.debug("connection timer action failed: %r", task.exception())
 
     # -- inbound -------------------------------------------------------------------------------
     def _on_frame(self, frame: str) -> None:
