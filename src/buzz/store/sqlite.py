@@ -169,8 +169,9 @@ class SqliteStore(SqlStore):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._writes.put(_Write(fn, args, kwargs, future, loop))
-        # Shielded: a cancelled caller must not lose track of a write that will still commit.
-        return await asyncio.shield(future)
+        # Not shielded: cancelling the caller cancels only this future; the write still commits
+        # (the writer thread never looks at it) and `_settle` skips a future that is done.
+        return await future
 
     def _writer_loop(self) -> None:
         while True:
