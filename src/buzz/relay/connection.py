@@ -92,6 +92,7 @@ class Connection:
         self._missed_pongs = 0
         self._closing = False
         self._timers: list[asyncio.TimerHandle] = []
+        self._writer_idle = False  # the writer task waits on an empty queue: `send` may write
         self._timer_tasks: set[asyncio.Task[Any]] = set()
 
     # -- outbound ------------------------------------------------------------------------------
@@ -108,6 +109,14 @@ class Connection:
         if self._drops >= self.relay.config.slow_client_grace:
             log.warning("closing slow consumer %s after %d drops", self.pubkey, self._drops)
             self.close_soon()
+
+    def send_live(self, text: str) -> None:
+        """`send` for live fan-out: written straight to the socket when nothing is queued ahead
+        of it and the socket takes it without waiting (no hop through the writer task per
+        subscriber); a socket that does not keep up pauses, and then `send` queues and drops."""
+        if not self._closing and self._writer_idle and not len(self._out) and self.ws.send_now(text):
+            return
+        self.send(text)
 
     async def send_wait(self, text: str) -> None:
         """Enqueue, waiting for room: for this connection's own stored results, which may be
@@ -150,7 +159,11 @@ class Connection:
 
     async def _writer(self) -> None:
         while True:
-            texts = [await self._out.get()]
+            self._writer_idle = True
+            try:
+                texts = [await self._out.get()]
+            finally:
+                self._writer_idle = False
             # What queued meanwhile (a group commit's OKs, a REQ's results) goes out together.
             texts += self._out.take_ready(WRITE_BATCH_MESSAGES - 1, WRITE_BATCH_BYTES)
             await self.ws.send_strs(texts)

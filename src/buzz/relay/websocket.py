@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from aiohttp import WSCloseCode, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from buzz.core import messages
 
@@ -98,6 +98,21 @@ class RelayWebSocket(web.WebSocketResponse):
                 await self.send_str(text)
         finally:
             corked.release()
+
+    def send_now(self, text: str) -> bool:
+        """Write `text` as one frame straight to the socket when that cannot wait: no
+        compression, not closing, the transport not paused (its buffer under the high-water
+        mark) and not corked. False, nothing written, otherwise (the caller queues it)."""
+        writer = getattr(self, "_writer", None)
+        corked = getattr(self, "_corked", None)
+        if writer is None or corked is None or corked.held is not None or writer.compress:
+            return False
+        if writer._closing or corked.transport.is_closing() or writer.protocol._paused:
+            return False
+        writer._write_websocket_frame(text.encode("utf-8"), WSMsgType.TEXT, 0)
+        if writer._output_size > writer._limit:
+            writer._output_size = 0  # what send_frame does when not paused
+        return True
 
     def _refused_size(self) -> int | None:
         # The reader's pending WebSocketError says "Message size N exceeds limit M" (aiohttp ≥ 3.10).
