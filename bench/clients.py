@@ -253,7 +253,8 @@ def buzz_then_peer(
                 try:
                     peer_result = bench(peer, args, 0.05)
                 except Exception as exc:  # the yardstick failing must not lose buzz's figures
-                    buzz_result["peer_error"] = f"{type(exc).__name__}: {exc}"
+                    last = [line for line in str(exc).splitlines() if line.strip()][-1:] or [""]
+                    buzz_result["peer_error"] = f"{type(exc).__name__}: {last[0]}"
                     print(f"  nostr-relay failed, its rows are left out: {exc!r}", file=sys.stderr)
                 finally:
                     peer.stop()
