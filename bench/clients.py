@@ -252,6 +252,10 @@ def buzz_then_peer(
                 peer = ingest.start_peer(venv, tmp, fast_ok, args.peer_workers)
                 try:
                     peer_result = bench(peer, args, 0.05)
+                except Exception as exc:  # the yardstick failing must not lose buzz's figures
+                    last = [line for line in str(exc).splitlines() if line.strip()][-1:] or [""]
+                    buzz_result["peer_error"] = f"{type(exc).__name__}: {last[0]}"
+                    print(f"  nostr-relay failed, its rows are left out: {exc!r}", file=sys.stderr)
                 finally:
                     peer.stop()
     finally:

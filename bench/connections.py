@@ -81,6 +81,8 @@ def render(out: dict[str, Any]) -> str:
     lines += [
         f"  {n}: {r['config']}, RSS with no connection {r['rss_idle_kib'] / 1024:.0f} MiB" for n, r in relays
     ]
+    if "peer_error" in out["buzz"]:
+        lines.append(f"  nostr-relay: FAILED ({out['buzz']['peer_error']}); its rows are left out")
     rows = [
         f"{name:<13}{s['connections']:>7}{s['rss_mib']:>9.0f}{s['per_connection_kib']:>10.1f}"
         f"{s['connect_p50_ms']:>12.1f} / {s['connect_p95_ms']:<7.1f}  {s['load_avg']}"

@@ -15,10 +15,10 @@ import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSMsgType
 
 from buzz.core import kinds, messages, nip42
 from buzz.core.errors import AuthRequired, Blocked, BuzzError, ServerError
@@ -39,6 +39,7 @@ from buzz.relay.outbound import Outbound
 from buzz.relay.session import Session
 from buzz.relay.subscriptions import Subscription
 from buzz.relay.turns import Turn
+from buzz.relay.websocket import RelayWebSocket
 from buzz.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ PIPELINABLE_KINDS = kinds.GLOBAL_ONLY_KINDS - {kinds.DELETION_KIND}
 INDEPENDENT_CHANNEL_KINDS = frozenset({9, 7, 40003})
 SENT_IDS_GRACE_S = 5.0  # how long after EOSE a stored result still suppresses its live copy
 INBOUND_BUFFER_BYTES = 8 << 20  # frames read ahead of their handling, per connection
+WRITE_BATCH_MESSAGES = 256  # frames handed to the socket in one write
+WRITE_BATCH_BYTES = 256 << 10
 CLOSE_TIMEOUT_S = 2.0  # for the close frame to get out before the socket is dropped
 
 
@@ -64,7 +67,7 @@ class Connection:
     def __init__(
         self,
         relay: Relay,
-        ws: web.WebSocketResponse,
+        ws: RelayWebSocket,
         host: str | None,
         transport: asyncio.BaseTransport | None = None,
     ) -> None:
@@ -88,6 +91,9 @@ class Connection:
         self._slots = 0  # handler slots this connection holds
         self._missed_pongs = 0
         self._closing = False
+        self._timers: list[asyncio.TimerHandle] = []
+        self._writer_idle = False  # the writer task waits on an empty queue: `send` may write
+        self._timer_tasks: set[asyncio.Task[Any]] = set()
 
     # -- outbound ------------------------------------------------------------------------------
     def send(self, text: str) -> None:
@@ -103,6 +109,14 @@ class Connection:
         if self._drops >= self.relay.config.slow_client_grace:
             log.warning("closing slow consumer %s after %d drops", self.pubkey, self._drops)
             self.close_soon()
+
+    def send_live(self, text: str) -> None:
+        """`send` for live fan-out: written straight to the socket when nothing is queued ahead
+        of it and the socket takes it without waiting (no hop through the writer task per
+        subscriber); a socket that does not keep up pauses, and then `send` queues and drops."""
+        if not self._closing and self._writer_idle and not len(self._out) and self.ws.send_now(text):
+            return
+        self.send(text)
 
     async def send_wait(self, text: str) -> None:
         """Enqueue, waiting for room: for this connection's own stored results, which may be
@@ -145,8 +159,14 @@ class Connection:
 
     async def _writer(self) -> None:
         while True:
-            text = await self._out.get()
-            await self.ws.send_str(text)
+            self._writer_idle = True
+            try:
+                texts = [await self._out.get()]
+            finally:
+                self._writer_idle = False
+            # What queued meanwhile (a group commit's OKs, a REQ's results) goes out together.
+            texts += self._out.take_ready(WRITE_BATCH_MESSAGES - 1, WRITE_BATCH_BYTES)
+            await self.ws.send_strs(texts)
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self) -> None:
@@ -154,14 +174,21 @@ class Connection:
         helpers = [
             asyncio.create_task(self._writer()),
             asyncio.create_task(self._lane_worker()),
-            asyncio.create_task(self._pinger()),
-            asyncio.create_task(self._auth_deadline()),
+        ]
+        # Timers, not sleeping tasks: an idle connection holds two tasks instead of four.
+        loop = asyncio.get_running_loop()
+        self._timers = [
+            loop.call_later(PING_INTERVAL_S, self._ping_due),
+            loop.call_later(self.relay.config.auth_timeout_s, self._auth_due),
         ]
         self.send(messages.auth_challenge(self.challenge))
         try:
             await self._read_loop()
         finally:
             self._closing = True
+            for timer in self._timers:
+                timer.cancel()
+            helpers += [t for t in self._timer_tasks if not t.done()]
             for sub in list(self.subs.values()):
                 self._drop_sub(sub.sub_id)
             for task in helpers + list(self._sub_tasks.values()) + list(self._inflight):
@@ -196,19 +223,30 @@ class Connection:
             self._inbound_room.clear()
             await self._inbound_room.wait()
 
-    async def _pinger(self) -> None:
-        while True:
-            await asyncio.sleep(PING_INTERVAL_S)
-            if self._missed_pongs >= MAX_MISSED_PONGS:
-                await self._close(1001, b"ping timeout")
-                return
-            self._missed_pongs += 1
-            await self.ws.ping()
+    def _ping_due(self) -> None:
+        if self._closing:
+            return
+        if self._missed_pongs >= MAX_MISSED_PONGS:
+            self._spawn(self._close(1001, b"ping timeout"))
+            return
+        self._missed_pongs += 1
+        self._spawn(self.ws.ping())
+        self._timers[0] = asyncio.get_running_loop().call_later(PING_INTERVAL_S, self._ping_due)
 
-    async def _auth_deadline(self) -> None:
-        await asyncio.sleep(self.relay.config.auth_timeout_s)
-        if self.pubkey is None:
-            await self._close(1008, b"auth-required: authentication timeout")
+    def _auth_due(self) -> None:
+        if self.pubkey is None and not self._closing:
+            self._spawn(self._close(1008, b"auth-required: authentication timeout"))
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run a timer's action as a task, kept (and cancelled on close) like the helpers."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._timer_tasks.add(task)
+        task.add_done_callback(self._timer_done)
+
+    def _timer_done(self, task: asyncio.Task[Any]) -> None:
+        self._timer_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # e.g. a ping on a closing socket
+            log.debug("connection timer action failed: %r", task.exception())
 
     # -- inbound -------------------------------------------------------------------------------
     def _on_frame(self, frame: str) -> None:

@@ -52,6 +52,7 @@ class Ingest:
         rules: KindRules,
         executor: Executor,
         max_past_drift_s: int,
+        verify_workers: int = 1,
     ) -> None:
         self._store = store
         self._fanout = fanout
@@ -59,17 +60,37 @@ class Ingest:
         self._executor = executor
         self._max_past_drift_s = max_past_drift_s
         self.metrics: RelayMetrics | None = None  # set by the relay: store latency
+        self._verify_workers = max(1, verify_workers)  # threads of `executor`
+        self._pending: list[tuple[Event, asyncio.Future[StoredEvent]]] = []
 
     async def verify(self, event: Event) -> StoredEvent:
-        """relay.md §2.3 in the thread pool. Raises InvalidId / InvalidSignature / ServerError."""
+        """relay.md §2.3 in the thread pool. Raises InvalidId / InvalidSignature / ServerError.
+
+        Events asking within one turn of the event loop are verified together: one pool task
+        per worker for the whole group (and one wake-up of the loop per task), not one each.
+        """
         loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self._executor, verify_stored, event)
-        except BuzzError:
-            raise
-        except Exception as exc:
-            log.exception("verification executor failed")
-            raise ServerError("internal verification error") from exc
+        future: asyncio.Future[StoredEvent] = loop.create_future()
+        self._pending.append((event, future))
+        if len(self._pending) == 1:
+            loop.call_soon(self._flush_verify)
+        return await future
+
+    def _flush_verify(self) -> None:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        loop = asyncio.get_running_loop()
+        chunks = min(self._verify_workers, len(pending))
+        size = -(-len(pending) // chunks)
+        for start in range(0, len(pending), size):
+            group = pending[start : start + size]
+            try:
+                done = loop.run_in_executor(self._executor, _verify_all, [e for e, _ in group])
+            except Exception as exc:  # executor shut down
+                _fail_all(group, exc)
+                continue
+            done.add_done_callback(lambda d, g=group: _settle_verified(d, g))
 
     def precheck(self, event: Event, session: Session) -> None:
         """relay.md §8 items 2–8 (raises the first BuzzError)."""
@@ -127,3 +148,40 @@ class Ingest:
         except Exception:  # stored and committed: the OK must say so (relay.md §8 item 18)
             log.exception("fan-out of %s failed", stored.event.id)
         return Outcome(True, plan.response)
+
+
+def _verify_all(events: list[Event]) -> list[StoredEvent | BaseException]:
+    """Worker side of `Ingest.verify`: each event's envelope, or the exception it raised."""
+    out: list[StoredEvent | BaseException] = []
+    for event in events:
+        try:
+            out.append(verify_stored(event))
+        except Exception as exc:
+            out.append(exc)
+    return out
+
+
+def _settle_verified(
+    done: asyncio.Future[list[StoredEvent | BaseException]],
+    group: list[tuple[Event, asyncio.Future[StoredEvent]]],
+) -> None:
+    if done.cancelled() or done.exception() is not None:
+        _fail_all(group, done.exception() if not done.cancelled() else RuntimeError("cancelled"))
+        return
+    for (event, future), result in zip(group, done.result(), strict=True):
+        if future.done():
+            continue
+        if isinstance(result, StoredEvent):
+            future.set_result(result)
+        elif isinstance(result, BuzzError):
+            future.set_exception(result)
+        else:
+            log.error("verification of %s failed", event.id, exc_info=result)
+            future.set_exception(ServerError("internal verification error"))
+
+
+def _fail_all(group: list[tuple[Event, asyncio.Future[StoredEvent]]], exc: BaseException | None) -> None:
+    log.error("verification executor failed", exc_info=exc)
+    for _, future in group:
+        if not future.done():
+            future.set_exception(ServerError("internal verification error"))

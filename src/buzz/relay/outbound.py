@@ -68,6 +68,23 @@ class Outbound:
         self._room.set()
         return text
 
+    def take_ready(self, max_messages: int, max_bytes: int) -> list[str]:
+        """Without waiting: the oldest queued messages, at most `max_messages` of them and,
+        past the first, at most `max_bytes` of `str` memory in all (possibly none)."""
+        out: list[str] = []
+        taken = 0
+        while self._items and len(out) < max_messages:
+            text, size = self._items[0]
+            if out and taken + size > max_bytes:
+                break
+            self._items.popleft()
+            self._bytes -= size
+            taken += size
+            out.append(text)
+        if out:
+            self._room.set()
+        return out
+
     def clear(self) -> None:
         """Drop everything queued (the connection is closing)."""
         self._items.clear()

@@ -49,7 +49,9 @@ class Relay:
         self.access = ChannelAccess(self.store)
         self.fanout = FanOut(self.index, self.access)
         self.rules = KindRules(self.store, self.access, self.pubkey)
-        self.ingest = Ingest(self.store, self.fanout, self.rules, self.executor, config.max_past_drift_s)
+        self.ingest = Ingest(
+            self.store, self.fanout, self.rules, self.executor, config.max_past_drift_s, config.verify_workers
+        )
         self.reads = Reads(self.store, self.access)
         self.connections: set[object] = set()
         # Workspace follow-ups (relay.md §4.6, §4.7) and presence (§12.2 item 2).

@@ -36,6 +36,10 @@ class Subscriber(Protocol):
 
     def send(self, text: str) -> None: ...
 
+    def send_live(self, text: str) -> None:
+        """`send` for a live match (may skip the queue when nothing waits in it)."""
+        ...
+
     def overflow(self) -> None:
         """A buffer this subscriber fills is full: close it as a slow consumer (§7.9)."""
         ...
@@ -63,7 +67,7 @@ class Subscription:
     def deliver(self, event_id: str, event_json: str, text: str) -> None:
         """Send now when live; hold until EOSE otherwise."""
         if self.live:
-            self.conn.send(text)
+            self.conn.send_live(text)
             return
         if self.overflowed:
             return

@@ -1,4 +1,5 @@
-"""The relay's WebSocket: aiohttp's, plus the NOTICE before an oversized frame's close.
+"""The relay's WebSocket: aiohttp's, plus the NOTICE before an oversized frame's close, and
+`send_strs`: several frames handed to the socket in one write.
 
 relay.md §7.1 item 2 (and issue 9 item 9): a frame larger than `BUZZ_MAX_FRAME_BYTES` is
 answered `NOTICE "error: frame too large (<n> > <max> bytes)"`, then closed with 1009.
@@ -11,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections.abc import Sequence
+from typing import Any
 
-from aiohttp import WSCloseCode, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from buzz.core import messages
 
@@ -29,6 +32,31 @@ def frame_too_large(size: int | None, limit: int) -> str:
     )
 
 
+class _Corked:
+    """The writer's transport, but writes made while `held` is a list are collected there
+    and go out as one `write` (one send system call for many frames)."""
+
+    __slots__ = ("held", "transport")
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+        self.held: list[bytes] | None = None
+
+    def write(self, data: bytes) -> None:
+        if self.held is None:
+            self.transport.write(data)
+        else:
+            self.held.append(bytes(data))
+
+    def release(self) -> None:
+        held, self.held = self.held, None
+        if held:
+            self.transport.write(b"".join(held))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
 class RelayWebSocket(web.WebSocketResponse):
     """`max_frame_bytes` is inclusive: a frame of exactly that many bytes is read.
 
@@ -43,6 +71,48 @@ class RelayWebSocket(web.WebSocketResponse):
         # aiohttp refuses a frame of max_msg_size bytes itself; the relay's limit admits it.
         super().__init__(max_msg_size=max_frame_bytes + 1, **kw)  # type: ignore[arg-type]
         self.max_frame_bytes = max_frame_bytes
+
+    async def prepare(self, request: web.BaseRequest) -> Any:
+        writer = await super().prepare(request)
+        ws_writer = getattr(self, "_writer", None)
+        if ws_writer is not None and getattr(ws_writer, "transport", None) is not None:
+            self._corked: _Corked | None = _Corked(ws_writer.transport)
+            ws_writer.transport = self._corked
+        else:
+            self._corked = None
+        return writer
+
+    async def send_strs(self, texts: Sequence[str]) -> None:
+        """Send each text as its own frame, in order, handed to the socket in one write.
+
+        aiohttp frames each one as `send_str` would; only the transport writes are joined.
+        """
+        corked = getattr(self, "_corked", None)
+        if corked is None or len(texts) == 1:
+            for text in texts:
+                await self.send_str(text)
+            return
+        corked.held = []
+        try:
+            for text in texts:
+                await self.send_str(text)
+        finally:
+            corked.release()
+
+    def send_now(self, text: str) -> bool:
+        """Write `text` as one frame straight to the socket when that cannot wait: no
+        compression, not closing, the transport not paused (its buffer under the high-water
+        mark) and not corked. False, nothing written, otherwise (the caller queues it)."""
+        writer = getattr(self, "_writer", None)
+        corked = getattr(self, "_corked", None)
+        if writer is None or corked is None or corked.held is not None or writer.compress:
+            return False
+        if writer._closing or corked.transport.is_closing() or writer.protocol._paused:
+            return False
+        writer._write_websocket_frame(text.encode("utf-8"), WSMsgType.TEXT, 0)
+        if writer._output_size > writer._limit:
+            writer._output_size = 0  # what send_frame does when not paused
+        return True
 
     def _refused_size(self) -> int | None:
         # The reader's pending WebSocketError says "Message size N exceeds limit M" (aiohttp ≥ 3.10).

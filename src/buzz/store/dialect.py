@@ -43,6 +43,11 @@ class Conn(Protocol):
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> None: ...
 
+    async def insert(self, sql: str, args: Sequence[object] = ()) -> object | None:
+        """Run one `INSERT … ON CONFLICT … DO NOTHING` into `events`: the new row's key (SQLite
+        `seq`, PostgreSQL `id`: what `search_index_sql` takes), None when nothing was inserted."""
+        ...
+
 
 class Params:
     """Collects positional parameters and hands back the dialect's placeholder for each."""
@@ -80,7 +85,7 @@ class Dialect(ABC):
     greatest: str
     key_lock_sql: str | None
     search_join: str
-    search_index_sql: str  # parameters: (event id, searchable text)
+    search_index_sql: str  # parameters: (the row key `Conn.insert` returned, searchable text)
 
     @abstractmethod
     def placeholder(self, n: int) -> str: ...
@@ -119,7 +124,7 @@ class SqliteDialect(Dialect):
     greatest = "max"
     key_lock_sql = None  # the single writer connection serializes every write (relay.md §13.1)
     search_join = "JOIN events_fts ON events_fts.rowid = e.seq"
-    search_index_sql = "INSERT INTO events_fts (rowid, content) SELECT seq, ?2 FROM events WHERE id = ?1"
+    search_index_sql = "INSERT INTO events_fts (rowid, content) VALUES (?1, ?2)"
 
     def placeholder(self, n: int) -> str:
         return f"?{n}"

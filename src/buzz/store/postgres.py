@@ -39,6 +39,10 @@ class _PgConn:
     async def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
         await self._conn.executemany(sql, rows)
 
+    async def insert(self, sql: str, args: Sequence[object] = ()) -> object | None:
+        key: object | None = await self._conn.fetchval(sql + " RETURNING id", *args)
+        return key
+
 
 class PostgresStore(SqlStore):
     """The EventStore on PostgreSQL. `dsn` is a `postgres://` or `postgresql://` URL; the pool

@@ -33,7 +33,7 @@ from buzz.store.clauses import (
 from buzz.store.dialect import Conn, Dialect, Params
 
 MAX_PAGE = 1000
-_MIN_ACCEPT_PAGE = 50
+_MIN_ACCEPT_PAGE = 20
 
 # Channel and member columns carry the names of the record fields (relay.md §4.1).
 _CHANNEL_FIELDS = tuple(f.name for f in fields(Channel))
@@ -162,6 +162,8 @@ async def _accepted(
     conn: Conn, f: Filter, reader: Reader, accept: Accept | None, limit: int
 ) -> list[StoredEvent]:
     """The first `limit` candidates of `f` that `accept` keeps (one query when accept is None)."""
+    # Twice the limit: the predicate rarely refuses (gift wraps, DMs of others), and every
+    # fetched row is parsed; more pages follow when it does.
     first = limit if accept is None else min(max(2 * limit, _MIN_ACCEPT_PAGE), MAX_PAGE)
     got: list[StoredEvent] = []
     async with aclosing(_pages(conn, f, reader, first)) as pages:

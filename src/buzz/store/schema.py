@@ -65,9 +65,15 @@ CREATE TABLE IF NOT EXISTS events (
     deleted_at {int}
 );
 CREATE INDEX IF NOT EXISTS events_by_kind ON events (kind, created_at);
-CREATE INDEX IF NOT EXISTS events_by_pubkey ON events (pubkey, kind);
-CREATE INDEX IF NOT EXISTS events_by_channel ON events (channel_id, created_at);
-CREATE INDEX IF NOT EXISTS events_by_address ON events (kind, pubkey, d_tag);
+-- authors+kinds in time order (relay.md §6.4): one index seek per (author, kind) pair.
+DROP INDEX IF EXISTS events_by_pubkey;
+CREATE INDEX IF NOT EXISTS events_by_author ON events (pubkey, kind, created_at);
+-- Partial: global events (no channel) and non-addressable kinds (no d) skip a B-tree each on
+-- insert: every query on these columns compares them with a value, which implies NOT NULL.
+DROP INDEX IF EXISTS events_by_channel;
+CREATE INDEX IF NOT EXISTS events_by_channel_id ON events (channel_id, created_at) WHERE channel_id IS NOT NULL;
+DROP INDEX IF EXISTS events_by_address;
+CREATE INDEX IF NOT EXISTS events_by_d_tag ON events (kind, pubkey, d_tag) WHERE d_tag IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_by_time ON events (created_at, id);
 CREATE TABLE IF NOT EXISTS event_tags (
     event_id {key} NOT NULL REFERENCES events (id),

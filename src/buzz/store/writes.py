@@ -87,14 +87,15 @@ async def insert_txn(conn: Conn, stored: StoredEvent, effects: tuple[Effect, ...
         await _lock_key_txn(conn, key)
         if not await _wins_txn(conn, event, key) or await _address_deleted_txn(conn, key, event.created_at):
             return InsertOutcome.DUPLICATE
-    if not await _insert_row_txn(conn, stored, key):
+    row_key = await _insert_row_txn(conn, stored, key)
+    if row_key is None:
         return InsertOutcome.DUPLICATE
     if key is not None:
         await _supersede_txn(conn, event, key, now)
     await _insert_tags_txn(conn, event)
     if is_searchable(event.kind):
         # relay.md §11 item 1: non-searchable kinds are never indexed.
-        await conn.execute(conn.dialect.search_index_sql, [event.id, event.content.replace("\0", " ")])
+        await conn.execute(conn.dialect.search_index_sql, [row_key, event.content.replace("\0", " ")])
     for effect in effects:
         await _apply_txn(conn, effect, now)
     return InsertOutcome.STORED
@@ -129,7 +130,8 @@ async def _address_deleted_txn(conn: Conn, key: ReplacementKey, created_at: int)
     return bool(await conn.fetch(sql, p.values))
 
 
-async def _insert_row_txn(conn: Conn, stored: StoredEvent, key: ReplacementKey | None) -> bool:
+async def _insert_row_txn(conn: Conn, stored: StoredEvent, key: ReplacementKey | None) -> object | None:
+    """The new row's key (`Conn.insert`), None for a known id."""
     event = stored.event
     p = Params(conn.dialect)
     values = ", ".join(
@@ -148,9 +150,9 @@ async def _insert_row_txn(conn: Conn, stored: StoredEvent, key: ReplacementKey |
     )
     sql = (
         "INSERT INTO events (id, pubkey, created_at, kind, tags, content, sig, received_at, channel_id, d_tag)"
-        f" VALUES ({values}) ON CONFLICT (id) DO NOTHING RETURNING id"
+        f" VALUES ({values}) ON CONFLICT (id) DO NOTHING"
     )
-    return bool(await conn.fetch(sql, p.values))
+    return await conn.insert(sql, p.values)
 
 
 async def _supersede_txn(conn: Conn, event: Event, key: ReplacementKey, now: int) -> None:
