@@ -15,7 +15,15 @@ export function SearchPanel({ ws, query, onClose, onThread }: Props) {
     if (!query.trim()) return
     setHits(null)
     setError('')
-    ws.search(query.trim(), here ? ws.active : null).then(setHits, (e) => setError(humanError(e)))
+    // An older search answering after a newer one must not overwrite its results.
+    let current = true
+    ws.search(query.trim(), here ? ws.active : null).then(
+      (found) => current && setHits(found),
+      (e) => current && setError(humanError(e)),
+    )
+    return () => {
+      current = false
+    }
   }, [query, here, ws.active])
 
   return (
