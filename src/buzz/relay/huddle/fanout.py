@@ -26,7 +26,6 @@ import contextlib
 import fcntl
 import logging
 import struct
-import termios
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -66,13 +65,21 @@ def _ws_frame_bytes(payload: int) -> int:
     return payload + (2 if payload < 126 else 4 if payload < 65536 else 10)
 
 
+# Linux SIOCOUTQNSD (linux/sockios.h): bytes in the send queue not yet sent. SIOCOUTQ also
+# counts bytes sent but not yet acknowledged, which on loopback includes everything behind a
+# delayed ACK (up to 40 ms): a writer that hands several frames to the socket at once then
+# saw its budget spent and held audio back while the receiver had it all (docs/decisions.md).
+SIOCOUTQNSD = 0x894B
+
+
 def _kernel_unsent(transport: asyncio.BaseTransport | None) -> int:
-    """Bytes in the kernel's send queue for this socket (Linux SIOCOUTQ); 0 when unknown."""
+    """Bytes in the kernel's send queue for this socket not yet sent (Linux SIOCOUTQNSD); 0
+    when unknown."""
     sock = transport.get_extra_info("socket") if transport is not None else None
     if sock is None:
         return 0
     with contextlib.suppress(OSError, ValueError, AttributeError):
-        raw = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+        raw = fcntl.ioctl(sock.fileno(), SIOCOUTQNSD, b"\0\0\0\0")
         return int(struct.unpack("i", raw)[0])
     return 0
 
@@ -217,7 +224,12 @@ class PeerSink:
 
         `transport` is the socket's transport, used to see how much audio is still unsent; audio
         waits in the queue (where the oldest can be dropped) while the budget is spent there.
+        Each wake-up hands every audio frame the budget allows to the transport in one write
+        (one send system call), framed here: with 23 speakers a receiver gets ~1,150 frames/s,
+        and one `send_bytes` each was most of the relay's time per frame (docs/decisions.md).
         """
+        direct = transport if isinstance(transport, asyncio.WriteTransport) else None
+        loop = asyncio.get_running_loop()
         while not self._closed:
             if self.socket_control:
                 what, data = self.socket_control.popleft()
@@ -232,18 +244,58 @@ class PeerSink:
                 self._trim()
                 if not self.audio:
                     continue
-                if self.inflight >= WRITE_AHEAD_FRAMES:
-                    self._wake.clear()
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), BUDGET_POLL_S)
+                room = WRITE_AHEAD_FRAMES - self.inflight
+                if room <= 0:
+                    await self._hold(loop)
                     continue
-                message = self.audio.popleft()
-                self._written += _ws_frame_bytes(len(message))
-                self._sent_ends.append(self._written)
-                await ws.send_bytes(message)
+                if direct is None or _closing(ws, direct):
+                    message = self.audio.popleft()
+                    self._written += _ws_frame_bytes(len(message))
+                    self._sent_ends.append(self._written)
+                    await ws.send_bytes(message)
+                    continue
+                direct.write(self._take_frames(room))
             else:
                 self._wake.clear()
                 await self._wake.wait()
+
+    def _take_frames(self, room: int) -> bytes:
+        """Up to `room` queued audio frames as consecutive WebSocket binary frames (RFC 6455
+        §5.2: FIN + opcode 2, unmasked, uncompressed: huddle sockets never negotiate deflate)."""
+        parts: list[bytes] = []
+        audio, ends = self.audio, self._sent_ends
+        written = self._written
+        for _ in range(min(room, len(audio))):
+            message = audio.popleft()
+            size = len(message)
+            if size < 126:
+                parts.append(bytes((0x82, size)))
+                written += size + 2
+            else:
+                parts.append(_HEAD16.pack(0x82, 126, size) if size < 65536 else _HEAD64.pack(0x82, 127, size))
+                written += size + (4 if size < 65536 else 10)
+            parts.append(message)
+            ends.append(written)
+        self._written = written
+        return b"".join(parts)
+
+    async def _hold(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Wait for a new offer or BUDGET_POLL_S, whichever comes first (no task per wait)."""
+        self._wake.clear()
+        timer = loop.call_later(BUDGET_POLL_S, self._wake.set)
+        try:
+            await self._wake.wait()
+        finally:
+            timer.cancel()
+
+
+def _closing(ws: web.WebSocketResponse, transport: asyncio.WriteTransport) -> bool:
+    """True once either side started the close handshake: aiohttp then writes (or refuses)."""
+    return ws.closed or transport.is_closing() or bool(getattr(ws, "_closing", False))
+
+
+_HEAD16 = struct.Struct(">BBH")
+_HEAD64 = struct.Struct(">BBQ")
 
 
 def forward(
