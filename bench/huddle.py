@@ -452,6 +452,12 @@ class Row:
         remote = pct(remote_v, 0.99) if remote_v else float("nan")
         return local, remote, remote / local if local else float("nan")
 
+    def cpu_per_frame_us(self) -> float:
+        """The relays' CPU (all replicas) per frame a receiver got, in µs: less load-sensitive
+        than latency, since waiting for a CPU costs none."""
+        per_s = self.received / self.seconds
+        return self.cpu / per_s * 1e6 if per_s else float("nan")
+
     def summary(self) -> dict[str, Any]:
         return {
             "replicas": self.replicas,
@@ -473,6 +479,7 @@ class Row:
             "probe_cpu_cores": self.probe_cpu,
             "sender_worker_cpu_cores": self.sender_cpu,
             "relay_cpu_cores": self.cpu,
+            "relay_cpu_us_per_forwarded_frame": self.cpu_per_frame_us(),
             "relay_runqueue_wait_share": self.relay_wait,
             "load_avg": self.load,
             "load_avg_end": self.load_end,
@@ -636,6 +643,8 @@ def print_table(rows: list[Row]) -> None:
         print(f"  sender workers: {len(row.sender_cpu)} processes, {sum(c for c, _ in row.sender_cpu):.2f} "
               f"cores in all; relays: {row.cpu:.2f} cores, event loops waited for a CPU "
               f"{row.relay_wait:.0%} of the time (summed over relays)")  # fmt: skip
+        print(f"  relay CPU per forwarded frame: {row.cpu_per_frame_us():.1f} µs (all relays' CPU over "
+              f"frames received)")  # fmt: skip
     single = rows[0]
     target = single.senders * (single.seats - 1) * single.rate
     s1 = single.summary()
