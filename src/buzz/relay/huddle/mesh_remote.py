@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import struct
 import time
 import uuid
 from collections.abc import Callable
@@ -33,7 +34,18 @@ from buzz.core.huddle_wire import (
     relay_frame,
     upgrade_required,
 )
-from buzz.core.mesh_envelope import FANOUT, INGRESS, NO_PEER, Envelope, fixed_part, pack_fast, unpack
+from buzz.core.mesh_envelope import (
+    ENV_VERSION,
+    FANOUT,
+    FIXED_LEN,
+    HEADER_LEN,
+    INGRESS,
+    MIN_LEN,
+    NO_PEER,
+    Envelope,
+    fixed_part,
+    unpack,
+)
 from buzz.core.mesh_lease import PROFILE, GenerationFloor, Lease, fence_check
 from buzz.relay.huddle.fanout import PeerSink, forward
 from buzz.relay.huddle.membership import JoinDenied
@@ -51,6 +63,10 @@ SILENCE_TICKS = 3  # an owner stream silent this many pings (15 s) is closed
 # the answer, a `goodbye` or the stream's close, and a Redis control stream is closed after 15 s
 # of silence (§9.9). A shorter bound only turned a slow owner into a seat given up on.
 REGISTER_ANSWER_S = PING_S * SILENCE_TICKS
+# seq and target_index: an owner's fan-out envelope is fixed part + these + the relay → client
+# message `[author][frame]` the room already built (the same bytes as `pack_fast`, one concat).
+_SEQ_TARGET = struct.Struct(">QB")
+_TARGET_AT = HEADER_LEN - 1  # byte 98; the payload `[author][frame]` starts at HEADER_LEN
 
 
 def _fenced(session: str, lease: Lease) -> dict[str, Any]:
@@ -77,7 +93,7 @@ class RemoteSink(PeerSink):
         self.fixed = fixed_part(FANOUT, s.session, s.lease.generation, s.lease.owner, hub.runtime_id)
 
     def offer_audio(self, message: bytes) -> bool:
-        env = pack_fast(self.fixed, self.seq, self.target_index, message[0], message[1:])
+        env = self.fixed + _SEQ_TARGET.pack(self.seq % 2**64, self.target_index) + message
         self.seq += 1
         self.hub.link.send_media(self.owner_stream.sender, env)
         self.stats.count("mesh_fanout_envelopes_total")
@@ -492,8 +508,53 @@ class RemoteHub:
             self.send(stream, {"t": "goodbye", "reason": "draining"})
             await self.owner_remove(stream)
 
-    def on_media(self, data: bytes) -> None:
-        env = unpack(data)
+    def on_media(self, envelopes: list[memoryview]) -> None:
+        """The envelopes of one Redis message, in one pass. Owner → ingress fan-out envelopes
+        (the bulk: one per remote receiver per frame) take `_fanout_fast`; the rest, and any
+        fan-out envelope it does not vouch for, the full checks of `_ingress_media`."""
+        checked: dict[bytes, tuple[str, int, str] | None] = {}  # fixed part → (session, gen, owner)
+        for data in envelopes:
+            if not self._fanout_fast(data, checked):
+                self._on_envelope(data)
+
+    def _fanout_fast(self, data: memoryview, checked: dict[bytes, tuple[str, int, str] | None]) -> bool:
+        """Deliver one owner → ingress envelope with its header checks done once per fixed part
+        (version … sender) in this Redis message: `sender == owner` and the generation floor
+        (nothing awaits in between, so neither can change). Per envelope: the target's
+        registration under that very lease, no echo to the author's index, one room for the
+        session (§9.8). False (nothing done) when the full path must decide."""
+        if len(data) < MIN_LEN or data[0] != ENV_VERSION or data[1] != FANOUT:
+            return False
+        fixed = bytes(data[:FIXED_LEN])
+        if fixed in checked:
+            header = checked[fixed]
+        else:
+            env = unpack(data)  # type: ignore[arg-type]  # slices and unpack_from take memoryviews
+            passed = (
+                env is not None
+                and env.sender == env.owner
+                and self.floor.admit(env.session_id, env.generation)
+                and self.huddles.rooms.by_channel(env.session_id) is not None
+            )
+            header = (env.session_id, env.generation, env.owner) if passed and env is not None else None
+            checked[fixed] = header
+        if header is None:
+            return False
+        session, generation, owner = header
+        target, author = data[_TARGET_AT], data[HEADER_LEN]
+        stream = self.by_target.get((session, target))
+        if (stream is None or stream.sink is None or stream.lease.generation != generation
+                or stream.lease.owner != owner or target == author):  # fmt: skip
+            return False
+        sink = stream.sink
+        if sink.protocol_version >= 3:
+            sink.offer_audio(bytes((author, 0)) + data[HEADER_LEN + 1 :])
+        else:
+            sink.offer_audio(bytes(data[HEADER_LEN:]))  # exactly `[author][frame]`
+        return True
+
+    def _on_envelope(self, data: memoryview | bytes) -> None:
+        env = unpack(data)  # type: ignore[arg-type]  # slices and unpack_from take memoryviews
         stats = self.huddles.stats
         if env is None:
             return stats.count("mesh_envelopes_malformed_total")
