@@ -148,11 +148,14 @@ class PeerSink:
         """Queue one relay → client frame, dropping the oldest beyond the 8-frame queue or the
         200 ms budget (counted per peer, room and relay). False when the new frame itself had to
         go (the whole budget is still unsent in the socket)."""
-        self.audio.append(message)
-        self.stats.count(FORWARDED_METRIC)
-        self._trim()
+        audio = self.audio
+        audio.append(message)
+        self.stats.counters[FORWARDED_METRIC] += 1
+        depth = len(audio)
+        if depth > AUDIO_QUEUE_CAPACITY or depth > AUDIO_BUDGET_FRAMES - self.inflight:
+            self._trim()
         self._wake.set()
-        return bool(self.audio) and self.audio[-1] is message
+        return bool(audio) and audio[-1] is message
 
     def _trim(self) -> None:
         room = max(0, AUDIO_BUDGET_FRAMES - self.inflight)
@@ -210,8 +213,9 @@ class PeerSink:
     def _refresh_inflight(self, transport: asyncio.BaseTransport | None) -> None:
         """Count the audio frames whose bytes are still in the transport or the kernel."""
         unsent = _kernel_unsent(transport)
-        if isinstance(transport, asyncio.WriteTransport):
-            unsent += transport.get_write_buffer_size()
+        writable = _writable(transport)
+        if writable is not None:
+            unsent += writable.get_write_buffer_size()
         delivered = self._written - unsent
         while self._sent_ends and self._sent_ends[0] <= delivered:
             self._sent_ends.popleft()
@@ -228,7 +232,7 @@ class PeerSink:
         (one send system call), framed here: with 23 speakers a receiver gets ~1,150 frames/s,
         and one `send_bytes` each was most of the relay's time per frame (docs/decisions.md).
         """
-        direct = transport if isinstance(transport, asyncio.WriteTransport) else None
+        direct = _writable(transport)
         loop = asyncio.get_running_loop()
         while not self._closed:
             if self.socket_control:
@@ -287,6 +291,15 @@ class PeerSink:
             await self._wake.wait()
         finally:
             timer.cancel()
+
+
+def _writable(transport: asyncio.BaseTransport | None) -> asyncio.WriteTransport | None:
+    """The transport as a write transport, by its methods: uvloop's (what `buzz relay serve`
+    runs) are not subclasses of `asyncio.WriteTransport`, which hid them from the budget's
+    buffer count and the batched write."""
+    if all(hasattr(transport, name) for name in ("write", "get_write_buffer_size", "is_closing")):
+        return transport  # type: ignore[return-value]
+    return None
 
 
 def _closing(ws: web.WebSocketResponse, transport: asyncio.WriteTransport) -> bool:
