@@ -4,8 +4,8 @@ Each admitted seat owns a `PeerSink`:
 
 - `audio`: the room audio queue, capacity 8 frames (160 ms). Fan-out puts without waiting. What
   is buffered for one receiver is bounded in time (issue 13): the frames in this queue plus
-  those already written but still in the transport's buffer or the kernel's send queue
-  (`SIOCOUTQ`) stay within 200 ms (10 frames); beyond that, and beyond the 8-frame queue, the
+  those already written but still in the transport's buffer or not yet sent by the kernel
+  (`SIOCOUTQNSD`) stay within 200 ms (10 frames); beyond that, and beyond the 8-frame queue, the
   oldest queued frame is dropped for that receiver only and counted (§7.2). The writer holds
   audio back while 5 frames are still unsent, so a receiver that stops reading never finds
   seconds of stale audio in the socket buffers when it resumes, and gets the newest next.
@@ -230,7 +230,7 @@ class PeerSink:
         waits in the queue (where the oldest can be dropped) while the budget is spent there.
         Each wake-up hands every audio frame the budget allows to the transport in one write
         (one send system call), framed here: with 23 speakers a receiver gets ~1,150 frames/s,
-        and one `send_bytes` each was most of the relay's time per frame (docs/decisions.md).
+        and one `send_bytes` each was most of the relay's time per frame (docs/decisions.md 87).
         """
         direct = _writable(transport)
         loop = asyncio.get_running_loop()
