@@ -99,10 +99,12 @@ class PeerSink:
 
     __slots__ = (
         "_closed",
+        "_direct",
         "_on_close",
         "_sent_ends",
         "_wake",
         "_written",
+        "_ws",
         "audio",
         "audio_dropped",
         "control",
@@ -142,6 +144,8 @@ class PeerSink:
         self._wake = asyncio.Event()
         self._closed = False
         self._on_close = on_close
+        self._ws: web.WebSocketResponse | None = None  # set by the running writer
+        self._direct: asyncio.WriteTransport | None = None
 
     # -- producers (never wait) ------------------------------------------------------------
     def offer_audio(self, message: bytes) -> bool:
@@ -153,9 +157,25 @@ class PeerSink:
         self.stats.counters[FORWARDED_METRIC] += 1
         depth = len(audio)
         if depth > AUDIO_QUEUE_CAPACITY or depth > AUDIO_BUDGET_FRAMES - self.inflight:
+            self._pump()
             self._trim()
         self._wake.set()
         return bool(audio) and audio[-1] is message
+
+    def _pump(self) -> None:
+        """A full queue before the writer's turn (a burst: a mesh batch, frames of many speakers
+        read in one loop pass): write what the budget allows now, as the writer would, instead
+        of dropping. Only with no control message waiting, so audio never overtakes a `joined`
+        or `left` (§7.4 order)."""
+        direct, ws = self._direct, self._ws
+        if direct is None or ws is None or self._closed or self.control or self.socket_control:
+            return
+        if _closing(ws, direct):
+            return
+        self._refresh_inflight(direct)
+        room = WRITE_AHEAD_FRAMES - self.inflight
+        if room > 0:
+            direct.write(self._take_frames(room))
 
     def _trim(self) -> None:
         room = max(0, AUDIO_BUDGET_FRAMES - self.inflight)
@@ -233,6 +253,7 @@ class PeerSink:
         and one `send_bytes` each was most of the relay's time per frame (docs/decisions.md 87).
         """
         direct = _writable(transport)
+        self._ws, self._direct = ws, direct
         loop = asyncio.get_running_loop()
         while not self._closed:
             if self.socket_control:
