@@ -253,36 +253,39 @@ class PeerSink:
         and one `send_bytes` each was most of the relay's time per frame (docs/decisions.md 87).
         """
         direct = _writable(transport)
-        self._ws, self._direct = ws, direct
+        self._ws, self._direct = ws, direct  # `_pump` writes only while this writer runs
         loop = asyncio.get_running_loop()
-        while not self._closed:
-            if self.socket_control:
-                what, data = self.socket_control.popleft()
-                await (ws.ping(data) if what == "ping" else ws.pong(data))
-                self._written += _ws_frame_bytes(len(data))
-            elif self.control:
-                text = self.control.popleft()
-                await ws.send_str(text)
-                self._written += _ws_frame_bytes(len(text.encode()))
-            elif self.audio:
-                self._refresh_inflight(transport)
-                self._trim()
-                if not self.audio:
-                    continue
-                room = WRITE_AHEAD_FRAMES - self.inflight
-                if room <= 0:
-                    await self._hold(loop)
-                    continue
-                if direct is None or _closing(ws, direct):
-                    message = self.audio.popleft()
-                    self._written += _ws_frame_bytes(len(message))
-                    self._sent_ends.append(self._written)
-                    await ws.send_bytes(message)
-                    continue
-                direct.write(self._take_frames(room))
-            else:
-                self._wake.clear()
-                await self._wake.wait()
+        try:
+            while not self._closed:
+                if self.socket_control:
+                    what, data = self.socket_control.popleft()
+                    await (ws.ping(data) if what == "ping" else ws.pong(data))
+                    self._written += _ws_frame_bytes(len(data))
+                elif self.control:
+                    text = self.control.popleft()
+                    await ws.send_str(text)
+                    self._written += _ws_frame_bytes(len(text.encode()))
+                elif self.audio:
+                    self._refresh_inflight(transport)
+                    self._trim()
+                    if not self.audio:
+                        continue
+                    room = WRITE_AHEAD_FRAMES - self.inflight
+                    if room <= 0:
+                        await self._hold(loop)
+                        continue
+                    if direct is None or _closing(ws, direct):
+                        message = self.audio.popleft()
+                        self._written += _ws_frame_bytes(len(message))
+                        self._sent_ends.append(self._written)
+                        await ws.send_bytes(message)
+                        continue
+                    direct.write(self._take_frames(room))
+                else:
+                    self._wake.clear()
+                    await self._wake.wait()
+        finally:
+            self._ws = self._direct = None
 
     def _take_frames(self, room: int) -> bytes:
         """Up to `room` queued audio frames as consecutive WebSocket binary frames (RFC 6455
