@@ -14,7 +14,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +64,37 @@ CLOSE_TIMEOUT_S = 2.0  # for the close frame to get out before the socket is dro
 
 
 class Connection:
+    """One client's connection. An idle one (authenticated, nothing in flight) holds no task
+    of its own and no queue: the lane worker, the writer task, the outbound deque and their
+    waiters exist only while there is work (issue 17: 10,000 idle connections)."""
+
+    __slots__ = (
+        "_auth_failed",
+        "_closing",
+        "_drops",
+        "_inbound_bytes",
+        "_inbound_room",
+        "_inflight",
+        "_inflight_refs",
+        "_lane",
+        "_lane_task",
+        "_last_turn",
+        "_missed_pongs",
+        "_out",
+        "_slots",
+        "_sub_tasks",
+        "_timer_tasks",
+        "_timers",
+        "_transport",
+        "_writer_task",
+        "challenge",
+        "host",
+        "pubkey",
+        "relay",
+        "subs",
+        "ws",
+    )
+
     def __init__(
         self,
         relay: Relay,
@@ -82,9 +113,10 @@ class Connection:
         self._sub_tasks: dict[str, asyncio.Task[None]] = {}
         self._out = Outbound(relay.config.send_buffer, relay.config.send_buffer_bytes)
         self._drops = 0
-        self._lane: asyncio.Queue[tuple[Any, Any, int]] = asyncio.Queue()  # (msg, early, bytes)
+        self._lane: deque[tuple[Any, Any, int]] | None = None  # (msg, early, bytes); None while empty
+        self._lane_task: asyncio.Task[None] | None = None  # runs while the lane holds frames
         self._inbound_bytes = 0  # frames read but not yet handled
-        self._inbound_room = asyncio.Event()
+        self._inbound_room: asyncio.Future[None] | None = None  # the reader waiting for room
         self._inflight: set[asyncio.Task[None]] = set()
         self._inflight_refs: Counter[str] = Counter()  # ids and `e` values of in-flight events
         self._last_turn: Turn | None = None
@@ -92,7 +124,7 @@ class Connection:
         self._missed_pongs = 0
         self._closing = False
         self._timers: list[asyncio.TimerHandle] = []
-        self._writer_idle = False  # the writer task waits on an empty queue: `send` may write
+        self._writer_task: asyncio.Task[None] | None = None  # runs while `_out` holds messages
         self._timer_tasks: set[asyncio.Task[Any]] = set()
 
     # -- outbound ------------------------------------------------------------------------------
@@ -102,6 +134,7 @@ class Connection:
             return
         if self._out.offer(text):
             self._drops = 0
+            self._kick_writer()
             return
         self._drops += 1
         self.relay.stats["dropped_messages"] += 1
@@ -114,7 +147,7 @@ class Connection:
         """`send` for live fan-out: written straight to the socket when nothing is queued ahead
         of it and the socket takes it without waiting (no hop through the writer task per
         subscriber); a socket that does not keep up pauses, and then `send` queues and drops."""
-        if not self._closing and self._writer_idle and not len(self._out) and self.ws.send_now(text):
+        if not self._closing and self._writer_task is None and not len(self._out) and self.ws.send_now(text):
             return
         self.send(text)
 
@@ -124,6 +157,7 @@ class Connection:
         other connections uses `send`, which never waits."""
         if not self._closing:
             await self._out.put(text)
+            self._kick_writer()
 
     def overflow(self) -> None:
         """A subscription's hold buffer is full (issue 9 item 2): the slow-consumer close."""
@@ -157,25 +191,27 @@ class Connection:
             if self._transport is not None:
                 self._transport.abort()
 
+    def _kick_writer(self) -> None:
+        if self._writer_task is None:
+            self._writer_task = asyncio.get_running_loop().create_task(self._writer())
+
     async def _writer(self) -> None:
-        while True:
-            self._writer_idle = True
-            try:
-                texts = [await self._out.get()]
-            finally:
-                self._writer_idle = False
-            # What queued meanwhile (a group commit's OKs, a REQ's results) goes out together.
-            texts += self._out.take_ready(WRITE_BATCH_MESSAGES - 1, WRITE_BATCH_BYTES)
-            await self.ws.send_strs(texts)
+        """Started by the first queued message, ends when the queue is empty. It first runs one
+        loop turn after that message, so what queued meanwhile (a group commit's OKs, a REQ's
+        results) goes out together."""
+        try:
+            while texts := self._out.take_ready(WRITE_BATCH_MESSAGES, WRITE_BATCH_BYTES):
+                await self.ws.send_strs(texts)
+        except Exception as exc:  # the socket went: nothing more can be sent on it
+            log.debug("write failed: %r", exc)
+            self._out.clear()
+        finally:
+            self._writer_task = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self) -> None:
         """Serve the connection until it closes."""
-        helpers = [
-            asyncio.create_task(self._writer()),
-            asyncio.create_task(self._lane_worker()),
-        ]
-        # Timers, not sleeping tasks: an idle connection holds two tasks instead of four.
+        # Timers, not sleeping tasks; the writer and lane tasks run only while they have work.
         loop = asyncio.get_running_loop()
         self._timers = [
             loop.call_later(PING_INTERVAL_S, self._ping_due),
@@ -188,6 +224,7 @@ class Connection:
             self._closing = True
             for timer in self._timers:
                 timer.cancel()
+            helpers = [t for t in (self._writer_task, self._lane_task) if t is not None]
             helpers += [t for t in self._timer_tasks if not t.done()]
             for sub in list(self.subs.values()):
                 self._drop_sub(sub.sub_id)
@@ -215,13 +252,15 @@ class Connection:
             elif msg.type == WSMsgType.ERROR:
                 log.info("websocket error: %s", self.ws.exception())
                 break
+            del msg  # an idle connection must not keep its last frame (e.g. its AUTH) alive
 
     async def _inbound_budget(self) -> None:
         """Stop reading while the frames read but not handled hold INBOUND_BUFFER_BYTES: the
         client's own TCP window then holds the rest (backpressure, nothing dropped)."""
         while self._inbound_bytes > INBOUND_BUFFER_BYTES:
-            self._inbound_room.clear()
-            await self._inbound_room.wait()
+            if self._inbound_room is None:
+                self._inbound_room = asyncio.get_running_loop().create_future()
+            await self._inbound_room
 
     def _ping_due(self) -> None:
         if self._closing:
@@ -269,7 +308,11 @@ class Connection:
             early = self._start_verify(msg)
         size = sys.getsizeof(frame)
         self._inbound_bytes += size
-        self._lane.put_nowait((msg, early, size))
+        if self._lane is None:
+            self._lane = deque()
+        self._lane.append((msg, early, size))
+        if self._lane_task is None:
+            self._lane_task = asyncio.get_running_loop().create_task(self._lane_worker())
 
     # Handler slots (relay.md §7.1 item 6) are counted per connection as well, so whatever a
     # connection still holds when it closes (queued or in-flight messages) goes back at once.
@@ -301,8 +344,18 @@ class Connection:
         return Session(self.pubkey, "ws")
 
     async def _lane_worker(self) -> None:
-        while True:
-            msg, early, size = await self._lane.get()
+        """Handles the lane's frames in order; started by `_on_frame`, ends when the lane is
+        empty (the check and the end are one synchronous step: no frame is left behind)."""
+        try:
+            await self._run_lane()
+        finally:
+            self._lane_task = None
+            if not self._lane:
+                self._lane = None
+
+    async def _run_lane(self) -> None:
+        while self._lane:
+            msg, early, size = self._lane.popleft()
             if isinstance(msg, EventMessage) and self._pipelinable(msg, early):
                 # Its write is queued behind this connection's earlier writes (its Turn, then
                 # the store's FIFO), so the lane moves on without waiting for the commit.
@@ -352,7 +405,9 @@ class Connection:
                 turn.release()
             self._release_slot()
             self._inbound_bytes -= size
-            self._inbound_room.set()
+            room, self._inbound_room = self._inbound_room, None
+            if room is not None and not room.done():
+                room.set_result(None)
 
     async def _dispatch(self, msg: Any, early: Any, turn: Turn | None = None) -> None:
         match msg:

@@ -14,18 +14,24 @@ from collections import deque
 
 
 class Outbound:
-    """FIFO of text frames: at most `max_messages` and `max_bytes` (bytes of `str` memory)."""
+    """FIFO of text frames: at most `max_messages` and `max_bytes` (bytes of `str` memory).
+
+    Idle connections are the common case (issue 17: 10,000 of them), so the deque and the
+    waiters' futures exist only while something is queued or waited for.
+    """
+
+    __slots__ = ("_bytes", "_items", "_nonempty", "_room", "max_bytes", "max_messages")
 
     def __init__(self, max_messages: int, max_bytes: int) -> None:
         self.max_messages = max_messages
         self.max_bytes = max_bytes
-        self._items: deque[tuple[str, int]] = deque()
+        self._items: deque[tuple[str, int]] | None = None  # None while empty
         self._bytes = 0
-        self._nonempty = asyncio.Event()
-        self._room = asyncio.Event()
+        self._nonempty: asyncio.Future[None] | None = None  # a `get` waiting
+        self._room: asyncio.Future[None] | None = None  # a `put` waiting
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._items) if self._items is not None else 0
 
     @property
     def bytes(self) -> int:
@@ -38,9 +44,18 @@ class Outbound:
         return len(self._items) < self.max_messages and self._bytes + size <= self.max_bytes
 
     def _append(self, text: str, size: int) -> None:
+        if self._items is None:
+            self._items = deque()
         self._items.append((text, size))
         self._bytes += size
-        self._nonempty.set()
+        _wake(self._nonempty)
+        self._nonempty = None
+
+    def _popped(self) -> None:
+        if not self._items:
+            self._items = None  # give the deque back while idle
+        _wake(self._room)
+        self._room = None
 
     def offer(self, text: str) -> bool:
         """Enqueue if it fits; False (nothing queued) when full."""
@@ -54,39 +69,50 @@ class Outbound:
         """Enqueue, waiting until it fits."""
         size = sys.getsizeof(text)
         while not self._fits(size):
-            self._room.clear()
-            await self._room.wait()
+            if self._room is None:
+                self._room = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._room)  # one waiter cancelled must not cancel the others
         self._append(text, size)
 
     async def get(self) -> str:
         """The oldest message, waiting for one."""
         while not self._items:
-            self._nonempty.clear()
-            await self._nonempty.wait()
+            if self._nonempty is None:
+                self._nonempty = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._nonempty)
+        assert self._items is not None
         text, size = self._items.popleft()
         self._bytes -= size
-        self._room.set()
+        self._popped()
         return text
 
     def take_ready(self, max_messages: int, max_bytes: int) -> list[str]:
         """Without waiting: the oldest queued messages, at most `max_messages` of them and,
         past the first, at most `max_bytes` of `str` memory in all (possibly none)."""
         out: list[str] = []
+        items = self._items
+        if not items:
+            return out
         taken = 0
-        while self._items and len(out) < max_messages:
-            text, size = self._items[0]
+        while items and len(out) < max_messages:
+            text, size = items[0]
             if out and taken + size > max_bytes:
                 break
-            self._items.popleft()
+            items.popleft()
             self._bytes -= size
             taken += size
             out.append(text)
-        if out:
-            self._room.set()
+        self._popped()
         return out
 
     def clear(self) -> None:
         """Drop everything queued (the connection is closing)."""
-        self._items.clear()
+        self._items = None
         self._bytes = 0
-        self._room.set()
+        _wake(self._room)
+        self._room = None
+
+
+def _wake(waiter: asyncio.Future[None] | None) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
