@@ -473,6 +473,7 @@ class Connection:
                 self.close_soon(code=1008, message=b"blocked", last_words=True)
             return
         self.pubkey = pubkey
+        self._timers[1].cancel()  # the AUTH deadline is met: its handle need not live on
         self.send(messages.ok(event.id, True, ""))
 
     # -- subscriptions -------------------------------------------------------------------------

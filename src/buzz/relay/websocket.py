@@ -80,6 +80,12 @@ class RelayWebSocket(web.WebSocketResponse):
             ws_writer.transport = self._corked
         else:
             self._corked = None
+        # After the upgrade aiohttp reads frames with its WebSocket parser only; its HTTP
+        # parser would stay allocated for the connection's life (issue 17: idle connections).
+        # aiohttp skips a parser it finds None (3.14: `_parser` is None after connection_lost).
+        protocol = request.protocol
+        if getattr(protocol, "_upgraded", False) and getattr(protocol, "_parser", None) is not None:
+            protocol._parser = None
         return writer
 
     async def send_strs(self, texts: Sequence[str]) -> None:
