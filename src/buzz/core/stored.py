@@ -9,7 +9,7 @@ fan-out refuse unverified envelopes (a programming error, not a client error).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from buzz.core.event import Event, verify_event
 
@@ -31,8 +31,12 @@ class StoredEvent:
         return self._verified
 
     def with_channel(self, channel_id: str | None) -> StoredEvent:
-        """A copy with the derived channel (relay.md §4.2); keeps the verified flag."""
-        out = replace(self, channel_id=channel_id)
+        """A copy with the derived channel (relay.md §4.2); keeps the verified flag. `self` when
+        the channel is already that one (the envelope is immutable)."""
+        if channel_id == self.channel_id:
+            return self
+        # The constructor, not dataclasses.replace: same fields, a fraction of the cost per event.
+        out = StoredEvent(self.event, self.received_at, channel_id)
         object.__setattr__(out, "_verified", self._verified)
         return out
 

@@ -337,7 +337,7 @@ class Connection:
             self.relay.ingest.precheck(msg.event, self.session)
         except BuzzError as exc:
             return exc
-        return asyncio.ensure_future(self.relay.ingest.verify(msg.event))
+        return self.relay.ingest.verify_soon(msg.event)
 
     @property
     def session(self) -> Session:

@@ -69,12 +69,17 @@ class Ingest:
         Events asking within one turn of the event loop are verified together: one pool task
         per worker for the whole group (and one wake-up of the loop per task), not one each.
         """
+        return await self.verify_soon(event)
+
+    def verify_soon(self, event: Event) -> asyncio.Future[StoredEvent]:
+        """`verify` started now, as the bare future of its result (no task around it: a
+        pipelining caller awaits it later). Must be called on the event loop."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[StoredEvent] = loop.create_future()
         self._pending.append((event, future))
         if len(self._pending) == 1:
             loop.call_soon(self._flush_verify)
-        return await future
+        return future
 
     def _flush_verify(self) -> None:
         pending, self._pending = self._pending, []

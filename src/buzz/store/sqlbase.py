@@ -47,6 +47,11 @@ class SqlStore(ABC):
     async def _read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run `fn(conn, …)` on a read connection off the event loop; driver errors → StoreError."""
 
+    async def _point_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`_read` for a lookup bounded by one index probe (a row by key); a backend may run it
+        without leaving the event loop when that is cheaper than the hop. Same errors."""
+        return await self._read(fn, *args, **kwargs)
+
     async def insert(self, stored: StoredEvent, effects: Sequence[Effect] = ()) -> InsertOutcome:
         """Store a verified event and apply `effects` in one transaction (relay.md §13.3).
 
@@ -72,7 +77,7 @@ class SqlStore(ABC):
 
     async def get(self, event_id: str, include_deleted: bool = False) -> StoredEvent | None:
         """One event by exact id (deleted/superseded rows only with include_deleted)."""
-        return await self._read(reads.get_txn, event_id, include_deleted)
+        return await self._point_read(reads.get_txn, event_id, include_deleted)
 
     async def history(
         self,
@@ -93,11 +98,11 @@ class SqlStore(ABC):
 
     async def get_channel(self, channel_id: str, include_deleted: bool = False) -> Channel | None:
         """The channel row; a deleted one only with include_deleted (relay.md §4.1 item 2)."""
-        return await self._read(reads.get_channel_txn, channel_id, include_deleted)
+        return await self._point_read(reads.get_channel_txn, channel_id, include_deleted)
 
     async def get_member(self, channel_id: str, pubkey: str) -> Member | None:
         """The member row, active or removed, or None (relay.md §4.1 item 3)."""
-        return await self._read(reads.get_member_txn, channel_id, pubkey)
+        return await self._point_read(reads.get_member_txn, channel_id, pubkey)
 
     async def readable_channels(self, channel_ids: Iterable[str], reader: Reader) -> frozenset[str]:
         """The subset of `channel_ids` readable by `reader` (relay.md §4.3 item 1)."""
@@ -105,7 +110,7 @@ class SqlStore(ABC):
 
     async def get_agent_owner(self, agent: str) -> str | None:
         """The registered owner of `agent` (64 hex), or None (relay.md §7.3 item 4)."""
-        return await self._read(reads.get_agent_owner_txn, agent)
+        return await self._point_read(reads.get_agent_owner_txn, agent)
 
     async def set_agent_owner_if_absent(self, agent: str, owner: str) -> None:
         """Record agent → owner unless a mapping exists: first write wins (relay.md §7.3 item 4)."""
@@ -119,7 +124,7 @@ class SqlStore(ABC):
 
     async def is_relay_member(self, pubkey: str) -> bool:
         """On the workspace member list as owner, admin or member (relay.md §4.4 item 1)."""
-        return await self._read(reads.is_relay_member_txn, pubkey)
+        return await self._point_read(reads.is_relay_member_txn, pubkey)
 
     async def put_relay_member(self, pubkey: str, role: str) -> None:
         """Operator tooling: add a workspace member or change its role (relay.md §4.4)."""
@@ -180,11 +185,11 @@ class SqlStore(ABC):
 
     async def get_thread(self, event_id: str) -> tuple[str, int] | None:
         """(root id, depth) of a reply, or None for a top-level event (relay.md §9 item 1)."""
-        return await self._read(workspace.thread_txn, event_id)
+        return await self._point_read(workspace.thread_txn, event_id)
 
     async def has_reaction(self, author: str, target_id: str, content: str) -> bool:
         """True when (author, target, content) has an active reaction (relay.md §9 item 3)."""
-        return await self._read(workspace.has_reaction_txn, author, target_id, content)
+        return await self._point_read(workspace.has_reaction_txn, author, target_id, content)
 
     async def latest_created_at(self, kind: int, pubkey: str, d: str) -> int | None:
         """Newest created_at ever stored at an address, superseded rows included (§4.6 item 2)."""
@@ -192,7 +197,7 @@ class SqlStore(ABC):
 
     async def is_dm_hidden(self, channel_id: str, pubkey: str) -> bool:
         """True when `pubkey` hid this DM (kind 41012) and has not reopened it (§4.8 item 4)."""
-        return await self._read(workspace.dm_hidden_txn, channel_id, pubkey)
+        return await self._point_read(workspace.dm_hidden_txn, channel_id, pubkey)
 
     async def is_healthy(self) -> bool:
         """True when the database answers `SELECT 1`."""
