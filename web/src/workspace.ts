@@ -243,10 +243,16 @@ export class Workspace {
     const content = JSON.stringify({ ephemeral_channel_id: room })
     try {
       this.huddleEvent(await this.relay.publish({ kind: HUDDLE_ENDED, created_at: now(), tags: [['h', parent]], content }))
-      await this.relay.publish({ kind: 9002, created_at: now(), tags: [['h', room], ['archived', 'true']], content: '' })
+      await this.archiveHuddleChannel(room)
     } catch {
       /* already ended by the relay, or the TTL reclaims it */
     }
+  }
+
+  /** Archive a huddle's own channel (9002 `archived`), without reloading the channel list as
+   * `editChannel` does: the huddle channel is not in the sidebar. */
+  private async archiveHuddleChannel(room: string): Promise<void> {
+    await this.relay.publish({ kind: 9002, created_at: now(), tags: [['h', room], ['archived', 'true']], content: '' })
   }
 
   /** Who is in any live huddle of `channel`. */
@@ -285,7 +291,7 @@ export class Workspace {
     } catch (e) {
       try {
         if (started) await this.relay.publish({ kind: HUDDLE_ENDED, created_at: now(), tags: [['h', parent]], content })
-        await this.relay.publish({ kind: 9002, created_at: now(), tags: [['h', room], ['archived', 'true']], content: '' })
+        await this.archiveHuddleChannel(room)
       } catch {
         /* the TTL ends the channel anyway */
       }
