@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -174,61 +175,65 @@ class Bridge:
 
     async def query(self, request: web.Request) -> web.StreamResponse:
         """`POST /query`: one filter or an array of 1–10; §7.5 steps 1–3, 5–7, then §6."""
-        try:
-            body, pubkey = await self._prepare(request)
+
+        async def answer(body: bytes, pubkey: str) -> web.Response:
             filters = _parse_filters(body)
             await self.relay.reads.check(filters, pubkey)
             results = await self.relay.reads.stored(filters, pubkey)
-        except _Refusal as refusal:
-            return refusal.response
-        except BuzzError as exc:
-            self.relay.telemetry.req_answered("query", None, str(exc))
-            return _read_refusal(str(exc))
-        except StoreError:
-            log.exception("bridge query failed")
-            return _read_refusal("error: database error")
-        self.relay.telemetry.req_answered("query", None, None)
-        text = "[" + ",".join(stored.event.to_json() for stored in results) + "]"
-        return web.Response(text=text, content_type="application/json")
+            text = "[" + ",".join(stored.event.to_json() for stored in results) + "]"
+            return web.Response(text=text, content_type="application/json")
+
+        return await self._read_route(request, "query", answer)
 
     async def count(self, request: web.Request) -> web.StreamResponse:
         """`POST /count`: same body as `/query`; answers `{"count": n}` (relay.md §7.7)."""
-        try:
-            body, pubkey = await self._prepare(request)
+
+        async def answer(body: bytes, pubkey: str) -> web.Response:
             filters = _parse_filters(body)
             await self.relay.reads.check(filters, pubkey, count=True)
             n = await self.relay.reads.count(filters, pubkey)
-        except _Refusal as refusal:
-            return refusal.response
-        except BuzzError as exc:
-            self.relay.telemetry.req_answered("count", None, str(exc))
-            return _read_refusal(str(exc))
-        except StoreError:
-            log.exception("bridge count failed")
-            return _read_refusal("error: database error")
-        self.relay.telemetry.req_answered("count", None, None)
-        return web.json_response({"count": n}, dumps=_dumps)
+            return web.json_response({"count": n}, dumps=_dumps)
+
+        return await self._read_route(request, "count", answer)
 
     async def history(self, request: web.Request) -> web.StreamResponse:
         """`POST /history`: the kept versions of one address, gated per version (module doc)."""
-        try:
-            body, pubkey = await self._prepare(request)
+
+        async def answer(body: bytes, pubkey: str) -> web.Response:
             ask = _parse_history(body)
             found = await self.relay.reads.history(
                 ask.kind, ask.pubkey, ask.d, pubkey, limit=ask.limit, before=ask.before
             )
+            events = ",".join(stored.event.to_json() for stored in found.events)
+            text = (
+                '{"events":[' + events + '],"next":' + _dumps(list(found.next) if found.next else None) + "}"
+            )
+            return web.Response(text=text, content_type="application/json")
+
+        return await self._read_route(request, "history", answer)
+
+    async def _read_route(
+        self,
+        request: web.Request,
+        route: str,
+        answer: Callable[[bytes, str], Awaitable[web.Response]],
+    ) -> web.StreamResponse:
+        """The read routes' common frame: `_prepare`, then `answer(body, reader)`; a BuzzError
+        is a `READ_STATUS` refusal, a StoreError `error: database error`; each answer counted
+        under `route`."""
+        try:
+            body, pubkey = await self._prepare(request)
+            response = await answer(body, pubkey)
         except _Refusal as refusal:
             return refusal.response
         except BuzzError as exc:
-            self.relay.telemetry.req_answered("history", None, str(exc))
+            self.relay.telemetry.req_answered(route, None, str(exc))
             return _read_refusal(str(exc))
         except StoreError:
-            log.exception("bridge history failed")
+            log.exception("bridge %s failed", route)
             return _read_refusal("error: database error")
-        self.relay.telemetry.req_answered("history", None, None)
-        events = ",".join(stored.event.to_json() for stored in found.events)
-        text = '{"events":[' + events + '],"next":' + _dumps(list(found.next) if found.next else None) + "}"
-        return web.Response(text=text, content_type="application/json")
+        self.relay.telemetry.req_answered(route, None, None)
+        return response
 
 
 def _event_answer(event_id: str | None, accepted: bool, message: str) -> web.Response:
