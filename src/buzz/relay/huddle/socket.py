@@ -188,16 +188,7 @@ class AudioSocket:
         slot = huddles.rooms.acquire(community_id, self.channel_id)  # step 5
         admitted: Admitted[PeerSink] | None = None
         try:
-            try:
-                channel = await relay.store.get_channel(self.channel_id)
-            except Exception:
-                log.exception("huddle room fetch: channel re-read failed for %s", self.channel_id)
-                raise _SilentClose from None
-            if channel is None or channel.archived_at is not None:
-                raise JoinDenied(HUDDLE_HAS_ENDED)
-            version_error = check_version(auth.protocol_version)  # step 6
-            if version_error is not None:
-                raise JoinDenied(version_error)
+            await self._recheck(auth)  # steps 5–6
             sink = huddles.new_sink(slot, pubkey, self._close_soon, auth.protocol_version)
             result = await huddles.rooms.admit(slot, pubkey, auth.protocol_version, sink)  # step 8
             if not isinstance(result, Admitted):
@@ -228,20 +219,11 @@ class AudioSocket:
     async def _join_remote(self, auth: Auth, pubkey: str, grant: ChannelGrant, lease: Lease) -> Seat:
         """§4.1 steps 5–9 on an ingress replica: channel re-read, version, owner registration
         (§9.6), then the mirror room at the owner's index; `joined` goes to this client only."""
-        relay, huddles = self.relay, self.huddles
+        huddles = self.huddles
         hub = huddles.remote
         if hub is None:
             raise JoinDenied(OWNER_UNREACHABLE)
-        try:
-            channel = await relay.store.get_channel(self.channel_id)
-        except Exception:
-            log.exception("huddle room fetch: channel re-read failed for %s", self.channel_id)
-            raise _SilentClose from None
-        if channel is None or channel.archived_at is not None:
-            raise JoinDenied(HUDDLE_HAS_ENDED)
-        version_error = check_version(auth.protocol_version)
-        if version_error is not None:
-            raise JoinDenied(version_error)
+        await self._recheck(auth)
         community_id = huddles.settings.community_id
         stream = await self._until_client_gone(
             hub.register(
@@ -280,6 +262,20 @@ class AudioSocket:
             grant.lifecycle_parent, self.channel_id, pubkey, stream.revision, peer.peer_id
         )
         return seat
+
+    async def _recheck(self, auth: Auth) -> None:
+        """§4.1 steps 5–6: the channel re-read (a database error closes silently, fail closed;
+        a missing or archived channel is `huddle has ended`), then the protocol version."""
+        try:
+            channel = await self.relay.store.get_channel(self.channel_id)
+        except Exception:
+            log.exception("huddle room fetch: channel re-read failed for %s", self.channel_id)
+            raise _SilentClose from None
+        if channel is None or channel.archived_at is not None:
+            raise JoinDenied(HUDDLE_HAS_ENDED)
+        version_error = check_version(auth.protocol_version)
+        if version_error is not None:
+            raise JoinDenied(version_error)
 
     async def _until_client_gone(self, registration: Coroutine[Any, Any, IngressStream]) -> IngressStream:
         """Await the owner's answer while watching the client: a close, an error or `leave`
