@@ -63,7 +63,7 @@ from buzz.relay.bus_wire import (
 from buzz.relay.fanout import FanOut
 from buzz.relay.presence_redis import RedisPresence
 from buzz.relay.ratelog import RepeatLog
-from buzz.relay.revocation import revoke_unreadable
+from buzz.relay.revocation import channels_read, revoke_unreadable
 
 if TYPE_CHECKING:
     from buzz.relay.relay import Relay
@@ -321,21 +321,7 @@ class RedisBus:
         channel against the store (§4.7), resend our own unsent access changes, and only then
         trust the cache again. Runs on the listener, so no bus event is delivered before it ends."""
         self._access.forget()
-        channels = sorted(
-            {
-                channel_id
-                for conn in list(self._connections)
-                for sub in list(getattr(conn, "subs", {}).values())
-                for flt in sub.filters
-                for channel_id in flt.channels
-            }
-            | {  # huddle seats (audio sockets) are re-checked the same way
-                channel_id
-                for conn in list(self._connections)
-                if callable(getattr(conn, "huddle_channel", None))
-                and (channel_id := conn.huddle_channel()) is not None  # type: ignore[attr-defined]
-            }
-        )
+        channels = sorted(set().union(*(channels_read(conn) for conn in list(self._connections))))
         revoked = 0
         for channel_id in channels:
             try:

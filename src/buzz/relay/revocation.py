@@ -37,6 +37,26 @@ class _Seated(Protocol):
     def revoke(self) -> None: ...
 
 
+def _seat(conn: object) -> _Seated | None:
+    """`conn` when it is a huddle seat (an audio socket), else None."""
+    return conn if callable(getattr(conn, "huddle_channel", None)) else None  # type: ignore[return-value]
+
+
+def channels_read(conn: object) -> set[str]:
+    """The channels `revoke_unreadable` re-checks for `conn`: every `#h` of its live
+    subscriptions and, for a huddle seat, the huddle's channel."""
+    out = {
+        channel_id
+        for sub in list(getattr(conn, "subs", {}).values())
+        for flt in sub.filters
+        for channel_id in flt.channels
+    }
+    seat = _seat(conn)
+    if seat is not None and (channel_id := seat.huddle_channel()) is not None:
+        out.add(channel_id)
+    return out
+
+
 def names_channel(sub: _Sub, channel_id: str) -> bool:
     """True when some filter of `sub` lists `channel_id` in `#h` (relay.md §6.2)."""
     return any(channel_id in flt.channels for flt in sub.filters)
@@ -47,8 +67,9 @@ async def revoke_unreadable(connections: Iterable[object], access: ChannelAccess
     `channel_id` whose connection's reader fails `readable(C, reader)`. Returns how many."""
     evicted = 0
     for conn in list(connections):
-        if callable(getattr(conn, "huddle_channel", None)):
-            evicted += await _revoke_seat(conn, access, channel_id)  # type: ignore[arg-type]
+        seat = _seat(conn)
+        if seat is not None:
+            evicted += await _revoke_seat(seat, access, channel_id)
             continue
         subs = getattr(conn, "subs", None)
         if not subs:
