@@ -204,7 +204,7 @@ class Bridge:
             found = await self.relay.reads.history(
                 ask.kind, ask.pubkey, ask.d, pubkey, limit=ask.limit, before=ask.before
             )
-            events = ",".join(stored.event.to_json() for stored in found.events)
+            events = ",".join(found.texts)  # the JSON the store's byte budget measured
             text = (
                 '{"events":[' + events + '],"next":' + _dumps(list(found.next) if found.next else None) + "}"
             )

@@ -223,10 +223,12 @@ Accept = Callable[[StoredEvent], bool]
 class History:
     """`EventStore.history`: stored versions of one address, newest first (`created_at`
     descending, then id ascending), and `next`, the `(created_at, id)` of the last one when
-    more accepted versions follow (pass it back as `before`), else None."""
+    more accepted versions follow (pass it back as `before`), else None. `texts` holds each
+    event's JSON in the same order: what the byte budget counted, for a caller to send as is."""
 
     events: list[StoredEvent]
     next: tuple[int, str] | None
+    texts: list[str]
 
 
 class EventStore(Protocol):

@@ -76,9 +76,10 @@ async def history_txn(
     deletion's `deleted_until` (in SQL) and the kind 5 / 9005 events naming a version by `e`
     (one lookup per page)."""
     if not is_addressable(kind):
-        return History([], None)
+        return History([], None, [])
     until = await _address_deleted_until_txn(conn, kind, pubkey, d)
     got: list[StoredEvent] = []
+    texts: list[str] = []
     used = 0
     cursor = before
     size = min(limit + 1, MAX_PAGE)
@@ -99,15 +100,19 @@ async def history_txn(
         for stored in page:
             if stored.event.id in deleted or (accept is not None and not accept(stored)):
                 continue
-            n = len(stored.event.to_json().encode())
-            if len(got) == limit or (got and used + n > max_bytes):
-                last = got[-1].event
-                return History(got, (last.created_at, last.id))
-            # A version larger than the whole budget is served alone, so paging always moves.
-            got.append(stored)
-            used += n
+            if len(got) < limit:
+                text = stored.event.to_json()
+                n = len(text.encode())
+                # A version larger than the whole budget is served alone, so paging always moves.
+                if not got or used + n <= max_bytes:
+                    got.append(stored)
+                    texts.append(text)
+                    used += n
+                    continue
+            last = got[-1].event
+            return History(got, (last.created_at, last.id), texts)
         if len(page) < size:
-            return History(got, None)
+            return History(got, None, texts)
         last = page[-1].event
         cursor = (last.created_at, last.id)
         size = min(size * 2, MAX_PAGE)
