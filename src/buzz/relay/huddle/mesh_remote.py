@@ -44,6 +44,7 @@ from buzz.core.mesh_envelope import (
     NO_PEER,
     Envelope,
     fixed_part,
+    pack_fast,
     unpack,
 )
 from buzz.core.mesh_lease import PROFILE, GenerationFloor, Lease, fence_check
@@ -153,6 +154,7 @@ class IngressStream:
     version: int = 2
     seq: int = 0
     closed: bool = False
+    fixed: bytes = b""  # the ingress envelopes' per-stream bytes (`fixed_part`), packed once
 
 
 class RemoteHub:
@@ -238,7 +240,10 @@ class RemoteHub:
         freed rather than held until its silence check. `parent` (the lifecycle parent this
         replica verified, §3.6) rides along in `register_peer` as `lifecycle_parent`, so the
         owner can post 48103 there when this peer leaves last (docs/decisions.md)."""
-        stream = IngressStream(str(uuid.uuid4()), session, lease, community, pubkey, parent, version=version)
+        fixed = fixed_part(INGRESS, session, lease.generation, lease.owner, self.runtime_id)
+        stream = IngressStream(
+            str(uuid.uuid4()), session, lease, community, pubkey, parent, version=version, fixed=fixed
+        )
         self.ingress_streams[stream.stream] = stream
         hello = {"t": "hello", "stream": stream.stream, "sender": self.runtime_id, "profile": PROFILE}
         self.send(stream, hello)
@@ -307,10 +312,9 @@ class RemoteHub:
     def send_ingress(self, stream: IngressStream, frame: bytes) -> None:
         """A local client's validated frame to the owner (§9.8): never to local clients."""
         assert stream.peer_index is not None
-        env = Envelope(INGRESS, stream.session, stream.lease.generation, stream.lease.owner, self.runtime_id,
-                       stream.seq, NO_PEER, stream.peer_index, frame)  # fmt: skip
+        env = pack_fast(stream.fixed, stream.seq, NO_PEER, stream.peer_index, frame)
         stream.seq += 1
-        self.link.send_media(stream.lease.owner, env.pack())
+        self.link.send_media(stream.lease.owner, env)
 
     # -- arrivals ---------------------------------------------------------------------------
     async def on_control(self, stream_id: str, message: dict[str, Any]) -> None:
