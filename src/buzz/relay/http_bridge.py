@@ -35,7 +35,7 @@ import orjson
 from aiohttp import web
 
 from buzz.core.errors import BuzzError, Invalid, MalformedEvent
-from buzz.core.event import Event
+from buzz.core.event import MAX_KIND, Event
 from buzz.core.filters import Filter
 from buzz.core.keys import is_hex
 from buzz.core.limits import (
@@ -314,7 +314,7 @@ def _parse_history(body: bytes) -> HistoryAsk:
     if unknown:
         raise Invalid(f"unknown history field {unknown[0]!r}")
     kind, pubkey, d = obj.get("kind"), obj.get("pubkey"), obj.get("d")
-    if not _is_int(kind) or not 0 <= kind <= 65535:
+    if not _is_int(kind) or not 0 <= kind <= MAX_KIND:
         raise Invalid("history kind must be an integer 0..65535")
     if not is_hex(pubkey, 64):
         raise Invalid("history pubkey must be 64 lowercase hex characters")
