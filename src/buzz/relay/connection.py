@@ -70,6 +70,7 @@ class Connection:
 
     __slots__ = (
         "_auth_failed",
+        "_auth_timer",
         "_closing",
         "_drops",
         "_inbound_bytes",
@@ -81,10 +82,10 @@ class Connection:
         "_last_turn",
         "_missed_pongs",
         "_out",
+        "_ping_timer",
         "_slots",
         "_sub_tasks",
         "_timer_tasks",
-        "_timers",
         "_transport",
         "_writer_task",
         "challenge",
@@ -123,7 +124,8 @@ class Connection:
         self._slots = 0  # handler slots this connection holds
         self._missed_pongs = 0
         self._closing = False
-        self._timers: list[asyncio.TimerHandle] = []
+        self._ping_timer: asyncio.TimerHandle | None = None
+        self._auth_timer: asyncio.TimerHandle | None = None
         self._writer_task: asyncio.Task[None] | None = None  # runs while `_out` holds messages
         self._timer_tasks: set[asyncio.Task[Any]] = set()
 
@@ -213,17 +215,16 @@ class Connection:
         """Serve the connection until it closes."""
         # Timers, not sleeping tasks; the writer and lane tasks run only while they have work.
         loop = asyncio.get_running_loop()
-        self._timers = [
-            loop.call_later(PING_INTERVAL_S, self._ping_due),
-            loop.call_later(self.relay.config.auth_timeout_s, self._auth_due),
-        ]
+        self._ping_timer = loop.call_later(PING_INTERVAL_S, self._ping_due)
+        self._auth_timer = loop.call_later(self.relay.config.auth_timeout_s, self._auth_due)
         self.send(messages.auth_challenge(self.challenge))
         try:
             await self._read_loop()
         finally:
             self._closing = True
-            for timer in self._timers:
-                timer.cancel()
+            for timer in (self._ping_timer, self._auth_timer):
+                if timer is not None:
+                    timer.cancel()
             helpers = [t for t in (self._writer_task, self._lane_task) if t is not None]
             helpers += [t for t in self._timer_tasks if not t.done()]
             for sub in list(self.subs.values()):
@@ -270,7 +271,7 @@ class Connection:
             return
         self._missed_pongs += 1
         self._spawn(self.ws.ping())
-        self._timers[0] = asyncio.get_running_loop().call_later(PING_INTERVAL_S, self._ping_due)
+        self._ping_timer = asyncio.get_running_loop().call_later(PING_INTERVAL_S, self._ping_due)
 
     def _auth_due(self) -> None:
         if self.pubkey is None and not self._closing:
@@ -473,7 +474,8 @@ class Connection:
                 self.close_soon(code=1008, message=b"blocked", last_words=True)
             return
         self.pubkey = pubkey
-        self._timers[1].cancel()  # the AUTH deadline is met: its handle need not live on
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()  # the AUTH deadline is met: its handle need not live on
         self.send(messages.ok(event.id, True, ""))
 
     # -- subscriptions -------------------------------------------------------------------------
