@@ -54,16 +54,18 @@ def workspace_id() -> str:
 
 @pytest.fixture
 async def redis(workspace_id: str) -> AsyncIterator[Redis]:
-    """A client of the shared test Redis; this test's keys are deleted afterwards."""
+    """A client of the shared test Redis; this test's keys are deleted afterwards: `buzz:<workspace>:…`
+    and the mesh tunnels' `buzz:{<runtime>}:<workspace>:tunnel:…`."""
     url = redis_url()
     await require_redis(url)
     client = Redis.from_url(url)
     try:
         yield client
     finally:
-        keys = [key async for key in client.scan_iter(match=f"buzz:{workspace_id}:*")]
-        if keys:
-            await client.delete(*keys)
+        for match in (f"buzz:{workspace_id}:*", f"buzz:{{*}}:{workspace_id}:tunnel:*"):
+            keys = [key async for key in client.scan_iter(match=match)]
+            if keys:
+                await client.delete(*keys)
         await client.aclose()
 
 

@@ -43,13 +43,6 @@ async def meshed(
 ) -> AsyncIterator[tuple[RunningRelay, RunningRelay]]:
     async with replica_pair(tmp_path, url, workspace_id, mesh=True) as pair:
         yield pair
-    client = Redis.from_url(url)
-    try:
-        keys = [k async for k in client.scan_iter(match=f"buzz:{{*}}:{workspace_id}:tunnel:*")]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
 
 
 async def test_first_replica_owns_the_room_until_the_last_leave(
