@@ -4,7 +4,6 @@ applies member, workspace and ban changes at the next AUTH, without a restart.""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from buzz.core.channel_id import new_channel_id
 from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
 from buzz.store import open_store
-from tests.operator.support import BUZZ, admin, buzz, free_port, lines_with, served
+from tests.operator.support import BUZZ, admin, buzz, clean_env, free_port, lines_with, served
 from tests.support.relay import Identity
 
 
@@ -175,8 +174,7 @@ async def test_a_banned_watcher_hears_why_not_a_retryable_network_error(tmp_path
             channel = new_channel_id()
             tags = [["h", channel], ["name", "w"], ["visibility", "open"]]
             assert (await m.publish(Event.create(mallory.secret, 9007, "", tags))).accepted
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("BUZZ_", "RELAY_"))}
-        env = {**base, "BUZZ_PRIVATE_KEY": mallory.secret, "BUZZ_RELAY_URL": relay.url}
+        env = clean_env({"BUZZ_PRIVATE_KEY": mallory.secret, "BUZZ_RELAY_URL": relay.url})
         watch = await asyncio.create_subprocess_exec(
             BUZZ,
             "messages",
