@@ -56,8 +56,8 @@ def frame(seq: int, payload: bytes = b"\x78\x01\x02", level: int = -20, flags: i
 
 async def pong(ws: aiohttp.ClientWebSocketResponse, data: bytes) -> None:
     """Answer a relay Ping. A Ping read from the buffer after the relay already closed the
-    connection cannot be answered, and need not be: the write is skipped, not an error (this was
-    the race behind the mesh failover test's rerun)."""
+    connection cannot be answered, and need not be: the write is skipped, not an error (this race
+    once failed the mesh failover test now and then)."""
     with contextlib.suppress(aiohttp.ClientConnectionResetError, ConnectionResetError):
         await ws.pong(data)
 
