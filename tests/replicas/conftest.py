@@ -90,6 +90,15 @@ async def replica_pair(
         yield a, b
 
 
+@contextlib.asynccontextmanager
+async def meshed(
+    tmp_path: Path, url: str, workspace_id: str
+) -> AsyncIterator[tuple[RunningRelay, RunningRelay]]:
+    """`replica_pair` with BUZZ_MESH on: huddles span the two replicas."""
+    async with replica_pair(tmp_path, url, workspace_id, mesh=True) as pair:
+        yield pair
+
+
 @pytest.fixture
 async def replicas(
     tmp_path: Path, redis: Redis, workspace_id: str

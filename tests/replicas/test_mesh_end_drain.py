@@ -19,9 +19,8 @@ from redis.asyncio import Redis
 from buzz.core.event import Event
 from buzz.core.mesh_lease import lease_keys, parse_lease
 from tests.huddle.support import ChannelSpec, frame, join, make_channel, refused
-from tests.replicas.conftest import redis_url, served_pair
-from tests.replicas.helpers import next_of_kind, wait_until
-from tests.replicas.test_mesh_lease import meshed, runtime
+from tests.replicas.conftest import meshed, redis_url, served_pair
+from tests.replicas.helpers import next_of_kind, runtime, wait_until
 from tests.support.relay import Identity, RunningRelay
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]

@@ -12,9 +12,8 @@ from redis.asyncio import Redis
 from buzz.core.event import Event
 from buzz.core.mesh_lease import lease_keys
 from tests.huddle.support import ChannelSpec, frame, join, make_channel, refused
-from tests.replicas.conftest import redis_url
-from tests.replicas.test_mesh_lease import meshed, runtime
-from tests.replicas.test_mesh_remote import texts_until
+from tests.replicas.conftest import meshed, redis_url
+from tests.replicas.helpers import runtime, texts_until
 from tests.support.relay import Identity
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]

@@ -29,9 +29,8 @@ from redis.asyncio import Redis
 from buzz.core.keys import generate_secret_key
 from buzz.relay.huddle.mesh_link import ctl_channel
 from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel, pong, refused
-from tests.replicas.helpers import subscribers, wait_until
+from tests.replicas.helpers import runtime, subscribers, wait_until
 from tests.replicas.own_redis import own_redis
-from tests.replicas.test_mesh_lease import runtime
 from tests.support.pg import temp_database
 from tests.support.relay import Identity, RunningRelay, relay_on
 
