@@ -20,6 +20,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -275,6 +276,20 @@ def report_head(title: str, out: dict[str, Any], tail: str = "") -> list[str]:
         f"CPU: {out['cpu']} — {out['cores']} cores — load avg {out['load_avg_start']} at start, "
         f"{out['load_avg_end']} at end{tail}",
     ]
+
+
+def relays_of(out: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The report's relays in order: ("buzz", its results), then ("nostr-relay", …) if it ran."""
+    return [("buzz", out["buzz"])] + ([("nostr-relay", out["peer"])] if "peer" in out else [])
+
+
+def config_lines(out: dict[str, Any], detail: Callable[[dict[str, Any]], str] = lambda r: "") -> list[str]:
+    """`  <relay>: <config><detail(results)>` for each relay, then the line saying the
+    yardstick failed (and its rows are left out) if it did."""
+    lines = [f"  {name}: {r['config']}{detail(r)}" for name, r in relays_of(out)]
+    if "peer_error" in out["buzz"]:
+        lines.append(f"  nostr-relay: FAILED ({out['buzz']['peer_error']}); its rows are left out")
+    return lines
 
 
 def table(header: str, rows: list[str], width: int | None = None) -> list[str]:

@@ -77,12 +77,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def render(out: dict[str, Any]) -> str:
     lines = clients.report_head("idle-connection", out, f"; clients in {out['workers']} processes")
-    relays = [("buzz", out["buzz"])] + ([("nostr-relay", out["peer"])] if "peer" in out else [])
-    lines += [
-        f"  {n}: {r['config']}, RSS with no connection {r['rss_idle_kib'] / 1024:.0f} MiB" for n, r in relays
-    ]
-    if "peer_error" in out["buzz"]:
-        lines.append(f"  nostr-relay: FAILED ({out['buzz']['peer_error']}); its rows are left out")
+    relays = clients.relays_of(out)
+    lines += clients.config_lines(
+        out, lambda r: f", RSS with no connection {r['rss_idle_kib'] / 1024:.0f} MiB"
+    )
     rows = [
         f"{name:<13}{s['connections']:>7}{s['rss_mib']:>9.0f}{s['per_connection_kib']:>10.1f}"
         f"{s['connect_p50_ms']:>12.1f} / {s['connect_p95_ms']:<7.1f}  {s['load_avg']}"

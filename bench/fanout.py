@@ -161,10 +161,8 @@ def _idle_cost(r: dict[str, Any]) -> float:
 def render(out: dict[str, Any]) -> str:
     lines = clients.report_head("fan-out", out)
     lines.append(f"{out['messages']} events per step, subscribers over {out['workers']} client processes")
-    relays = [("buzz", out["buzz"])] + ([("nostr-relay", out["peer"])] if "peer" in out else [])
-    lines += [f"  {n}: {r['config']}" for n, r in relays]
-    if "peer_error" in out["buzz"]:
-        lines.append(f"  nostr-relay: FAILED ({out['buzz']['peer_error']}); its rows are left out")
+    relays = clients.relays_of(out)
+    lines += clients.config_lines(out)
     rows = [
         f"{name:<13}{f['subscribers']:>6}{f['p50_ms']:>9.1f}{f['p99_ms']:>9.1f}{f['max_ms']:>9.1f}"
         f"{f['relay_cpu_us_per_delivery']:>14.0f} µs{f['client_cpu_us_per_delivery']:>15.0f} µs  {f['load_avg']}"

@@ -8,7 +8,7 @@ import contextlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
@@ -17,6 +17,9 @@ from buzz.core.event import Event
 from buzz.core.huddle_wire import FrameHeader, client_frame
 from buzz.core.nip42 import build_auth_event
 from tests.support.relay import Identity, RunningRelay
+
+if TYPE_CHECKING:
+    from buzz.voice.client import HuddleClient
 
 
 @dataclass
@@ -56,8 +59,8 @@ def frame(seq: int, payload: bytes = b"\x78\x01\x02", level: int = -20, flags: i
 
 async def pong(ws: aiohttp.ClientWebSocketResponse, data: bytes) -> None:
     """Answer a relay Ping. A Ping read from the buffer after the relay already closed the
-    connection cannot be answered, and need not be: the write is skipped, not an error (this was
-    the race behind the mesh failover test's rerun)."""
+    connection cannot be answered, and need not be: the write is skipped, not an error (this race
+    once failed the mesh failover test now and then)."""
     with contextlib.suppress(aiohttp.ClientConnectionResetError, ConnectionResetError):
         await ws.pong(data)
 
@@ -164,3 +167,12 @@ async def refused(
         return peer.joined
     finally:
         await peer.close()
+
+
+async def until_seated(client: HuddleClient, running: asyncio.Task[Any]) -> None:
+    """Wait until `client` holds its seat (the relay's `joined`), or until `running` (its
+    `run()`) ends first: then fail with what ended it."""
+    seated = asyncio.create_task(client.seated.wait())
+    await asyncio.wait({seated, running}, return_when=asyncio.FIRST_COMPLETED)
+    seated.cancel()
+    assert client.seated.is_set(), running.exception() if running.done() else None

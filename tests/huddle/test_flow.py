@@ -14,7 +14,7 @@ from buzz.core.event import Event
 from buzz.voice.client import HuddleClient, HuddleOptions
 from buzz.voice.seat import state_dir
 from tests.cli.helpers import buzz
-from tests.huddle.support import ChannelSpec, join, make_channel
+from tests.huddle.support import ChannelSpec, join, make_channel, until_seated
 from tests.support.relay import Identity, RunningRelay
 
 
@@ -64,9 +64,7 @@ async def test_status_shows_the_peer_index_of_my_running_join(
         )
         running = asyncio.create_task(client.run())
         try:
-            seated = asyncio.create_task(client.seated.wait())
-            await asyncio.wait({seated, running}, return_when=asyncio.FIRST_COMPLETED)
-            assert client.seated.is_set(), running.exception() if running.done() else None
+            await until_seated(client, running)
             await until_joined_event(sqlite_relay, alice, parent, bob)
             status = await buzz(
                 sqlite_relay.url, bob, "huddle", "status", "--channel", huddle, "--parent", parent

@@ -33,6 +33,7 @@ from buzz.voice.wav import read_wav, read_wav_48k, write_wav
 from buzz.voice.whisper import WhisperRecognizer
 from tests.agent.support import add_member, workspace
 from tests.cli.helpers import buzz
+from tests.huddle.support import until_seated
 from tests.support.relay import Identity, RunningRelay
 
 SENTENCE = "please book the design review for monday morning"
@@ -80,9 +81,7 @@ async def test_spoken_sentence_reaches_the_agent_and_its_reply_is_heard(
             listening = asyncio.create_task(listener.run())
             try:
                 # bob is seated before alice speaks: wait for his `joined`, not for a guessed time
-                seated = asyncio.create_task(listener.seated.wait())
-                await asyncio.wait({seated, listening}, return_when=asyncio.FIRST_COMPLETED)
-                assert listener.seated.is_set(), listening.exception() if listening.done() else None
+                await until_seated(listener, listening)
                 said = await buzz(
                     sqlite_relay.url,
                     alice,

@@ -23,6 +23,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without its BUZZ_* and RELAY_* variables, then `extra`: what a
+    `buzz` child sees, so the developer's own settings never leak into a test."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("BUZZ_", "RELAY_"))}
+    return {**base, **(extra or {})}
+
+
 @dataclass
 class Served:
     proc: asyncio.subprocess.Process
@@ -59,7 +66,6 @@ async def served(
     banner is printed; its stderr (the log) goes to `<data_dir>/../<log_name>`."""
     port = free_port()
     log_path = data_dir.parent / log_name
-    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("BUZZ_", "RELAY_"))}
     with open(log_path, "wb") as log_file:
         proc = await asyncio.create_subprocess_exec(
             BUZZ,
@@ -72,7 +78,7 @@ async def served(
             *args,
             stdout=asyncio.subprocess.PIPE,
             stderr=log_file,
-            env={**base_env, **(env or {})},
+            env=clean_env(env),
         )
     try:
         assert proc.stdout is not None
@@ -90,10 +96,7 @@ async def served(
 
 def buzz(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the `buzz` command; never raises on a non-zero exit."""
-    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("BUZZ_", "RELAY_"))}
-    return subprocess.run(
-        [BUZZ, *argv], capture_output=True, text=True, timeout=60, env={**base_env, **(env or {})}
-    )
+    return subprocess.run([BUZZ, *argv], capture_output=True, text=True, timeout=60, env=clean_env(env))
 
 
 def admin(data_dir: Path, *argv: str) -> object:

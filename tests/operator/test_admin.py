@@ -3,8 +3,8 @@ applies member, workspace and ban changes at the next AUTH, without a restart.""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import os
 import sqlite3
 from pathlib import Path
 
@@ -12,12 +12,12 @@ import pytest
 
 from buzz.client import RelayClient, RelayError
 from buzz.core import nip19
-from buzz.core.channel_id import new_channel_id
 from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
 from buzz.store import open_store
-from tests.operator.support import BUZZ, admin, buzz, free_port, lines_with, served
+from tests.operator.support import BUZZ, admin, buzz, clean_env, free_port, lines_with, served
 from tests.support.relay import Identity
+from tests.workspace.helpers import create_channel
 
 
 async def _auth_refusal(url: str, who: Identity, **kw: object) -> str | None:
@@ -88,9 +88,7 @@ async def test_backup_and_stats_while_the_relay_runs(tmp_path: Path) -> None:
     data, alice = tmp_path / "data", Identity.new()
     async with served(data) as relay:
         async with RelayClient(relay.url, alice.secret) as a:
-            channel = new_channel_id()
-            tags = [["h", channel], ["name", "b"], ["visibility", "open"]]
-            assert (await a.publish(Event.create(alice.secret, 9007, "", tags))).accepted
+            channel = await create_channel(a, alice, name="b")
             for n in range(5):
                 assert (
                     await a.publish(Event.create(alice.secret, 9, f"hello {n}", [["h", channel]]))
@@ -167,16 +165,11 @@ async def test_banning_a_connected_key_closes_its_open_session(tmp_path: Path) -
 async def test_a_banned_watcher_hears_why_not_a_retryable_network_error(tmp_path: Path) -> None:
     """`buzz messages watch` of a key banned while it watches ends with the relay's `blocked:`
     reason and the access exit code (3), not `network_error` / retryable."""
-    import asyncio
-
     data, mallory = tmp_path / "data", Identity.new()
     async with served(data) as relay:
         async with RelayClient(relay.url, mallory.secret) as m:
-            channel = new_channel_id()
-            tags = [["h", channel], ["name", "w"], ["visibility", "open"]]
-            assert (await m.publish(Event.create(mallory.secret, 9007, "", tags))).accepted
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("BUZZ_", "RELAY_"))}
-        env = {**base, "BUZZ_PRIVATE_KEY": mallory.secret, "BUZZ_RELAY_URL": relay.url}
+            channel = await create_channel(m, mallory, name="w")
+        env = clean_env({"BUZZ_PRIVATE_KEY": mallory.secret, "BUZZ_RELAY_URL": relay.url})
         watch = await asyncio.create_subprocess_exec(
             BUZZ,
             "messages",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from buzz.core.keys import generate_secret_key
+from tests.operator.support import Served, served
 from tests.support.pg import temp_database
 from tests.support.relay import RunningRelay, relay_on
 
@@ -54,16 +55,18 @@ def workspace_id() -> str:
 
 @pytest.fixture
 async def redis(workspace_id: str) -> AsyncIterator[Redis]:
-    """A client of the shared test Redis; this test's keys are deleted afterwards."""
+    """A client of the shared test Redis; this test's keys are deleted afterwards: `buzz:<workspace>:…`
+    and the mesh tunnels' `buzz:{<runtime>}:<workspace>:tunnel:…`."""
     url = redis_url()
     await require_redis(url)
     client = Redis.from_url(url)
     try:
         yield client
     finally:
-        keys = [key async for key in client.scan_iter(match=f"buzz:{workspace_id}:*")]
-        if keys:
-            await client.delete(*keys)
+        for match in (f"buzz:{workspace_id}:*", f"buzz:{{*}}:{workspace_id}:tunnel:*"):
+            keys = [key async for key in client.scan_iter(match=match)]
+            if keys:
+                await client.delete(*keys)
         await client.aclose()
 
 
@@ -87,9 +90,37 @@ async def replica_pair(
         yield a, b
 
 
+@contextlib.asynccontextmanager
+async def meshed(
+    tmp_path: Path, url: str, workspace_id: str
+) -> AsyncIterator[tuple[RunningRelay, RunningRelay]]:
+    """`replica_pair` with BUZZ_MESH on: huddles span the two replicas."""
+    async with replica_pair(tmp_path, url, workspace_id, mesh=True) as pair:
+        yield pair
+
+
 @pytest.fixture
 async def replicas(
     tmp_path: Path, redis: Redis, workspace_id: str
 ) -> AsyncIterator[tuple[RunningRelay, RunningRelay]]:
     async with replica_pair(tmp_path, redis_url(), workspace_id) as pair:
         yield pair
+
+
+@contextlib.asynccontextmanager
+async def served_pair(
+    tmp_path: Path, workspace_id: str, *, mesh: bool, b_args: Sequence[str] = ()
+) -> AsyncIterator[tuple[Served, Served, RunningRelay, RunningRelay]]:
+    """Replicas A and B as real `buzz relay serve` processes on one fresh PostgreSQL database and
+    the shared Redis, data in `<tmp_path>/{a,b}/data`, BUZZ_MESH=on if `mesh`; `b_args` go to B
+    alone. Yields (a, b, ra, rb): the processes and clients' handles on their URLs."""
+    env = {"BUZZ_WORKSPACE_ID": workspace_id, **({"BUZZ_MESH": "on"} if mesh else {})}
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    async with temp_database() as dsn:
+        args = ("--db", dsn, "--redis-url", redis_url())
+        async with (
+            served(tmp_path / "a" / "data", *args, env=env) as a,
+            served(tmp_path / "b" / "data", *args, *b_args, env=env) as b,
+        ):
+            yield a, b, RunningRelay(None, a.url), RunningRelay(None, b.url)  # type: ignore[arg-type]

@@ -21,12 +21,9 @@ from redis.asyncio import Redis
 from buzz.core.mesh_lease import lease_keys, parse_lease
 from buzz.relay.huddle.mesh_link import ctl_channel
 from tests.huddle.support import AudioPeer, ChannelSpec, join, make_channel
-from tests.operator.support import free_port, served
-from tests.replicas.conftest import redis_url
-from tests.replicas.helpers import wait_until
-from tests.replicas.test_mesh_lease import meshed, runtime
-from tests.replicas.test_mesh_remote import texts_until
-from tests.support.pg import temp_database
+from tests.operator.support import free_port
+from tests.replicas.conftest import meshed, redis_url, served_pair
+from tests.replicas.helpers import runtime, texts_until, wait_until
 from tests.support.relay import Identity, RunningRelay
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
@@ -53,57 +50,46 @@ async def test_abandoned_registrations_leave_no_ghost_seats(
     tmp_path: Path, redis: Redis, workspace_id: str, alice: Identity
 ) -> None:
     people = [Identity.new() for _ in range(SEATS)]
-    env = {"BUZZ_WORKSPACE_ID": workspace_id, "BUZZ_MESH": "on"}
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
     metrics_port = free_port()
-    async with temp_database() as dsn:
-        args = ("--db", dsn, "--redis-url", redis_url())
-        async with (
-            served(tmp_path / "a" / "data", *args, env=env) as a,
-            served(
-                tmp_path / "b" / "data", *args, "--metrics-bind", f"127.0.0.1:{metrics_port}", env=env
-            ) as b,
-        ):
-            ra = RunningRelay(None, a.url)  # type: ignore[arg-type]
-            rb = RunningRelay(None, b.url)  # type: ignore[arg-type]
-            metrics = f"http://127.0.0.1:{metrics_port}/metrics"
-            cid = await make_channel(ra, ChannelSpec(alice, members=people))
-            on_a = await join(ra, alice, cid)  # A owns the room
-            assert on_a.joined is not None and on_a.joined["type"] == "joined", on_a.joined
-            lease = parse_lease(await redis.get(lease_keys(cid, workspace_id)[0]))
-            assert lease is not None
-            peers: list[AudioPeer] = []
-            a.proc.send_signal(signal.SIGSTOP)  # no answer from the owner from here on
-            try:
-                await asyncio.gather(*(gone_after_auth(rb, who, cid) for who in people))
-                await wait_until(
-                    lambda: abandoned(metrics) == SEATS, timeout=60, what="B to give up every registration"
-                )
-            finally:
-                a.proc.send_signal(signal.SIGCONT)
-            # A now reads, in B's order: each given-up stream's hello, register_peer (granted:
-            # the room has room for them all but one), unregister_peer; then this join's. Its
-            # roster is A's room as it stands once every given-up seat has been handled.
-            first = await join(rb, people[0], cid)
-            peers.append(first)
-            assert first.joined is not None and first.joined["type"] == "joined", first.joined
-            assert {p["pubkey"] for p in first.joined["peers"]} == {alice.pubkey, people[0].pubkey}
-            await on_a.ws.send_str('{"type":"leave"}')  # the room stays: people[0] holds it
-            await on_a.close()
-            for i, who in enumerate(people[1:], start=1):  # 24 more fresh joins, both replicas
-                peer = await join(ra if i % 2 else rb, who, cid)
-                peers.append(peer)
-                assert peer.joined is not None and peer.joined["type"] == "joined", (i, peer.joined)
-            last = peers[-1].joined
-            assert last is not None
-            assert sorted(p["pubkey"] for p in last["peers"]) == sorted(p.pubkey for p in people)
-            assert parse_lease(await redis.get(lease_keys(cid, workspace_id)[0])) == lease  # one owner
-            full = await join(rb, alice, cid)  # the cap still holds: the room is full of real seats
-            assert full.joined is not None and full.joined.get("code") == "room_full", full.joined
-            await full.close()
-            for peer in peers:
-                await peer.close()
+    metrics_bind = ("--metrics-bind", f"127.0.0.1:{metrics_port}")
+    async with served_pair(tmp_path, workspace_id, mesh=True, b_args=metrics_bind) as (a, _b, ra, rb):
+        metrics = f"http://127.0.0.1:{metrics_port}/metrics"
+        cid = await make_channel(ra, ChannelSpec(alice, members=people))
+        on_a = await join(ra, alice, cid)  # A owns the room
+        assert on_a.joined is not None and on_a.joined["type"] == "joined", on_a.joined
+        lease = parse_lease(await redis.get(lease_keys(cid, workspace_id)[0]))
+        assert lease is not None
+        peers: list[AudioPeer] = []
+        a.proc.send_signal(signal.SIGSTOP)  # no answer from the owner from here on
+        try:
+            await asyncio.gather(*(gone_after_auth(rb, who, cid) for who in people))
+            await wait_until(
+                lambda: abandoned(metrics) == SEATS, timeout=60, what="B to give up every registration"
+            )
+        finally:
+            a.proc.send_signal(signal.SIGCONT)
+        # A now reads, in B's order: each given-up stream's hello, register_peer (granted:
+        # the room has room for them all but one), unregister_peer; then this join's. Its
+        # roster is A's room as it stands once every given-up seat has been handled.
+        first = await join(rb, people[0], cid)
+        peers.append(first)
+        assert first.joined is not None and first.joined["type"] == "joined", first.joined
+        assert {p["pubkey"] for p in first.joined["peers"]} == {alice.pubkey, people[0].pubkey}
+        await on_a.ws.send_str('{"type":"leave"}')  # the room stays: people[0] holds it
+        await on_a.close()
+        for i, who in enumerate(people[1:], start=1):  # 24 more fresh joins, both replicas
+            peer = await join(ra if i % 2 else rb, who, cid)
+            peers.append(peer)
+            assert peer.joined is not None and peer.joined["type"] == "joined", (i, peer.joined)
+        last = peers[-1].joined
+        assert last is not None
+        assert sorted(p["pubkey"] for p in last["peers"]) == sorted(p.pubkey for p in people)
+        assert parse_lease(await redis.get(lease_keys(cid, workspace_id)[0])) == lease  # one owner
+        full = await join(rb, alice, cid)  # the cap still holds: the room is full of real seats
+        assert full.joined is not None and full.joined.get("code") == "room_full", full.joined
+        await full.close()
+        for peer in peers:
+            await peer.close()
 
 
 async def test_a_torn_down_remote_client_frees_its_seat_at_the_owner(

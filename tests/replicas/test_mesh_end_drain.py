@@ -19,11 +19,8 @@ from redis.asyncio import Redis
 from buzz.core.event import Event
 from buzz.core.mesh_lease import lease_keys, parse_lease
 from tests.huddle.support import ChannelSpec, frame, join, make_channel, refused
-from tests.operator.support import served
-from tests.replicas.conftest import redis_url
-from tests.replicas.helpers import next_of_kind, wait_until
-from tests.replicas.test_mesh_lease import meshed, runtime
-from tests.support.pg import temp_database
+from tests.replicas.conftest import meshed, redis_url, served_pair
+from tests.replicas.helpers import next_of_kind, runtime, wait_until
 from tests.support.relay import Identity, RunningRelay
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
@@ -98,51 +95,34 @@ async def test_a_draining_replica_refuses_new_joins(
 async def test_sigterm_of_the_owner_drains_and_the_other_replica_takes_over_at_once(
     tmp_path: Path, redis: Redis, workspace_id: str, alice: Identity, bob: Identity, carol: Identity
 ) -> None:
-    env = {"BUZZ_WORKSPACE_ID": workspace_id, "BUZZ_MESH": "on"}
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-    async with temp_database() as dsn:
-        args = ("--db", dsn, "--redis-url", redis_url())
-        async with (
-            served(tmp_path / "a" / "data", *args, env=env) as a,
-            served(tmp_path / "b" / "data", *args, env=env) as b,
-        ):
-            ra = RunningRelay(None, a.url)  # type: ignore[arg-type]
-            rb = RunningRelay(None, b.url)  # type: ignore[arg-type]
-            cid = await make_channel(ra, ChannelSpec(alice, members=[bob, carol]))
-            lease_key, _ = lease_keys(cid, workspace_id)
-            try:
-                pa, pc = await join(ra, alice, cid), await join(ra, carol, cid)  # A owns the room
-                pb = await join(rb, bob, cid)
-                first = parse_lease(await redis.get(lease_key))
-                assert first is not None and first.generation == 1
+    async with served_pair(tmp_path, workspace_id, mesh=True) as (a, b, ra, rb):
+        cid = await make_channel(ra, ChannelSpec(alice, members=[bob, carol]))
+        lease_key, _ = lease_keys(cid, workspace_id)
+        pa, pc = await join(ra, alice, cid), await join(ra, carol, cid)  # A owns the room
+        pb = await join(rb, bob, cid)
+        first = parse_lease(await redis.get(lease_key))
+        assert first is not None and first.generation == 1
 
-                assert await a.stop() == 0  # SIGTERM: drain, exit 0
-                for peer in (pa, pc):
-                    texts = await peer.expect_close()
-                    assert peer.close_frame == (1012, "relay draining; reconnect"), (texts, peer.close_frame)
-                await pb.expect_close()  # B closed its client when A said goodbye
-                assert await redis.get(lease_key) is None  # released, not left to expire (TTL 30 s)
-                assert "huddle owner lease" not in a.log_text()  # drained, not lost
+        assert await a.stop() == 0  # SIGTERM: drain, exit 0
+        for peer in (pa, pc):
+            texts = await peer.expect_close()
+            assert peer.close_frame == (1012, "relay draining; reconnect"), (texts, peer.close_frame)
+        await pb.expect_close()  # B closed its client when A said goodbye
+        assert await redis.get(lease_key) is None  # released, not left to expire (TTL 30 s)
+        assert "huddle owner lease" not in a.log_text()  # drained, not lost
 
-                pb2, pa2 = await join(rb, bob, cid), await join(rb, alice, cid)  # at once, on B
-                assert pb2.joined is not None and pb2.joined["type"] == "joined", pb2.joined
-                assert pa2.joined is not None and pa2.joined["type"] == "joined", pa2.joined
-                second = parse_lease(await redis.get(lease_key))
-                assert second is not None and second.generation == 2 and second.owner != first.owner
-                await pb2.ws.send_bytes(frame(3, b"\x78again"))
-                assert await pa2.recv_binary(10) == bytes((pb2.joined["peer_index"],)) + frame(
-                    3, b"\x78again"
-                )
-                async with rb.client(alice) as c:  # nothing ended: no 48103 for the drain
-                    assert await c.query([{"kinds": [48103], "#h": [cid]}]) == []
-                for peer in (pa, pb, pc, pa2, pb2):
-                    await peer.close()
-            finally:
-                keys = [k async for k in redis.scan_iter(match=f"buzz:{{*}}:{workspace_id}:tunnel:*")]
-                if keys:
-                    await redis.delete(*keys)
-            assert await b.stop() == 0
+        pb2, pa2 = await join(rb, bob, cid), await join(rb, alice, cid)  # at once, on B
+        assert pb2.joined is not None and pb2.joined["type"] == "joined", pb2.joined
+        assert pa2.joined is not None and pa2.joined["type"] == "joined", pa2.joined
+        second = parse_lease(await redis.get(lease_key))
+        assert second is not None and second.generation == 2 and second.owner != first.owner
+        await pb2.ws.send_bytes(frame(3, b"\x78again"))
+        assert await pa2.recv_binary(10) == bytes((pb2.joined["peer_index"],)) + frame(3, b"\x78again")
+        async with rb.client(alice) as c:  # nothing ended: no 48103 for the drain
+            assert await c.query([{"kinds": [48103], "#h": [cid]}]) == []
+        for peer in (pa, pb, pc, pa2, pb2):
+            await peer.close()
+        assert await b.stop() == 0
 
 
 async def test_a_draining_ingress_replica_does_not_end_the_room_for_its_last_peer(

@@ -16,10 +16,8 @@ from buzz.core.mesh_envelope import FANOUT, INGRESS, NO_PEER, Envelope
 from buzz.core.mesh_lease import lease_keys, parse_lease
 from buzz.relay.huddle.mesh_link import media_channel
 from tests.huddle.support import ChannelSpec, frame, join, make_channel
-from tests.operator.support import served
-from tests.replicas.conftest import redis_url
-from tests.support.pg import temp_database
-from tests.support.relay import Identity, RunningRelay
+from tests.replicas.conftest import served_pair
+from tests.support.relay import Identity
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
@@ -29,61 +27,42 @@ FAILOVER_BOUND_S = 30 + 5 + 10  # TTL, one ingress check, slack for a loaded mac
 async def test_kill_9_of_the_owner_moves_the_room_to_the_survivor(
     tmp_path: Path, redis: Redis, workspace_id: str, alice: Identity, bob: Identity, carol: Identity
 ) -> None:
-    env = {"BUZZ_WORKSPACE_ID": workspace_id, "BUZZ_MESH": "on"}
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-    async with temp_database() as dsn:
-        args = ("--db", dsn, "--redis-url", redis_url())
-        async with (
-            served(tmp_path / "a" / "data", *args, env=env) as a,
-            served(tmp_path / "b" / "data", *args, env=env) as b,
-        ):
-            ra = RunningRelay(None, f"ws://127.0.0.1:{a.port}")  # type: ignore[arg-type]
-            rb = RunningRelay(None, f"ws://127.0.0.1:{b.port}")  # type: ignore[arg-type]
-            cid = await make_channel(ra, ChannelSpec(alice, members=[bob, carol]))
-            lease_key, generation_key = lease_keys(cid, workspace_id)
-            try:
-                on_a = await join(ra, alice, cid)  # A owns the room
-                first = parse_lease(await redis.get(lease_key))
-                assert first is not None and first.generation == 1
-                pb, pc = await join(rb, bob, cid), await join(rb, carol, cid)  # both remote, via A
-                await pb.ws.send_bytes(frame(1, b"\x78via-a"))
-                assert await pc.recv_binary(10) == bytes((pb.joined["peer_index"],)) + frame(1, b"\x78via-a")  # type: ignore[index]
+    async with served_pair(tmp_path, workspace_id, mesh=True) as (a, b, ra, rb):
+        cid = await make_channel(ra, ChannelSpec(alice, members=[bob, carol]))
+        lease_key, generation_key = lease_keys(cid, workspace_id)
+        on_a = await join(ra, alice, cid)  # A owns the room
+        first = parse_lease(await redis.get(lease_key))
+        assert first is not None and first.generation == 1
+        pb, pc = await join(rb, bob, cid), await join(rb, carol, cid)  # both remote, via A
+        await pb.ws.send_bytes(frame(1, b"\x78via-a"))
+        assert await pc.recv_binary(10) == bytes((pb.joined["peer_index"],)) + frame(1, b"\x78via-a")  # type: ignore[index]
 
-                a.proc.send_signal(signal.SIGKILL)
-                await a.proc.wait()
-                for peer in (pb, pc):  # B closes them once the dead owner's lease is gone
-                    await peer.expect_close(FAILOVER_BOUND_S)
-                    await peer.close()
-                await on_a.close()
+        a.proc.send_signal(signal.SIGKILL)
+        await a.proc.wait()
+        for peer in (pb, pc):  # B closes them once the dead owner's lease is gone
+            await peer.expect_close(FAILOVER_BOUND_S)
+            await peer.close()
+        await on_a.close()
 
-                pb, pc = await join(rb, bob, cid), await join(rb, carol, cid)
-                assert pb.joined is not None and pb.joined["type"] == "joined", pb.joined
-                assert pc.joined is not None and pc.joined["type"] == "joined", pc.joined
-                second = parse_lease(await redis.get(lease_key))
-                assert second is not None and second.generation == 2 and second.owner != first.owner
-                assert await redis.get(generation_key) == b"2"
+        pb, pc = await join(rb, bob, cid), await join(rb, carol, cid)
+        assert pb.joined is not None and pb.joined["type"] == "joined", pb.joined
+        assert pc.joined is not None and pc.joined["type"] == "joined", pc.joined
+        second = parse_lease(await redis.get(lease_key))
+        assert second is not None and second.generation == 2 and second.owner != first.owner
+        assert await redis.get(generation_key) == b"2"
 
-                # the dead owner's generation, injected both ways at the new owner: dropped
-                bi, ci = pb.joined["peer_index"], pc.joined["peer_index"]
-                stale_out = Envelope(
-                    FANOUT, cid, 1, first.owner, first.owner, 0, ci, bi, frame(7, b"\x78old")
-                )
-                stale_in = Envelope(
-                    INGRESS, cid, 1, second.owner, first.owner, 0, NO_PEER, bi, frame(8, b"\x78old")
-                )
-                await redis.publish(media_channel(second.owner), stale_out.pack())
-                await redis.publish(media_channel(second.owner), stale_in.pack())
-                await pb.ws.send_bytes(frame(9, b"\x78live"))
-                assert await pc.recv_binary(10) == bytes((bi,)) + frame(9, b"\x78live")  # the next is live
-                await pc.ws.send_bytes(frame(10, b"\x78back"))
-                assert await pb.recv_binary(10) == bytes((ci,)) + frame(10, b"\x78back")
-                for peer in (pb, pc):
-                    with pytest.raises(TimeoutError):
-                        await peer.recv_binary(0.3)
-                    await peer.close()
-            finally:
-                keys = [k async for k in redis.scan_iter(match=f"buzz:{{*}}:{workspace_id}:tunnel:*")]
-                if keys:
-                    await redis.delete(*keys)
-            assert await b.stop() == 0
+        # the dead owner's generation, injected both ways at the new owner: dropped
+        bi, ci = pb.joined["peer_index"], pc.joined["peer_index"]
+        stale_out = Envelope(FANOUT, cid, 1, first.owner, first.owner, 0, ci, bi, frame(7, b"\x78old"))
+        stale_in = Envelope(INGRESS, cid, 1, second.owner, first.owner, 0, NO_PEER, bi, frame(8, b"\x78old"))
+        await redis.publish(media_channel(second.owner), stale_out.pack())
+        await redis.publish(media_channel(second.owner), stale_in.pack())
+        await pb.ws.send_bytes(frame(9, b"\x78live"))
+        assert await pc.recv_binary(10) == bytes((bi,)) + frame(9, b"\x78live")  # the next is live
+        await pc.ws.send_bytes(frame(10, b"\x78back"))
+        assert await pb.recv_binary(10) == bytes((ci,)) + frame(10, b"\x78back")
+        for peer in (pb, pc):
+            with pytest.raises(TimeoutError):
+                await peer.recv_binary(0.3)
+            await peer.close()
+        assert await b.stop() == 0

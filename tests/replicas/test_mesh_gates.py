@@ -6,19 +6,14 @@ so A's peers get `left`), and cannot come back."""
 
 from __future__ import annotations
 
-import asyncio
-
-import aiohttp
-import orjson
 import pytest
 from redis.asyncio import Redis
 
 from buzz.core.event import Event
 from buzz.core.mesh_lease import lease_keys
-from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel, pong, refused
-from tests.replicas.conftest import redis_url
-from tests.replicas.test_mesh_lease import meshed, runtime
-from tests.replicas.test_mesh_remote import texts_until
+from tests.huddle.support import ChannelSpec, frame, join, make_channel, refused
+from tests.replicas.conftest import meshed, redis_url
+from tests.replicas.helpers import runtime, texts_until
 from tests.support.relay import Identity
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
@@ -52,20 +47,6 @@ async def test_a_non_member_on_b_cannot_join_a_private_room_owned_by_a(
             await peer.close()
 
 
-async def closed_with(peer: AudioPeer, timeout: float = 10.0) -> tuple[list[dict[str, object]], int | None]:
-    """Texts until the relay closes the socket, and the close code."""
-    texts = []
-    async with asyncio.timeout(timeout):
-        while True:
-            msg = await peer.ws.receive()
-            if msg.type == aiohttp.WSMsgType.TEXT:
-                texts.append(orjson.loads(msg.data))
-            elif msg.type == aiohttp.WSMsgType.PING:
-                await pong(peer.ws, msg.data)
-            elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
-                return texts, peer.ws.close_code
-
-
 async def test_a_member_removed_on_a_is_dropped_from_the_room_on_b(
     tmp_path, redis: Redis, workspace_id: str, alice: Identity, bob: Identity, carol: Identity
 ) -> None:
@@ -82,7 +63,7 @@ async def test_a_member_removed_on_a_is_dropped_from_the_room_on_b(
             result = await owner.publish(removal)
             assert result.accepted, result.message
 
-        texts, _code = await closed_with(pb)  # B drops bob's seat: "not a member", then the close
+        texts = await pb.expect_close(10)  # B drops bob's seat: "not a member", then the close
         assert texts[-1] == NOT_A_MEMBER, texts
         await pb.close()
         for peer in (pa, pc):  # the owner's `left` reaches A's and B's remaining peers

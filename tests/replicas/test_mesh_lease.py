@@ -6,8 +6,6 @@ refused (`join_rejected`), never a silent join."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,10 +14,10 @@ from redis.asyncio import Redis
 
 from buzz.core.mesh_lease import lease_keys
 from tests.huddle.support import ChannelSpec, join, make_channel, refused
-from tests.replicas.conftest import redis_url, replica_pair
-from tests.replicas.helpers import wait_until
+from tests.replicas.conftest import meshed, redis_url
+from tests.replicas.helpers import runtime, wait_until
 from tests.replicas.own_redis import own_redis
-from tests.support.relay import Identity, RunningRelay
+from tests.support.relay import Identity
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
@@ -29,27 +27,6 @@ UNREACHABLE = {
     "message": "could not reach the huddle owner",
 }
 REJECTED = {"type": "error", "code": "join_rejected", "message": "huddle join rejected"}
-
-
-def runtime(running: RunningRelay) -> str:
-    mesh = running.relay.huddles.mesh
-    assert mesh is not None
-    return mesh.runtime_id
-
-
-@contextlib.asynccontextmanager
-async def meshed(
-    tmp_path: Path, url: str, workspace_id: str
-) -> AsyncIterator[tuple[RunningRelay, RunningRelay]]:
-    async with replica_pair(tmp_path, url, workspace_id, mesh=True) as pair:
-        yield pair
-    client = Redis.from_url(url)
-    try:
-        keys = [k async for k in client.scan_iter(match=f"buzz:{{*}}:{workspace_id}:tunnel:*")]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
 
 
 async def test_first_replica_owns_the_room_until_the_last_leave(

@@ -26,14 +26,12 @@ import aiohttp
 import pytest
 from redis.asyncio import Redis
 
-from buzz.core.keys import generate_secret_key
 from buzz.relay.huddle.mesh_link import ctl_channel
 from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel, pong, refused
-from tests.replicas.helpers import subscribers, wait_until
+from tests.replicas.conftest import meshed
+from tests.replicas.helpers import runtime, subscribers, wait_until
 from tests.replicas.own_redis import own_redis
-from tests.replicas.test_mesh_lease import runtime
-from tests.support.pg import temp_database
-from tests.support.relay import Identity, RunningRelay, relay_on
+from tests.support.relay import Identity, RunningRelay
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
@@ -45,17 +43,7 @@ PREFIX = 9  # [author index][8-byte v2 header]
 async def tenant(
     tmp_path: Path, url: str, workspace: str
 ) -> AsyncIterator[tuple[RunningRelay, RunningRelay]]:
-    shared = {
-        "redis_url": url,
-        "workspace_id": workspace,
-        "relay_private_key": generate_secret_key(),
-        "mesh": True,
-    }
-    async with (
-        temp_database() as dsn,
-        relay_on(tmp_path / f"{workspace}-a", dsn, **shared) as a,
-        relay_on(tmp_path / f"{workspace}-b", dsn, **shared) as b,
-    ):
+    async with meshed(tmp_path / workspace, url, workspace) as (a, b):
         for r in (a, b):  # fast failure detection: renew and ingress checks every 0.1–0.2 s
             assert r.relay.huddles.mesh is not None and r.relay.huddles.remote is not None
             r.relay.huddles.mesh.renew_s = 0.1

@@ -6,7 +6,6 @@ same roster, and `left` reaches everyone; envelopes with a stale generation are 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -14,33 +13,12 @@ from redis.asyncio import Redis
 from buzz.core.mesh_envelope import FANOUT, INGRESS, NO_PEER, Envelope
 from buzz.core.mesh_lease import lease_keys
 from buzz.relay.huddle.mesh_link import media_channel
-from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel, pong
-from tests.replicas.conftest import redis_url
-from tests.replicas.helpers import wait_until
-from tests.replicas.test_mesh_lease import meshed, runtime
+from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel
+from tests.replicas.conftest import meshed, redis_url
+from tests.replicas.helpers import runtime, texts_until, wait_until
 from tests.support.relay import Identity
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
-
-
-async def texts_until(peer: AudioPeer, want: int, kind: str) -> list[dict[str, Any]]:
-    """Text messages of `kind` until `want` of them arrived (binary frames are skipped)."""
-    import aiohttp
-    import orjson
-
-    seen: list[dict[str, Any]] = []
-    async with asyncio.timeout(10):
-        while len(seen) < want:
-            msg = await peer.ws.receive()
-            if msg.type == aiohttp.WSMsgType.PING:
-                await pong(peer.ws, msg.data)
-            elif msg.type == aiohttp.WSMsgType.TEXT:
-                body = orjson.loads(msg.data)
-                if body["type"] == kind:
-                    seen.append(body)
-            else:
-                assert msg.type == aiohttp.WSMsgType.BINARY, msg
-    return seen
 
 
 async def binaries(peer: AudioPeer, want: int) -> list[bytes]:

@@ -16,10 +16,9 @@ from redis.asyncio import Redis
 from buzz.relay.config import ConfigError, RelayConfig, parse_mesh
 from buzz.relay.huddle.settings import SPLIT_REASON, HuddleSettings
 from tests.huddle.support import ChannelSpec, make_channel, refused
-from tests.operator.support import BUZZ, served
-from tests.replicas.conftest import redis_url
-from tests.support.pg import temp_database
-from tests.support.relay import Identity, RunningRelay
+from tests.operator.support import BUZZ
+from tests.replicas.conftest import served_pair
+from tests.support.relay import Identity
 
 
 def test_parse_mesh_accepts_the_six_spellings_in_any_case() -> None:
@@ -79,28 +78,16 @@ def test_bad_mesh_value_is_one_json_line(tmp_path: Path, env: dict[str, str], me
 async def test_two_replicas_without_mesh_refuse_joins_and_log_why(
     tmp_path: Path, redis: Redis, workspace_id: str, alice: Identity, bob: Identity
 ) -> None:
-    env = {"BUZZ_WORKSPACE_ID": workspace_id}
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-    async with temp_database() as dsn:
-        args = ("--db", dsn, "--redis-url", redis_url())
-        async with (
-            served(tmp_path / "a" / "data", *args, env=env) as a,
-            served(tmp_path / "b" / "data", *args, env=env) as b,
-        ):
-            ra = RunningRelay(None, f"ws://127.0.0.1:{a.port}")  # type: ignore[arg-type]
-            rb = RunningRelay(None, f"ws://127.0.0.1:{b.port}")  # type: ignore[arg-type]
-            cid = await make_channel(ra, ChannelSpec(alice, members=[bob]))
-            unavailable = {
-                "type": "error",
-                "code": "huddle_audio_unavailable",
-                "message": "huddle audio unavailable in this deployment",
-            }
-            assert await refused(ra, alice, cid) == unavailable
-            assert await refused(rb, bob, cid) == unavailable
-            for served_relay in (a, b):
-                assert any(
-                    "huddles:      off: replicas without BUZZ_MESH=on" in x for x in served_relay.banner
-                )
-                await served_relay.stop()
-                assert SPLIT_REASON in served_relay.log_path.read_text()
+    async with served_pair(tmp_path, workspace_id, mesh=False) as (a, b, ra, rb):
+        cid = await make_channel(ra, ChannelSpec(alice, members=[bob]))
+        unavailable = {
+            "type": "error",
+            "code": "huddle_audio_unavailable",
+            "message": "huddle audio unavailable in this deployment",
+        }
+        assert await refused(ra, alice, cid) == unavailable
+        assert await refused(rb, bob, cid) == unavailable
+        for served_relay in (a, b):
+            assert any("huddles:      off: replicas without BUZZ_MESH=on" in x for x in served_relay.banner)
+            await served_relay.stop()
+            assert SPLIT_REASON in served_relay.log_path.read_text()

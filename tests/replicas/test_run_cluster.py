@@ -5,7 +5,6 @@ two works, and SIGINT (Ctrl-C) stops both replicas cleanly (exit 0)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import uuid
@@ -15,7 +14,7 @@ import pytest
 from redis.asyncio import Redis
 
 from tests.huddle.support import ChannelSpec, frame, join, make_channel
-from tests.operator.support import free_port
+from tests.operator.support import clean_env, free_port
 from tests.replicas.conftest import redis_url
 from tests.support.pg import _connect_admin, admin_dsn
 from tests.support.relay import Identity, RunningRelay
@@ -31,12 +30,11 @@ async def test_run_cluster_starts_two_meshed_replicas_and_ctrl_c_stops_both(
     database = f"buzz_test_cluster_{uuid.uuid4().hex[:12]}"
     workspace = f"test-cluster-{uuid.uuid4().hex[:8]}"
     ports = [free_port(), free_port()]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BUZZ_", "RELAY_"))}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, str(SCRIPT), "--ports", f"{ports[0]},{ports[1]}", "--data-dir", str(tmp_path),
         "--database", database, "--pg-admin", admin_dsn(), "--redis-url", redis_url(),
         "--workspace", workspace,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=clean_env(),
     )  # fmt: skip
     out: list[str] = []
     try:

@@ -48,21 +48,27 @@ def require_browser() -> str:
     return node
 
 
-async def run_scenario(name: str, config: dict[str, Any], timeout: float = 240) -> dict[str, Any]:
-    """Run web/e2e/<name>.mjs with `config` (JSON in argv); its last stdout line is the report
-    {"checks": {name: bool}, "numbers": {…}, "errors": [...], "console": [...], …}."""
-    node = require_browser()
+async def spawn(name: str, config: dict[str, Any], stdin: int | None = None) -> asyncio.subprocess.Process:
+    """`node web/e2e/<name>.mjs <config + buzz, images as JSON>` in web/, without our BUZZ_* variables
+    but BUZZ_CHROMIUM; stdout and stderr piped, stdin as given (inherited by default)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BUZZ_")}
     env["BUZZ_CHROMIUM"] = CHROMIUM
-    proc = await asyncio.create_subprocess_exec(
-        node,
+    return await asyncio.create_subprocess_exec(
+        require_browser(),
         str(E2E / f"{name}.mjs"),
         json.dumps(config | {"buzz": BUZZ, "images": IMAGES}),
         cwd=WEB,
         env=env,
+        stdin=stdin,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+
+
+async def run_scenario(name: str, config: dict[str, Any], timeout: float = 240) -> dict[str, Any]:
+    """Run web/e2e/<name>.mjs with `config` (JSON in argv); its last stdout line is the report
+    {"checks": {name: bool}, "numbers": {…}, "errors": [...], "console": [...], …}."""
+    proc = await spawn(name, config)
     try:
         stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
@@ -91,20 +97,7 @@ class LiveScenario:
 
     @classmethod
     async def start(cls, name: str, config: dict[str, Any]) -> LiveScenario:
-        node = require_browser()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("BUZZ_")}
-        env["BUZZ_CHROMIUM"] = CHROMIUM
-        proc = await asyncio.create_subprocess_exec(
-            node,
-            str(E2E / f"{name}.mjs"),
-            json.dumps(config | {"buzz": BUZZ, "images": IMAGES}),
-            cwd=WEB,
-            env=env,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        return cls(proc, name)
+        return cls(await spawn(name, config, stdin=asyncio.subprocess.PIPE), name)
 
     async def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
