@@ -96,6 +96,8 @@ MESH_COUNTERS = (  # exported label → key in Snapshot.mesh_counters (buzz.rela
     ("leases_lost", "mesh_leases_lost_total"),
     ("fence_rejections", "mesh_fence_rejections_total"),
     ("registrations_abandoned", "mesh_registrations_abandoned_total"),
+    ("control_malformed", "mesh_control_malformed_total"),
+    ("batch_malformed", "mesh_batch_malformed_total"),
 )
 BUS_COUNTERS = (  # exported label → key in Relay.stats (buzz.relay.bus)
     ("published", "bus_published"),
