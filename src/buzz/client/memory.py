@@ -377,10 +377,11 @@ class Memory:
         kept, complete = await self._history(d, limit)
         async with self._engrams() as engrams:
             answer = await engrams.answer(slug)
-        head = engram.select_head(self._records(answer, slug)[0])
         seen = {e.id for e in kept}
         merged = kept + [e for e in answer if e.id not in seen]
-        records, last_error = self._records(merged, slug)
+        records, last_error = self._records(merged, slug)  # each event opened once
+        in_answer = {e.id for e in answer}
+        head = engram.select_head(r for r in records if r.id in in_answer)
         if not records:
             raise _not_found(
                 slug,
