@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from buzz.client.engrams import Engrams, Listing, Pair, connect, is_duplicate, relay_max_limit
+from buzz.client.engrams import Engrams, Listing, Paged, Pair, connect, is_duplicate, relay_max_limit
 from buzz.client.errors import Conflict, NotFound, Refused, UserError, WorkspaceError
 from buzz.client.http_bridge import BridgeError
 from buzz.client.identity import parse_pubkey
@@ -281,6 +281,16 @@ class Memory:
         async with self._engrams() as engrams:
             return await engrams.listing(max_limit)
 
+    async def _all_heads(self) -> tuple[dict[str, engram.Record], Paged]:
+        """Every slug's decrypted head (tombstones and core included) and how the listing paged
+        (`complete`, `reason`), over the relay's NIP-11 clamp."""
+        max_limit = await self.page_limit()
+        async with self._engrams() as engrams:
+            heads, _, _ = await engrams.heads(max_limit)
+            paged = engrams.last_paging
+        assert paged is not None
+        return heads, paged
+
     async def page_limit(self) -> int | None:
         """The relay's NIP-11 `max_limit` (None if unknown), for `engram.is_listing_truncated`."""
         return await relay_max_limit(self._s.relay_url)
@@ -431,11 +441,7 @@ class Memory:
         """Issue 16 item 4 / engram.md §10.3: live memory slugs that core does not reach through
         `[[slug]]` references (`find_orphans`), and reached slugs without a live head
         (`dangling_refs`), over the complete listing. Review only: nothing is deleted."""
-        max_limit = await self.page_limit()
-        async with self._engrams() as engrams:
-            heads, _, _ = await engrams.heads(max_limit)
-            paged = engrams.last_paging
-        assert paged is not None
+        heads, paged = await self._all_heads()
         return Orphans(
             tuple(engram.find_orphans(heads)),
             tuple(engram.dangling_refs(heads)),
@@ -450,11 +456,7 @@ class Memory:
         Refused when the listing is incomplete (a bundle must not silently miss entries)."""
         if not self.pair.is_agent:
             raise UserError("only the agent exports its memory (it signs the bundle); run as the agent")
-        max_limit = await self.page_limit()
-        async with self._engrams() as engrams:
-            heads, _, _ = await engrams.heads(max_limit)
-            paged = engrams.last_paging
-        assert paged is not None
+        heads, paged = await self._all_heads()
         if not paged.complete:
             raise Refused(f"cannot export an incomplete listing: {paged.reason}")
         events = [heads[s].event for s in sorted(heads)]
