@@ -449,10 +449,10 @@ class Memory:
             paged.reason,
         )
 
-    async def export(self, now: int | None = None) -> tuple[bytes, int]:
+    async def export(self, now: int | None = None) -> tuple[bytes, int, int]:
         """Issue 16 item 4: a bundle (`buzz.core.engram_bundle`) of every head of this pair,
         tombstones and core included, sealed under the pair key and signed by the agent; with
-        the number of heads. Agent side only (the agent signs). Raises UserError (owner side),
+        the number of heads and its `exported_at` (unix s). Agent side only (the agent signs). Raises UserError (owner side),
         Refused when the listing is incomplete (a bundle must not silently miss entries)."""
         if not self.pair.is_agent:
             raise UserError("only the agent exports its memory (it signs the bundle); run as the agent")
@@ -463,7 +463,7 @@ class Memory:
         p = self.pair
         key = engram.conversation_key(p.secret, p.their_pubkey)
         stamp = int(time.time()) if now is None else now
-        return engram_bundle.seal(p.secret, p.owner, key, events, stamp), len(events)
+        return engram_bundle.seal(p.secret, p.owner, key, events, stamp), len(events), stamp
 
     async def import_bundle(self, data: bytes) -> Imported:
         """Issue 16 item 4: carry a bundle's heads to this relay by re-signing each as a fresh
