@@ -18,9 +18,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from buzz.agent.prompts import ChannelInfo, Person
+from buzz.client.views import display_name
 from buzz.core.channel_id import is_channel_id
 from buzz.core.event import Event
 from buzz.core.nip_oa import owner_of
@@ -81,20 +80,6 @@ async def fetch_channel(query: Query, channel: str, timeout: float = 10.0) -> Ch
     return channel_info(meta) if meta is not None else None
 
 
-def _display_name(profile: Event) -> str | None:
-    try:
-        body = orjson.loads(profile.content)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(body, dict):
-        return None
-    for key in ("display_name", "name"):
-        value = body.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class Profile:
     """A looked-up author: display name, and the owner named by a valid `auth` tag (agents)."""
@@ -145,7 +130,7 @@ class Profiles:
         for pk in pubkeys:
             ev = newest.get(pk)
             profile = (
-                Profile(pk, _display_name(ev), owner_of(ev)) if ev is not None else Profile(pk, None, None)
+                Profile(pk, display_name(ev), owner_of(ev)) if ev is not None else Profile(pk, None, None)
             )
             self._cache[pk] = (expires, profile)
 

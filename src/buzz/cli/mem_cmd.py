@@ -427,14 +427,13 @@ async def export_cmd(ctx: Context, file: str, owner: str | None) -> None:
       BUZZ_RELAY_URL=wss://new.example buzz mem import memory.bundle
     """
     async with _memory(ctx, owner) as memory:
-        data, count = await memory.export()
+        data, count, exported_at = await memory.export()
     try:
         fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as out:
             out.write(data)
     except OSError as exc:
         raise UserError(f"cannot write {file}: {exc.strerror or exc}") from None
-    exported_at = orjson.loads(data)["exported_at"]
     _write_stdout(orjson.dumps({"file": file, "heads": count, "exported_at": exported_at}) + b"\n")
 
 

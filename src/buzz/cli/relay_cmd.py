@@ -14,7 +14,7 @@ import click
 import orjson
 
 from buzz.cli.common import CommandGroup
-from buzz.cli.output import EXIT_USAGE
+from buzz.cli.output import EXIT_USAGE, fail
 from buzz.relay import banner, oplog
 from buzz.relay.config import ConfigError, RelayConfig, parse_bind
 from buzz.relay.oplog import LOG_FORMATS
@@ -114,7 +114,7 @@ def serve(
             overrides["host"], overrides["port"] = parse_bind(bind, "--bind")
         config = RelayConfig.from_env(**overrides)
     except (ConfigError, ValueError) as exc:
-        _refuse(str(exc), EXIT_USAGE)
+        _refuse(str(exc))
 
     from buzz.relay.server import serve as run_server
 
@@ -128,10 +128,10 @@ def serve(
         pass
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            _refuse(port_in_use(exc, config), EXIT_USAGE)
-        _refuse(str(exc), 1)
+            _refuse(port_in_use(exc, config))
+        fail(str(exc))
     except StoreError as exc:  # data dir locked, database missing or unreachable
-        _refuse(str(exc), 1)
+        fail(str(exc))
 
 
 def port_in_use(exc: OSError, config: RelayConfig) -> str:
@@ -149,9 +149,10 @@ def port_in_use(exc: OSError, config: RelayConfig) -> str:
     )
 
 
-def _refuse(message: str, code: int) -> NoReturn:
-    """One JSON line on stderr (agents.md §2.1 item 2 shape), then exit `code`."""
+def _refuse(message: str) -> NoReturn:
+    """A usage refusal: `fail`'s one JSON line (`user_error`), but exit EXIT_USAGE (2), as click
+    does for a bad option; other failures of `serve` go through `fail` (EXIT_CODES)."""
     sys.stderr.write(
         orjson.dumps({"error": "user_error", "message": message, "retryable": False}).decode() + "\n"
     )
-    raise SystemExit(code)
+    raise SystemExit(EXIT_USAGE)

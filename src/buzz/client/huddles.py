@@ -27,7 +27,7 @@ from buzz.client.session import Session
 from buzz.client.values import channel_arg, pubkey_arg
 from buzz.core.channel_id import is_channel_id, new_channel_id
 from buzz.core.event import Event
-from buzz.core.huddle_race import winning_start
+from buzz.core.huddle_race import announced_rooms, archived_rooms, winning_start
 
 STARTED, JOINED, LEFT, ENDED, RULES = 48100, 48101, 48102, 48103, 48106
 HUDDLE_TTL_S = 3600
@@ -99,16 +99,10 @@ class Huddles:
         """The parent's live 48100 the race rule keeps; ended or archived huddles do not count."""
         s = self._s
         found = await s.query([{"kinds": [STARTED, ENDED], "#h": [parent_id], "limit": LIFECYCLE_FETCH}])
-        rooms = {e.id: r for e in found if e.kind == STARTED and (r := _huddle_of(e)) is not None}
-        dead = {r for e in found if e.kind == ENDED and (r := _huddle_of(e)) is not None}
+        rooms, dead = announced_rooms(found, _huddle_of)
         candidates = sorted(set(rooms.values()) - dead)
         if candidates:  # a channel archived at its TTL ends the huddle without a 48103
-            metadata = await s.query([{"kinds": [39000], "#d": candidates}])
-            dead |= {
-                d
-                for e in metadata
-                if (d := e.first_tag("d")) and any(tuple(t[:2]) == ("archived", "true") for t in e.tags)
-            }
+            dead |= archived_rooms(await s.query([{"kinds": [39000], "#d": candidates}]))
         return winning_start(found, rooms, dead)
 
     async def listing(self, channel: str) -> list[Huddle]:

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from buzz.client.engrams import Engrams, Listing, Pair, connect, is_duplicate, relay_max_limit
+from buzz.client.engrams import Engrams, Listing, Paged, Pair, connect, is_duplicate, relay_max_limit
 from buzz.client.errors import Conflict, NotFound, Refused, UserError, WorkspaceError
 from buzz.client.http_bridge import BridgeError
 from buzz.client.identity import parse_pubkey
@@ -281,6 +281,16 @@ class Memory:
         async with self._engrams() as engrams:
             return await engrams.listing(max_limit)
 
+    async def _all_heads(self) -> tuple[dict[str, engram.Record], Paged]:
+        """Every slug's decrypted head (tombstones and core included) and how the listing paged
+        (`complete`, `reason`), over the relay's NIP-11 clamp."""
+        max_limit = await self.page_limit()
+        async with self._engrams() as engrams:
+            heads, _, _ = await engrams.heads(max_limit)
+            paged = engrams.last_paging
+        assert paged is not None
+        return heads, paged
+
     async def page_limit(self) -> int | None:
         """The relay's NIP-11 `max_limit` (None if unknown), for `engram.is_listing_truncated`."""
         return await relay_max_limit(self._s.relay_url)
@@ -377,10 +387,11 @@ class Memory:
         kept, complete = await self._history(d, limit)
         async with self._engrams() as engrams:
             answer = await engrams.answer(slug)
-        head = engram.select_head(self._records(answer, slug)[0])
         seen = {e.id for e in kept}
         merged = kept + [e for e in answer if e.id not in seen]
-        records, last_error = self._records(merged, slug)
+        records, last_error = self._records(merged, slug)  # each event opened once
+        in_answer = {e.id for e in answer}
+        head = engram.select_head(r for r in records if r.id in in_answer)
         if not records:
             raise _not_found(
                 slug,
@@ -430,11 +441,7 @@ class Memory:
         """Issue 16 item 4 / engram.md §10.3: live memory slugs that core does not reach through
         `[[slug]]` references (`find_orphans`), and reached slugs without a live head
         (`dangling_refs`), over the complete listing. Review only: nothing is deleted."""
-        max_limit = await self.page_limit()
-        async with self._engrams() as engrams:
-            heads, _, _ = await engrams.heads(max_limit)
-            paged = engrams.last_paging
-        assert paged is not None
+        heads, paged = await self._all_heads()
         return Orphans(
             tuple(engram.find_orphans(heads)),
             tuple(engram.dangling_refs(heads)),
@@ -442,25 +449,21 @@ class Memory:
             paged.reason,
         )
 
-    async def export(self, now: int | None = None) -> tuple[bytes, int]:
+    async def export(self, now: int | None = None) -> tuple[bytes, int, int]:
         """Issue 16 item 4: a bundle (`buzz.core.engram_bundle`) of every head of this pair,
         tombstones and core included, sealed under the pair key and signed by the agent; with
-        the number of heads. Agent side only (the agent signs). Raises UserError (owner side),
+        the number of heads and its `exported_at` (unix s). Agent side only (the agent signs). Raises UserError (owner side),
         Refused when the listing is incomplete (a bundle must not silently miss entries)."""
         if not self.pair.is_agent:
             raise UserError("only the agent exports its memory (it signs the bundle); run as the agent")
-        max_limit = await self.page_limit()
-        async with self._engrams() as engrams:
-            heads, _, _ = await engrams.heads(max_limit)
-            paged = engrams.last_paging
-        assert paged is not None
+        heads, paged = await self._all_heads()
         if not paged.complete:
             raise Refused(f"cannot export an incomplete listing: {paged.reason}")
         events = [heads[s].event for s in sorted(heads)]
         p = self.pair
         key = engram.conversation_key(p.secret, p.their_pubkey)
         stamp = int(time.time()) if now is None else now
-        return engram_bundle.seal(p.secret, p.owner, key, events, stamp), len(events)
+        return engram_bundle.seal(p.secret, p.owner, key, events, stamp), len(events), stamp
 
     async def import_bundle(self, data: bytes) -> Imported:
         """Issue 16 item 4: carry a bundle's heads to this relay by re-signing each as a fresh

@@ -11,11 +11,11 @@ it started, so a rival announced after its own look still converges.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from buzz.core.event import Event
 
-HUDDLE_STARTED = 48100
+HUDDLE_STARTED, HUDDLE_ENDED = 48100, 48103
 
 
 def start_order(event: Event) -> tuple[int, str]:
@@ -38,3 +38,30 @@ def winning_start(
         if e.kind == HUDDLE_STARTED and e.id in ephemeral_id and ephemeral_id[e.id] not in gone
     ]
     return min(live, key=start_order, default=None)
+
+
+def announced_rooms(
+    events: Iterable[Event], room_of: Callable[[Event], str | None]
+) -> tuple[dict[str, str], set[str]]:
+    """From a parent's 48100/48103: ({48100 event id: huddle channel id}, {ended huddle channel
+    ids}), the inputs of `winning_start`. `room_of` reads an event's `ephemeral_channel_id`
+    (None: not a huddle event, skipped). Channels archived without a 48103 (TTL) come from
+    `archived_rooms` over the 39000s of the rooms still open here."""
+    rooms: dict[str, str] = {}
+    ended: set[str] = set()
+    for e in events:
+        if e.kind in (HUDDLE_STARTED, HUDDLE_ENDED) and (room := room_of(e)) is not None:
+            if e.kind == HUDDLE_STARTED:
+                rooms[e.id] = room
+            else:
+                ended.add(room)
+    return rooms, ended
+
+
+def archived_rooms(metadata: Iterable[Event]) -> set[str]:
+    """The channel ids (`d`) of the 39000s among `metadata` that carry `archived=true`."""
+    return {
+        d
+        for e in metadata
+        if (d := e.first_tag("d")) and any(tuple(t[:2]) == ("archived", "true") for t in e.tags)
+    }

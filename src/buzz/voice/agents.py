@@ -12,8 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-import orjson
-
+from buzz.client.views import display_name
 from buzz.core.event import Event
 from buzz.core.huddle_wire import AGENT_REFRESH
 from buzz.core.keys import is_hex
@@ -98,20 +97,9 @@ async def room_vocabulary(query: Query, channel_id: str) -> tuple[list[str], str
             if profile.pubkey not in latest or profile.created_at > latest[profile.pubkey].created_at:
                 latest[profile.pubkey] = profile
         for pubkey in members:
-            if pubkey in latest and (name := _profile_name(latest[pubkey])):
+            if pubkey in latest and (name := display_name(latest[pubkey])):
                 names.append(name)
     metadata = await query([{"kinds": [GROUP_METADATA_KIND], "#d": [channel_id], "limit": 1}])
     meta = max(metadata, key=lambda e: (e.created_at, e.id), default=None)
     channel = next((t[1] for t in meta.tags if len(t) >= 2 and t[0] == "name"), None) if meta else None
     return names, channel
-
-
-def _profile_name(profile: Event) -> str | None:
-    try:
-        meta = orjson.loads(profile.content)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(meta, dict):
-        return None
-    name = meta.get("display_name") or meta.get("name")
-    return name if isinstance(name, str) and name.strip() else None

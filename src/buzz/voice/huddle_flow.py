@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import orjson
 
 from buzz.core.event import Event
-from buzz.core.huddle_race import winning_start
+from buzz.core.huddle_race import announced_rooms, archived_rooms, winning_start
 from buzz.core.huddle_wire import HUDDLE_CHANNEL_TTL, MAX_HUDDLE_AGENTS
 from buzz.core.keys import is_hex
 from buzz.voice.guidelines import VOICE_GUIDELINES, VOICE_GUIDELINES_KIND
@@ -165,16 +165,10 @@ async def winning_huddle(client: Client, parent_channel_id: str) -> tuple[str, E
     """The parent's live huddle that the race rule keeps (decision 81): (huddle channel id, its
     48100), or None. Ended (48103) and archived huddle channels do not count."""
     events = await client.query([{"kinds": [STARTED, ENDED], "#h": [parent_channel_id], "limit": 500}])
-    rooms = {e.id: r for e in events if e.kind == STARTED and (r := _ephemeral_id(e)) is not None}
-    dead = {r for e in events if e.kind == ENDED and (r := _ephemeral_id(e)) is not None}
+    rooms, dead = announced_rooms(events, _ephemeral_id)
     candidates = sorted(set(rooms.values()) - dead)
     if candidates:  # a channel archived at its TTL ends the huddle without a 48103
-        metadata = await client.query([{"kinds": [GROUP_METADATA], "#d": candidates}])
-        dead |= {
-            d
-            for e in metadata
-            if (d := e.first_tag("d")) and any(tuple(t[:2]) == ("archived", "true") for t in e.tags)
-        }
+        dead |= archived_rooms(await client.query([{"kinds": [GROUP_METADATA], "#d": candidates}]))
     win = winning_start(events, rooms, dead)
     return None if win is None else (rooms[win.id], win)
 
@@ -184,7 +178,7 @@ async def end_huddle(client: Client, signer: Signer, huddle_channel_id: str, par
     False (nothing posted) when the huddle already ended: the relay ends a TTL huddle itself
     when its last participant leaves (huddle.md §5.8), so ending it again is a no-op."""
     metadata = await client.query([{"kinds": [GROUP_METADATA], "#d": [huddle_channel_id], "limit": 1}])
-    if any(tuple(tag[:2]) == ("archived", "true") for event in metadata for tag in event.tags):
+    if archived_rooms(metadata):
         return False
     content = orjson.dumps({"ephemeral_channel_id": huddle_channel_id}).decode()
     await _publish(client, signer.sign(ENDED, content, [["h", parent_channel_id]]), "posting 48103")
