@@ -57,6 +57,11 @@ class BridgeError(Exception):
         return self.status is None or self.status in RETRYABLE_STATUSES
 
 
+# What `Event.from_json` raises for an event a relay should never have served (MalformedEvent is
+# a BuzzError, not a ValueError): every read path turns it into one BridgeError(malformed=True).
+_BAD_EVENT = (ValueError, MalformedEvent)
+
+
 class BridgeClient:
     """NIP-98-signed requests to `POST /events`, `/query`, `/count` of one relay.
 
@@ -108,7 +113,7 @@ class BridgeClient:
         if status == 200 and isinstance(body, list):
             try:
                 return [Event.from_json(obj) for obj in body]
-            except ValueError as exc:
+            except _BAD_EVENT as exc:
                 raise BridgeError(
                     f"relay answered a malformed event: {exc}", status, malformed=True
                 ) from None
@@ -146,7 +151,7 @@ class BridgeClient:
                 raise BridgeError("relay answered a malformed history cursor", status, malformed=True)
             try:
                 return [Event.from_json(obj) for obj in body["events"]], more
-            except (ValueError, MalformedEvent) as exc:
+            except _BAD_EVENT as exc:
                 raise BridgeError(
                     f"relay answered a malformed event: {exc}", status, malformed=True
                 ) from None
