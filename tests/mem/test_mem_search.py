@@ -83,6 +83,10 @@ async def test_bad_arguments_are_json_errors(
     (await buzz_mem(sqlite_relay, alice, "search", "   ", *o)).expect_error(
         1, "user_error", "search text is empty"
     )
+    # bytes that are not UTF-8 (they reach argv as lone surrogates) are the user's error, not ours
+    (await buzz_mem(sqlite_relay, alice, "search", "ok \udce9", *o)).expect_error(
+        1, "user_error", "search text is not valid UTF-8"
+    )
     (await buzz_mem(sqlite_relay, alice, "search", "x", "--limit", "0", *o)).expect_error(
         1, "user_error", "--limit"
     )

@@ -29,7 +29,7 @@ from buzz.client.models import EngramWrite, Patched
 from buzz.client.session import Session, from_bridge_error
 from buzz.core import engram, engram_bundle
 from buzz.core.engram_patch import MalformedDiff, MultiFilePatch, NoOpPatch, PatchError, apply_patch
-from buzz.core.event import Event
+from buzz.core.event import Event, is_valid_unicode
 from buzz.core.keys import is_hex
 
 if TYPE_CHECKING:
@@ -351,6 +351,8 @@ class Memory:
         query = text.strip()
         if not query:
             raise UserError("search text is empty")
+        if not is_valid_unicode(query):  # bytes that are not UTF-8 reach argv as lone surrogates
+            raise UserError("search text is not valid UTF-8")
         if not 1 <= limit <= MAX_LIMIT:
             raise UserError(f"invalid --limit: expected 1..{MAX_LIMIT}")
         max_limit = await self.page_limit()
