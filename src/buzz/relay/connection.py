@@ -14,7 +14,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -77,12 +77,15 @@ class Connection:
         "_inbound_room",
         "_inflight",
         "_inflight_refs",
+        "_inflight_room",
         "_lane",
         "_lane_task",
         "_last_turn",
+        "_loop",
         "_missed_pongs",
         "_out",
         "_ping_timer",
+        "_session",
         "_slots",
         "_sub_tasks",
         "_timer_tasks",
@@ -108,6 +111,10 @@ class Connection:
         self.host = host
         self._transport = transport  # aborted when a close cannot get through (`_close`)
         self.pubkey: str | None = None
+        self._session = Session(None, "ws")  # follows `pubkey` (see `session`)
+        # The connection lives on the loop it was made on; `asyncio.get_running_loop()` costs
+        # a getpid() system call per call on Python 3.11, several times per event.
+        self._loop = asyncio.get_running_loop()
         self.challenge = nip42.new_challenge()
         self._auth_failed = False
         self.subs: dict[str, Subscription] = {}
@@ -118,8 +125,9 @@ class Connection:
         self._lane_task: asyncio.Task[None] | None = None  # runs while the lane holds frames
         self._inbound_bytes = 0  # frames read but not yet handled
         self._inbound_room: asyncio.Future[None] | None = None  # the reader waiting for room
-        self._inflight: set[asyncio.Task[None]] = set()
-        self._inflight_refs: Counter[str] = Counter()  # ids and `e` values of in-flight events
+        self._inflight: set[asyncio.Task[None]] = set()  # pipelined events awaiting their commit
+        self._inflight_refs: dict[str, int] = {}  # ids and `e` values of in-flight events → count
+        self._inflight_room: tuple[int, asyncio.Future[None]] | None = None  # the lane waiting
         self._last_turn: Turn | None = None
         self._slots = 0  # handler slots this connection holds
         self._missed_pongs = 0
@@ -178,7 +186,7 @@ class Connection:
             self._closing = True
             if not last_words:
                 self._out.clear()
-            asyncio.get_running_loop().create_task(self._close(code, message))
+            self._loop.create_task(self._close(code, message))
 
     async def _close(self, code: int, message: bytes) -> None:
         """Close with `code`; a peer that does not read cannot take the close frame either, so
@@ -195,7 +203,7 @@ class Connection:
 
     def _kick_writer(self) -> None:
         if self._writer_task is None:
-            self._writer_task = asyncio.get_running_loop().create_task(self._writer())
+            self._writer_task = self._loop.create_task(self._writer())
 
     async def _writer(self) -> None:
         """Started by the first queued message, ends when the queue is empty. It first runs one
@@ -214,7 +222,7 @@ class Connection:
     async def run(self) -> None:
         """Serve the connection until it closes."""
         # Timers, not sleeping tasks; the writer and lane tasks run only while they have work.
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         self._ping_timer = loop.call_later(PING_INTERVAL_S, self._ping_due)
         self._auth_timer = loop.call_later(self.relay.config.auth_timeout_s, self._auth_due)
         self.send(messages.auth_challenge(self.challenge))
@@ -260,7 +268,7 @@ class Connection:
         client's own TCP window then holds the rest (backpressure, nothing dropped)."""
         while self._inbound_bytes > INBOUND_BUFFER_BYTES:
             if self._inbound_room is None:
-                self._inbound_room = asyncio.get_running_loop().create_future()
+                self._inbound_room = self._loop.create_future()
             await self._inbound_room
 
     def _ping_due(self) -> None:
@@ -271,7 +279,7 @@ class Connection:
             return
         self._missed_pongs += 1
         self._spawn(self.ws.ping())
-        self._ping_timer = asyncio.get_running_loop().call_later(PING_INTERVAL_S, self._ping_due)
+        self._ping_timer = self._loop.call_later(PING_INTERVAL_S, self._ping_due)
 
     def _auth_due(self) -> None:
         if self.pubkey is None and not self._closing:
@@ -279,7 +287,7 @@ class Connection:
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run a timer's action as a task, kept (and cancelled on close) like the helpers."""
-        task = asyncio.get_running_loop().create_task(coro)
+        task = self._loop.create_task(coro)
         self._timer_tasks.add(task)
         task.add_done_callback(self._timer_done)
 
@@ -313,7 +321,7 @@ class Connection:
             self._lane = deque()
         self._lane.append((msg, early, size))
         if self._lane_task is None:
-            self._lane_task = asyncio.get_running_loop().create_task(self._lane_worker())
+            self._lane_task = self._loop.create_task(self._lane_worker())
 
     # Handler slots (relay.md §7.1 item 6) are counted per connection as well, so whatever a
     # connection still holds when it closes (queued or in-flight messages) goes back at once.
@@ -338,11 +346,14 @@ class Connection:
             self.relay.ingest.precheck(msg.event, self.session)
         except BuzzError as exc:
             return exc
-        return self.relay.ingest.verify_soon(msg.event)
+        return self.relay.ingest.verify_soon(msg.event, self._loop)
 
     @property
     def session(self) -> Session:
-        return Session(self.pubkey, "ws")
+        session = self._session
+        if session.pubkey != self.pubkey:  # one object per identity, not one per event
+            session = self._session = Session(self.pubkey, "ws")
+        return session
 
     async def _lane_worker(self) -> None:
         """Handles the lane's frames in order; started by `_on_frame`, ends when the lane is
@@ -358,21 +369,75 @@ class Connection:
         while self._lane:
             msg, early, size = self._lane.popleft()
             if isinstance(msg, EventMessage) and self._pipelinable(msg, early):
-                # Its write is queued behind this connection's earlier writes (its Turn, then
-                # the store's FIFO), so the lane moves on without waiting for the commit.
-                turn = self._last_turn = Turn(self._last_turn)
-                refs = _refs(msg.event)
-                self._inflight_refs.update(refs)
-                task = asyncio.create_task(self._handle(msg, early, size, turn))
-                self._inflight.add(task)
-                task.add_done_callback(lambda t, r=refs: self._pipelined_done(t, r))
-                if len(self._inflight) >= MAX_PIPELINED_EVENTS:
-                    await asyncio.wait(self._inflight, return_when=asyncio.FIRST_COMPLETED)
+                await self._pipeline(msg, early, size)
                 continue
             if self._inflight:
                 # Anything else may read what those events write: let them commit first.
-                await asyncio.wait(self._inflight)
+                await self._inflight_at_most(0)
             await self._handle(msg, early, size)
+
+    async def _pipeline(self, msg: EventMessage, early: Any, size: int) -> None:
+        """A pipelined EVENT: checked and verified here, in the lane (verification of the frames
+        behind it already runs: one wait per verified batch, not one task wake-up per event),
+        then its write and OK go to a task of its own so the lane moves on without waiting
+        for the commit. Its write is queued behind this connection's earlier writes (its Turn,
+        then the store's FIFO)."""
+        try:
+            # The session may have changed while queued (AUTH ahead of this EVENT): recheck.
+            self.relay.ingest.precheck(msg.event, self.session)
+            verified = await early
+        except BuzzError as exc:
+            self._answer(msg.event, False, str(exc))
+            self._frame_done(size)
+            return
+        except Exception:
+            log.exception("handler failed")
+            self.send(messages.ok(msg.event.id, False, "error: internal server error"))
+            self._frame_done(size)
+            return
+        turn = self._last_turn = Turn(self._last_turn)
+        refs = _refs(msg.event)
+        counts = self._inflight_refs
+        for r in refs:
+            counts[r] = counts.get(r, 0) + 1
+        self._inflight.add(self._loop.create_task(self._commit(msg.event, verified, size, turn, refs)))
+        if len(self._inflight) >= MAX_PIPELINED_EVENTS:
+            await self._inflight_at_most(MAX_PIPELINED_EVENTS - 1)
+
+    async def _commit(
+        self, event: Event, verified: StoredEvent, size: int, turn: Turn, refs: tuple[str, ...]
+    ) -> None:
+        """The rest of a pipelined EVENT's ingest (rules, store, fan-out) and its OK."""
+        try:
+            outcome = await self.relay.ingest.submit(event, self.session, verified, turn)
+            self._answer(event, outcome.accepted, outcome.message)
+        except Exception:
+            log.exception("handler failed")
+            self.send(messages.ok(event.id, False, "error: internal server error"))
+        finally:
+            turn.release()
+            # Bookkeeping here, not in a done callback (one loop callback per event fewer).
+            self._inflight.discard(asyncio.current_task(self._loop))  # type: ignore[arg-type]
+            counts = self._inflight_refs
+            for r in refs:
+                n = counts[r] - 1
+                if n > 0:
+                    counts[r] = n
+                else:
+                    del counts[r]
+            waiting = self._inflight_room
+            if waiting is not None and len(self._inflight) <= waiting[0]:
+                self._inflight_room = None
+                if not waiting[1].done():
+                    waiting[1].set_result(None)
+            self._frame_done(size)
+
+    async def _inflight_at_most(self, limit: int) -> None:
+        """Wait until at most `limit` pipelined events are still in flight."""
+        while len(self._inflight) > limit:
+            room = self._loop.create_future()
+            self._inflight_room = (limit, room)
+            await room
 
     def _pipelinable(self, msg: EventMessage, early: Any) -> bool:
         """Global-only kinds are validated without reading other events (docs/decisions.md 2a);
@@ -385,14 +450,8 @@ class Connection:
             return True
         if kind not in INDEPENDENT_CHANNEL_KINDS:
             return False
-        return not self._inflight_refs or all(r not in self._inflight_refs for r in _refs(msg.event))
-
-    def _pipelined_done(self, task: asyncio.Task[None], refs: tuple[str, ...]) -> None:
-        self._inflight.discard(task)
-        self._inflight_refs.subtract(refs)
-        for r in refs:
-            if self._inflight_refs[r] <= 0:
-                del self._inflight_refs[r]
+        counts = self._inflight_refs
+        return not counts or all(r not in counts for r in _refs(msg.event))
 
     async def _handle(self, msg: Any, early: Any, size: int, turn: Turn | None = None) -> None:
         try:
@@ -404,11 +463,15 @@ class Connection:
         finally:
             if turn is not None:
                 turn.release()
-            self._release_slot()
-            self._inbound_bytes -= size
-            room, self._inbound_room = self._inbound_room, None
-            if room is not None and not room.done():
-                room.set_result(None)
+            self._frame_done(size)
+
+    def _frame_done(self, size: int) -> None:
+        """A frame is handled: its handler slot and its bytes of the inbound budget go back."""
+        self._release_slot()
+        self._inbound_bytes -= size
+        room, self._inbound_room = self._inbound_room, None
+        if room is not None and not room.done():
+            room.set_result(None)
 
     async def _dispatch(self, msg: Any, early: Any, turn: Turn | None = None) -> None:
         match msg:
@@ -435,6 +498,9 @@ class Connection:
     async def _on_event(self, msg: EventMessage, early: Any, turn: Turn | None = None) -> None:
         event = msg.event
         accepted, message = await self._event_verdict(event, early, turn)
+        self._answer(event, accepted, message)
+
+    def _answer(self, event: Event, accepted: bool, message: str) -> None:
         self.relay.telemetry.event_answered(event.id, event.kind, event.pubkey, accepted, message)
         self.send(messages.ok(event.id, accepted, message))
 
@@ -512,12 +578,12 @@ class Connection:
             return
         self.relay.telemetry.req_answered("REQ", sub_id, None)
         if searching:
-            self._sub_tasks[sub_id] = asyncio.create_task(self._stored_phase(sub_id, msg, None))
+            self._sub_tasks[sub_id] = self._loop.create_task(self._stored_phase(sub_id, msg, None))
             return
         sub = Subscription(self, sub_id, msg.filters, self.relay.config.send_buffer_bytes)
         self.subs[sub_id] = sub
         self.relay.index.add(sub)  # before the stored query: nothing committed meanwhile is missed
-        self._sub_tasks[sub_id] = asyncio.create_task(self._stored_phase(sub_id, msg, sub))
+        self._sub_tasks[sub_id] = self._loop.create_task(self._stored_phase(sub_id, msg, sub))
 
     async def _stored_phase(self, sub_id: str, msg: ReqMessage, sub: Subscription | None) -> None:
         sent: set[str] = sub.sent_ids if sub is not None else set()
@@ -527,7 +593,7 @@ class Connection:
         try:
             results = await self.relay.reads.stored(msg.filters, self.pubkey)
         except ServerError as exc:  # e.g. presence while Redis fails: fail closed (issue 9 item 6)
-            if self._sub_tasks.get(sub_id) is asyncio.current_task():
+            if self._sub_tasks.get(sub_id) is asyncio.current_task(self._loop):
                 del self._sub_tasks[sub_id]
             self._drop_sub(sub_id)
             self.send(messages.closed(sub_id, str(exc)))
@@ -546,9 +612,9 @@ class Connection:
                         sent.add(event_id)
                         await self.send_wait(messages.event(sub_id, event_json))
             sub.live = True
-            asyncio.get_running_loop().call_later(SENT_IDS_GRACE_S, sent.clear)
+            self._loop.call_later(SENT_IDS_GRACE_S, sent.clear)
         await self.send_wait(messages.eose(sub_id))
-        if self._sub_tasks.get(sub_id) is asyncio.current_task():
+        if self._sub_tasks.get(sub_id) is asyncio.current_task(self._loop):
             del self._sub_tasks[sub_id]
 
     async def _on_count(self, msg: ReqMessage) -> None:

@@ -71,21 +71,24 @@ class Ingest:
         """
         return await self.verify_soon(event)
 
-    def verify_soon(self, event: Event) -> asyncio.Future[StoredEvent]:
+    def verify_soon(
+        self, event: Event, loop: asyncio.AbstractEventLoop | None = None
+    ) -> asyncio.Future[StoredEvent]:
         """`verify` started now, as the bare future of its result (no task around it: a
-        pipelining caller awaits it later). Must be called on the event loop."""
-        loop = asyncio.get_running_loop()
+        pipelining caller awaits it later). Must be called on the event loop (`loop`, when
+        the caller has it at hand)."""
+        if loop is None:
+            loop = asyncio.get_running_loop()
         future: asyncio.Future[StoredEvent] = loop.create_future()
         self._pending.append((event, future))
         if len(self._pending) == 1:
-            loop.call_soon(self._flush_verify)
+            loop.call_soon(self._flush_verify, loop)
         return future
 
-    def _flush_verify(self) -> None:
+    def _flush_verify(self, loop: asyncio.AbstractEventLoop) -> None:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        loop = asyncio.get_running_loop()
         chunks = min(self._verify_workers, len(pending))
         size = -(-len(pending) // chunks)
         for start in range(0, len(pending), size):
