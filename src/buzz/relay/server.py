@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -16,6 +17,21 @@ from buzz.relay.app import build_app, build_metrics_app
 from buzz.relay.config import RelayConfig, parse_bind
 from buzz.relay.relay import Relay
 from buzz.store import sqlite_path
+
+# The collector's first generation is collected every GC_YOUNG_THRESHOLD net allocations of
+# tracked objects (CPython's default 700). A relay under ingest load keeps thousands of young
+# objects alive for a few milliseconds (events in flight, their futures and tasks) that
+# reference counting frees anyway; at 700 each collection walks them again and again
+# (~10 % of the event loop's samples, issue 17). Cycles are still collected, just less often.
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def tune_gc() -> None:
+    """Once started: what exists now (modules, the app, the store) lives as long as the process,
+    so later full collections need not walk it (`gc.freeze`), and young collections are rarer."""
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
 
 
 def _bound_url(site: web.TCPSite, host: str, port: int, scheme: str) -> str:
@@ -68,4 +84,5 @@ async def serve(config: RelayConfig, announce: Callable[[Relay, str], None]) -> 
         loop.add_signal_handler(sig, stop.set)
     async with running_relay(config) as (relay, url):
         announce(relay, url)
+        tune_gc()
         await stop.wait()

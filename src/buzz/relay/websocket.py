@@ -53,6 +53,9 @@ class _Corked:
         if held:
             self.transport.write(b"".join(held))
 
+    def is_closing(self) -> bool:  # asked by aiohttp for every frame: no `__getattr__` detour
+        return bool(self.transport.is_closing())
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.transport, name)
 
@@ -94,16 +97,24 @@ class RelayWebSocket(web.WebSocketResponse):
         aiohttp frames each one as `send_str` would; only the transport writes are joined.
         """
         corked = getattr(self, "_corked", None)
-        if corked is None or len(texts) == 1:
+        writer = getattr(self, "_writer", None)
+        if corked is None or writer is None or writer.compress or writer._closing or corked.held is not None:
             for text in texts:
                 await self.send_str(text)
             return
+        # Uncompressed frames: what `send_frame` does for each (frame, then flow control),
+        # without a coroutine per frame; the transport's pause is honoured once per batch,
+        # which the caller bounds (`WRITE_BATCH_BYTES`).
         corked.held = []
         try:
             for text in texts:
-                await self.send_str(text)
+                writer._write_websocket_frame(text.encode("utf-8"), WSMsgType.TEXT, 0)
         finally:
             corked.release()
+        if writer._output_size > writer._limit:
+            writer._output_size = 0
+            if writer.protocol._paused:
+                await writer.protocol._drain_helper()
 
     def send_now(self, text: str) -> bool:
         """Write `text` as one frame straight to the socket when that cannot wait: no
