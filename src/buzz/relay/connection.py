@@ -121,7 +121,8 @@ class Connection:
         self._sub_tasks: dict[str, asyncio.Task[None]] = {}
         self._out = Outbound(relay.config.send_buffer, relay.config.send_buffer_bytes)
         self._drops = 0
-        self._lane: deque[tuple[Any, Any, int]] | None = None  # (msg, early, bytes); None while empty
+        # (msg, early, bytes, when its prechecks passed: (session, second) or None); None while empty
+        self._lane: deque[tuple[Any, Any, int, Any]] | None = None
         self._lane_task: asyncio.Task[None] | None = None  # runs while the lane holds frames
         self._inbound_bytes = 0  # frames read but not yet handled
         self._inbound_room: asyncio.Future[None] | None = None  # the reader waiting for room
@@ -246,7 +247,8 @@ class Connection:
 
     async def _read_loop(self) -> None:
         async for msg in self.ws:
-            await self._inbound_budget()
+            if self._inbound_bytes > INBOUND_BUFFER_BYTES:
+                await self._inbound_budget()
             if msg.type == WSMsgType.TEXT:
                 self._on_frame(msg.data)
             elif msg.type == WSMsgType.BINARY:
@@ -313,13 +315,14 @@ class Connection:
             self.send(messages.notice("invalid message: could not be parsed"))
             return
         early: Any = None
+        checked: tuple[Session, int] | None = None
         if isinstance(msg, EventMessage):
-            early = self._start_verify(msg)
+            early, checked = self._start_verify(msg)
         size = sys.getsizeof(frame)
         self._inbound_bytes += size
         if self._lane is None:
             self._lane = deque()
-        self._lane.append((msg, early, size))
+        self._lane.append((msg, early, size, checked))
         if self._lane_task is None:
             self._lane_task = self._loop.create_task(self._lane_worker())
 
@@ -340,13 +343,17 @@ class Connection:
         while self._slots > 0:
             self._release_slot()
 
-    def _start_verify(self, msg: EventMessage) -> Awaitable[StoredEvent] | BuzzError:
-        """Run the cheap prechecks now and start verification in the pool (pipelining)."""
+    def _start_verify(
+        self, msg: EventMessage
+    ) -> tuple[Awaitable[StoredEvent] | BuzzError, tuple[Session, int] | None]:
+        """Run the cheap prechecks now and start verification in the pool (pipelining). Also
+        returns the session and clock second they passed with."""
+        session = self.session
         try:
-            self.relay.ingest.precheck(msg.event, self.session)
+            second = self.relay.ingest.precheck(msg.event, session)
         except BuzzError as exc:
-            return exc
-        return self.relay.ingest.verify_soon(msg.event, self._loop)
+            return exc, None
+        return self.relay.ingest.verify_soon(msg.event, self._loop), (session, second)
 
     @property
     def session(self) -> Session:
@@ -367,24 +374,27 @@ class Connection:
 
     async def _run_lane(self) -> None:
         while self._lane:
-            msg, early, size = self._lane.popleft()
+            msg, early, size, checked = self._lane.popleft()
             if isinstance(msg, EventMessage) and self._pipelinable(msg, early):
-                await self._pipeline(msg, early, size)
+                await self._pipeline(msg, early, size, checked)
                 continue
             if self._inflight:
                 # Anything else may read what those events write: let them commit first.
                 await self._inflight_at_most(0)
             await self._handle(msg, early, size)
 
-    async def _pipeline(self, msg: EventMessage, early: Any, size: int) -> None:
+    async def _pipeline(self, msg: EventMessage, early: Any, size: int, checked: tuple[Session, int]) -> None:
         """A pipelined EVENT: checked and verified here, in the lane (verification of the frames
         behind it already runs: one wait per verified batch, not one task wake-up per event),
         then its write and OK go to a task of its own so the lane moves on without waiting
         for the commit. Its write is queued behind this connection's earlier writes (its Turn,
         then the store's FIFO)."""
         try:
-            # The session may have changed while queued (AUTH ahead of this EVENT): recheck.
-            self.relay.ingest.precheck(msg.event, self.session)
+            # The session may have changed while queued (AUTH ahead of this EVENT): recheck,
+            # unless nothing the prechecks read has (same session, same clock second).
+            session = self.session
+            if checked[0] is not session or checked[1] != int(time.time()):
+                self.relay.ingest.precheck(msg.event, session)
             verified = await early
         except BuzzError as exc:
             self._answer(msg.event, False, str(exc))

@@ -62,6 +62,7 @@ class Ingest:
         self.metrics: RelayMetrics | None = None  # set by the relay: store latency
         self._verify_workers = max(1, verify_workers)  # threads of `executor`
         self._pending: list[tuple[Event, asyncio.Future[StoredEvent]]] = []
+        self._precheck_ctx = PrecheckContext(-1, max_past_drift_s)
 
     async def verify(self, event: Event) -> StoredEvent:
         """relay.md §2.3 in the thread pool. Raises InvalidId / InvalidSignature / ServerError.
@@ -100,9 +101,15 @@ class Ingest:
                 continue
             done.add_done_callback(lambda d, g=group: _settle_verified(d, g))
 
-    def precheck(self, event: Event, session: Session) -> None:
-        """relay.md §8 items 2–8 (raises the first BuzzError)."""
-        run_prechecks(session, event, PrecheckContext(int(time.time()), self._max_past_drift_s))
+    def precheck(self, event: Event, session: Session) -> int:
+        """relay.md §8 items 2–8 (raises the first BuzzError). Returns the clock second the
+        checks used: they read nothing but the event, the session and that second."""
+        now = int(time.time())
+        ctx = self._precheck_ctx
+        if ctx.now != now:  # one context per second, not one per check (two per event)
+            ctx = self._precheck_ctx = PrecheckContext(now, self._max_past_drift_s)
+        run_prechecks(session, event, ctx)
+        return now
 
     async def submit(
         self, event: Event, session: Session, verified: StoredEvent | None = None, turn: Turn | None = None
