@@ -13,7 +13,14 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Concatenate, ParamSpec, TypeVar
 
 from buzz.core.filters import Filter
-from buzz.core.kinds import is_ephemeral
+from buzz.core.kinds import (
+    GLOBAL_ONLY_KINDS,
+    NON_SEARCHABLE_KINDS,
+    SHARED_GATED_KINDS,
+    is_addressable,
+    is_ephemeral,
+    is_replaceable,
+)
 from buzz.core.stored import StoredEvent, require_verified
 from buzz.store import operator, reads, workspace
 from buzz.store.base import Accept, Channel, Effect, History, InsertOutcome, Member, Reader, StoreError
@@ -52,6 +59,11 @@ class SqlStore(ABC):
         without leaving the event loop when that is cheaper than the hop. Same errors."""
         return await self._read(fn, *args, **kwargs)
 
+    async def _small_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`_read` for a query `small_query` admits (a few rows of one index range); a backend
+        may run it on the event loop like `_point_read`, without the memo. Same errors."""
+        return await self._read(fn, *args, **kwargs)
+
     async def insert(self, stored: StoredEvent, effects: Sequence[Effect] = ()) -> InsertOutcome:
         """Store a verified event and apply `effects` in one transaction (relay.md §13.3).
 
@@ -69,7 +81,8 @@ class SqlStore(ABC):
         self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None
     ) -> list[StoredEvent]:
         """Stored results of a REQ; see `EventStore.query` (relay.md §6.3–§6.5, §11)."""
-        return await self._read(reads.query_txn, filters, reader, accept)
+        read = self._small_read if small_query(filters) else self._read
+        return await read(reads.query_txn, filters, reader, accept)
 
     async def count(self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None) -> int:
         """Distinct events matching any filter and accepted (relay.md §7.7); `limit` ignored."""
@@ -205,3 +218,36 @@ class SqlStore(ABC):
             return await self._read(reads.ping_txn)
         except StoreError:
             return False
+
+
+SMALL_QUERY_LIMIT = 20  # rows a "small" REQ filter may ask for (`small_query`)
+# Regular global kinds every reader sees every event of: each row the index walks is one
+# returned (no superseded versions to step over, no gate to refuse a row).
+_UNGATED_GLOBAL_KINDS = frozenset(
+    k
+    for k in GLOBAL_ONLY_KINDS - NON_SEARCHABLE_KINDS - SHARED_GATED_KINDS
+    if not (is_replaceable(k) or is_addressable(k) or is_ephemeral(k))
+)
+
+
+def small_query(filters: Sequence[Filter]) -> bool:
+    """True for a REQ whose every filter names one author and one regular global ungated kind with a
+    limit of at most SMALL_QUERY_LIMIT and nothing else but a time range: one range of
+    `events_by_author (pubkey, kind, created_at)` walked newest first, every row it reads
+    returned, a few rows (a profile, an author's latest notes). Such a read costs less than
+    the hop to a reader thread and back."""
+    for f in filters:
+        if (
+            f.limit is None
+            or f.limit > SMALL_QUERY_LIMIT
+            or f.authors is None
+            or len(f.authors) != 1
+            or f.kinds is None
+            or len(f.kinds) != 1
+            or not f.kinds <= _UNGATED_GLOBAL_KINDS
+            or f.ids is not None
+            or f.tags
+            or f.search is not None
+        ):
+            return False
+    return bool(filters)

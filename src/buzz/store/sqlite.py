@@ -274,6 +274,15 @@ class SqliteStore(SqlStore):
         return await asyncio.get_running_loop().run_in_executor(pool, self._read_sync, fn, args, kwargs)
 
     async def _point_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._inline_read(fn, args, kwargs, memo=True)
+
+    async def _small_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        # A small REQ's answer is not memoized: its rows are what the memo would hold longest.
+        return await self._inline_read(fn, args, kwargs, memo=False)
+
+    async def _inline_read(
+        self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, memo: bool
+    ) -> Any:
         # One B-tree probe in WAL mode costs less than the hop to a reader thread and back
         # (two thread switches and a future, ~50–100 µs under load); readers never wait for
         # the writer in WAL, and a lock we would have to wait for (busy_timeout 0 here) sends
@@ -282,7 +291,9 @@ class SqliteStore(SqlStore):
         if inline is not None and self._read_pool is not None and self._inline_lock.acquire(blocking=False):
             try:
                 if self._inline_reader is inline:
-                    return self._memo_read(inline, fn, args, kwargs)
+                    if memo:
+                        return self._memo_read(inline, fn, args, kwargs)
+                    return run_inline(fn(_SyncConn(inline), *args, **kwargs))
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc):
                     raise StoreError(f"sqlite read failed: {exc}") from exc
