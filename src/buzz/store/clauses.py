@@ -105,8 +105,9 @@ def _kind_column(f: Filter, p: Params) -> str:
     return "e.kind"
 
 
-def where(f: Filter, reader: Reader, p: Params) -> str:
-    """Every matching clause of `f` (§6.1, §6.2), the read scope and `deleted_at IS NULL`."""
+def where(f: Filter, reader: Reader, p: Params, *, without_h: bool = False) -> str:
+    """Every matching clause of `f` (§6.1, §6.2), the read scope and `deleted_at IS NULL`;
+    `without_h`: all but the `#h` clause (the caller applies it)."""
     parts = ["e.deleted_at IS NULL"]
     if f.ids is not None:
         parts.append(_ids(f.ids, p))
@@ -119,32 +120,81 @@ def where(f: Filter, reader: Reader, p: Params) -> str:
     if f.until is not None:
         parts.append(f"e.created_at <= {p.add(f.until)}")
     for name in sorted(f.tags):
-        parts.append(_tag(name, f.tags[name], p))
+        if not (without_h and name == "h"):
+            parts.append(_tag(name, f.tags[name], p))
     scope = _scope(reader, p)
     if scope is not None:
         parts.append(scope)
     return " AND ".join(parts)
 
 
-def _from_where(f: Filter, reader: Reader, p: Params) -> tuple[str, str | None]:
-    """FROM … WHERE … of a filter, and the search placeholder when `f.search` is set."""
-    clause = where(f, reader, p)
+def _from_where(f: Filter, reader: Reader, p: Params, extra: str = "") -> tuple[str, str | None]:
+    """FROM … WHERE … of a filter (and `extra`, ` AND …`), and the search placeholder when
+    `f.search` is set."""
+    clause = where(f, reader, p) + extra
     if f.search is None:
         return f"FROM events e WHERE {clause}", None
     ref = p.add(p.dialect.search_arg(search_terms(f.search)))
-    return f"FROM events e {p.dialect.search_join} WHERE {clause} AND {p.dialect.search_match(ref)}", ref
+    return p.dialect.search_from(ref, clause), ref
+
+
+def _after(page: Page, p: Params) -> str:
+    if page.after is None:
+        return ""
+    created_at, event_id = page.after
+    c = p.add(created_at)
+    return f" AND (e.created_at < {c} OR (e.created_at = {c} AND e.id > {p.add(event_id)}))"
 
 
 def select_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     """One page of `f`'s matches in §6.4 order (search: §11 item 5), as full event rows."""
-    body, ref = _from_where(f, reader, p)
-    if page.after is not None:
-        created_at, event_id = page.after
-        c = p.add(created_at)
-        body += f" AND (e.created_at < {c} OR (e.created_at = {c} AND e.id > {p.add(event_id)}))"
+    if f.search is None and "h" in f.tags and p.dialect.h_by_channel:
+        return _h_by_channel_page(f, reader, page, p)
+    body, ref = _from_where(f, reader, p, _after(page, p))
     order = ORDER if ref is None else f"{p.dialect.search_order(ref)}, {ORDER}"
     offset = f" OFFSET {page.offset}" if page.offset else ""
     return f"SELECT {EVENT_COLUMNS} {body} ORDER BY {order} LIMIT {page.size}{offset}"
+
+
+def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
+    """`select_page` for a `#h` filter as two disjoint parts whose union is §6.2's match
+    (an h tag in V, or no h tag and the channel in V):
+
+    1. per channel c of V, its events (channel index, newest first, stopping after one page)
+       that have an h tag in V or no h tag at all;
+    2. events with an h tag in V whose own channel is not in V (another channel, several h
+       tags, a global kind with an h tag): the tag rows of V minus the events of V's channels,
+       two index ranges, whatever their order.
+
+    Each part is only read up to the page, so a window costs one page of rows however long
+    the channel, instead of every event of the kind sorted by time."""
+    values = f.tags["h"]
+    tag_in = p.in_list("t.value", values, "utf8")
+    h_ok = f"COALESCE((SELECT bool_or({tag_in}) FROM event_tags t WHERE t.event_id = e.id AND t.name = 'h'), TRUE)"
+    # The read scope of part 1 is that of its channel, tested once per channel (not per row):
+    # fewer per-row filters the planner must guess keeps its estimate above one page, so it
+    # walks the index in order and stops, rather than fetch and sort the whole channel.
+    channels = p.table(values, "hv")
+    in_scope = ""
+    if reader is not SYSTEM:
+        in_scope = f" WHERE hv.value IN (SELECT c.id FROM channels c WHERE {readable_channel(reader, p)})"
+    own = (
+        f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.channel_id = hv.value"
+        f" AND {where(f, SYSTEM, p, without_h=True)}{_after(page, p)} AND {h_ok}"
+        f" ORDER BY {ORDER} LIMIT {page.size}"
+    )
+    others = (
+        f"SELECT t.event_id FROM event_tags t WHERE t.name = 'h' AND {p.in_list('t.value', values, 'utf8')}"
+        f" EXCEPT SELECT x.id FROM events x WHERE {p.in_list('x.channel_id', values, 'text')}"
+    )
+    # One key lookup per such id (LIMIT 1 keeps the lateral subquery a lookup): the planner
+    # cannot estimate the EXCEPT and would otherwise hash it against a scan of all events.
+    rest = (
+        f"SELECT r.* FROM ({others}) AS o (id) CROSS JOIN LATERAL (SELECT {EVENT_COLUMNS} FROM events e"
+        f" WHERE e.id = o.id AND {where(f, reader, p, without_h=True)}{_after(page, p)} LIMIT 1) AS r"
+    )
+    union = f"SELECT w.* FROM {channels} CROSS JOIN LATERAL ({own}) AS w{in_scope} UNION ALL {rest}"
+    return f"SELECT {EVENT_COLUMNS} FROM ({union}) AS e ORDER BY {ORDER} LIMIT {page.size}"
 
 
 def count_union(filters: list[Filter], reader: Reader, p: Params) -> str:

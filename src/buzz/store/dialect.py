@@ -14,7 +14,8 @@ Differences answered here:
 |                           | read by `json_each`               |                                         |
 | a list as a table         | `json_each(?1)`                   | `unnest($1::type[])`                    |
 | byte-exact text columns   | TEXT                              | bytea (text cannot hold U+0000)         |
-| full-text search (§11)    | FTS5 `events_fts`, bm25           | `event_search.tsv`, ts_rank             |
+| full-text search (§11)    | FTS5 `events_fts`, bm25           | `event_search.tsv` (GIN), ts_rank       |
+| `#h` window               | one OR over tag and channel       | ordered scan per channel + the rest     |
 | per-key write lock (§13.3)| none: one writer connection       | `pg_advisory_xact_lock(<key hash>)`     |
 """
 
@@ -84,8 +85,10 @@ class Dialect(ABC):
     schema: tuple[str, ...]
     greatest: str
     key_lock_sql: str | None
-    search_join: str
     search_index_sql: str  # parameters: (the row key `Conn.insert` returned, searchable text)
+    h_by_channel: bool
+    """Read a non-search `#h` filter as one ordered scan per channel plus the few events whose
+    h tag names a channel other than their own (`clauses.select_page`), instead of one OR."""
 
     @abstractmethod
     def placeholder(self, n: int) -> str: ...
@@ -103,8 +106,9 @@ class Dialect(ABC):
     def values_table(self, params: Params, values: Sequence[str], alias: str) -> str: ...
 
     @abstractmethod
-    def search_match(self, ref: str) -> str:
-        """WHERE fragment: the searched text `ref` (placeholder) matches the joined index."""
+    def search_from(self, ref: str, clause: str) -> str:
+        """`FROM … WHERE …` of the events `e` matching `clause` whose text matches the searched
+        text `ref` (placeholder), with what `search_order` needs."""
 
     @abstractmethod
     def search_order(self, ref: str) -> str:
@@ -123,8 +127,8 @@ class SqliteDialect(Dialect):
     schema = schema.SQLITE
     greatest = "max"
     key_lock_sql = None  # the single writer connection serializes every write (relay.md §13.1)
-    search_join = "JOIN events_fts ON events_fts.rowid = e.seq"
     search_index_sql = "INSERT INTO events_fts (rowid, content) VALUES (?1, ?2)"
+    h_by_channel = False  # the planner already ORs the tag index with events_by_channel_id (decision 86)
 
     def placeholder(self, n: int) -> str:
         return f"?{n}"
@@ -147,8 +151,8 @@ class SqliteDialect(Dialect):
     def values_table(self, params: Params, values: Sequence[str], alias: str) -> str:
         return f"json_each({params.add_raw(json.dumps(list(values)))}) AS {alias}"
 
-    def search_match(self, ref: str) -> str:
-        return f"events_fts MATCH {ref}"
+    def search_from(self, ref: str, clause: str) -> str:
+        return f"FROM events e JOIN events_fts ON events_fts.rowid = e.seq WHERE {clause} AND events_fts MATCH {ref}"
 
     def search_order(self, ref: str) -> str:
         return "bm25(events_fts)"  # lower is more relevant
@@ -166,8 +170,10 @@ class PostgresDialect(Dialect):
     schema = schema.POSTGRES
     greatest = "GREATEST"
     key_lock_sql = "SELECT pg_advisory_xact_lock($1)"
-    search_join = "JOIN event_search s ON s.event_id = e.id"
     search_index_sql = "INSERT INTO event_search (event_id, tsv) VALUES ($1, to_tsvector('simple', $2))"
+    # A `#h` filter as one OR of the tag set and the channel column cannot walk any index in
+    # time order: PostgreSQL read every event of the kind and sorted them (decision 90).
+    h_by_channel = True
 
     def placeholder(self, n: int) -> str:
         return f"${n}"
@@ -185,11 +191,21 @@ class PostgresDialect(Dialect):
     def values_table(self, params: Params, values: Sequence[str], alias: str) -> str:
         return f"unnest({params.add_raw(list(values))}::text[]) AS {alias}(value)"
 
-    def search_match(self, ref: str) -> str:
-        return f"s.tsv @@ plainto_tsquery('simple', {ref})"
+    def search_from(self, ref: str, clause: str) -> str:
+        # The matches from the GIN index alone (OFFSET 0: planned apart, so nothing asks it for
+        # rank order), then one key lookup per match (LIMIT 1 keeps the lateral subquery a
+        # lookup). A cached generic plan cannot estimate `@@` on a parameter: it otherwise
+        # hash-joined the hits with a scan of every event, or read the whole search table in
+        # rank order (decision 90).
+        query = f"plainto_tsquery('simple', {ref})"
+        return (
+            f"FROM (SELECT s.event_id, ts_rank(s.tsv, {query}) AS rank"
+            f" FROM event_search s WHERE s.tsv @@ {query} OFFSET 0) AS s"
+            f" CROSS JOIN LATERAL (SELECT e.* FROM events e WHERE e.id = s.event_id AND {clause} LIMIT 1) AS e"
+        )
 
     def search_order(self, ref: str) -> str:
-        return f"ts_rank(s.tsv, plainto_tsquery('simple', {ref})) DESC"
+        return "s.rank DESC"
 
     def search_arg(self, terms: Sequence[str]) -> str:
         return " ".join(terms)

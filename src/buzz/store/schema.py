@@ -71,7 +71,7 @@ CREATE INDEX IF NOT EXISTS events_by_author ON events (pubkey, kind, created_at)
 -- Partial: global events (no channel) and non-addressable kinds (no d) skip a B-tree each on
 -- insert: every query on these columns compares them with a value, which implies NOT NULL.
 DROP INDEX IF EXISTS events_by_channel;
-CREATE INDEX IF NOT EXISTS events_by_channel_id ON events (channel_id, created_at) WHERE channel_id IS NOT NULL;
+{channel_index};
 DROP INDEX IF EXISTS events_by_address;
 CREATE INDEX IF NOT EXISTS events_by_d_tag ON events (kind, pubkey, d_tag) WHERE d_tag IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_by_time ON events (created_at, id);
@@ -145,6 +145,8 @@ _SQLITE_TYPES = {
     "utf8": "TEXT",
     "json": "TEXT",
     "event_key": "seq INTEGER PRIMARY KEY,\n    id TEXT NOT NULL UNIQUE",
+    "channel_index": "CREATE INDEX IF NOT EXISTS events_by_channel_id ON events (channel_id, created_at)"
+    " WHERE channel_id IS NOT NULL",
 }
 _POSTGRES_TYPES = {
     "key": 'text COLLATE "C"',
@@ -153,6 +155,12 @@ _POSTGRES_TYPES = {
     "utf8": "bytea",
     "json": "json",
     "event_key": 'id text COLLATE "C" PRIMARY KEY',
+    # A channel's events in exactly the §6.4 order (created_at DESC, id ASC), so a `#h` window
+    # reads one page of index entries, and ids without the heap (clauses._h_by_channel_page).
+    # Replaces events_by_channel_id (dropped after the new one exists).
+    "channel_index": "CREATE INDEX IF NOT EXISTS events_by_channel_time ON events"
+    " (channel_id, created_at DESC, id) WHERE channel_id IS NOT NULL;\n"
+    "DROP INDEX IF EXISTS events_by_channel_id",
 }
 
 # relay.md §11 item 3: searchable events only (the writer decides), whole tokens, no diacritic folding.
@@ -161,13 +169,26 @@ CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5 (
     content, content = '', tokenize = "unicode61 remove_diacritics 0"
 )
 """
+# fastupdate = off: with the default, new entries wait in the GIN index's pending list (up to
+# gin_pending_list_limit, 4 MB) until a vacuum, and every search scans that whole list — after
+# a bulk load, tens of milliseconds per search whatever the store's size. Each insert updates
+# the index itself instead.
 _POSTGRES_SEARCH = """
 CREATE TABLE IF NOT EXISTS event_search (
     event_id text COLLATE "C" PRIMARY KEY REFERENCES events (id),
     tsv tsvector NOT NULL
 );
-CREATE INDEX IF NOT EXISTS event_search_tsv ON event_search USING GIN (tsv)
+CREATE INDEX IF NOT EXISTS event_search_tsv ON event_search USING GIN (tsv) WITH (fastupdate = off)
 """
+# An index made before the switch is altered once and its pending list merged (one statement:
+# the block's own `;` must not be split).
+_POSTGRES_SEARCH_MIGRATION = """DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = 'event_search_tsv'::regclass
+                   AND reloptions @> ARRAY['fastupdate=off']) THEN
+        ALTER INDEX event_search_tsv SET (fastupdate = off);
+        PERFORM gin_clean_pending_list('event_search_tsv'::regclass);
+    END IF;
+END $$"""
 
 
 def _statements(script: str) -> tuple[str, ...]:
@@ -175,4 +196,7 @@ def _statements(script: str) -> tuple[str, ...]:
 
 
 SQLITE = _statements(_TABLES.format(**_SQLITE_TYPES) + ";" + _SQLITE_SEARCH)
-POSTGRES = _statements(_TABLES.format(**_POSTGRES_TYPES) + ";" + _POSTGRES_SEARCH)
+POSTGRES = (
+    *_statements(_TABLES.format(**_POSTGRES_TYPES) + ";" + _POSTGRES_SEARCH),
+    _POSTGRES_SEARCH_MIGRATION,
+)
