@@ -193,3 +193,60 @@ async def test_count_distinct_across_filters(store: EventStore) -> None:
     assert await store.count(filters, None) == 2
     assert await store.count(filters, None, lambda s: s.event.pubkey == BOB.pubkey) == 1
     assert await store.count([Filter()], None) == 3
+
+
+async def test_h_filter_pages_in_order_across_channels_and_foreign_h_tags(store: EventStore) -> None:
+    """relay.md §6.2, §6.4 item 2, §6.5 item 3: an `#h` read over several channels, events with an
+    h tag naming another channel than their own, global events with an h tag and events with no
+    h tag, paged by the accept predicate through equal timestamps, is exactly the sorted match."""
+    c, d = await create_channel(store), await create_channel(store)
+    hidden = await create_channel(store, "private")  # BOB is no member: out of scope
+    events = []
+    for i in range(40):
+        at = T0 + i // 4  # four per second: ties on created_at
+        match i % 8:
+            case 0:
+                events.append(make(9, str(i), [["h", c]], at, channel=c))
+            case 1:
+                events.append(make(7, str(i), [["e", "ab" * 32]], at, channel=c))  # no h: by channel
+            case 2:
+                events.append(make(7, str(i), [["e", "ab" * 32], ["h", d]], at, channel=c))  # h names d
+            case 3:
+                events.append(make(1, str(i), [["h", c]], at))  # global with an h tag
+            case 4:
+                events.append(make(9, str(i), [["h", c], ["h", d]], at, channel=d))  # both
+            case 5:
+                events.append(make(7, str(i), [["h", c]], at, channel=hidden))  # h names c, not readable
+            case 6:
+                events.append(make(9, str(i), [["h", d]], at, channel=d))
+            case _:
+                events.append(make(9, str(i), [["h", hidden]], at, channel=hidden))
+    await insert_all(store, *events)
+
+    def matches(stored: StoredEvent, channels: set[str]) -> bool:
+        h = {t[1] for t in stored.event.tags if t[0] == "h" and len(t) > 1}
+        in_scope = stored.channel_id is None or stored.channel_id in (c, d)
+        return in_scope and (bool(h & channels) if h else stored.channel_id in channels)
+
+    for channels in ({c}, {d}, {c, d}):
+        expected = ids(
+            sorted(
+                (s for s in events if matches(s, channels)), key=lambda s: (-s.event.created_at, s.event.id)
+            )
+        )
+        assert (
+            await query_ids(store, flt(tag_h=sorted(channels), kinds=[1, 7, 9]), reader=BOB.pubkey)
+            == expected
+        )
+        odd = await store.query(
+            [flt(tag_h=sorted(channels), kinds=[1, 7, 9], limit=7)],
+            BOB.pubkey,
+            lambda s: int(s.event.content) % 2 == 1,
+        )
+        assert (
+            ids(odd)
+            == [
+                i for i in expected if int(next(s for s in events if s.event.id == i).event.content) % 2 == 1
+            ][:7]
+        )
+        assert await store.count([flt(tag_h=sorted(channels), kinds=[1, 7, 9])], BOB.pubkey) == len(expected)
