@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from buzz.store import open_store
@@ -14,6 +15,7 @@ from buzz.store.postgres import PostgresStore
 from buzz.store.sqlbase import SqlStore
 from buzz.store.sqlite import SqliteStore
 from tests.store.helpers import flt, make, query_ids
+from tests.support.pg import temp_database
 
 
 def test_open_store_picks_the_backend(tmp_path: Path) -> None:
@@ -84,3 +86,39 @@ async def test_reads_run_while_writes_proceed(store: SqlStore) -> None:
     assert set(await writes) == {InsertOutcome.STORED}
     assert all(0 <= n <= 40 for n in counts)
     assert await store.count([flt()], None) == 40
+
+
+@pytest.mark.postgres
+async def test_postgres_open_migrates_a_store_of_the_previous_schema() -> None:
+    """A database made before decision 90 (channel index `events_by_channel_id`, a search index
+    with a pending list) gets the ordered channel index and a search index without pending list
+    at open, keeping its rows."""
+    async with temp_database() as dsn:
+        store = PostgresStore(dsn)
+        await store.open()
+        await store.insert(make(1, "kept words"))
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute(
+                "DROP INDEX events_by_channel_time;"
+                " CREATE INDEX events_by_channel_id ON events (channel_id, created_at) WHERE channel_id IS NOT NULL;"
+                " ALTER INDEX event_search_tsv RESET (fastupdate)"
+            )
+            await store.close()
+            again = PostgresStore(dsn)
+            await again.open()
+            try:
+                names = {
+                    r[0]
+                    for r in await conn.fetch("SELECT indexname FROM pg_indexes WHERE tablename = 'events'")
+                }
+                assert "events_by_channel_time" in names and "events_by_channel_id" not in names
+                options = await conn.fetchval(
+                    "SELECT reloptions FROM pg_class WHERE relname = 'event_search_tsv'"
+                )
+                assert options == ["fastupdate=off"]
+                assert len(await query_ids(again, flt(search="words"))) == 1
+            finally:
+                await again.close()
+        finally:
+            await conn.close()
