@@ -90,7 +90,7 @@ async def test_reads_run_while_writes_proceed(store: SqlStore) -> None:
 
 @pytest.mark.postgres
 async def test_postgres_open_migrates_a_store_of_the_previous_schema() -> None:
-    """A database made before decision 90 (channel index `events_by_channel_id`, a search index
+    """A database made before decision 91 (channel index `events_by_channel_id`, a search index
     with a pending list) gets the ordered channel index and a search index without pending list
     at open, keeping its rows."""
     async with temp_database() as dsn:

@@ -172,7 +172,7 @@ class PostgresDialect(Dialect):
     key_lock_sql = "SELECT pg_advisory_xact_lock($1)"
     search_index_sql = "INSERT INTO event_search (event_id, tsv) VALUES ($1, to_tsvector('simple', $2))"
     # A `#h` filter as one OR of the tag set and the channel column cannot walk any index in
-    # time order: PostgreSQL read every event of the kind and sorted them (decision 90).
+    # time order: PostgreSQL read every event of the kind and sorted them (decision 91).
     h_by_channel = True
 
     def placeholder(self, n: int) -> str:
@@ -196,7 +196,7 @@ class PostgresDialect(Dialect):
         # rank order), then one key lookup per match (LIMIT 1 keeps the lateral subquery a
         # lookup). A cached generic plan cannot estimate `@@` on a parameter: it otherwise
         # hash-joined the hits with a scan of every event, or read the whole search table in
-        # rank order (decision 90).
+        # rank order (decision 91).
         query = f"plainto_tsquery('simple', {ref})"
         return (
             f"FROM (SELECT s.event_id, ts_rank(s.tsv, {query}) AS rank"

@@ -20,7 +20,7 @@ from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 _SCHEMA_LOCK_ID = 0x62757A7A  # "buzz"
 # JIT compilation pays off for long analytic queries only: past `jit_above_cost` (a cost that
 # a window page's or a search's estimate reaches on a large store) it added ~60 ms of
-# compilation to a query that runs in ~1 ms (decision 90).
+# compilation to a query that runs in ~1 ms (decision 91).
 _SESSION = {"jit": "off"}
 _DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, asyncio.TimeoutError)
 
