@@ -255,7 +255,8 @@ class RemoteHub:
         removal — `left` to everyone else and, when it was the last seat, the room's end, as
         for a local seat closed the same way."""
         if self.owner_streams.get(stream.stream) is not stream:
-            return  # already gone (the ingress unregistered it first)
+            return  # already gone (the ingress unregistered it first, or dropped a moment ago)
+        del self.owner_streams[stream.stream]  # at once: a second drop sends no second goodbye
         self.huddles.stats.count("mesh_seats_dropped_total")
         self.send(stream, {"t": "goodbye", "reason": reason})
         self.spawn(self.owner_remove(stream, left_by_choice=True))
