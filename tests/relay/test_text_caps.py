@@ -1,4 +1,4 @@
-"""Text field caps (core.limits.TEXT_CAPS, docs/decisions.md 92): channel name/about/topic/purpose
+"""Text field caps (core.limits.TEXT_CAPS, docs/decisions.md 93): channel name/about/topic/purpose
 on 9007 and 9002, profile `name`/`display_name` on kind 0, and the ban reason of `buzz admin ban`.
 At the cap a value is accepted; one code point over it is refused `invalid: <field> too long
 (<n> characters, max <cap>)` (an error line from the CLI). Real relay, real `buzz` command."""

@@ -37,7 +37,7 @@ REDIS_REQUEST_TIMEOUT_MS = 250  # default of BUZZ_REDIS_TIMEOUT_MS: Redis calls 
 HISTORY_DEFAULT_LIMIT = 100
 HISTORY_MAX_LIMIT = 500
 HISTORY_MAX_BYTES = 4 << 20
-# Text fields (not in relay.md §17, which bounds only whole events; docs/decisions.md 92): the
+# Text fields (not in relay.md §17, which bounds only whole events; docs/decisions.md 93): the
 # most Unicode code points each may hold. Policy data, read by the 9007/9002 and kind 0
 # validators and by the ban list's store; a longer value is refused with `text_too_long`'s
 # reason (`invalid:` on the wire). docs/limits.md lists them for operators and client authors.
