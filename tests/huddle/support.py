@@ -176,3 +176,20 @@ async def until_seated(client: HuddleClient, running: asyncio.Task[Any]) -> None
     await asyncio.wait({seated, running}, return_when=asyncio.FIRST_COMPLETED)
     seated.cancel()
     assert client.seated.is_set(), running.exception() if running.done() else None
+
+
+async def texts_until(peer: AudioPeer, want: int, kind: str) -> list[dict[str, Any]]:
+    """Text messages of `kind` until `want` of them arrived (binary frames are skipped)."""
+    seen: list[dict[str, Any]] = []
+    async with asyncio.timeout(10):
+        while len(seen) < want:
+            msg = await peer.ws.receive()
+            if msg.type == aiohttp.WSMsgType.PING:
+                await pong(peer.ws, msg.data)
+            elif msg.type == aiohttp.WSMsgType.TEXT:
+                body = orjson.loads(msg.data)
+                if body["type"] == kind:
+                    seen.append(body)
+            else:
+                assert msg.type == aiohttp.WSMsgType.BINARY, msg
+    return seen

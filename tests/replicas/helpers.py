@@ -5,15 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
 
-import aiohttp
-import orjson
 from redis.asyncio import Redis
 
 from buzz.client.relay_client import Subscription
 from buzz.core.event import Event
-from tests.huddle.support import AudioPeer, pong
 from tests.support.relay import RunningRelay
 from tests.workspace.helpers import drain
 
@@ -68,20 +64,3 @@ def runtime(running: RunningRelay) -> str:
     mesh = running.relay.huddles.mesh
     assert mesh is not None
     return mesh.runtime_id
-
-
-async def texts_until(peer: AudioPeer, want: int, kind: str) -> list[dict[str, Any]]:
-    """Text messages of `kind` until `want` of them arrived (binary frames are skipped)."""
-    seen: list[dict[str, Any]] = []
-    async with asyncio.timeout(10):
-        while len(seen) < want:
-            msg = await peer.ws.receive()
-            if msg.type == aiohttp.WSMsgType.PING:
-                await pong(peer.ws, msg.data)
-            elif msg.type == aiohttp.WSMsgType.TEXT:
-                body = orjson.loads(msg.data)
-                if body["type"] == kind:
-                    seen.append(body)
-            else:
-                assert msg.type == aiohttp.WSMsgType.BINARY, msg
-    return seen

@@ -20,10 +20,10 @@ from redis.asyncio import Redis
 
 from buzz.core.mesh_lease import lease_keys, parse_lease
 from buzz.relay.huddle.mesh_link import ctl_channel
-from tests.huddle.support import AudioPeer, ChannelSpec, join, make_channel
+from tests.huddle.support import AudioPeer, ChannelSpec, join, make_channel, texts_until
 from tests.operator.support import free_port
 from tests.replicas.conftest import meshed, redis_url, served_pair
-from tests.replicas.helpers import runtime, texts_until, wait_until
+from tests.replicas.helpers import runtime, wait_until
 from tests.support.relay import Identity, RunningRelay
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]

@@ -11,9 +11,9 @@ from redis.asyncio import Redis
 
 from buzz.core.event import Event
 from buzz.core.mesh_lease import lease_keys
-from tests.huddle.support import ChannelSpec, frame, join, make_channel, refused
+from tests.huddle.support import ChannelSpec, frame, join, make_channel, refused, texts_until
 from tests.replicas.conftest import meshed, redis_url
-from tests.replicas.helpers import runtime, texts_until
+from tests.replicas.helpers import runtime
 from tests.support.relay import Identity
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]

@@ -13,9 +13,9 @@ from redis.asyncio import Redis
 from buzz.core.mesh_envelope import FANOUT, INGRESS, NO_PEER, Envelope
 from buzz.core.mesh_lease import lease_keys
 from buzz.relay.huddle.mesh_link import media_channel
-from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel
+from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel, texts_until
 from tests.replicas.conftest import meshed, redis_url
-from tests.replicas.helpers import runtime, texts_until, wait_until
+from tests.replicas.helpers import runtime, wait_until
 from tests.support.relay import Identity
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]

@@ -37,5 +37,26 @@ REDIS_REQUEST_TIMEOUT_MS = 250  # default of BUZZ_REDIS_TIMEOUT_MS: Redis calls 
 HISTORY_DEFAULT_LIMIT = 100
 HISTORY_MAX_LIMIT = 500
 HISTORY_MAX_BYTES = 4 << 20
+# Text fields (not in relay.md §17, which bounds only whole events; docs/decisions.md 94): the
+# most Unicode code points each may hold. Policy data, read by the 9007/9002 and kind 0
+# validators and by the ban list's store; a longer value is refused with `text_too_long`'s
+# reason (`invalid:` on the wire). docs/limits.md lists them for operators and client authors.
+TEXT_CAPS: dict[str, int] = {
+    "channel name": 80,  # 9007 / 9002 `name`, after the leading `#` and whitespace are stripped
+    "channel about": 1000,  # 9007 / 9002 `about`
+    "channel topic": 250,  # 9007 / 9002 `topic`
+    "channel purpose": 250,  # 9007 / 9002 `purpose`
+    "profile name": 80,  # kind 0 content `name`
+    "profile display_name": 80,  # kind 0 content `display_name`
+    "ban reason": 500,  # `buzz admin ban --reason`
+}
+
+
+def text_too_long(field: str, value: str) -> str | None:
+    """The refusal reason when `value` holds more than `TEXT_CAPS[field]` code points, else None."""
+    cap = TEXT_CAPS[field]
+    n = len(value)
+    return f"{field} too long ({n} characters, max {cap})" if n > cap else None
+
 
 __all__ = [name for name in dir() if name.isupper()] + ["DEFAULT_LIMIT", "MAX_LIMIT"]

@@ -3,8 +3,10 @@
 `buzz admin ban` writes the ban list in the store from another process; the ban gate refuses
 the key's next AUTH, and this watcher closes the sessions it already holds: every `POLL_S`
 seconds it reads the ban list (one small query) and closes each authenticated WebSocket
-connection whose pubkey is on it, after a NOTICE with the ban text. The query answers the same
-on every replica, so each one closes its own connections.
+connection whose pubkey is on it, after a NOTICE with the ban text. A huddle seat (an audio
+socket, or on a mesh owner a seat another replica holds in its room) is ended the huddle way
+(`ban()`: huddle.md §4.2 step 2 error, close 1008; `left` to the others). The query answers
+the same on every replica, so each one closes its own connections and the seats it owns.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 
 from buzz.core import messages
+from buzz.relay.revocation import huddle_seat
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +30,14 @@ def close_banned(connections: Iterable[object], banned: frozenset[str]) -> int:
     closed = 0
     for conn in list(connections):
         pubkey = getattr(conn, "pubkey", None)
-        if pubkey is None or pubkey not in banned or not hasattr(conn, "close_soon"):
+        if pubkey is None or pubkey not in banned:
+            continue
+        seat = huddle_seat(conn)
+        if seat is not None:
+            seat.ban()
+            closed += 1
+            continue
+        if not hasattr(conn, "close_soon"):
             continue
         conn.send(messages.notice(BANNED))  # type: ignore[attr-defined]
         conn.close_soon(code=1008, message=b"blocked", last_words=True)  # type: ignore[attr-defined]

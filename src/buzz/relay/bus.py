@@ -153,7 +153,7 @@ class RedisBus:
             relay.config.workspace_id,
             relay.fanout,
             relay.access,
-            relay.connections,
+            relay.sessions,  # sockets, and a mesh owner's remote huddle seats
             relay.stats,
             relay.config.redis_timeout_ms / 1000,
         )

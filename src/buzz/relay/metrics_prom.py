@@ -26,7 +26,7 @@ Names (all prefixed `buzz_`):
 | `messages_dropped_total` | counter | (full send queue, relay.md §7.9) |
 | `huddle_rooms` / `huddle_peers` | gauge | |
 | `huddle_frames_total` | counter | `what` (in, forwarded, dropped, flushed, oversized, too_short) |
-| `huddle_mesh_total` | counter | `what` (fanout_envelopes, stale, unregistered, ambiguous, malformed, outbox_dropped, send_failed, leases_lost, fence_rejections, registrations_abandoned): BUZZ_MESH only |
+| `huddle_mesh_total` | counter | `what` (fanout_envelopes, stale, unregistered, ambiguous, malformed, outbox_dropped, send_failed, leases_lost, fence_rejections, registrations_abandoned, seats_dropped): BUZZ_MESH only |
 | `redis_bus_enabled` / `redis_bus_connected` | gauge | |
 | `redis_bus_messages_total` | counter | `what` (published, publish_failed, received, echo_dropped, bad_payload) |
 | `redis_bus_reconnects_total` | counter | |
@@ -96,6 +96,7 @@ MESH_COUNTERS = (  # exported label → key in Snapshot.mesh_counters (buzz.rela
     ("leases_lost", "mesh_leases_lost_total"),
     ("fence_rejections", "mesh_fence_rejections_total"),
     ("registrations_abandoned", "mesh_registrations_abandoned_total"),
+    ("seats_dropped", "mesh_seats_dropped_total"),  # remote seats the owner ended (lost access, ban)
     ("control_malformed", "mesh_control_malformed_total"),
     ("batch_malformed", "mesh_batch_malformed_total"),
 )

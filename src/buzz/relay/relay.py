@@ -28,6 +28,7 @@ from buzz.relay.ingest import Ingest
 from buzz.relay.presence import Presence
 from buzz.relay.reads import Reads
 from buzz.relay.rules.base import KindRules
+from buzz.relay.sessions import Sessions
 from buzz.relay.subscriptions import SubscriptionIndex
 from buzz.relay.telemetry import Telemetry
 from buzz.store import open_store
@@ -54,8 +55,10 @@ class Relay:
         )
         self.reads = Reads(self.store, self.access)
         self.connections: set[object] = set()
+        # What revocation and the ban watch re-check: the sockets, and a mesh owner's remote seats.
+        self.sessions = Sessions(self.connections, lambda: self.huddles.remote_seats())
         # Workspace follow-ups (relay.md §4.6, §4.7) and presence (§12.2 item 2).
-        self.emitter = Emitter(self.store, self.fanout, self.access, self.secret_key, self.connections)
+        self.emitter = Emitter(self.store, self.fanout, self.access, self.secret_key, self.sessions)
         self.presence = Presence()
         self.rules.emitter = self.emitter
         self.rules.presence = self.presence
@@ -84,7 +87,7 @@ class Relay:
         # A crash between a channel change's commit and its follow-ups left state behind.
         await self.emitter.repair_all()
         self._ban_watch = asyncio.get_running_loop().create_task(
-            banwatch.watch(self.connections, self.store.banned_among),  # type: ignore[attr-defined]
+            banwatch.watch(self.sessions, self.store.banned_among),  # type: ignore[attr-defined]
             name="ban-watch",
         )
 

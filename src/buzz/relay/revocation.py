@@ -6,7 +6,9 @@ channel turned private (every connected non-member), and a deleted channel (ever
 after this process invalidated its membership cache, so `readable` sees the new state. The same
 rule drops a huddle participant (an audio socket, huddle.md §3.6) who can no longer read the
 huddle's channel: on a mesh ingress replica that also unregisters the seat at the room's owner,
-so everyone else gets `left` (issue 15).
+so everyone else gets `left` (issue 15). On the room's owner the same rule covers the seats
+other replicas hold in its rooms (`RemoteHub.seats`): the owner drops one that lost access
+itself, even if the ingress replica never heard of the change.
 Independently, delivery re-checks access per event (§12.1), so a missed eviction leaks nothing.
 """
 
@@ -36,9 +38,12 @@ class _Seated(Protocol):
 
     def revoke(self) -> None: ...
 
+    def ban(self) -> None: ...
 
-def _seat(conn: object) -> _Seated | None:
-    """`conn` when it is a huddle seat (an audio socket), else None."""
+
+def huddle_seat(conn: object) -> _Seated | None:
+    """`conn` when it is a huddle seat (an audio socket, or on a mesh owner a seat another
+    replica holds in its room), else None."""
     return conn if callable(getattr(conn, "huddle_channel", None)) else None  # type: ignore[return-value]
 
 
@@ -51,7 +56,7 @@ def channels_read(conn: object) -> set[str]:
         for flt in sub.filters
         for channel_id in flt.channels
     }
-    seat = _seat(conn)
+    seat = huddle_seat(conn)
     if seat is not None and (channel_id := seat.huddle_channel()) is not None:
         out.add(channel_id)
     return out
@@ -67,7 +72,7 @@ async def revoke_unreadable(connections: Iterable[object], access: ChannelAccess
     `channel_id` whose connection's reader fails `readable(C, reader)`. Returns how many."""
     evicted = 0
     for conn in list(connections):
-        seat = _seat(conn)
+        seat = huddle_seat(conn)
         if seat is not None:
             evicted += await _revoke_seat(seat, access, channel_id)
             continue

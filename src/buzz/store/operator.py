@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from buzz.core.limits import text_too_long
 from buzz.store.dialect import Conn, Params
 
 RELAY_MEMBER_ROLES = ("owner", "admin", "member")  # relay.md §4.4 item 1
@@ -61,6 +62,13 @@ async def remove_relay_member_txn(conn: Conn, pubkey: str) -> bool:
 
 
 # -- bans ---------------------------------------------------------------------------------------
+def check_ban_reason(reason: str) -> None:
+    """Raises ValueError for a reason over its cap (core.limits.TEXT_CAPS["ban reason"])."""
+    too_long = text_too_long("ban reason", reason)
+    if too_long is not None:
+        raise ValueError(too_long)
+
+
 async def ban_txn(conn: Conn, pubkey: str, reason: str, now: int) -> bool:
     """Add `pubkey` to the ban list; False when it was already banned (reason kept)."""
     p = Params(conn.dialect)

@@ -153,7 +153,9 @@ class SqlStore(ABC):
         return await self._write(operator.remove_relay_member_txn, pubkey)
 
     async def ban(self, pubkey: str, reason: str = "") -> bool:
-        """Put `pubkey` on the ban list (relay.md §7.3 item 2.3); False when already banned."""
+        """Put `pubkey` on the ban list (relay.md §7.3 item 2.3); False when already banned.
+        Raises ValueError for a reason over its cap (`operator.check_ban_reason`)."""
+        operator.check_ban_reason(reason)
         return await self._write(operator.ban_txn, pubkey, reason, int(time.time()))
 
     async def unban(self, pubkey: str) -> bool:

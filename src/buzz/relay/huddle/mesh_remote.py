@@ -68,6 +68,11 @@ REGISTER_ANSWER_S = PING_S * SILENCE_TICKS
 # message `[author][frame]` the room already built (the same bytes as `pack_fast`, one concat).
 _SEQ_TARGET = struct.Struct(">QB")
 _TARGET_AT = HEADER_LEN - 1  # byte 98; the payload `[author][frame]` starts at HEADER_LEN
+# `goodbye` reasons of this project beyond §9.6's three (docs/decisions.md): the owner dropped
+# the stream's seat because its participant lost access to the channel or was banned. An
+# ingress replica that does not know them tears the stream down as for any `goodbye`.
+GOODBYE_REVOKED = "access_revoked"
+GOODBYE_BANNED = "banned"
 
 
 def _fenced(session: str, lease: Lease) -> dict[str, Any]:
@@ -131,6 +136,30 @@ class OwnerStream:
     lifecycle_parent: str | None = None  # where 48103 goes if this peer leaves the room last
     pubkey: str | None = None
     last_seen: float = field(default_factory=time.monotonic)
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class RemoteSeat:
+    """The owner's view of a seat another replica holds in its room, shaped like an audio
+    socket for revocation (relay.md §4.7) and the ban watch: `pubkey`, `huddle_channel()`,
+    `revoke()`, `ban()`. Ending it is the owner's own decision (docs/decisions.md): it does not
+    wait for the ingress replica to notice."""
+
+    hub: RemoteHub
+    stream: OwnerStream
+
+    @property
+    def pubkey(self) -> str | None:
+        return self.stream.pubkey if self.stream.slot is not None else None
+
+    def huddle_channel(self) -> str | None:
+        return self.stream.session if self.stream.slot is not None else None
+
+    def revoke(self) -> None:
+        self.hub.drop_seat(self.stream, GOODBYE_REVOKED)
+
+    def ban(self) -> None:
+        self.hub.drop_seat(self.stream, GOODBYE_BANNED)
 
 
 # -- ingress side -----------------------------------------------------------------------------
@@ -215,6 +244,22 @@ class RemoteHub:
             if owned.last_seen < deadline:  # a seat, or a hello whose registration never came
                 log.warning("huddle remote stream %s silent: removing its peer", owned.stream)
                 await self.owner_remove(owned)
+
+    def seats(self) -> list[RemoteSeat]:
+        """The seats other replicas hold in the rooms this replica owns."""
+        return [RemoteSeat(self, s) for s in list(self.owner_streams.values()) if s.slot is not None]
+
+    def drop_seat(self, stream: OwnerStream, reason: str) -> None:
+        """The owner ends a remote seat whose participant lost access or was banned: `goodbye`
+        with `reason` (the ingress closes its client with the matching error), then the normal
+        removal — `left` to everyone else and, when it was the last seat, the room's end, as
+        for a local seat closed the same way."""
+        if self.owner_streams.get(stream.stream) is not stream:
+            return  # already gone (the ingress unregistered it first, or dropped a moment ago)
+        del self.owner_streams[stream.stream]  # at once: a second drop sends no second goodbye
+        self.huddles.stats.count("mesh_seats_dropped_total")
+        self.send(stream, {"t": "goodbye", "reason": reason})
+        self.spawn(self.owner_remove(stream, left_by_choice=True))
 
     def spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -365,8 +410,24 @@ class RemoteHub:
         elif kind == "goodbye":
             if not stream.answer.done():
                 stream.answer.set_result({"t": "goodbye"})
+            reason = message.get("reason")
+            if reason in (GOODBYE_REVOKED, GOODBYE_BANNED) and self._end_client(stream, reason):
+                return None
             self._teardown_ingress(stream)
         return None
+
+    def _end_client(self, stream: IngressStream, reason: str) -> bool:
+        """The owner dropped this client's seat (lost access, banned): end the client's socket
+        as this replica would have (`not a member` / `restricted: not a relay member`, close
+        1008); its cleanup emits 48102. False when the client is not seated here yet (the
+        caller closes the stream as for any `goodbye`)."""
+        for sock in list(self.huddles.sockets):
+            if sock.seat is not None and sock.seat.remote is stream:
+                stream.closed = True  # the owner holds nothing any more: nothing to unregister
+                self._forget_ingress(stream)
+                (sock.ban if reason == GOODBYE_BANNED else sock.revoke)()
+                return True
+        return False
 
     def _teardown_ingress(self, stream: IngressStream) -> None:
         """§9.6 ingress step 5: close the client (it rejoins and re-resolves). The owner may

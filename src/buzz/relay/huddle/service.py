@@ -17,7 +17,7 @@ from buzz.relay.huddle.lease_redis import LeaseStore
 from buzz.relay.huddle.lifecycle import Lifecycle
 from buzz.relay.huddle.mesh import Ownership
 from buzz.relay.huddle.mesh_link import MeshLink
-from buzz.relay.huddle.mesh_remote import RemoteHub
+from buzz.relay.huddle.mesh_remote import RemoteHub, RemoteSeat
 from buzz.relay.huddle.rooms import LocalRooms, RoomSlot
 from buzz.relay.huddle.settings import HuddleSettings
 from buzz.relay.huddle.socket import AudioSocket
@@ -122,6 +122,11 @@ class Huddles:
         if self.remote is not None:
             counters.update(self.remote.link.stats)
         return counters
+
+    def remote_seats(self) -> list[RemoteSeat]:
+        """Seats other replicas hold in the rooms this replica owns (revocation and the ban
+        watch re-check them, `buzz.relay.sessions`); none with the mesh off."""
+        return self.remote.seats() if self.remote is not None else []
 
     def close_room(self, slot: RoomSlot, code: int, reason: bytes) -> None:
         """Close every local socket of the room (a lost lease, §9.5): their cleanup runs as usual."""

@@ -31,11 +31,13 @@ from buzz.core.huddle_wire import (
     HUDDLE_HAS_ENDED,
     MAX_AUDIO_FRAME_BYTES,
     NOT_A_MEMBER,
+    NOT_RELAY_MEMBER,
     OWNER_UNREACHABLE,
     RELAY_DRAINING,
     Admitted,
     Auth,
     Challenge,
+    ErrorMessage,
     Ingress,
     Leave,
     check_version,
@@ -56,6 +58,7 @@ log = logging.getLogger(__name__)
 
 OVERSIZE_LOG_EVERY = 1000  # an oversized frame is logged once, then every 1000th on that socket
 REVOKED_CLOSE = (1008, b"channel access revoked")  # a seat whose participant lost access
+BANNED_CLOSE = (1008, b"blocked")  # a seat whose participant was banned (as the main relay closes)
 
 
 class _SilentClose(Exception):
@@ -112,17 +115,26 @@ class AudioSocket:
         """The participant lost access to the channel: `{"type":"error","message":"not a
         member"}` (§4.2 step 3, so clients do not retry), then close 1008; cleanup follows
         (`left` to the others, 48102; on an ingress replica, unregistered at the owner)."""
+        self._end_seat(NOT_A_MEMBER, REVOKED_CLOSE, "huddle_seats_revoked_total")
+
+    def ban(self) -> None:
+        """The participant (or its NIP-OA owner) was banned while seated: the §4.2 step 2
+        refusal a rejoin would get (`restricted: not a relay member`, no retry), then close
+        1008 "blocked"; the same cleanup as `revoke`."""
+        self._end_seat(NOT_RELAY_MEMBER, BANNED_CLOSE, "huddle_seats_banned_total")
+
+    def _end_seat(self, error: ErrorMessage, close: tuple[int, bytes], counter: str) -> None:
         if self.ws.closed:
             return
-        self.huddles.stats.count("huddle_seats_revoked_total")
+        self.huddles.stats.count(counter)
 
-        async def close() -> None:
+        async def end() -> None:
             with contextlib.suppress(Exception):
-                await self.ws.send_str(NOT_A_MEMBER.to_text())
+                await self.ws.send_str(error.to_text())
             with contextlib.suppress(Exception):
-                await self.ws.close(code=REVOKED_CLOSE[0], message=REVOKED_CLOSE[1])
+                await self.ws.close(code=close[0], message=close[1])
 
-        task = asyncio.get_running_loop().create_task(close())
+        task = asyncio.get_running_loop().create_task(end())
         self.huddles.background.add(task)
         task.add_done_callback(self.huddles.background.discard)
 

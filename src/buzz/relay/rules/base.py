@@ -83,14 +83,15 @@ class KindRules:
 
     async def channel_checks(self, stored: StoredEvent) -> None:
         """relay.md §8 item 13 for a channel event: the write gate (§4.3 item 2) unless the kind
-        applies its own rules, existence for the kinds that still require it, then the archived
+        applies its own rules (9002 and 9008 get it anyway, `HIDE_PRIVATE_RULES`), existence
+        for the kinds that still require it, then the archived
         check (§4.3 item 3). Raises Restricted / Invalid; a store failure propagates (fail closed)."""
         channel_id, event = stored.channel_id, stored.event
         if channel_id is None:
             return
         # One read of the row serves the write gate and the checks after it.
         channel = await self.store.get_channel(channel_id)
-        if event.kind not in OWN_CHANNEL_RULES:
+        if event.kind not in OWN_CHANNEL_RULES or event.kind in HIDE_PRIVATE_RULES:
             await self.write_gate(channel_id, event.pubkey, channel)
         if channel is None:
             if event.kind in EXISTING_CHANNEL_RULES:
@@ -188,6 +189,13 @@ def parse_address(value: str) -> tuple[int, str, str] | None:
 OWN_CHANNEL_RULES = frozenset({9007, 9021, 9002, 9005, 9008, 40003, 41010, 41011, 41012})
 # Of those, the kinds that still require the channel to exist (`restricted: not a channel member`).
 EXISTING_CHANNEL_RULES = frozenset({9002, 9005, 9008, 40003})
+# Of those, the admin kinds that no non-member of a private channel can ever pass (9002 needs an
+# active or elevated member, 9008 an active owner): for them the write gate runs first, so a
+# private channel the author cannot read is refused exactly like a missing one (`restricted: not
+# a channel member`, §4.3 item 2's "so private channels are not revealed"), before any tag check
+# or the archived check could tell the two apart (docs/decisions.md). 9021 keeps §4.5's
+# distinct `channel not found` / `channel is private`, which the spec fixes.
+HIDE_PRIVATE_RULES = frozenset({9002, 9008})
 CHANNEL_ARCHIVED = Refusal(Invalid, "channel is archived")
 DM_OPEN_KIND = 41010
 PRESENCE_KIND = 20001

@@ -13,6 +13,7 @@ import re
 from buzz.core.errors import Duplicate, Invalid, Refusal, Restricted
 from buzz.core.event import Event
 from buzz.core.keys import is_hex
+from buzz.core.limits import text_too_long
 from buzz.relay.emit import ChannelChange
 from buzz.relay.rules.base import KindRules, Plan, Validator
 from buzz.relay.rules.membership import (
@@ -59,6 +60,17 @@ def _target(event: Event) -> str:
     return target
 
 
+CAPPED_TAGS = ("name", "about", "topic", "purpose")  # each capped by TEXT_CAPS["channel <tag>"]
+
+
+def _capped(tag: str, value: str) -> str:
+    """`value` of a 9007/9002 text tag, refused `invalid:` over its cap (core.limits.TEXT_CAPS)."""
+    reason = text_too_long(f"channel {tag}", value)
+    if reason is not None:
+        raise Invalid(reason)
+    return value
+
+
 def _tag_or(event: Event, name: str, default: str) -> str:
     value = event.first_tag(name)
     return default if value is None else value
@@ -96,9 +108,11 @@ async def create_group(rules: KindRules, plan: Plan, session: Session) -> None:
             # The creator's retry after a crash: the relay-signed state may be missing.
             await rules.emitter.repair(channel_id)
         raise Duplicate("channel already exists")
-    name = clean_name(event.first_tag("name"))
+    name = _capped("name", clean_name(event.first_tag("name")))
     if not name:
         raise NAME_REQUIRED()
+    for tag in CAPPED_TAGS[1:]:
+        _capped(tag, event.first_tag(tag) or "")
     visibility = _visibility(_tag_or(event, "visibility", "open"))
     channel_type = _tag_or(event, "channel_type", "stream")
     if channel_type not in CREATABLE_TYPES:
@@ -183,8 +197,11 @@ async def edit_metadata(rules: KindRules, plan: Plan, session: Session) -> None:
     changes: list[tuple[str, object]] = []
     if "archived" in given and given["archived"] not in ("true", "false"):
         raise Invalid(f"invalid archived value: {given['archived']}")
+    for tag in CAPPED_TAGS[1:]:
+        if tag in given:
+            _capped(tag, given[tag])
     if "name" in given:
-        name = clean_name(given["name"])
+        name = _capped("name", clean_name(given["name"]))
         if not name:
             raise NAME_REQUIRED()
         changes.append(("name", name))

@@ -15,13 +15,15 @@ from __future__ import annotations
 import orjson
 
 from buzz.core.channel_id import is_channel_id
-from buzz.core.errors import Invalid
+from buzz.core.errors import Invalid, Refusal
 from buzz.relay.rules.base import KindRules, Plan, Validator
 from buzz.relay.session import Session
 from buzz.store.base import Channel
 
 HUDDLE_STARTED = 48100
 HUDDLE_ENDED = 48103
+NOT_THE_AUTHORS = Refusal(Invalid, "huddle channel was not created by the author")
+NOT_THE_CREATOR = Refusal(Invalid, "only the huddle channel's creator or the relay may end a huddle")
 
 
 def _ephemeral_channel_id(content: str, kind: int) -> str:
@@ -37,19 +39,20 @@ def _ephemeral_channel_id(content: str, kind: int) -> str:
     return str(value)
 
 
-async def _huddle_channel(rules: KindRules, channel_id: str) -> Channel:
+async def _own_huddle_channel(rules: KindRules, channel_id: str, author: str, refusal: Refusal) -> Channel:
+    """The named channel when `author` created it; a missing channel and another's get the same
+    `refusal`, so the answer never tells whether someone else's (private) channel exists."""
     channel = await rules.store.get_channel(channel_id)
-    if channel is None:
-        raise Invalid("huddle channel not found")
+    if channel is None or channel.created_by != author:
+        raise refusal()
     return channel
 
 
 async def huddle_started(rules: KindRules, plan: Plan, session: Session) -> None:
     """48100: the named channel is the author's own private TTL stream channel, not archived."""
     event = plan.stored.event
-    channel = await _huddle_channel(rules, _ephemeral_channel_id(event.content, event.kind))
-    if channel.created_by != event.pubkey:
-        raise Invalid("huddle channel was not created by the author")
+    channel_id = _ephemeral_channel_id(event.content, event.kind)
+    channel = await _own_huddle_channel(rules, channel_id, event.pubkey, NOT_THE_AUTHORS)
     if channel.archived_at is not None:
         raise Invalid("huddle channel is archived")
     if channel.visibility != "private":
@@ -66,9 +69,7 @@ async def huddle_ended(rules: KindRules, plan: Plan, session: Session) -> None:
     channel_id = _ephemeral_channel_id(event.content, event.kind)
     if event.pubkey == rules.relay_pubkey:
         return
-    channel = await _huddle_channel(rules, channel_id)
-    if channel.created_by != event.pubkey:
-        raise Invalid("only the huddle channel's creator or the relay may end a huddle")
+    await _own_huddle_channel(rules, channel_id, event.pubkey, NOT_THE_CREATOR)
 
 
 VALIDATORS: dict[int, Validator] = {HUDDLE_STARTED: huddle_started, HUDDLE_ENDED: huddle_ended}
