@@ -34,6 +34,7 @@ from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 BUSY_TIMEOUT_MS = 5000  # relay.md §13.1: at least 5 s
 MAX_BATCH = 256  # writes per group commit
 MEMO_ENTRIES = 4096  # point-read answers kept while the database is unchanged
+SEARCH_BATCH_CHARS = 1 << 20  # deferred search text written in one statement, at most
 # The batch's search rows as one JSON array of [rowid, text] pairs (`_SyncConn.flush_search`).
 _SEARCH_BATCH_SQL = (
     "INSERT INTO events_fts (rowid, content) SELECT value ->> 0, value ->> 1 FROM json_each(?1)"
@@ -67,6 +68,7 @@ class _SyncConn:
         self._conn = conn
         # Search rows of this transaction, written by `flush_search` just before it commits.
         self.search_rows: list[tuple[object, str]] = []
+        self._search_chars = 0
 
     async def fetch(self, sql: str, args: Sequence[object] = ()) -> Sequence[Sequence[Any]]:
         return self._conn.execute(sql, args).fetchall()
@@ -86,12 +88,17 @@ class _SyncConn:
         # Deferred: FTS5 writes its pending rows out as a new segment at the start of every
         # later statement that opens a statement journal (a reaction's insert does), so rows
         # added one by one between the other inserts of a group commit cost a segment each.
+        # Written early past SEARCH_BATCH_CHARS, so that the JSON copy of a batch stays small.
         self.search_rows.append((key, text))
+        self._search_chars += len(text)
+        if self._search_chars > SEARCH_BATCH_CHARS:
+            self.flush_search()
 
     def flush_search(self, *, one_by_one: bool = False) -> None:
         """Write the deferred search rows: one statement for the whole batch (FTS5 keeps them
         pending until the commit), or each alone (`one_by_one`, a write in its own SAVEPOINT)."""
         rows, self.search_rows = self.search_rows, []
+        self._search_chars = 0
         if not rows:
             return
         if one_by_one:

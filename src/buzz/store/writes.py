@@ -63,6 +63,15 @@ class ReplacementKey:
             return cls(kind, pubkey, d)
         return None
 
+    @classmethod
+    def of_event(cls, event: Event) -> ReplacementKey | None:
+        """`of` for an event; its `d` tag is looked up only for an addressable kind."""
+        if is_replaceable(event.kind):
+            return cls(event.kind, event.pubkey, None)
+        if is_addressable(event.kind):
+            return cls(event.kind, event.pubkey, event.d_tag)
+        return None
+
     @property
     def address_d(self) -> str:
         """The `d` recorded for an address deletion ('' for replaceable kinds)."""
@@ -83,7 +92,7 @@ async def insert_txn(conn: Conn, stored: StoredEvent, effects: tuple[Effect, ...
     """Insert `stored` and apply `effects`; DUPLICATE (and nothing applied) when it is known or
     loses under its replacement key (relay.md §3.1 items 4–5, §13.3 items 1–2)."""
     event = stored.event
-    key = ReplacementKey.of(event.kind, event.pubkey, event.d_tag)
+    key = ReplacementKey.of_event(event)
     if key is not None:
         await _lock_key_txn(conn, key)
         if not await _wins_txn(conn, event, key) or await _address_deleted_txn(conn, key, event.created_at):
