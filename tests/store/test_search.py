@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from buzz.store.base import SYSTEM, EventStore, SoftDelete
+from buzz.core.stored import StoredEvent
+from buzz.store.base import SYSTEM, Effect, EventStore, PutReaction, ReactionExists, SoftDelete
 from tests.store.helpers import (
     ALICE,
     BOB,
     CAROL,
+    STORED,
     T0,
     by_id,
     create_channel,
@@ -96,3 +100,37 @@ async def test_search_with_accept_pages_in_rank_order(store: EventStore) -> None
     await insert_all(store, *events)
     got = await store.query([flt(search="otter", limit=3)], None, lambda s: s.event.created_at < T0 + 5)
     assert [s.event.created_at for s in got] == [T0 + 4, T0 + 3, T0 + 2]
+
+
+async def test_writes_committed_together_are_found_and_a_failed_one_is_not(store: EventStore) -> None:
+    """Writes that reach the store at once share a group commit on SQLite, which indexes their
+    text together at its end (relay.md §11 item 1): every stored event is found, also past a
+    reaction's insert among them and texts larger than one index statement takes; a write
+    that fails (a second active reaction, §9 item 3) leaves no text behind."""
+    channel_id = await create_channel(store)
+    target = make(9, "target", [["h", channel_id]], channel=channel_id)
+    await store.insert(target)
+
+    def message(i: int, extra: str = "") -> StoredEvent:
+        return make(9, f"zebra note{i} {extra}", [["h", channel_id]], created_at=T0 + i, channel=channel_id)
+
+    def reaction(created_at: int) -> tuple[StoredEvent, list[Effect]]:
+        r = make(
+            7, "zebra", [["e", target.event.id], ["h", channel_id]], created_at=created_at, channel=channel_id
+        )
+        return r, [PutReaction(r.event.id, ALICE.pubkey, target.event.id, "zebra")]
+
+    messages = [message(i) for i in range(20)] + [message(20 + i, "filler " * 100_000) for i in range(3)]
+    kept, kept_effects = reaction(T0 + 100)
+    refused, refused_effects = reaction(T0 + 101)
+    writes = [store.insert(m) for m in messages[:10]]
+    writes += [store.insert(kept, kept_effects)]
+    writes += [store.insert(m) for m in messages[10:]]
+    writes += [store.insert(refused, refused_effects)]
+    outcomes = await asyncio.gather(*writes, return_exceptions=True)
+    assert outcomes[:-1] == [STORED] * (len(messages) + 1)
+    assert isinstance(outcomes[-1], ReactionExists)
+    found = set(await query_ids(store, flt(search="zebra", limit=100), reader=SYSTEM))
+    assert found == {m.event.id for m in messages} | {kept.event.id}
+    assert await query_ids(store, flt(search="note21 filler")) == [messages[21].event.id]
+    assert await store.get(refused.event.id) is None

@@ -49,6 +49,11 @@ class Conn(Protocol):
         `seq`, PostgreSQL `id`: what `search_index_sql` takes), None when nothing was inserted."""
         ...
 
+    async def index_search(self, key: object, text: str) -> None:
+        """Add the searchable `text` of the row `key` (from `insert`) to the search index, no
+        later than this transaction's commit (SQLite defers it to the end of the group commit)."""
+        ...
+
 
 class Params:
     """Collects positional parameters and hands back the dialect's placeholder for each."""

@@ -47,6 +47,9 @@ class _PgConn:
         key: object | None = await self._conn.fetchval(sql + " RETURNING id", *args)
         return key
 
+    async def index_search(self, key: object, text: str) -> None:
+        await self._conn.execute(POSTGRES.search_index_sql, key, text)
+
 
 class PostgresStore(SqlStore):
     """The EventStore on PostgreSQL. `dsn` is a `postgres://` or `postgresql://` URL; the pool

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from buzz.store.base import StoreError
 from buzz.store.dialect import SQLITE, Dialect
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
@@ -32,6 +34,11 @@ from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 BUSY_TIMEOUT_MS = 5000  # relay.md §13.1: at least 5 s
 MAX_BATCH = 256  # writes per group commit
 MEMO_ENTRIES = 4096  # point-read answers kept while the database is unchanged
+SEARCH_BATCH_CHARS = 1 << 20  # deferred search text written in one statement, at most
+# The batch's search rows as one JSON array of [rowid, text] pairs (`_SyncConn.flush_search`).
+_SEARCH_BATCH_SQL = (
+    "INSERT INTO events_fts (rowid, content) SELECT value ->> 0, value ->> 1 FROM json_each(?1)"
+)
 _PRAGMAS = (
     f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
     "PRAGMA foreign_keys = ON",
@@ -59,6 +66,9 @@ class _SyncConn:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
+        # Search rows of this transaction, written by `flush_search` just before it commits.
+        self.search_rows: list[tuple[object, str]] = []
+        self._search_chars = 0
 
     async def fetch(self, sql: str, args: Sequence[object] = ()) -> Sequence[Sequence[Any]]:
         return self._conn.execute(sql, args).fetchall()
@@ -73,6 +83,28 @@ class _SyncConn:
         # rowcount and lastrowid instead of RETURNING: a statement step and a row fetch fewer.
         cursor = self._conn.execute(sql, args)
         return cursor.lastrowid if cursor.rowcount == 1 else None
+
+    async def index_search(self, key: object, text: str) -> None:
+        # Deferred: FTS5 writes its pending rows out as a new segment at the start of every
+        # later statement that opens a statement journal (a reaction's insert does), so rows
+        # added one by one between the other inserts of a group commit cost a segment each.
+        # Written early past SEARCH_BATCH_CHARS, so that the JSON copy of a batch stays small.
+        self.search_rows.append((key, text))
+        self._search_chars += len(text)
+        if self._search_chars > SEARCH_BATCH_CHARS:
+            self.flush_search()
+
+    def flush_search(self, *, one_by_one: bool = False) -> None:
+        """Write the deferred search rows: one statement for the whole batch (FTS5 keeps them
+        pending until the commit), or each alone (`one_by_one`, a write in its own SAVEPOINT)."""
+        rows, self.search_rows = self.search_rows, []
+        self._search_chars = 0
+        if not rows:
+            return
+        if one_by_one:
+            self._conn.executemany(SQLITE.search_index_sql, rows)
+        else:
+            self._conn.execute(_SEARCH_BATCH_SQL, (orjson.dumps(rows).decode(),))
 
 
 @dataclass
@@ -106,7 +138,11 @@ class SqliteStore(SqlStore):
         self.path = Path(path)
         self._reader_count = readers
         self._writer: sqlite3.Connection | None = None
-        self._writes: queue.SimpleQueue[_Write | None] = queue.SimpleQueue()
+        # Each item is the writes one event-loop pass queued (`_write`), in call order.
+        self._writes: queue.SimpleQueue[list[_Write] | None] = queue.SimpleQueue()
+        self._pending: list[_Write] = []
+        self._pending_loop: asyncio.AbstractEventLoop | None = None
+        self._pending_lock = threading.Lock()
         self._writer_thread: threading.Thread | None = None
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
@@ -165,6 +201,7 @@ class SqliteStore(SqlStore):
         """Stop the writer thread after the queued writes, close every connection; idempotent."""
         thread, self._writer_thread = self._writer_thread, None
         if thread is not None:
+            self._flush_pending()
             self._writes.put(None)
             await asyncio.get_running_loop().run_in_executor(None, thread.join)
         pool, self._read_pool = self._read_pool, None
@@ -187,30 +224,51 @@ class SqliteStore(SqlStore):
             raise StoreError("store is not open")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._writes.put(_Write(fn, args, kwargs, future, loop))
+        item = _Write(fn, args, kwargs, future, loop)
+        # The writes of one loop pass reach the writer together, at the end of the pass (one
+        # wake-up of its thread; the first write of a pass no longer commits alone while the
+        # rest of the pass queues behind its fsync). Order is call order either way.
+        with self._pending_lock:  # another thread's loop may write too
+            if self._pending_loop is not loop:
+                self._flush_pending_locked()
+                self._pending_loop = loop
+            self._pending.append(item)
+            first = len(self._pending) == 1
+        if first:
+            loop.call_soon(self._flush_pending)
         # Not shielded: cancelling the caller cancels only this future; the write still commits
         # (the writer thread never looks at it) and `_settle` skips a future that is done.
         return await future
 
+    def _flush_pending(self) -> None:
+        with self._pending_lock:
+            self._flush_pending_locked()
+
+    def _flush_pending_locked(self) -> None:
+        pending, self._pending = self._pending, []
+        if pending:
+            self._writes.put(pending)
+
     def _writer_loop(self) -> None:
-        while True:
-            first = self._writes.get()
-            if first is None:
-                return
-            batch = [first]
-            stop = False
-            while len(batch) < MAX_BATCH:
+        carry: list[_Write] = []
+        stop = False
+        while carry or not stop:
+            if not carry:
+                first = self._writes.get()
+                if first is None:
+                    return
+                carry = first
+            while len(carry) < MAX_BATCH and not stop:
                 try:
-                    item = self._writes.get_nowait()
+                    more = self._writes.get_nowait()
                 except queue.Empty:
                     break
-                if item is None:
+                if more is None:
                     stop = True
-                    break
-                batch.append(item)
+                else:
+                    carry.extend(more)
+            batch, carry = carry[:MAX_BATCH], carry[MAX_BATCH:]
             self._commit_batch(batch)
-            if stop:
-                return
 
     def _commit_batch(self, batch: list[_Write]) -> None:
         writer = self._writer
@@ -258,12 +316,19 @@ class SqliteStore(SqlStore):
             writer.execute("SAVEPOINT w")
             try:
                 value = run_inline(item.fn(conn, *item.args, **item.kwargs))
+                conn.flush_search(one_by_one=True)
                 writer.execute("RELEASE w")
                 results.append((item, True, value))
             except BaseException as exc:  # this write alone rolls back
+                conn.search_rows.clear()
                 writer.execute("ROLLBACK TO w")
                 writer.execute("RELEASE w")
                 results.append((item, False, _store_error(exc)))
+        if not isolate:
+            try:
+                conn.flush_search()
+            except BaseException:
+                return None
         return results
 
     # -- reads -----------------------------------------------------------------------------

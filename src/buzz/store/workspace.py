@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import fields
+from functools import cache
 
 from buzz.store.base import (
     EDITABLE_CHANNEL_FIELDS,
@@ -23,7 +24,7 @@ from buzz.store.base import (
     SetDmHidden,
     UpdateChannel,
 )
-from buzz.store.dialect import Conn, Params
+from buzz.store.dialect import Conn, Dialect, Params
 
 _MEMBER_FIELDS = tuple(f.name for f in fields(Member))
 _CHANNEL_FIELDS = tuple(f.name for f in fields(Channel))
@@ -52,25 +53,34 @@ async def update_channel_txn(conn: Conn, effect: UpdateChannel) -> None:
     await conn.execute(sql, p.values)
 
 
-async def record_thread_txn(conn: Conn, effect: RecordThread) -> None:
-    p = Params(conn.dialect)
-    sql = (
-        "INSERT INTO event_threads (event_id, root_id, parent_id, depth) VALUES"
-        f" ({p.add(effect.event_id)}, {p.add(effect.root_id)}, {p.add(effect.parent_id)}, {p.add(effect.depth)})"
+@cache
+def _thread_sql(dialect: Dialect) -> str:
+    marks = ", ".join(dialect.placeholder(n) for n in range(1, 5))
+    return (
+        f"INSERT INTO event_threads (event_id, root_id, parent_id, depth) VALUES ({marks})"
         " ON CONFLICT (event_id) DO NOTHING"
     )
-    await conn.execute(sql, p.values)
+
+
+async def record_thread_txn(conn: Conn, effect: RecordThread) -> None:
+    values = [effect.event_id, effect.root_id, effect.parent_id, effect.depth]
+    await conn.execute(_thread_sql(conn.dialect), values)
+
+
+@cache
+def _reaction_sql(dialect: Dialect) -> str:
+    marks = ", ".join(dialect.placeholder(n) for n in range(1, 5))
+    return (
+        f"INSERT INTO reactions (author, target_id, content, event_id) VALUES ({marks})"
+        " ON CONFLICT (author, target_id, content) DO NOTHING RETURNING event_id"
+    )
 
 
 async def put_reaction_txn(conn: Conn, effect: PutReaction) -> None:
     """Index an active reaction; ReactionExists when (author, target, content) has one."""
-    p = Params(conn.dialect)
-    sql = (
-        "INSERT INTO reactions (author, target_id, content, event_id) VALUES"
-        f" ({p.add(effect.author)}, {p.add(effect.target_id)}, {p.add(effect.content, 'utf8')},"
-        f" {p.add(effect.event_id)}) ON CONFLICT (author, target_id, content) DO NOTHING RETURNING event_id"
-    )
-    if not await conn.fetch(sql, p.values):
+    d = conn.dialect
+    values = [effect.author, effect.target_id, d.encode(effect.content, "utf8"), effect.event_id]
+    if not await conn.fetch(_reaction_sql(d), values):
         raise ReactionExists()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, fields
+from functools import cache
 from typing import assert_never
 
 import orjson
@@ -34,7 +35,7 @@ from buzz.store.base import (
     SoftDelete,
     UpdateChannel,
 )
-from buzz.store.dialect import Conn, Params
+from buzz.store.dialect import Conn, Dialect, Params
 from buzz.store.workspace import (
     forget_reaction_txn,
     put_reaction_txn,
@@ -62,6 +63,15 @@ class ReplacementKey:
             return cls(kind, pubkey, d)
         return None
 
+    @classmethod
+    def of_event(cls, event: Event) -> ReplacementKey | None:
+        """`of` for an event; its `d` tag is looked up only for an addressable kind."""
+        if is_replaceable(event.kind):
+            return cls(event.kind, event.pubkey, None)
+        if is_addressable(event.kind):
+            return cls(event.kind, event.pubkey, event.d_tag)
+        return None
+
     @property
     def address_d(self) -> str:
         """The `d` recorded for an address deletion ('' for replaceable kinds)."""
@@ -82,7 +92,7 @@ async def insert_txn(conn: Conn, stored: StoredEvent, effects: tuple[Effect, ...
     """Insert `stored` and apply `effects`; DUPLICATE (and nothing applied) when it is known or
     loses under its replacement key (relay.md §3.1 items 4–5, §13.3 items 1–2)."""
     event = stored.event
-    key = ReplacementKey.of(event.kind, event.pubkey, event.d_tag)
+    key = ReplacementKey.of_event(event)
     if key is not None:
         await _lock_key_txn(conn, key)
         if not await _wins_txn(conn, event, key) or await _address_deleted_txn(conn, key, event.created_at):
@@ -95,7 +105,7 @@ async def insert_txn(conn: Conn, stored: StoredEvent, effects: tuple[Effect, ...
     await _insert_tags_txn(conn, event)
     if is_searchable(event.kind):
         # relay.md §11 item 1: non-searchable kinds are never indexed.
-        await conn.execute(conn.dialect.search_index_sql, [row_key, event.content.replace("\0", " ")])
+        await conn.index_search(row_key, event.content.replace("\0", " "))
     for effect in effects:
         await _apply_txn(conn, effect, now)
     return InsertOutcome.STORED
@@ -130,29 +140,32 @@ async def _address_deleted_txn(conn: Conn, key: ReplacementKey, created_at: int)
     return bool(await conn.fetch(sql, p.values))
 
 
+_ROW_COLUMNS = "id, pubkey, created_at, kind, tags, content, sig, received_at, channel_id, d_tag"
+
+
+@cache
+def _insert_row_sql(dialect: Dialect) -> str:
+    """The row insert, its text built once per dialect (the statement cache keys on it)."""
+    marks = ", ".join(dialect.placeholder(n) for n in range(1, 11))
+    return f"INSERT INTO events ({_ROW_COLUMNS}) VALUES ({marks}) ON CONFLICT (id) DO NOTHING"
+
+
 async def _insert_row_txn(conn: Conn, stored: StoredEvent, key: ReplacementKey | None) -> object | None:
     """The new row's key (`Conn.insert`), None for a known id."""
-    event = stored.event
-    p = Params(conn.dialect)
-    values = ", ".join(
-        [
-            p.add(event.id),
-            p.add(event.pubkey),
-            p.add(event.created_at),
-            p.add(event.kind),
-            p.add(orjson.dumps(event.tags).decode()),
-            p.add(event.content, "utf8"),
-            p.add(event.sig),
-            p.add(stored.received_at),
-            p.add(stored.channel_id),
-            p.add(key.d if key is not None else None, "utf8"),
-        ]
-    )
-    sql = (
-        "INSERT INTO events (id, pubkey, created_at, kind, tags, content, sig, received_at, channel_id, d_tag)"
-        f" VALUES ({values}) ON CONFLICT (id) DO NOTHING"
-    )
-    return await conn.insert(sql, p.values)
+    event, d = stored.event, conn.dialect
+    values = [
+        event.id,
+        event.pubkey,
+        event.created_at,
+        event.kind,
+        orjson.dumps(event.tags).decode(),
+        d.encode(event.content, "utf8"),
+        event.sig,
+        stored.received_at,
+        stored.channel_id,
+        d.encode(key.d, "utf8") if key is not None else None,
+    ]
+    return await conn.insert(_insert_row_sql(d), values)
 
 
 async def _supersede_txn(conn: Conn, event: Event, key: ReplacementKey, now: int) -> None:
@@ -176,12 +189,22 @@ def tag_rows(event: Event) -> list[tuple[str, str, str]]:
     ]
 
 
+@cache
+def _insert_tag_sql(dialect: Dialect) -> str:
+    marks = ", ".join(dialect.placeholder(n) for n in range(1, 4))
+    return f"INSERT INTO event_tags (event_id, name, value) VALUES ({marks})"
+
+
 async def _insert_tags_txn(conn: Conn, event: Event) -> None:
     rows = tag_rows(event)
-    if rows:
-        d = conn.dialect
-        sql = f"INSERT INTO event_tags (event_id, name, value) VALUES ({d.placeholder(1)}, {d.placeholder(2)}, {d.placeholder(3)})"
-        await conn.executemany(sql, [(i, n, d.encode(v, "utf8")) for i, n, v in rows])
+    if not rows:
+        return
+    d = conn.dialect
+    if len(rows) == 1:  # most channel events: one `h`; `execute` costs less than `executemany`
+        i, n, v = rows[0]
+        await conn.execute(_insert_tag_sql(d), [i, n, d.encode(v, "utf8")])
+        return
+    await conn.executemany(_insert_tag_sql(d), [(i, n, d.encode(v, "utf8")) for i, n, v in rows])
 
 
 # -- effects --------------------------------------------------------------------------------------
