@@ -227,6 +227,7 @@ class RelayProc:
     log_path: Path
     url: str = ""
     config: str = ""
+    metrics_url: str = ""  # buzz: its /metrics listener (a free loopback port)
 
     def log_tail(self, lines: int = 15) -> str:
         with contextlib.suppress(OSError):
@@ -275,6 +276,8 @@ def start_buzz(tmp: Path, database_url: str | None = None, tag: str = "") -> Rel
         str(data),
         "--log-level",
         "WARNING",
+        "--metrics-bind",
+        "127.0.0.1:0",
     ]
     if database_url:
         argv[argv.index("--data-dir") : argv.index("--data-dir")] = ["--db", database_url]
@@ -282,9 +285,11 @@ def start_buzz(tmp: Path, database_url: str | None = None, tag: str = "") -> Rel
     relay.config = "PostgreSQL, one process" if database_url else "SQLite (synchronous=FULL), one process"
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
-        m = re.search(r"listening on (ws://\S+)", relay.log_path.read_text(errors="replace"))
-        if m:
-            relay.url = m.group(1)
+        log = relay.log_path.read_text(errors="replace")
+        m = re.search(r"listening on (ws://\S+)", log)
+        metrics = re.search(r"metrics:\s+(http://\S+/metrics)", log)
+        if m and metrics:
+            relay.url, relay.metrics_url = m.group(1), metrics.group(1)
             return relay
         if relay.proc.poll() is not None:
             break

@@ -176,6 +176,11 @@ def ok(event_id: str, accepted: bool, message: str = "") -> str:
     return _dump(["OK", event_id, accepted, message])
 
 
+def json_string(text: str) -> str:
+    """`text` as a JSON string (a lone surrogate written as U+FFFD, like every answer)."""
+    return _dump(text)
+
+
 def event(sub_id: str, event_json: str) -> str:
     """`["EVENT", sub, <event>]` splicing pre-serialized event JSON (fan-out serializes once)."""
     return f'["EVENT",{_dump(sub_id)},{event_json}]'

@@ -33,6 +33,13 @@ class ChannelAccess:
         # The Redis bus turns this off while it misses other replicas' access changes.
         self.cache_enabled = True
 
+    def _cached(self, channel_id: str, reader: str | None) -> bool | None:
+        """The cached `readable` answer, None when there is none (or it expired)."""
+        hit = self._cache.get((channel_id, reader)) if self.cache_enabled else None
+        if hit is not None and hit[0] > time.monotonic():
+            return hit[1]
+        return None
+
     async def readable(self, channel_id: str, reader: str | None) -> bool:
         """relay.md §4.3 item 1. Never raises: a failed lookup is False."""
         key = (channel_id, reader)
@@ -72,6 +79,16 @@ class ChannelAccess:
         if not visible_by_sets(stored.event, reader):
             return False
         return stored.channel_id is None or await self.readable(stored.channel_id, reader)
+
+    def visible_known(self, stored: StoredEvent, reader: str | None) -> bool | None:
+        """`visible` without awaiting: its answer when the sets decide or the membership cache
+        holds `readable(C, reader)`, None when only the store can tell (then await `visible`).
+        Live fan-out asks this first for each subscriber."""
+        if not visible_by_sets(stored.event, reader):
+            return False
+        if stored.channel_id is None:
+            return True
+        return self._cached(stored.channel_id, reader)
 
     async def writable(self, channel_id: str, writer: str, channel: Channel | object | None = _FETCH) -> bool:
         """relay.md §4.3 item 2: the channel exists and is open or `writer` is an active member.

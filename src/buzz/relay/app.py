@@ -35,10 +35,9 @@ def _nip11(request: web.Request) -> web.Response:
     )
 
 
-async def root(request: web.Request) -> web.StreamResponse:
+def _plain(request: web.Request) -> web.Response:
+    """`GET /` without an upgrade: NIP-11 when asked for, else the landing text."""
     relay = request.app[RELAY_KEY]
-    if request.headers.get("Upgrade", "").lower() == "websocket":
-        return await websocket(request)
     if "application/nostr+json" in request.headers.get("Accept", ""):
         return _nip11(request)
     return web.Response(text=LANDING.format(url=relay.config.relay_url))
@@ -80,7 +79,12 @@ def close_reason(ws: RelayWebSocket) -> str:
     return CLIENT_CLOSE_REASONS.get(code or 1006, f"client closed (code {code})")
 
 
-async def websocket(request: web.Request) -> web.StreamResponse:
+async def root(request: web.Request) -> web.StreamResponse:
+    """`GET /`: the relay's WebSocket, else `_plain`. The WebSocket is served in this coroutine
+    rather than one awaited from it: a connection's handler chain stays suspended for its whole
+    life, and each frame in it is memory of every idle connection (issue 17)."""
+    if request.headers.get("Upgrade", "").lower() != "websocket":
+        return _plain(request)
     relay = request.app[RELAY_KEY]
     if len(relay.connections) >= relay.config.max_connections:
         return web.Response(status=503, text="too many connections")

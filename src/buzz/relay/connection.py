@@ -23,7 +23,7 @@ from aiohttp import WSMsgType
 from buzz.core import kinds, messages, nip42
 from buzz.core.errors import AuthRequired, Blocked, BuzzError, ServerError
 from buzz.core.event import Event
-from buzz.core.limits import MAX_MISSED_PONGS, MAX_SUBSCRIPTIONS, PING_INTERVAL_S
+from buzz.core.limits import MAX_MISSED_PONGS, MAX_SUBSCRIPTIONS
 from buzz.core.messages import (
     AuthMessage,
     BadEventMessage,
@@ -37,7 +37,7 @@ from buzz.core.messages import (
 from buzz.core.stored import StoredEvent
 from buzz.relay.outbound import Outbound
 from buzz.relay.session import Session
-from buzz.relay.subscriptions import Subscription
+from buzz.relay.subscriptions import LiveEvent, Subscription
 from buzz.relay.turns import Turn
 from buzz.relay.websocket import RelayWebSocket
 from buzz.store.base import StoreError
@@ -60,7 +60,9 @@ SENT_IDS_GRACE_S = 5.0  # how long after EOSE a stored result still suppresses i
 INBOUND_BUFFER_BYTES = 8 << 20  # frames read ahead of their handling, per connection
 WRITE_BATCH_MESSAGES = 256  # frames handed to the socket in one write
 WRITE_BATCH_BYTES = 256 << 10
-CLOSE_TIMEOUT_S = 2.0  # for the close frame to get out before the socket is dropped
+CLOSE_TIMEOUT_S = 2.0
+_END_TYPES = (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED)
+PING_FRAME = b"\x89\x00"  # FIN + ping, no payload, unmasked (RFC 6455 §5.5.2)  # for the close frame to get out before the socket is dropped
 
 
 class Connection:
@@ -84,7 +86,7 @@ class Connection:
         "_loop",
         "_missed_pongs",
         "_out",
-        "_ping_timer",
+        "_ping_slot",
         "_session",
         "_slots",
         "_sub_tasks",
@@ -133,10 +135,10 @@ class Connection:
         self._slots = 0  # handler slots this connection holds
         self._missed_pongs = 0
         self._closing = False
-        self._ping_timer: asyncio.TimerHandle | None = None
+        self._ping_slot: int | None = None  # in `relay.pings` while serving
         self._auth_timer: asyncio.TimerHandle | None = None
         self._writer_task: asyncio.Task[None] | None = None  # runs while `_out` holds messages
-        self._timer_tasks: set[asyncio.Task[Any]] = set()
+        self._timer_tasks: set[asyncio.Task[Any]] | None = None  # None while none runs
 
     # -- outbound ------------------------------------------------------------------------------
     def send(self, text: str) -> None:
@@ -154,13 +156,17 @@ class Connection:
             log.warning("closing slow consumer %s after %d drops", self.pubkey, self._drops)
             self.close_soon()
 
-    def send_live(self, text: str) -> None:
-        """`send` for live fan-out: written straight to the socket when nothing is queued ahead
-        of it and the socket takes it without waiting (no hop through the writer task per
-        subscriber); a socket that does not keep up pauses, and then `send` queues and drops."""
-        if not self._closing and self._writer_task is None and not len(self._out) and self.ws.send_now(text):
-            return
-        self.send(text)
+    def send_live(self, sub_id: str, sub_id_json: bytes, live: LiveEvent) -> None:
+        """`send` for live fan-out: the EVENT frame is written straight to the socket when
+        nothing is queued ahead of it and the socket takes it without waiting (no hop through
+        the writer task, no coroutine per subscriber); a socket that does not keep up pauses,
+        and then `send` queues and drops."""
+        if not self._closing and self._writer_task is None and self._out.empty:
+            transport = self.ws.direct_transport()
+            if transport is not None:
+                transport.write(live.frame(sub_id_json))
+                return
+        self.send(live.text(sub_id))
 
     async def send_wait(self, text: str) -> None:
         """Enqueue, waiting for room: for this connection's own stored results, which may be
@@ -222,20 +228,21 @@ class Connection:
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self) -> None:
         """Serve the connection until it closes."""
-        # Timers, not sleeping tasks; the writer and lane tasks run only while they have work.
+        # Timers, not sleeping tasks (pings: the relay's one wheel); the writer and lane tasks run
+        # only while they have work.
         loop = self._loop
-        self._ping_timer = loop.call_later(PING_INTERVAL_S, self._ping_due)
+        self._ping_slot = self.relay.pings.add(self)
         self._auth_timer = loop.call_later(self.relay.config.auth_timeout_s, self._auth_due)
         self.send(messages.auth_challenge(self.challenge))
         try:
-            await self._read_loop()
+            await self._read_frames()
         finally:
             self._closing = True
-            for timer in (self._ping_timer, self._auth_timer):
-                if timer is not None:
-                    timer.cancel()
+            self.relay.pings.remove(self, self._ping_slot)
+            if self._auth_timer is not None:
+                self._auth_timer.cancel()
             helpers = [t for t in (self._writer_task, self._lane_task) if t is not None]
-            helpers += [t for t in self._timer_tasks if not t.done()]
+            helpers += [t for t in self._timer_tasks or () if not t.done()]
             for sub in list(self.subs.values()):
                 self._drop_sub(sub.sub_id)
             for task in helpers + list(self._sub_tasks.values()) + list(self._inflight):
@@ -245,8 +252,15 @@ class Connection:
                     await task
             self._release_all_slots()
 
-    async def _read_loop(self) -> None:
-        async for msg in self.ws:
+    async def _read_frames(self) -> None:
+        # `receive()` rather than `async for`: an idle connection waits here for its life, and
+        # each suspended coroutine in that chain is memory (issue 17); the types that end the
+        # loop are those `WebSocketResponse.__anext__` stops at.
+        ws = self.ws
+        while True:
+            msg = await ws.receive()
+            if msg.type in _END_TYPES:
+                break
             if self._inbound_bytes > INBOUND_BUFFER_BYTES:
                 await self._inbound_budget()
             if msg.type == WSMsgType.TEXT:
@@ -257,11 +271,11 @@ class Connection:
                 except UnicodeDecodeError:
                     self.send(messages.notice("invalid message: binary frame is not valid UTF-8"))
             elif msg.type == WSMsgType.PING:
-                await self.ws.pong(msg.data)
+                await ws.pong(msg.data)
             elif msg.type == WSMsgType.PONG:
                 self._missed_pongs = 0
             elif msg.type == WSMsgType.ERROR:
-                log.info("websocket error: %s", self.ws.exception())
+                log.info("websocket error: %s", ws.exception())
                 break
             del msg  # an idle connection must not keep its last frame (e.g. its AUTH) alive
 
@@ -273,15 +287,19 @@ class Connection:
                 self._inbound_room = self._loop.create_future()
             await self._inbound_room
 
-    def _ping_due(self) -> None:
+    def ping_due(self) -> None:
+        """The relay's ping wheel: every PING_INTERVAL_S (relay.md §7.1 item 4)."""
         if self._closing:
             return
         if self._missed_pongs >= MAX_MISSED_PONGS:
             self._spawn(self._close(1001, b"ping timeout"))
             return
         self._missed_pongs += 1
-        self._spawn(self.ws.ping())
-        self._ping_timer = self._loop.call_later(PING_INTERVAL_S, self._ping_due)
+        transport = self.ws.direct_transport() if self._writer_task is None and self._out.empty else None
+        if transport is not None:
+            transport.write(PING_FRAME)  # what `ws.ping()` writes, without a task for it
+        else:
+            self._spawn(self.ws.ping())
 
     def _auth_due(self) -> None:
         if self.pubkey is None and not self._closing:
@@ -290,11 +308,16 @@ class Connection:
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run a timer's action as a task, kept (and cancelled on close) like the helpers."""
         task = self._loop.create_task(coro)
+        if self._timer_tasks is None:
+            self._timer_tasks = set()
         self._timer_tasks.add(task)
         task.add_done_callback(self._timer_done)
 
     def _timer_done(self, task: asyncio.Task[Any]) -> None:
-        self._timer_tasks.discard(task)
+        if self._timer_tasks is not None:
+            self._timer_tasks.discard(task)
+            if not self._timer_tasks:
+                self._timer_tasks = None
         if not task.cancelled() and task.exception() is not None:  # e.g. a ping on a closing socket
             log.debug("connection timer action failed: %r", task.exception())
 
@@ -552,6 +575,7 @@ class Connection:
         self.pubkey = pubkey
         if self._auth_timer is not None:
             self._auth_timer.cancel()  # the AUTH deadline is met: its handle need not live on
+            self._auth_timer = None
         self.send(messages.ok(event.id, True, ""))
 
     # -- subscriptions -------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 For an accepted event: find candidate subscriptions through the index, then deliver to each
 whose subscriber passes `visible` at delivery time (sets predicate + channel readability with
-current membership). The event is serialized once and spliced into every EVENT message.
+current membership). The event is serialized once (`LiveEvent`); each subscriber's EVENT frame
+is a concatenation around it, written straight to a socket that takes it at once. The loop
+awaits only for a membership answer the cache does not hold.
 
 With Redis configured (relay.md §12.4), `publish` also hands the event to the bus for the other
 replicas; events arriving from the bus take `deliver`, the local half only.
@@ -15,11 +17,10 @@ import logging
 import time
 from typing import Protocol
 
-from buzz.core import messages
 from buzz.core.stored import StoredEvent, require_verified
 from buzz.relay.access import ChannelAccess
 from buzz.relay.metrics_prom import RelayMetrics
-from buzz.relay.subscriptions import Subscription, SubscriptionIndex
+from buzz.relay.subscriptions import LiveEvent, Subscription, SubscriptionIndex
 
 log = logging.getLogger(__name__)
 
@@ -53,19 +54,24 @@ class FanOut:
         other replicas. Raises UnverifiedEnvelope for an unverified envelope."""
         require_verified(stored)
         event, channel_id = stored.event, stored.channel_id
+        started = time.perf_counter()  # fanout_seconds: matching + every frame handed over
         subs: list[Subscription] = list(self.index.matching(event, channel_id))
         if not subs:
             return 0
-        started = time.perf_counter()
-        event_json = event.to_json()
+        live = LiveEvent(event.id, event.to_json())
+        access = self._access
         delivered = 0
         for sub in subs:
-            if not await self._access.visible(stored, sub.conn.pubkey):
+            reader = sub.conn.pubkey
+            seen = access.visible_known(stored, reader)
+            if seen is None:  # not in the membership cache: ask the store
+                seen = await access.visible(stored, reader)
+            if not seen:
                 continue  # relay.md §12.1 item 1: visible at delivery time
-            if event.id in sub.sent_ids:
+            if sub.sent_ids and event.id in sub.sent_ids:
                 continue  # already sent from the stored results of this REQ
             try:
-                sub.deliver(event.id, event_json, messages.event(sub.sub_id, event_json))
+                sub.deliver(live)
             except Exception:  # one broken subscriber never stops delivery to the others
                 log.exception("delivery to subscription %r failed", sub.sub_id)
                 continue

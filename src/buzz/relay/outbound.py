@@ -34,6 +34,10 @@ class Outbound:
         return len(self._items) if self._items is not None else 0
 
     @property
+    def empty(self) -> bool:
+        return not self._items
+
+    @property
     def bytes(self) -> int:
         """Memory held by the queued messages, bytes."""
         return self._bytes

@@ -25,6 +25,7 @@ from buzz.relay.emit import Emitter
 from buzz.relay.fanout import FanOut
 from buzz.relay.huddle import Huddles
 from buzz.relay.ingest import Ingest
+from buzz.relay.pings import PingWheel
 from buzz.relay.presence import Presence
 from buzz.relay.reads import Reads
 from buzz.relay.rules.base import KindRules
@@ -57,6 +58,7 @@ class Relay:
         self.connections: set[object] = set()
         # What revocation and the ban watch re-check: the sockets, and a mesh owner's remote seats.
         self.sessions = Sessions(self.connections, lambda: self.huddles.remote_seats())
+        self.pings = PingWheel()  # relay.md §7.1 item 4, one timer for every connection
         # Workspace follow-ups (relay.md §4.6, §4.7) and presence (§12.2 item 2).
         self.emitter = Emitter(self.store, self.fanout, self.access, self.secret_key, self.sessions)
         self.presence = Presence()
@@ -92,6 +94,7 @@ class Relay:
         )
 
     async def stop(self) -> None:
+        self.pings.stop()
         await banwatch.stop(self._ban_watch)
         if self.bus is not None:
             await self.bus.stop()

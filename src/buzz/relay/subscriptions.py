@@ -19,14 +19,36 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from buzz.core import messages
 from buzz.core.event import Event
 from buzz.core.filters import Filter, tag_index
 from buzz.core.limits import SEND_BUFFER_BYTES
 from buzz.relay.bus_topics import named_channels
+from buzz.relay.websocket import text_frame
 
 BucketKey = tuple[str, str] | tuple[str, int] | tuple[str]
 WILDCARD: BucketKey = ("*",)
 HELD_ENTRY_OVERHEAD = 200  # bytes per held match besides its JSON: id string, tuple, list slot
+
+
+class LiveEvent:
+    """One accepted event on its way to every matching subscription: serialized once, and
+    each `["EVENT",<sub id>,<event>]` built from it by concatenation — as a WebSocket frame
+    for a socket that takes it at once, as text for the send queue otherwise."""
+
+    __slots__ = ("_tail", "id", "json")
+
+    def __init__(self, event_id: str, event_json: str) -> None:
+        self.id = event_id
+        self.json = event_json
+        self._tail = f",{event_json}]".encode()
+
+    def frame(self, sub_id_json: bytes) -> bytes:
+        """The TEXT frame for the subscription whose JSON-encoded id is `sub_id_json`."""
+        return text_frame(b'["EVENT",', sub_id_json, self._tail)
+
+    def text(self, sub_id: str) -> str:
+        return messages.event(sub_id, self.json)
 
 
 class Subscriber(Protocol):
@@ -36,8 +58,9 @@ class Subscriber(Protocol):
 
     def send(self, text: str) -> None: ...
 
-    def send_live(self, text: str) -> None:
-        """`send` for a live match (may skip the queue when nothing waits in it)."""
+    def send_live(self, sub_id: str, sub_id_json: bytes, live: LiveEvent) -> None:
+        """`send` of `live` for a live match (may go straight to the socket when nothing waits
+        in the queue)."""
         ...
 
     def overflow(self) -> None:
@@ -63,21 +86,25 @@ class Subscription:
     held_bytes: int = 0
     overflowed: bool = False
     sent_ids: set[str] = field(default_factory=set)  # ids sent before EOSE
+    sub_id_json: bytes = field(init=False)  # the id as it appears in an EVENT message
 
-    def deliver(self, event_id: str, event_json: str, text: str) -> None:
+    def __post_init__(self) -> None:
+        self.sub_id_json = messages.json_string(self.sub_id).encode()
+
+    def deliver(self, live: LiveEvent) -> None:
         """Send now when live; hold until EOSE otherwise."""
         if self.live:
-            self.conn.send_live(text)
+            self.conn.send_live(self.sub_id, self.sub_id_json, live)
             return
         if self.overflowed:
             return
-        size = sys.getsizeof(event_json) + HELD_ENTRY_OVERHEAD
+        size = sys.getsizeof(live.json) + HELD_ENTRY_OVERHEAD
         if self.held_bytes + size > self.max_held_bytes:
             self.overflowed = True
             self.take_held()
             self.conn.overflow()
             return
-        self.held.append((event_id, event_json))
+        self.held.append((live.id, live.json))
         self.held_bytes += size
 
     def take_held(self) -> list[tuple[str, str]]:

@@ -1,5 +1,6 @@
-"""The relay's WebSocket: aiohttp's, plus the NOTICE before an oversized frame's close, and
-`send_strs`: several frames handed to the socket in one write.
+"""The relay's WebSocket: aiohttp's, plus the NOTICE before an oversized frame's close,
+`send_strs` (several frames handed to the socket in one write) and `direct_transport` (live
+fan-out writes frames it built itself, `text_frame`, without a coroutine per send).
 
 relay.md §7.1 item 2 (and issue 9 item 9): a frame larger than `BUZZ_MAX_FRAME_BYTES` is
 answered `NOTICE "error: frame too large (<n> > <max> bytes)"`, then closed with 1009.
@@ -12,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import struct
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +24,24 @@ from buzz.core import messages
 
 NOTICE_TIMEOUT_S = 1.0  # a peer that does not read must not hold the close up
 _SIZE = re.compile(r"Message size (\d+)")
+_LEN16 = struct.Struct("!BBH").pack
+_LEN64 = struct.Struct("!BBQ").pack
+_NO_REQUESTS: tuple[()] = ()  # stands for an upgraded connection's request queue: always empty
+_FIN_TEXT = 0x81  # FIN + opcode 1 (text), no RSV bit: uncompressed
+
+
+def text_frame(*parts: bytes) -> bytes:
+    """One final, unmasked, uncompressed TEXT frame (RFC 6455 §5.2) whose payload is `parts`
+    joined: what aiohttp's writer sends for `send_str` on a socket made with compress=False,
+    as one bytes object (the parts are copied once)."""
+    n = sum(map(len, parts))
+    if n < 126:
+        header = bytes((_FIN_TEXT, n))
+    elif n < 65536:
+        header = _LEN16(_FIN_TEXT, 126, n)
+    else:
+        header = _LEN64(_FIN_TEXT, 127, n)
+    return b"".join((header, *parts))
 
 
 def frame_too_large(size: int | None, limit: int) -> str:
@@ -69,6 +90,9 @@ class RelayWebSocket(web.WebSocketResponse):
     """
 
     relay_close: tuple[int, str] | None = None
+    # (aiohttp's frame writer, the transport, its protocol) when frames may bypass the writer:
+    # set by `prepare` for an uncompressed socket whose writer aiohttp 3.14 lays out as known.
+    _direct: tuple[Any, Any, Any] | None = None
 
     def __init__(self, max_frame_bytes: int, **kw: object) -> None:
         # aiohttp refuses a frame of max_msg_size bytes itself; the relay's limit admits it.
@@ -80,15 +104,23 @@ class RelayWebSocket(web.WebSocketResponse):
         ws_writer = getattr(self, "_writer", None)
         if ws_writer is not None and getattr(ws_writer, "transport", None) is not None:
             self._corked: _Corked | None = _Corked(ws_writer.transport)
+            protocol = getattr(ws_writer, "protocol", None)
+            if not getattr(ws_writer, "compress", True) and hasattr(protocol, "_paused"):
+                self._direct = (ws_writer, ws_writer.transport, protocol)
             ws_writer.transport = self._corked
         else:
             self._corked = None
         # After the upgrade aiohttp reads frames with its WebSocket parser only; its HTTP
         # parser would stay allocated for the connection's life (issue 17: idle connections).
         # aiohttp skips a parser it finds None (3.14: `_parser` is None after connection_lost).
+        # Its queue of parsed requests (an empty deque, 0.6 KiB) is not used once upgraded either:
+        # only the HTTP path appends to it, and the handler's loop ends with this response.
         protocol = request.protocol
-        if getattr(protocol, "_upgraded", False) and getattr(protocol, "_parser", None) is not None:
-            protocol._parser = None
+        if getattr(protocol, "_upgraded", False):
+            if getattr(protocol, "_parser", None) is not None:
+                protocol._parser = None
+            if isinstance(getattr(protocol, "_messages", None), deque) and not protocol._messages:
+                protocol._messages = _NO_REQUESTS
         return writer
 
     async def send_strs(self, texts: Sequence[str]) -> None:
@@ -116,20 +148,18 @@ class RelayWebSocket(web.WebSocketResponse):
             if writer.protocol._paused:
                 await writer.protocol._drain_helper()
 
-    def send_now(self, text: str) -> bool:
-        """Write `text` as one frame straight to the socket when that cannot wait: no
-        compression, not closing, the transport not paused (its buffer under the high-water
-        mark) and not corked. False, nothing written, otherwise (the caller queues it)."""
-        writer = getattr(self, "_writer", None)
-        corked = getattr(self, "_corked", None)
-        if writer is None or corked is None or corked.held is not None or writer.compress:
-            return False
-        if writer._closing or corked.transport.is_closing() or writer.protocol._paused:
-            return False
-        writer._write_websocket_frame(text.encode("utf-8"), WSMsgType.TEXT, 0)
-        if writer._output_size > writer._limit:
-            writer._output_size = 0  # what send_frame does when not paused
-        return True
+    def direct_transport(self) -> Any:
+        """The transport, when a frame written to it now cannot wait: an uncompressed socket,
+        not closing, not corked, its buffer under the high-water mark (the transport not
+        paused). None otherwise (the caller queues). A socket that does not read pauses after
+        at most one frame past the mark, so direct writes stay bounded like the writer's."""
+        direct = self._direct
+        if direct is None or self._corked is None or self._corked.held is not None:
+            return None
+        writer, transport, protocol = direct
+        if writer._closing or protocol._paused or transport.is_closing():
+            return None
+        return transport
 
     def _refused_size(self) -> int | None:
         # The reader's pending WebSocketError says "Message size N exceeds limit M" (aiohttp ≥ 3.10).
