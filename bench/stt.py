@@ -17,9 +17,10 @@ Per engine it prints:
 - latency p50 / p95: from the end of the speech to the text, i.e. the VAD's silence flush
   (300 ms of audio) plus the recogniser's wall time.
 
-Rows: `whisper` as the huddle client runs it (told the room's channel name and members' names:
-the bench models a ten-person room, ROSTER and CHANNEL), `whisper-no-context`, `pocketsphinx`.
-Target: WER ≤ 0.15 for the default engine (whisper).
+Rows: `whisper`, the default engine as the huddle client runs it (tiny.en and base, the more
+confident model's text wins; told the room's channel name and members' names: the bench models
+a ten-person room, ROSTER and CHANNEL), `whisper-tiny` (tiny.en alone, same context),
+`pocketsphinx`. Target: WER ≤ 0.15 for the default engine (whisper).
 """
 
 from __future__ import annotations
@@ -102,9 +103,10 @@ COMBO_SHIFT = 5  # per seed: the next voice and the next speed
 SEEDS = (1, 2, 3)
 LEAD_IN_S = 0.3
 TAIL_S = 1.0  # long enough for the 300 ms silence flush
-# Rows: the default engine as a huddle client runs it (told the room's names and channel), the
-# same engine without that context, and the fallback engine.
-ENGINES = ("whisper", "whisper-no-context", "pocketsphinx")
+# Rows: the default engine as a huddle client runs it (tiny.en and base, told the room's names
+# and channel), tiny.en alone (`--stt-engine whisper-tiny`), and the fallback engine. A
+# `-no-context` suffix (e.g. `--engines whisper-tiny-no-context`) runs an engine without the room.
+ENGINES = ("whisper", "whisper-tiny", "pocketsphinx")
 # The room the bench models: what a huddle client reads from the relay at run time (the
 # channel's members' display names, the channel's name; `buzz.voice.agents.room_vocabulary`).
 # A ten-person team, three of whom the corpus never names; the channel name is not a corpus word.
@@ -272,8 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     for engine in args.engines.split(","):
         kind = engine.removesuffix("-no-context")
-        model = args.whisper_model if kind == "whisper" else None
-        recognizer = build_recognizer(SttChoice(kind, model, "en" if kind == "whisper" else None))
+        whisper = kind.startswith("whisper")
+        model = args.whisper_model if whisper else None
+        recognizer = build_recognizer(SttChoice(kind, model, "en" if whisper else None))
         if engine == kind and hasattr(recognizer, "set_context"):
             recognizer.set_context(ROSTER, CHANNEL)
         warm: Callable[[np.ndarray], str] = recognizer.transcribe

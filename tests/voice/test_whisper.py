@@ -44,8 +44,17 @@ def test_the_packaged_model_is_complete_and_english_only(whisper: WhisperRecogni
 
 
 def test_engine_table_has_the_fallback() -> None:
-    assert list(STT_ENGINES) == ["whisper", "pocketsphinx"]
+    assert list(STT_ENGINES) == ["whisper", "whisper-tiny", "pocketsphinx"]
     assert isinstance(build_recognizer(SttChoice("pocketsphinx")), PocketSphinxRecognizer)
+    assert isinstance(build_recognizer(SttChoice("whisper-tiny")), WhisperRecognizer)
+    assert isinstance(build_recognizer(SttChoice("whisper", packaged_model_dir())), WhisperRecognizer)
+
+
+def test_cli_offers_every_engine_of_the_table() -> None:
+    from buzz.cli.huddle_cmd import join
+
+    (option,) = [p for p in join.params if p.name == "stt_engine"]
+    assert list(option.type.choices) == list(STT_ENGINES)
 
 
 def test_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

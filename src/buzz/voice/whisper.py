@@ -85,18 +85,39 @@ def _load(path: str, compute_type: str, cpu_threads: int) -> Any:
         from faster_whisper import WhisperModel
     except ImportError:
         raise SttUnavailable(f"faster-whisper is not installed: {INSTALL_HINT}") from None
+    # A split bundle (see `whisper_base`) is handed over in memory: its parts are never
+    # written out as one file, and `path` is then only the model's name.
+    files = _split_bundle_files(path)
     return WhisperModel(
-        path, device="cpu", compute_type=compute_type, cpu_threads=cpu_threads, local_files_only=True
+        path,
+        device="cpu",
+        compute_type=compute_type,
+        cpu_threads=cpu_threads,
+        local_files_only=True,
+        files=files,
     )
+
+
+def _split_bundle_files(path: str) -> dict[str, bytes] | None:
+    from buzz.voice.whisper_base import SPLIT_BUNDLE_NAME, split_bundle_files
+
+    return split_bundle_files() if path == SPLIT_BUNDLE_NAME else None
 
 
 def load_model(model_dir: str | Path | None = None, compute_type: str = "int8") -> Any:
     """A `faster_whisper.WhisperModel` for `model_dir` (default: the packaged tiny.en), cached
-    per process so several clients or tests share one loaded model (≈ 0.5 s to load)."""
-    root = check_whisper_dir(model_dir if model_dir is not None else packaged_model_dir())
+    per process so several clients or tests share one loaded model (≈ 0.5 s to load).
+    `model_dir` may also be `whisper_base.SPLIT_BUNDLE_NAME`: the packaged base model."""
+    from buzz.voice.whisper_base import SPLIT_BUNDLE_NAME
+
+    if str(model_dir) == SPLIT_BUNDLE_NAME:
+        key = SPLIT_BUNDLE_NAME
+    else:
+        root = check_whisper_dir(model_dir if model_dir is not None else packaged_model_dir())
+        key = str(root.resolve())
     threads = max(1, min(4, os.cpu_count() or 1))
     with _load_lock:
-        return _load(str(root.resolve()), compute_type, threads)
+        return _load(key, compute_type, threads)
 
 
 # Whisper conditions on a prompt as if it were the text before the utterance: saying what kind
@@ -170,9 +191,14 @@ class WhisperRecognizer:
             self.prompt = context_prompt(names, channel)
 
     def transcribe(self, pcm_16k: np.ndarray) -> str:
+        return self.transcribe_scored(pcm_16k)[0]
+
+    def transcribe_scored(self, pcm_16k: np.ndarray) -> tuple[str, float]:
+        """(text, mean log-probability per token of the chosen beam); ("", -inf) for no speech.
+        The score is the model's own confidence, what `WhisperPair` compares across models."""
         pcm = np.asarray(pcm_16k, dtype=np.float32).reshape(-1)
         if pcm.size == 0:
-            return ""
+            return "", float("-inf")
         segments, _info = self._model.transcribe(
             pcm,
             language=self.language,
@@ -183,4 +209,9 @@ class WhisperRecognizer:
             without_timestamps=True,
             vad_filter=False,  # utterances are already cut by our own VAD
         )
-        return " ".join(s.text.strip() for s in segments if s.text.strip()).strip()
+        kept = [s for s in segments if s.text.strip()]
+        tokens = sum(len(s.tokens) for s in kept)
+        if not tokens:
+            return "", float("-inf")
+        score = sum(s.avg_logprob * len(s.tokens) for s in kept) / tokens
+        return " ".join(s.text.strip() for s in kept).strip(), score
