@@ -202,10 +202,11 @@ def huddle() -> None:
 @click.option("--protocol-version", type=int, default=CURRENT_PROTOCOL_VERSION, show_default=True)
 @click.option(
     "--stt-engine",
-    type=click.Choice(["whisper", "pocketsphinx"]),
+    type=click.Choice(["whisper", "whisper-tiny", "pocketsphinx"]),
     default="whisper",
     show_default=True,
-    help="Speech recogniser for your microphone (offline).",
+    help="Speech recogniser for your microphone (offline): whisper = tiny.en and base, the more "
+    "confident wins; whisper-tiny = tiny.en alone (faster, less accurate).",
 )
 @click.option(
     "--stt-model",
