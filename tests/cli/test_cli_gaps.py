@@ -155,8 +155,15 @@ async def test_huddle_join_exit_codes_and_input_checks(
     channel = await _channel(url, bob)
     not_wav = tmp_path / "notes.txt"
     not_wav.write_text("this is not audio")
+    two_bytes = tmp_path / "bad.bin"
+    two_bytes.write_bytes(b"\xff\xfe")  # too short for a RIFF header: the reader says nothing
+    truncated = tmp_path / "truncated.wav"
+    whole = _wav(tmp_path / "whole.wav", 2, 4800).read_bytes()
+    truncated.write_bytes(whole[:44])  # the header claims 4,800 frames, none follow
     for bad, fragment in (
         (not_wav, "not a usable WAV file"),
+        (two_bytes, "not a RIFF/WAVE file, or truncated"),
+        (truncated, "truncated: the header says 4800 frames, the file holds 0"),
         (_wav(tmp_path / "8bit.wav", 1, 4800), "only 16-bit PCM"),
         (_wav(tmp_path / "empty.wav", 2, 0), "no audio frames"),
     ):
@@ -165,6 +172,14 @@ async def test_huddle_join_exit_codes_and_input_checks(
         )
         assert (r.code, r.error["error"]) == (1, "user_error"), r.stderr
         assert fragment in r.error["message"]
+    # pocketsphinx's packaged model is US English: another language is refused, never ignored
+    sphinx_de = await buzz(
+        url, alice, "huddle", "join", "--channel", channel, "--stt-engine", "pocketsphinx",
+        "--stt-language", "de", "--duration", "1",
+    )  # fmt: skip
+    assert sphinx_de.code == 1 and "only knows US English, not 'de'" in sphinx_de.error["message"], (
+        sphinx_de.stderr
+    )
     missing = await buzz(url, alice, "huddle", "join", "--channel", "not-a-uuid")
     assert (missing.code, missing.error["error"]) == (1, "user_error")  # never click's exit 2
 
@@ -186,6 +201,9 @@ async def test_huddle_join_exit_codes_and_input_checks(
     args = ("huddle", "join", "--channel", channel, "--duration", "1")
     outsider = await buzz(url, alice, *args)  # alice is not a member of bob's private channel
     assert (outsider.code, outsider.error["error"]) == (3, "auth_error"), outsider.stderr
+    # the recogniser is built before joining: "EN" reaching the join means it was taken as "en"
+    upper = await buzz(url, alice, *args, "--stt-engine", "whisper-tiny", "--stt-language", " EN ")
+    assert (upper.code, upper.error["error"]) == (3, "auth_error"), upper.stderr
     unreachable = await buzz("ws://127.0.0.1:9", alice, *args)
     assert (unreachable.code, unreachable.error["error"]) == (2, "network_error"), unreachable.stderr
     assert unreachable.error["retryable"] is True

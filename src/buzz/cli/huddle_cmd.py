@@ -117,10 +117,16 @@ def _check_wav(path: Path) -> None:
         with wave.open(str(path), "rb") as wav:
             if wav.getsampwidth() != 2:
                 raise wave.Error(f"{8 * wav.getsampwidth()}-bit samples; only 16-bit PCM is supported")
-            if wav.getnframes() == 0:
+            frames = wav.getnframes()
+            if frames == 0:
                 raise wave.Error("no audio frames")
+            held = len(wav.readframes(frames)) // (wav.getsampwidth() * wav.getnchannels())
+            if held < frames:
+                raise wave.Error(f"truncated: the header says {frames} frames, the file holds {held}")
     except (wave.Error, EOFError, OSError) as exc:
-        fail(f"--input {path} is not a usable WAV file: {exc or 'truncated'}", "user_error")
+        # EOFError and some wave errors carry no text: say what the reader could not find.
+        reason = str(exc) or "not a RIFF/WAVE file, or truncated"
+        fail(f"--input {path} is not a usable WAV file: {reason}", "user_error")
 
 
 def _check_record_dir(path: Path) -> None:
@@ -271,7 +277,7 @@ def join(
         speak_replies=speak,
         leave_after_input=leave_after_input,
         duration_s=duration,
-        stt=SttChoice(stt_engine, stt_model, stt_language),
+        stt=SttChoice(stt_engine, stt_model, (stt_language or "").strip().lower() or None),
         barge_in_ms=barge_in_ms,
         display=None if quiet or sys.stderr.isatty() else _show_line,
     )

@@ -40,6 +40,13 @@ def _whisper_tiny(choice: SttChoice) -> Recognizer:
 
 
 def _pocketsphinx(choice: SttChoice) -> Recognizer:
+    if choice.model_dir is None and choice.language not in (None, "en", "en-us"):
+        from buzz.voice.whisper import SttUnavailable
+
+        raise SttUnavailable(
+            f"pocketsphinx's packaged model only knows US English, not {choice.language!r}: "
+            "pass --stt-model DIR with a pocketsphinx model for that language"
+        )
     return PocketSphinxRecognizer(choice.model_dir)
 
 
