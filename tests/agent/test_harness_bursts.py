@@ -199,3 +199,14 @@ async def test_a_stale_end_turn_after_a_cancel_does_not_swallow_the_next_prompt(
         await ws.watcher.wait_for(_answered(ws, later), what="the next answer")
     assert len(ws.records("stale")) == 1  # the agent did answer stale once; it was not taken as done
     assert "after the cancel" in ws.watcher.answers_to(newer, ws.agent.pubkey)[0].content
+
+
+async def test_no_owner_with_owner_only_is_said_loudly_at_start(
+    ws: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without an auth tag, owner-only admits nobody (§4.2 item 2): one WARNING at start says so."""
+    caplog.set_level(logging.INFO, logger="buzz.agent")
+    async with ws.harness(auth_tag=None):
+        pass
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("this agent answers nobody" in w and "BUZZ_AUTH_TAG" in w for w in warnings), warnings

@@ -181,6 +181,13 @@ class Harness:
         start = int(time.time())
         await self._preflight()
         log.info("agent %s starting (owner %s)", self.identity.pubkey, self.identity.owner or "none")
+        if self.identity.owner is None and self.config.respond_to == "owner-only":
+            # §4.2 item 2: owner-only without an owner admits nobody; say so once, loudly, here
+            # rather than only in a per-mention INFO line (each mention still gets its notice).
+            log.warning(
+                "no owner (BUZZ_AUTH_TAG unset): with --respond-to owner-only this agent answers "
+                "nobody; set BUZZ_AUTH_TAG (buzz agent attest) or choose another --respond-to"
+            )
         link_task = asyncio.create_task(rt.link.run(), name="relay-link")
         self._tasks.append(link_task)
         try:
