@@ -204,3 +204,37 @@ async def test_join_moves_a_start_that_lost_the_race_to_the_winner(
         assert done.code == 0, done.stderr
         ends = await client.query([{"kinds": [48103], "#h": [parent], "authors": [alice.pubkey]}])
     assert [orjson.loads(e.content)["ephemeral_channel_id"] for e in ends] == [hers["huddle_channel_id"]]
+
+
+async def test_end_closes_the_seats_of_everyone_still_in_the_huddle(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    """`huddle leave --end` ends the huddle for everyone in it (README; decision 98): the relay
+    closes Bob's seat with `room_ended`, his running `huddle join` says so on stderr and exits 4
+    long before its --duration, and `huddle status` no longer lists him."""
+    parent = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
+    started = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent)
+    assert started.code == 0, started.stderr
+    huddle = json.loads(started.stdout)["huddle_channel_id"]
+    args = ["huddle", "join", "--channel", huddle, "--parent", parent, "--duration", "55", "--quiet"]
+    async with sqlite_relay.client(alice) as watcher:
+        seats = await watcher.subscribe([{"kinds": [48101], "#h": [parent], "#p": [bob.pubkey]}])
+        joined = asyncio.create_task(buzz(sqlite_relay.url, bob, *args, "--stt-engine", "whisper-tiny"))
+        seated = asyncio.create_task(seats.next(timeout=55))
+        await asyncio.wait({joined, seated}, return_when=asyncio.FIRST_COMPLETED)
+        assert seated.done() and not joined.done(), joined.result().stderr if joined.done() else ""
+    ended = await buzz(
+        sqlite_relay.url, alice, "huddle", "leave", "--channel", huddle, "--parent", parent, "--end"
+    )
+    assert ended.code == 0 and json.loads(ended.stdout)["already_ended"] is False, ended.stderr
+    done = await joined
+    assert done.code == 4, done.stderr  # before the fix: still in the room until --duration, then 0
+    line = json.loads(done.stderr.splitlines()[-1])
+    assert line["error"] == "error" and line["error_code"] == "room_ended"
+    assert line["message"] == "the huddle was ended" and done.stdout == ""
+    await until_joined_event(sqlite_relay, alice, parent, bob, kind=48102)  # the seat's cleanup ran
+    status = await buzz(sqlite_relay.url, bob, "huddle", "status", "--channel", huddle, "--parent", parent)
+    assert status.code == 0, status.stderr
+    body = json.loads(status.stdout)
+    assert body["live"] is False and body["participants"] == []
+    assert body["you"]["in_room"] is False

@@ -9,7 +9,8 @@ report when it leaves.
 Failures follow the CLI's exit codes (one JSON line on stderr): 1 a bad argument (an `--input`
 that is not a 16-bit PCM WAV with audio is refused before connecting), 2 the relay cannot be
 reached, 3 access (key or tag, AUTH refused, and the relay's uncoded join errors of huddle.md
-§4.2: `auth failed`, `not a member`, …), 4 any other refusal (coded errors such as `room_full`).
+§4.2: `auth failed`, `not a member`, …), 4 any other refusal (coded errors such as `room_full`),
+and a huddle ended while you are in it (`room_ended`: its starter ended it, decision 98).
 """
 
 from __future__ import annotations
@@ -302,6 +303,7 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
         recognizer = await asyncio.to_thread(build_recognizer, options.stt)
     except (SttUnavailable, IncompleteModelBundle) as exc:
         fail(str(exc))
+    client: HuddleClient | None = None
     try:
         async with RelayClient(options.relay_url, secret, auth_tags=auth_tags) as nostr:
             if options.parent_channel_id is not None:
@@ -314,6 +316,8 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
             report = await client.run()
     except JoinFailed as exc:
         error = exc.error
+        if client is not None and client.seated.is_set() and error is not None and error.code == "room_ended":
+            fail("the huddle was ended", "error", error_code=error.code, detail=str(exc))
         fail(
             "huddle join refused",
             _join_refused_category(error),

@@ -102,6 +102,16 @@ class ChannelAccess:
             log.exception("membership lookup failed for channel %s", channel_id)
             return False
 
+    async def archived(self, channel_id: str) -> bool:
+        """True when the channel exists and is archived (an ended huddle's channel, huddle.md
+        §8.4). Never raises: a failed lookup is False, so a database hiccup ends no huddle."""
+        try:
+            channel = await self._store.get_channel(channel_id)  # type: ignore[attr-defined]
+        except Exception:
+            log.exception("channel lookup failed for channel %s", channel_id)
+            return False
+        return channel is not None and channel.archived_at is not None
+
     def invalidate(self, channel_id: str | None = None, pubkey: str | None = None) -> None:
         """Drop cached answers for one channel (or all) after a change by this process, and
         announce the change of a channel to the other replicas when a bus is wired (relay.md

@@ -8,7 +8,9 @@ rule drops a huddle participant (an audio socket, huddle.md §3.6) who can no lo
 huddle's channel: on a mesh ingress replica that also unregisters the seat at the room's owner,
 so everyone else gets `left` (issue 15). On the room's owner the same rule covers the seats
 other replicas hold in its rooms (`RemoteHub.seats`): the owner drops one that lost access
-itself, even if the ingress replica never heard of the change.
+itself, even if the ingress replica never heard of the change. A seat in a channel that is now
+archived (the starter's `huddle leave --end`, or the TTL) is ended the same way with
+`room_ended` (docs/decisions.md): nobody stays in a huddle that has ended.
 Independently, delivery re-checks access per event (§12.1), so a missed eviction leaks nothing.
 """
 
@@ -39,6 +41,8 @@ class _Seated(Protocol):
     def revoke(self) -> None: ...
 
     def ban(self) -> None: ...
+
+    def end(self) -> None: ...
 
 
 def huddle_seat(conn: object) -> _Seated | None:
@@ -71,10 +75,11 @@ async def revoke_unreadable(connections: Iterable[object], access: ChannelAccess
     """Evict, with `CLOSED "restricted: channel access revoked"`, each live subscription naming
     `channel_id` whose connection's reader fails `readable(C, reader)`. Returns how many."""
     evicted = 0
+    archived: list[bool] = []  # looked up once, at the first seat in the channel that stays readable
     for conn in list(connections):
         seat = huddle_seat(conn)
         if seat is not None:
-            evicted += await _revoke_seat(seat, access, channel_id)
+            evicted += await _revoke_seat(seat, access, channel_id, archived)
             continue
         subs = getattr(conn, "subs", None)
         if not subs:
@@ -90,11 +95,17 @@ async def revoke_unreadable(connections: Iterable[object], access: ChannelAccess
     return evicted
 
 
-async def _revoke_seat(conn: _Seated, access: ChannelAccess, channel_id: str) -> int:
+async def _revoke_seat(conn: _Seated, access: ChannelAccess, channel_id: str, archived: list[bool]) -> int:
     if conn.huddle_channel() != channel_id or conn.pubkey is None:
         return 0
     if await access.readable(channel_id, conn.pubkey):
-        return 0
+        if not archived:
+            archived.append(await access.archived(channel_id))
+        if not archived[0]:
+            return 0
+        conn.end()
+        log.info("huddle seat of %s on channel %s ended: the channel is archived", conn.pubkey, channel_id)
+        return 1
     conn.revoke()
     log.info("huddle seat of %s on channel %s revoked", conn.pubkey, channel_id)
     return 1

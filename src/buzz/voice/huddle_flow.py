@@ -11,7 +11,7 @@ in the parent wins (earliest 48100 `created_at`, then lowest id), its own is end
 archive) and the winner is returned, so two people starting at once end up in one huddle.
 
 `huddles_in` reads liveness from 48100–48103 in parent channels (§8.5): a huddle is live from
-its 48100 until its 48103; participants are the 48101s not followed by a 48102.
+its 48100 until its 48103; participants are the 48101s not followed by a 48102 (none once ended).
 
 `client` is anything with the `RelayClient` methods `publish(event)` and `query(filters)`.
 """
@@ -257,6 +257,7 @@ def fold_lifecycle(events: Sequence[Event]) -> dict[str, HuddleState]:
                 del state.participants[who[0]]
         elif event.kind == ENDED:
             state.ended_at = event.created_at
+            state.participants.clear()  # the relay closes every seat of an ended huddle (decision 98)
     return states
 
 

@@ -73,6 +73,8 @@ _TARGET_AT = HEADER_LEN - 1  # byte 98; the payload `[author][frame]` starts at 
 # ingress replica that does not know them tears the stream down as for any `goodbye`.
 GOODBYE_REVOKED = "access_revoked"
 GOODBYE_BANNED = "banned"
+GOODBYE_ENDED = "huddle_ended"  # the huddle's channel was archived while the seat was held
+SEAT_ENDINGS = (GOODBYE_REVOKED, GOODBYE_BANNED, GOODBYE_ENDED)
 
 
 def _fenced(session: str, lease: Lease) -> dict[str, Any]:
@@ -160,6 +162,9 @@ class RemoteSeat:
 
     def ban(self) -> None:
         self.hub.drop_seat(self.stream, GOODBYE_BANNED)
+
+    def end(self) -> None:
+        self.hub.drop_seat(self.stream, GOODBYE_ENDED)
 
 
 # -- ingress side -----------------------------------------------------------------------------
@@ -411,21 +416,21 @@ class RemoteHub:
             if not stream.answer.done():
                 stream.answer.set_result({"t": "goodbye"})
             reason = message.get("reason")
-            if reason in (GOODBYE_REVOKED, GOODBYE_BANNED) and self._end_client(stream, reason):
+            if reason in SEAT_ENDINGS and self._end_client(stream, reason):
                 return None
             self._teardown_ingress(stream)
         return None
 
     def _end_client(self, stream: IngressStream, reason: str) -> bool:
-        """The owner dropped this client's seat (lost access, banned): end the client's socket
-        as this replica would have (`not a member` / `restricted: not a relay member`, close
-        1008); its cleanup emits 48102. False when the client is not seated here yet (the
+        """The owner dropped this client's seat (lost access, banned, huddle ended): end the
+        client's socket as this replica would have (`not a member` / `restricted: not a relay
+        member`, close 1008; `room_ended`, close 1000); its cleanup emits 48102. False when the client is not seated here yet (the
         caller closes the stream as for any `goodbye`)."""
         for sock in list(self.huddles.sockets):
             if sock.seat is not None and sock.seat.remote is stream:
                 stream.closed = True  # the owner holds nothing any more: nothing to unregister
                 self._forget_ingress(stream)
-                (sock.ban if reason == GOODBYE_BANNED else sock.revoke)()
+                {GOODBYE_BANNED: sock.ban, GOODBYE_ENDED: sock.end}.get(reason, sock.revoke)()
                 return True
         return False
 

@@ -34,6 +34,7 @@ from buzz.core.huddle_wire import (
     NOT_RELAY_MEMBER,
     OWNER_UNREACHABLE,
     RELAY_DRAINING,
+    ROOM_ENDED,
     Admitted,
     Auth,
     Challenge,
@@ -58,6 +59,7 @@ log = logging.getLogger(__name__)
 
 OVERSIZE_LOG_EVERY = 1000  # an oversized frame is logged once, then every 1000th on that socket
 REVOKED_CLOSE = (1008, b"channel access revoked")  # a seat whose participant lost access
+ENDED_CLOSE = (1000, b"huddle has ended")  # the huddle's channel was archived (decision 98)
 BANNED_CLOSE = (1008, b"blocked")  # a seat whose participant was banned (as the main relay closes)
 
 
@@ -122,6 +124,12 @@ class AudioSocket:
         refusal a rejoin would get (`restricted: not a relay member`, no retry), then close
         1008 "blocked"; the same cleanup as `revoke`."""
         self._end_seat(NOT_RELAY_MEMBER, BANNED_CLOSE, "huddle_seats_banned_total")
+
+    def end(self) -> None:
+        """The huddle ended while seated (its channel archived: the starter's explicit end, or
+        the TTL): `room_ended`, the error a rejoin of an ended room gets (§4.2, no retry), then
+        close 1000; the usual cleanup follows (`left` to the others, 48102)."""
+        self._end_seat(ROOM_ENDED, ENDED_CLOSE, "huddle_seats_ended_total")
 
     def _end_seat(self, error: ErrorMessage, close: tuple[int, bytes], counter: str) -> None:
         if self.ws.closed:
