@@ -6,11 +6,14 @@ Your own speech is transcribed offline and published as kind 9 in the channel, p
 agents present (role `bot`), when agents are present or `--transcribe` is given. Prints a JSON
 report when it leaves.
 
-Failures follow the CLI's exit codes (one JSON line on stderr): 1 a bad argument (an `--input`
-that is not a 16-bit PCM WAV with audio is refused before connecting), 2 the relay cannot be
-reached, 3 access (key or tag, AUTH refused, and the relay's uncoded join errors of huddle.md
-§4.2: `auth failed`, `not a member`, …), 4 any other refusal (coded errors such as `room_full`),
-and a huddle ended while you are in it (`room_ended`: its starter ended it, decision 98).
+Failures follow the CLI's exit codes (one JSON line on stderr, no report on stdout): 1 a bad
+argument (an `--input` that is not a 16-bit PCM WAV with audio is refused before connecting), 2
+the relay cannot be reached, or the audio socket or relay connection closed before we left
+(`network_error`, "connection lost: …"; a 1012 close says the relay restarted or drained,
+decision 99), 3 access (key or tag, AUTH refused, and the relay's uncoded join errors of
+huddle.md §4.2: `auth failed`, `not a member`, …), 4 any other refusal (coded errors such as
+`room_full`), and a huddle ended while you are in it (`room_ended`: its starter ended it,
+decision 98).
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ import click
 import orjson
 
 from buzz.cli.common import CommandGroup
+from buzz.cli.common import report as report_failure
 from buzz.cli.identity import IdentityError, auth_tags_for, parse_secret_key
 from buzz.cli.output import Context, emit, fail
 from buzz.client import RelayClient, RelayError
+from buzz.client.errors import NetworkError
 from buzz.core.channel_id import is_channel_id
 from buzz.core.event import Event
 from buzz.core.huddle_wire import BARGE_IN_MIN_MS, CURRENT_PROTOCOL_VERSION
@@ -325,6 +330,8 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
             detail=str(exc),
             retry=exc.retry.value,
         )
+    except NetworkError as exc:  # joined, then the relay went away (as `messages watch` reports it)
+        report_failure(exc)
     except RelayError as exc:
         fail("relay refused the connection", "auth_error", detail=exc.message)
     except aiohttp.WSServerHandshakeError as exc:  # the audio socket's HTTP answer

@@ -25,6 +25,7 @@ import numpy as np
 import orjson
 
 from buzz.client import RelayClient
+from buzz.client.errors import NetworkError
 from buzz.core.event import Event
 from buzz.core.huddle_wire import (
     AGENT_REFRESH,
@@ -59,6 +60,12 @@ log = logging.getLogger(__name__)
 FRAME_MS = 20
 STT_BATCH_FRAMES = 5  # 100 ms batches into the STT queue (§10.4)
 TRAILING_SILENCE_FRAMES = 25  # 500 ms of silence after the input, before leaving
+_CLOSING = (
+    aiohttp.WSMsgType.CLOSE,
+    aiohttp.WSMsgType.CLOSING,
+    aiohttp.WSMsgType.CLOSED,
+    aiohttp.WSMsgType.ERROR,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +157,19 @@ def profile_name(content: str) -> str:
     return " ".join(name.split())[:64] if isinstance(name, str) else ""
 
 
+def lost_reason(code: int | None, reason: str, *, audio: bool) -> str:
+    """Why the join ended without our leave, for the `network_error` line: the audio socket's
+    close code and reason (1012 is the relay's drain or restart, huddle.md §9.5), or the Nostr
+    connection's end."""
+    if not audio:
+        return "relay connection closed"
+    if code == 1012:
+        return f"the relay restarted or is draining (close 1012{': ' + reason if reason else ''})"
+    if code in (None, 1006):
+        return "audio socket closed (no close frame: the relay went away)"
+    return f"audio socket closed by the relay (close {code}{': ' + reason if reason else ''})"
+
+
 def _default_tts() -> TtsEngine:
     from buzz.voice.espeak import EspeakNgEngine
 
@@ -158,8 +178,9 @@ def _default_tts() -> TtsEngine:
 
 class HuddleClient:
     """Join one huddle and run until the input ends (`leave_after_input`), `duration_s`
-    passes, `stop()` is called, or the relay closes the socket. Raises JoinFailed when the
-    relay refuses the join (its `error`), TimeoutError when the handshake takes too long."""
+    passes, or `stop()` is called. Raises JoinFailed when the relay refuses the join (its
+    `error`), TimeoutError when the handshake takes too long, and NetworkError ("connection
+    lost: …") when the audio socket or the Nostr connection closes without our leave."""
 
     def __init__(
         self,
@@ -195,6 +216,7 @@ class HuddleClient:
         self._wavs = PeerWavs(options.record_dir) if options.record_dir else None
         self._names: dict[str, str] = {}  # pubkey → kind 0 display name ("" when it has none)
         self._tts_wav: WavWriter | None = None
+        self._close_reason = ""  # the relay's close reason on the audio socket, when it gave one
 
     def _new_session(self, protocol_version: int) -> HuddleSession:
         return HuddleSession(
@@ -304,12 +326,21 @@ class HuddleClient:
             tasks.append(asyncio.create_task(self.speaker.run()))
         capture = asyncio.create_task(self._capture(ws))
         stopper = asyncio.create_task(self._stop.wait())
+        # The Nostr connection dying (the relay killed, the network gone) ends the join too:
+        # transcripts and replies need it, and its loss must be reported, not swallowed.
+        nostr_gone = asyncio.create_task(
+            self.nostr.wait_closed() if not self.nostr.closed else asyncio.Event().wait()
+        )
         try:
-            waiting = {tasks[0], capture, stopper}
+            waiting = {tasks[0], capture, stopper, nostr_gone}
             deadline = self.options.duration_s
             done, _ = await asyncio.wait(waiting, timeout=deadline, return_when=asyncio.FIRST_COMPLETED)
             if tasks[0] in done and tasks[0].exception() is not None:
                 raise tasks[0].exception()  # type: ignore[misc]
+            if stopper not in done and (tasks[0] in done or nostr_gone in done):
+                raise NetworkError(
+                    f"connection lost: {lost_reason(ws.close_code, self._close_reason, audio=tasks[0] in done)}"
+                )
             input_ended = capture in done
         except BaseException:
             input_ended = False
@@ -317,6 +348,7 @@ class HuddleClient:
         finally:
             capture.cancel()
             stopper.cancel()
+            nostr_gone.cancel()
             await asyncio.to_thread(self.stt.stop, 30)  # flush the last utterance
             await asyncio.sleep(0)
             if self._publishing:
@@ -344,7 +376,12 @@ class HuddleClient:
 
     # -- socket reader -----------------------------------------------------------------------
     async def _read(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        async for msg in ws:
+        """Until the socket closes; keeps the relay's close reason (`async for` hides it)."""
+        while True:
+            msg = await ws.receive()
+            if msg.type in _CLOSING:
+                self._close_reason = msg.extra if isinstance(msg.extra, str) else ""
+                return
             if msg.type == aiohttp.WSMsgType.TEXT:
                 before = dict(self.session.roster)
                 self.session.receive_text(msg.data)  # control path: applied at once (§10.3)
@@ -516,6 +553,8 @@ class HuddleClient:
                 names, channel = await room_vocabulary(self.nostr.query, self.options.channel_id)
                 self.stt.set_context(names, channel)
             except Exception as exc:  # a vocabulary is a bonus: recognition works without it
+                if self.nostr.closed:  # the join is ending with its own network_error line
+                    return
                 log.warning("reading the room's names failed: %s", exc)
             await asyncio.sleep(self.options.agents_check_s)
 
@@ -548,6 +587,8 @@ class HuddleClient:
                 try:
                     await self.guidelines.check(agents)
                 except Exception as exc:  # the relay went away: try again at the next check
+                    if self.nostr.closed:  # the join is ending with its own network_error line
+                        return
                     log.warning("posting voice guidelines failed: %s", exc)
             await asyncio.sleep(self.options.agents_check_s)
 
