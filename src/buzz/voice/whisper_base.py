@@ -16,10 +16,9 @@ from __future__ import annotations
 import importlib
 import io
 import shutil
-from importlib import metadata
 from pathlib import Path
 
-from buzz.voice.models import IncompleteModelBundle
+from buzz.voice.models import IncompleteModelBundle, check_record_sizes
 
 SPLIT_BUNDLE_NAME = "packaged:whisper-base"  # the name `load_model` caches the joined model under
 PARTS = (  # (distribution, import name, files it holds under data/), in model.bin order
@@ -41,22 +40,8 @@ def _data_dir(distribution: str, module: str) -> Path:
     except ImportError:
         raise SttUnavailable(f"{distribution} is not installed: {BASE_INSTALL_HINT}") from None
     root = Path(package.__file__).resolve().parent / "data"
-    _check_record_sizes(distribution, module, root)
+    check_record_sizes(distribution, module, "data", root)
     return root
-
-
-def _check_record_sizes(distribution: str, module: str, root: Path) -> None:
-    try:
-        records = metadata.files(distribution) or []
-    except metadata.PackageNotFoundError:
-        return  # imported from a source tree without metadata: presence is checked below
-    for record in records:
-        parts = record.parts
-        if len(parts) < 3 or parts[0] != module or parts[1] != "data" or record.size is None:
-            continue
-        path = root.joinpath(*parts[2:])
-        if not path.is_file() or path.stat().st_size != record.size:
-            raise IncompleteModelBundle(path)
 
 
 def split_bundle_files() -> dict[str, bytes | io.BytesIO]:
