@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from buzz.voice.stt import PocketSphinxRecognizer, Recognizer
-from buzz.voice.whisper import WhisperRecognizer
+from buzz.voice.whisper import SttUnavailable, WhisperRecognizer
 from buzz.voice.whisper_pair import default_pair
 
 DEFAULT_STT_ENGINE = "whisper"
@@ -29,10 +29,23 @@ class SttChoice:
     language: str | None = None
 
 
+def _packaged_knows(choice: SttChoice, languages: tuple[str | None, ...], refusal: str) -> None:
+    """Refuse, before loading anything, a language the engine's packaged model cannot decode.
+    A model of one's own (`model_dir`) is not checked here: faster-whisper reads whether it is
+    multilingual from the model itself (`WhisperRecognizer`)."""
+    if choice.model_dir is None and choice.language not in languages:
+        raise SttUnavailable(refusal.format(choice.language))
+
+
 def _whisper(choice: SttChoice) -> Recognizer:
     if choice.model_dir is not None:
         return WhisperRecognizer(choice.model_dir, choice.language)
-    return default_pair(choice.language)
+    _packaged_knows(
+        choice,
+        (None, "en"),
+        "the default recogniser only knows English, not {!r}: pass a multilingual --stt-model",
+    )
+    return default_pair()
 
 
 def _whisper_tiny(choice: SttChoice) -> Recognizer:
@@ -40,13 +53,12 @@ def _whisper_tiny(choice: SttChoice) -> Recognizer:
 
 
 def _pocketsphinx(choice: SttChoice) -> Recognizer:
-    if choice.model_dir is None and choice.language not in (None, "en", "en-us"):
-        from buzz.voice.whisper import SttUnavailable
-
-        raise SttUnavailable(
-            f"pocketsphinx's packaged model only knows US English, not {choice.language!r}: "
-            "pass --stt-model DIR with a pocketsphinx model for that language"
-        )
+    _packaged_knows(
+        choice,
+        (None, "en", "en-us"),
+        "pocketsphinx's packaged model only knows US English, not {!r}: "
+        "pass --stt-model DIR with a pocketsphinx model for that language",
+    )
     return PocketSphinxRecognizer(choice.model_dir)
 
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from buzz.voice.whisper import SttUnavailable, WhisperRecognizer
+from buzz.voice.whisper import WhisperRecognizer
 from buzz.voice.whisper_base import SPLIT_BUNDLE_NAME
 
 
@@ -45,11 +45,7 @@ class WhisperPair:
         return self.transcribe_scored(pcm_16k)[0]
 
 
-def default_pair(language: str | None = None) -> WhisperPair:
+def default_pair() -> WhisperPair:
     """The packaged tiny.en and the packaged base (English forced), both told the room's
-    context. English only: another language needs `--stt-model DIR` with a multilingual model."""
-    if language not in (None, "en"):
-        raise SttUnavailable(
-            f"the default recogniser only knows English, not {language!r}: pass a multilingual --stt-model"
-        )
+    context. English only (`voice/engines.py` refuses another language before loading)."""
     return WhisperPair((WhisperRecognizer(None, "en"), WhisperRecognizer(SPLIT_BUNDLE_NAME, "en")))
