@@ -163,11 +163,12 @@ def lost_reason(code: int | None, reason: str, *, audio: bool) -> str:
     connection's end."""
     if not audio:
         return "relay connection closed"
-    if code == 1012:
-        return f"the relay restarted or is draining (close 1012{': ' + reason if reason else ''})"
     if code in (None, 1006):
         return "audio socket closed (no close frame: the relay went away)"
-    return f"audio socket closed by the relay (close {code}{': ' + reason if reason else ''})"
+    close = f"close {code}{f': {reason}' if reason else ''}"
+    if code == 1012:
+        return f"the relay restarted or is draining ({close})"
+    return f"audio socket closed by the relay ({close})"
 
 
 def _default_tts() -> TtsEngine:
