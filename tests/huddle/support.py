@@ -21,6 +21,11 @@ from tests.support.relay import Identity, RunningRelay
 if TYPE_CHECKING:
     from buzz.voice.client import HuddleClient
 
+# What a join without access gets (huddle.md §4.2), and a seat closed for losing it alike.
+NOT_A_MEMBER = {"type": "error", "message": "not a member"}
+NOT_RELAY_MEMBER = {"type": "error", "message": "restricted: not a relay member"}
+BAN_POLL_WAIT_S = 20  # the relay's ban watch polls every 5 s (buzz.relay.banwatch.POLL_S)
+
 
 @dataclass
 class ChannelSpec:
@@ -193,3 +198,10 @@ async def texts_until(peer: AudioPeer, want: int, kind: str) -> list[dict[str, A
             else:
                 assert msg.type == aiohttp.WSMsgType.BINARY, msg
     return seen
+
+
+async def sees_left(peers: Sequence[AudioPeer], pubkey: str, index: int) -> None:
+    """Each of `peers` gets `left` for the seat (`pubkey`, `index`) (other messages skipped)."""
+    for peer in peers:
+        left = (await texts_until(peer, 1, "left"))[0]
+        assert (left["pubkey"], left["peer_index"]) == (pubkey, index)

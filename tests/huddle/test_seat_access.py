@@ -10,12 +10,17 @@ from __future__ import annotations
 import asyncio
 
 from buzz.core.event import Event
-from tests.huddle.support import ChannelSpec, join, make_channel, refused, texts_until
+from tests.huddle.support import (
+    BAN_POLL_WAIT_S,
+    NOT_A_MEMBER,
+    NOT_RELAY_MEMBER,
+    ChannelSpec,
+    join,
+    make_channel,
+    refused,
+    sees_left,
+)
 from tests.support.relay import Identity, RunningRelay
-
-NOT_A_MEMBER = {"type": "error", "message": "not a member"}
-NOT_RELAY_MEMBER = {"type": "error", "message": "restricted: not a relay member"}
-BAN_POLL_WAIT_S = 20  # the watcher polls every 5 s (buzz.relay.banwatch.POLL_S)
 
 
 async def test_a_member_removed_while_seated_loses_the_seat(
@@ -36,8 +41,7 @@ async def test_a_member_removed_while_seated_loses_the_seat(
         texts = await pb.expect_close(10)
         assert texts[-1] == NOT_A_MEMBER, texts
         assert pb.close_frame == (1008, "channel access revoked")
-        left = (await texts_until(pa, 1, "left"))[0]
-        assert (left["pubkey"], left["peer_index"]) == (bob.pubkey, bob_index)
+        await sees_left([pa], bob.pubkey, bob_index)
         gone = await sub.next(timeout=5)
         assert (gone.kind, gone.first_tag("p"), gone.pubkey) == (48102, bob.pubkey, sqlite_relay.relay.pubkey)
         assert await refused(sqlite_relay, bob, cid) == NOT_A_MEMBER
@@ -58,8 +62,7 @@ async def test_a_key_banned_while_seated_loses_the_seat(
     texts = await pb.expect_close(BAN_POLL_WAIT_S)
     assert texts[-1] == NOT_RELAY_MEMBER, texts
     assert pb.close_frame == (1008, "blocked")
-    left = (await texts_until(pa, 1, "left"))[0]
-    assert (left["pubkey"], left["peer_index"]) == (bob.pubkey, bob_index)
+    await sees_left([pa], bob.pubkey, bob_index)
     slot = sqlite_relay.relay.huddles.rooms.get(sqlite_relay.relay.huddles.settings.community_id, cid)
     assert slot is not None and [p.pubkey for p in slot.room.peers.values()] == [alice.pubkey]
     assert await refused(sqlite_relay, bob, cid) == NOT_RELAY_MEMBER

@@ -10,7 +10,8 @@ from redis.asyncio import Redis
 
 from buzz.client.relay_client import Subscription
 from buzz.core.event import Event
-from tests.support.relay import RunningRelay
+from tests.huddle.support import AudioPeer, join
+from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import drain
 
 QUIET_S = 0.3  # how long "nothing more arrives" is watched
@@ -64,3 +65,10 @@ def runtime(running: RunningRelay) -> str:
     mesh = running.relay.huddles.mesh
     assert mesh is not None
     return mesh.runtime_id
+
+
+async def seated_across(a: RunningRelay, b: RunningRelay, cid: str, *who: Identity) -> list[AudioPeer]:
+    """`who[0]` joins on A (so A owns the room), then each of the others on B (through A)."""
+    peers = [await join(a, who[0], cid)] + [await join(b, w, cid) for w in who[1:]]
+    assert [p.joined["type"] for p in peers] == ["joined"] * len(peers)  # type: ignore[index]
+    return peers

@@ -11,14 +11,12 @@ from redis.asyncio import Redis
 
 from buzz.core.event import Event
 from buzz.core.mesh_lease import lease_keys
-from tests.huddle.support import ChannelSpec, frame, join, make_channel, refused, texts_until
+from tests.huddle.support import NOT_A_MEMBER, ChannelSpec, frame, join, make_channel, refused, sees_left
 from tests.replicas.conftest import meshed, redis_url
-from tests.replicas.helpers import runtime
+from tests.replicas.helpers import runtime, seated_across
 from tests.support.relay import Identity
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
-
-NOT_A_MEMBER = {"type": "error", "message": "not a member"}
 
 
 async def test_a_non_member_on_b_cannot_join_a_private_room_owned_by_a(
@@ -52,10 +50,7 @@ async def test_a_member_removed_on_a_is_dropped_from_the_room_on_b(
 ) -> None:
     async with meshed(tmp_path, redis_url(), workspace_id) as (a, b):
         cid = await make_channel(a, ChannelSpec(alice, members=[bob, carol]))
-        pa = await join(a, alice, cid)  # owner A
-        pb = await join(b, bob, cid)  # bob and carol on B, through A
-        pc = await join(b, carol, cid)
-        assert [p.joined["type"] for p in (pa, pb, pc)] == ["joined"] * 3  # type: ignore[index]
+        pa, pb, pc = await seated_across(a, b, cid, alice, bob, carol)  # owner A; bob, carol on B
         bob_index = pb.joined["peer_index"]  # type: ignore[index]
 
         async with a.client(alice) as owner:  # removed on A (kind 9001, relay.md §4.5)
@@ -66,9 +61,7 @@ async def test_a_member_removed_on_a_is_dropped_from_the_room_on_b(
         texts = await pb.expect_close(10)  # B drops bob's seat: "not a member", then the close
         assert texts[-1] == NOT_A_MEMBER, texts
         await pb.close()
-        for peer in (pa, pc):  # the owner's `left` reaches A's and B's remaining peers
-            left = (await texts_until(peer, 1, "left"))[0]
-            assert (left["pubkey"], left["peer_index"]) == (bob.pubkey, bob_index)
+        await sees_left([pa, pc], bob.pubkey, bob_index)  # the owner's `left` on A and B alike
         slot = a.relay.huddles.rooms.get(workspace_id, cid)
         assert slot is not None and bob.pubkey not in {p.pubkey for p in slot.room.peers.values()}
 

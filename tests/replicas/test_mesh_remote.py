@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 from buzz.core.mesh_envelope import FANOUT, INGRESS, NO_PEER, Envelope
 from buzz.core.mesh_lease import lease_keys
 from buzz.relay.huddle.mesh_link import media_channel
-from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel, texts_until
+from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel, sees_left, texts_until
 from tests.replicas.conftest import meshed, redis_url
 from tests.replicas.helpers import runtime, wait_until
 from tests.support.relay import Identity
@@ -58,15 +58,12 @@ async def test_three_peers_on_two_replicas_hear_each_other(
 
         await pb.ws.send_str('{"type":"leave"}')  # the remote peer leaves: `left` on A
         await pb.close()
-        for peer in (pa, pc):
-            left = (await texts_until(peer, 1, "left"))[0]
-            assert (left["pubkey"], left["peer_index"]) == (bob.pubkey, 1)
+        await sees_left([pa, pc], bob.pubkey, 1)
         pb2 = await join(b, bob, cid)  # back on B; then a local peer on A leaves: `left` reaches B
         assert pb2.joined is not None and pb2.joined["peer_index"] == 1
         await pc.ws.send_str('{"type":"leave"}')
         await pc.close()
-        left = (await texts_until(pb2, 1, "left"))[0]
-        assert (left["pubkey"], left["peer_index"]) == (carol.pubkey, 2)
+        await sees_left([pb2], carol.pubkey, 2)
         for peer in (pa, pb2):
             await peer.close()
         await wait_until(

@@ -12,28 +12,21 @@ from redis.asyncio import Redis
 
 from buzz.core.event import Event
 from buzz.relay import banwatch
-from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel, refused, texts_until
+from tests.huddle.support import (
+    BAN_POLL_WAIT_S,
+    NOT_A_MEMBER,
+    NOT_RELAY_MEMBER,
+    ChannelSpec,
+    frame,
+    make_channel,
+    refused,
+    sees_left,
+)
 from tests.replicas.conftest import meshed, redis_url
-from tests.support.relay import Identity, RunningRelay
+from tests.replicas.helpers import seated_across
+from tests.support.relay import Identity
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
-
-NOT_A_MEMBER = {"type": "error", "message": "not a member"}
-NOT_RELAY_MEMBER = {"type": "error", "message": "restricted: not a relay member"}
-BAN_POLL_WAIT_S = 20  # the owner's ban watch polls every 5 s (buzz.relay.banwatch.POLL_S)
-
-
-async def _seated(a: RunningRelay, b: RunningRelay, cid: str, *who: Identity) -> list[AudioPeer]:
-    """alice on A (A owns the room), then each of `who` on B (through A)."""
-    peers = [await join(a, who[0], cid)] + [await join(b, w, cid) for w in who[1:]]
-    assert [p.joined["type"] for p in peers] == ["joined"] * len(peers)  # type: ignore[index]
-    return peers
-
-
-async def _others_see_left(peers: list[AudioPeer], pubkey: str, index: int) -> None:
-    for peer in peers:
-        left = (await texts_until(peer, 1, "left"))[0]
-        assert (left["pubkey"], left["peer_index"]) == (pubkey, index)
 
 
 async def test_the_owner_drops_a_remote_seat_removed_from_the_channel(
@@ -41,7 +34,7 @@ async def test_the_owner_drops_a_remote_seat_removed_from_the_channel(
 ) -> None:
     async with meshed(tmp_path, redis_url(), workspace_id) as (a, b):
         cid = await make_channel(a, ChannelSpec(alice, members=[bob, carol]))
-        pa, pb, pc = await _seated(a, b, cid, alice, bob, carol)
+        pa, pb, pc = await seated_across(a, b, cid, alice, bob, carol)
         bob_index = pb.joined["peer_index"]  # type: ignore[index]
         assert b.relay.bus is not None
         await b.relay.bus.stop()  # B hears no access change from now on
@@ -54,7 +47,7 @@ async def test_the_owner_drops_a_remote_seat_removed_from_the_channel(
         texts = await pb.expect_close(10)
         assert texts[-1] == NOT_A_MEMBER, texts
         assert pb.close_frame == (1008, "channel access revoked")
-        await _others_see_left([pa, pc], bob.pubkey, bob_index)
+        await sees_left([pa, pc], bob.pubkey, bob_index)
         slot = a.relay.huddles.rooms.get(workspace_id, cid)
         assert slot is not None and bob.pubkey not in {p.pubkey for p in slot.room.peers.values()}
         assert a.relay.huddles.stats.counters["mesh_seats_dropped_total"] == 1
@@ -70,7 +63,7 @@ async def test_the_owner_drops_a_remote_seat_whose_key_is_banned(
 ) -> None:
     async with meshed(tmp_path, redis_url(), workspace_id) as (a, b):
         cid = await make_channel(a, ChannelSpec(alice, members=[bob, carol]))
-        pa, pb, pc = await _seated(a, b, cid, alice, bob, carol)
+        pa, pb, pc = await seated_across(a, b, cid, alice, bob, carol)
         bob_index = pb.joined["peer_index"]  # type: ignore[index]
         await banwatch.stop(b.relay._ban_watch)  # only the owner's watch runs
         b.relay._ban_watch = None
@@ -80,7 +73,7 @@ async def test_the_owner_drops_a_remote_seat_whose_key_is_banned(
         texts = await pb.expect_close(BAN_POLL_WAIT_S)
         assert texts[-1] == NOT_RELAY_MEMBER, texts
         assert pb.close_frame == (1008, "blocked")
-        await _others_see_left([pa, pc], bob.pubkey, bob_index)
+        await sees_left([pa, pc], bob.pubkey, bob_index)
         slot = a.relay.huddles.rooms.get(workspace_id, cid)
         assert slot is not None and bob.pubkey not in {p.pubkey for p in slot.room.peers.values()}
         assert await refused(b, bob, cid) == NOT_RELAY_MEMBER
