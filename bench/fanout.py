@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clients
@@ -74,12 +75,14 @@ def _fanout_histogram(metrics_url: str) -> dict[str, float]:
     with urllib.request.urlopen(metrics_url, timeout=10) as resp:  # loopback only
         text = resp.read().decode()
     out: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("buzz_fanout_seconds_bucket{"):
-            le = line.split('le="', 1)[1].split('"', 1)[0]
-            out[le] = float(line.rsplit(" ", 1)[1])
-        elif line.startswith(("buzz_fanout_seconds_sum ", "buzz_fanout_seconds_count ")):
-            out[line.split(" ", 1)[0].rsplit("_", 1)[1]] = float(line.rsplit(" ", 1)[1])
+    for family in text_string_to_metric_families(text):
+        if family.name != "buzz_fanout_seconds":
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_bucket"):
+                out[sample.labels["le"]] = sample.value
+            elif sample.name.endswith(("_sum", "_count")):
+                out[sample.name.rsplit("_", 1)[1]] = sample.value
     return out
 
 
