@@ -169,7 +169,7 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     Each part is only read up to the page, so a window costs one page of rows however long
     the channel, instead of every event of the kind sorted by time."""
     values = f.tags["h"]
-    tag_in = p.in_list("t.value", values, "utf8")
+    tag_in = p.in_list("t.value", values, "utf8")  # one parameter, read by `h_ok` and `others`
     h_ok = f"COALESCE((SELECT bool_or({tag_in}) FROM event_tags t WHERE t.event_id = e.id AND t.name = 'h'), TRUE)"
     # The read scope of part 1 is that of its channel, tested once per channel (not per row):
     # fewer per-row filters the planner must guess keeps its estimate above one page, so it
@@ -184,7 +184,7 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
         f" ORDER BY {ORDER} LIMIT {page.size}"
     )
     others = (
-        f"SELECT t.event_id FROM event_tags t WHERE t.name = 'h' AND {p.in_list('t.value', values, 'utf8')}"
+        f"SELECT t.event_id FROM event_tags t WHERE t.name = 'h' AND {tag_in}"
         f" EXCEPT SELECT x.id FROM events x WHERE {p.in_list('x.channel_id', values, 'text')}"
     )
     # One key lookup per such id (LIMIT 1 keeps the lateral subquery a lookup): the planner
