@@ -175,12 +175,13 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     # fewer per-row filters the planner must guess keeps its estimate above one page, so it
     # walks the index in order and stops, rather than fetch and sort the whole channel.
     channels = p.table(values, "hv")
+    after = _after(page, p)  # its parameters are read by both parts
     in_scope = ""
     if reader is not SYSTEM:
         in_scope = f" WHERE hv.value IN (SELECT c.id FROM channels c WHERE {readable_channel(reader, p)})"
     own = (
         f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.channel_id = hv.value"
-        f" AND {where(f, SYSTEM, p, without_h=True)}{_after(page, p)} AND {h_ok}"
+        f" AND {where(f, SYSTEM, p, without_h=True)}{after} AND {h_ok}"
         f" ORDER BY {ORDER} LIMIT {page.size}"
     )
     others = (
@@ -191,7 +192,7 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     # cannot estimate the EXCEPT and would otherwise hash it against a scan of all events.
     rest = (
         f"SELECT r.* FROM ({others}) AS o (id) CROSS JOIN LATERAL (SELECT {EVENT_COLUMNS} FROM events e"
-        f" WHERE e.id = o.id AND {where(f, reader, p, without_h=True)}{_after(page, p)} LIMIT 1) AS r"
+        f" WHERE e.id = o.id AND {where(f, reader, p, without_h=True)}{after} LIMIT 1) AS r"
     )
     union = f"SELECT w.* FROM {channels} CROSS JOIN LATERAL ({own}) AS w{in_scope} UNION ALL {rest}"
     return f"SELECT {EVENT_COLUMNS} FROM ({union}) AS e ORDER BY {ORDER} LIMIT {page.size}"
