@@ -60,9 +60,9 @@ SENT_IDS_GRACE_S = 5.0  # how long after EOSE a stored result still suppresses i
 INBOUND_BUFFER_BYTES = 8 << 20  # frames read ahead of their handling, per connection
 WRITE_BATCH_MESSAGES = 256  # frames handed to the socket in one write
 WRITE_BATCH_BYTES = 256 << 10
-CLOSE_TIMEOUT_S = 2.0
+CLOSE_TIMEOUT_S = 2.0  # for the close frame to get out before the socket is dropped
 _END_TYPES = (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED)
-PING_FRAME = b"\x89\x00"  # FIN + ping, no payload, unmasked (RFC 6455 §5.5.2)  # for the close frame to get out before the socket is dropped
+PING_FRAME = b"\x89\x00"  # FIN + ping, no payload, unmasked (RFC 6455 §5.5.2)
 
 
 class Connection:

@@ -169,29 +169,30 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     Each part is only read up to the page, so a window costs one page of rows however long
     the channel, instead of every event of the kind sorted by time."""
     values = f.tags["h"]
-    tag_in = p.in_list("t.value", values, "utf8")
+    tag_in = p.in_list("t.value", values, "utf8")  # one parameter, read by `h_ok` and `others`
     h_ok = f"COALESCE((SELECT bool_or({tag_in}) FROM event_tags t WHERE t.event_id = e.id AND t.name = 'h'), TRUE)"
     # The read scope of part 1 is that of its channel, tested once per channel (not per row):
     # fewer per-row filters the planner must guess keeps its estimate above one page, so it
     # walks the index in order and stops, rather than fetch and sort the whole channel.
     channels = p.table(values, "hv")
+    after = _after(page, p)  # its parameters are read by both parts
     in_scope = ""
     if reader is not SYSTEM:
         in_scope = f" WHERE hv.value IN (SELECT c.id FROM channels c WHERE {readable_channel(reader, p)})"
     own = (
         f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.channel_id = hv.value"
-        f" AND {where(f, SYSTEM, p, without_h=True)}{_after(page, p)} AND {h_ok}"
+        f" AND {where(f, SYSTEM, p, without_h=True)}{after} AND {h_ok}"
         f" ORDER BY {ORDER} LIMIT {page.size}"
     )
     others = (
-        f"SELECT t.event_id FROM event_tags t WHERE t.name = 'h' AND {p.in_list('t.value', values, 'utf8')}"
+        f"SELECT t.event_id FROM event_tags t WHERE t.name = 'h' AND {tag_in}"
         f" EXCEPT SELECT x.id FROM events x WHERE {p.in_list('x.channel_id', values, 'text')}"
     )
     # One key lookup per such id (LIMIT 1 keeps the lateral subquery a lookup): the planner
     # cannot estimate the EXCEPT and would otherwise hash it against a scan of all events.
     rest = (
         f"SELECT r.* FROM ({others}) AS o (id) CROSS JOIN LATERAL (SELECT {EVENT_COLUMNS} FROM events e"
-        f" WHERE e.id = o.id AND {where(f, reader, p, without_h=True)}{_after(page, p)} LIMIT 1) AS r"
+        f" WHERE e.id = o.id AND {where(f, reader, p, without_h=True)}{after} LIMIT 1) AS r"
     )
     union = f"SELECT w.* FROM {channels} CROSS JOIN LATERAL ({own}) AS w{in_scope} UNION ALL {rest}"
     return f"SELECT {EVENT_COLUMNS} FROM ({union}) AS e ORDER BY {ORDER} LIMIT {page.size}"

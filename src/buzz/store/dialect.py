@@ -98,6 +98,10 @@ class Dialect(ABC):
     @abstractmethod
     def placeholder(self, n: int) -> str: ...
 
+    def marks(self, count: int) -> str:
+        """The placeholders of parameters 1..`count`, comma-separated (a VALUES list)."""
+        return ", ".join(self.placeholder(n) for n in range(1, count + 1))
+
     def encode(self, value: object, sqltype: SqlType) -> object:
         return value
 

@@ -55,9 +55,8 @@ async def update_channel_txn(conn: Conn, effect: UpdateChannel) -> None:
 
 @cache
 def _thread_sql(dialect: Dialect) -> str:
-    marks = ", ".join(dialect.placeholder(n) for n in range(1, 5))
     return (
-        f"INSERT INTO event_threads (event_id, root_id, parent_id, depth) VALUES ({marks})"
+        f"INSERT INTO event_threads (event_id, root_id, parent_id, depth) VALUES ({dialect.marks(4)})"
         " ON CONFLICT (event_id) DO NOTHING"
     )
 
@@ -69,9 +68,8 @@ async def record_thread_txn(conn: Conn, effect: RecordThread) -> None:
 
 @cache
 def _reaction_sql(dialect: Dialect) -> str:
-    marks = ", ".join(dialect.placeholder(n) for n in range(1, 5))
     return (
-        f"INSERT INTO reactions (author, target_id, content, event_id) VALUES ({marks})"
+        f"INSERT INTO reactions (author, target_id, content, event_id) VALUES ({dialect.marks(4)})"
         " ON CONFLICT (author, target_id, content) DO NOTHING RETURNING event_id"
     )
 

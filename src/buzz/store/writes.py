@@ -146,8 +146,7 @@ _ROW_COLUMNS = "id, pubkey, created_at, kind, tags, content, sig, received_at, c
 @cache
 def _insert_row_sql(dialect: Dialect) -> str:
     """The row insert, its text built once per dialect (the statement cache keys on it)."""
-    marks = ", ".join(dialect.placeholder(n) for n in range(1, 11))
-    return f"INSERT INTO events ({_ROW_COLUMNS}) VALUES ({marks}) ON CONFLICT (id) DO NOTHING"
+    return f"INSERT INTO events ({_ROW_COLUMNS}) VALUES ({dialect.marks(10)}) ON CONFLICT (id) DO NOTHING"
 
 
 async def _insert_row_txn(conn: Conn, stored: StoredEvent, key: ReplacementKey | None) -> object | None:
@@ -191,8 +190,7 @@ def tag_rows(event: Event) -> list[tuple[str, str, str]]:
 
 @cache
 def _insert_tag_sql(dialect: Dialect) -> str:
-    marks = ", ".join(dialect.placeholder(n) for n in range(1, 4))
-    return f"INSERT INTO event_tags (event_id, name, value) VALUES ({marks})"
+    return f"INSERT INTO event_tags (event_id, name, value) VALUES ({dialect.marks(3)})"
 
 
 async def _insert_tags_txn(conn: Conn, event: Event) -> None:

@@ -74,7 +74,9 @@ _TARGET_AT = HEADER_LEN - 1  # byte 98; the payload `[author][frame]` starts at 
 GOODBYE_REVOKED = "access_revoked"
 GOODBYE_BANNED = "banned"
 GOODBYE_ENDED = "huddle_ended"  # the huddle's channel was archived while the seat was held
-SEAT_ENDINGS = (GOODBYE_REVOKED, GOODBYE_BANNED, GOODBYE_ENDED)
+# Each reason → the seat method that ends it, on the owner (`RemoteSeat`) and on the ingress
+# replica's client socket (`AudioSocket`): both name them alike.
+SEAT_ENDINGS = {GOODBYE_REVOKED: "revoke", GOODBYE_BANNED: "ban", GOODBYE_ENDED: "end"}
 
 
 def _fenced(session: str, lease: Lease) -> dict[str, Any]:
@@ -416,7 +418,7 @@ class RemoteHub:
             if not stream.answer.done():
                 stream.answer.set_result({"t": "goodbye"})
             reason = message.get("reason")
-            if reason in SEAT_ENDINGS and self._end_client(stream, reason):
+            if isinstance(reason, str) and reason in SEAT_ENDINGS and self._end_client(stream, reason):
                 return None
             self._teardown_ingress(stream)
         return None
@@ -430,7 +432,7 @@ class RemoteHub:
             if sock.seat is not None and sock.seat.remote is stream:
                 stream.closed = True  # the owner holds nothing any more: nothing to unregister
                 self._forget_ingress(stream)
-                {GOODBYE_BANNED: sock.ban, GOODBYE_ENDED: sock.end}.get(reason, sock.revoke)()
+                getattr(sock, SEAT_ENDINGS[reason])()
                 return True
         return False
 
