@@ -50,3 +50,11 @@ async def sqlite_relay(tmp_path: Path) -> AsyncIterator[RunningRelay]:
     """The relay on SQLite only, for protocol tests that do not depend on the backend."""
     async for running in _start("sqlite", tmp_path):
         yield running
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test`), every browser test runs on the same worker, one at a
+    time: two Chromiums with fake audio devices on two cores starve each other's pages."""
+    for item in items:
+        if item.nodeid.startswith("tests/web/"):
+            item.add_marker(pytest.mark.xdist_group("browser"))

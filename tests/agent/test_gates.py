@@ -111,6 +111,8 @@ def test_control_commands_only_from_the_owner_with_a_mention() -> None:
         ("allowlist", "dm", OTHER, Decision.CHECK_SIBLING),
         ("nobody", "dm", OWNER, Decision.DROP),
     ],
+    # Keys are random per run: named by role so that every pytest-xdist worker collects the same ids.
+    ids=lambda v: {OWNER: "owner", OTHER: "other"}.get(v) if isinstance(v, str) else None,
 )
 def test_author_gate_table(mode: str, channel_type: str, author: str, expected: Decision) -> None:
     assert (
