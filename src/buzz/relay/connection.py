@@ -35,10 +35,11 @@ from buzz.core.messages import (
     parse_client_message,
 )
 from buzz.core.stored import StoredEvent
+from buzz.relay.ingest import Outcome
 from buzz.relay.outbound import Outbound
+from buzz.relay.rules.base import Plan
 from buzz.relay.session import Session
 from buzz.relay.subscriptions import LiveEvent, Subscription
-from buzz.relay.turns import Turn
 from buzz.relay.websocket import RelayWebSocket
 from buzz.store.base import StoreError
 
@@ -82,7 +83,6 @@ class Connection:
         "_inflight_room",
         "_lane",
         "_lane_task",
-        "_last_turn",
         "_loop",
         "_missed_pongs",
         "_out",
@@ -128,10 +128,10 @@ class Connection:
         self._lane_task: asyncio.Task[None] | None = None  # runs while the lane holds frames
         self._inbound_bytes = 0  # frames read but not yet handled
         self._inbound_room: asyncio.Future[None] | None = None  # the reader waiting for room
-        self._inflight: set[asyncio.Task[None]] = set()  # pipelined events awaiting their commit
+        # Pipelined events not answered yet: their write futures (a task while one must wait).
+        self._inflight: set[asyncio.Future[Any]] = set()
         self._inflight_refs: dict[str, int] = {}  # ids and `e` values of in-flight events → count
-        self._inflight_room: tuple[int, asyncio.Future[None]] | None = None  # the lane waiting
-        self._last_turn: Turn | None = None
+        self._inflight_room: asyncio.Future[None] | None = None  # the lane waiting for one to settle
         self._slots = 0  # handler slots this connection holds
         self._missed_pongs = 0
         self._closing = False
@@ -398,104 +398,135 @@ class Connection:
     async def _run_lane(self) -> None:
         while self._lane:
             msg, early, size, checked = self._lane.popleft()
-            if isinstance(msg, EventMessage) and self._pipelinable(msg, early):
-                await self._pipeline(msg, early, size, checked)
-                continue
+            if isinstance(msg, EventMessage) and not isinstance(early, BuzzError):
+                kind = msg.event.kind
+                if kind in PIPELINABLE_KINDS:
+                    await self._pipeline(msg, early, size, checked, _refs(msg.event))
+                    continue
+                if kind in INDEPENDENT_CHANNEL_KINDS:
+                    refs = _refs(msg.event)
+                    # Named by, or naming the same event as, an event still in flight: those
+                    # commit first (and every event before them: commits keep arrival order).
+                    while self._names_inflight(refs):
+                        await self._settled_once()
+                    await self._pipeline(msg, early, size, checked, refs)
+                    continue
             if self._inflight:
                 # Anything else may read what those events write: let them commit first.
                 await self._inflight_at_most(0)
             await self._handle(msg, early, size)
 
-    async def _pipeline(self, msg: EventMessage, early: Any, size: int, checked: tuple[Session, int]) -> None:
-        """A pipelined EVENT: checked and verified here, in the lane (verification of the frames
-        behind it already runs: one wait per verified batch, not one task wake-up per event),
-        then its write and OK go to a task of its own so the lane moves on without waiting
-        for the commit. Its write is queued behind this connection's earlier writes (its Turn,
-        then the store's FIFO)."""
+    async def _pipeline(
+        self, msg: EventMessage, early: Any, size: int, checked: tuple[Session, int], refs: tuple[str, ...]
+    ) -> None:
+        """A pipelined EVENT: checked, verified and planned (the rules) here, in the lane, and
+        its write queued at once, behind this connection's earlier writes (the store's FIFO),
+        then the lane moves on. Verification of the frames behind it already runs: one wait per
+        verified batch, not one per event. The rest (fan-out, the OK) runs when the write is
+        done (`_written`), without a task unless it must wait (a follow-up, a membership read)."""
+        event = msg.event
+        ingest = self.relay.ingest
         try:
             # The session may have changed while queued (AUTH ahead of this EVENT): recheck,
             # unless nothing the prechecks read has (same session, same clock second).
             session = self.session
             if checked[0] is not session or checked[1] != int(time.time()):
-                self.relay.ingest.precheck(msg.event, session)
-            verified = await early
-        except BuzzError as exc:
-            self._answer(msg.event, False, str(exc))
+                ingest.precheck(event, session)
+            plan = await ingest.plan(await early, session)
+            started = time.perf_counter()
+            written = ingest.write_soon(plan)
+        except Exception as exc:
+            outcome = ingest.refusal(event.id, exc)
+            self._answer(event, outcome.accepted, outcome.message)
             self._frame_done(size)
             return
-        except Exception:
-            log.exception("handler failed")
-            self.send(messages.ok(msg.event.id, False, "error: internal server error"))
-            self._frame_done(size)
-            return
-        turn = self._last_turn = Turn(self._last_turn)
-        refs = _refs(msg.event)
         counts = self._inflight_refs
         for r in refs:
             counts[r] = counts.get(r, 0) + 1
-        self._inflight.add(self._loop.create_task(self._commit(msg.event, verified, size, turn, refs)))
+        self._inflight.add(written)
+        written.add_done_callback(lambda done: self._written(event, plan, started, size, refs, done))
         if len(self._inflight) >= MAX_PIPELINED_EVENTS:
             await self._inflight_at_most(MAX_PIPELINED_EVENTS - 1)
 
-    async def _commit(
-        self, event: Event, verified: StoredEvent, size: int, turn: Turn, refs: tuple[str, ...]
+    def _written(
+        self,
+        event: Event,
+        plan: Plan,
+        started: float,
+        size: int,
+        refs: tuple[str, ...],
+        done: asyncio.Future[Any],
     ) -> None:
-        """The rest of a pipelined EVENT's ingest (rules, store, fan-out) and its OK."""
+        """A pipelined event's write is done: its fan-out and OK now, or in a task when they
+        must wait; then its bookkeeping. Nothing is answered once the connection closed
+        (`run` cancels what is in flight)."""
+        if done.cancelled():
+            self._settle(done, size, refs)
+            return
         try:
-            outcome = await self.relay.ingest.submit(event, self.session, verified, turn)
+            result = self.relay.ingest.finish(plan, done, started)
+        except Exception:  # `finish` never raises; a bookkeeping slip must not leak the slot
+            log.exception("handler failed")
+            result = Outcome(False, "error: internal server error")
+        if isinstance(result, Outcome):
+            self._answer(event, result.accepted, result.message)
+            self._settle(done, size, refs)
+            return
+        self._inflight.discard(done)
+        task = self._loop.create_task(self._finish(event, result, size, refs))
+        self._inflight.add(task)
+
+    async def _finish(
+        self, event: Event, finishing: Coroutine[Any, Any, Outcome], size: int, refs: tuple[str, ...]
+    ) -> None:
+        try:
+            outcome = await finishing
             self._answer(event, outcome.accepted, outcome.message)
         except Exception:
             log.exception("handler failed")
             self.send(messages.ok(event.id, False, "error: internal server error"))
         finally:
-            turn.release()
-            # Bookkeeping here, not in a done callback (one loop callback per event fewer).
-            self._inflight.discard(asyncio.current_task(self._loop))  # type: ignore[arg-type]
-            counts = self._inflight_refs
-            for r in refs:
-                n = counts[r] - 1
-                if n > 0:
-                    counts[r] = n
-                else:
-                    del counts[r]
-            waiting = self._inflight_room
-            if waiting is not None and len(self._inflight) <= waiting[0]:
-                self._inflight_room = None
-                if not waiting[1].done():
-                    waiting[1].set_result(None)
-            self._frame_done(size)
+            self._settle(asyncio.current_task(self._loop), size, refs)  # type: ignore[arg-type]
+
+    def _settle(self, item: asyncio.Future[Any], size: int, refs: tuple[str, ...]) -> None:
+        """The bookkeeping of a pipelined event that is answered (or dropped at close)."""
+        self._inflight.discard(item)
+        counts = self._inflight_refs
+        for r in refs:
+            n = counts[r] - 1
+            if n > 0:
+                counts[r] = n
+            else:
+                del counts[r]
+        waiting, self._inflight_room = self._inflight_room, None
+        if waiting is not None and not waiting.done():
+            waiting.set_result(None)
+        self._frame_done(size)
+
+    def _names_inflight(self, refs: tuple[str, ...]) -> bool:
+        counts = self._inflight_refs
+        return bool(counts) and any(r in counts for r in refs)
+
+    async def _settled_once(self) -> None:
+        """Wait until some pipelined event in flight settles (one wake-up per batch of them)."""
+        room = self._inflight_room
+        if room is None or room.done():
+            room = self._inflight_room = self._loop.create_future()
+        await room
 
     async def _inflight_at_most(self, limit: int) -> None:
         """Wait until at most `limit` pipelined events are still in flight."""
         while len(self._inflight) > limit:
-            room = self._loop.create_future()
-            self._inflight_room = (limit, room)
-            await room
+            await self._settled_once()
 
-    def _pipelinable(self, msg: EventMessage, early: Any) -> bool:
-        """Global-only kinds are validated without reading other events (docs/decisions.md 2a);
-        independent channel content kinds when nothing in flight is named by or names the
-        same events as this one (decision 76)."""
-        if isinstance(early, BuzzError):
-            return False
-        kind = msg.event.kind
-        if kind in PIPELINABLE_KINDS:
-            return True
-        if kind not in INDEPENDENT_CHANNEL_KINDS:
-            return False
-        counts = self._inflight_refs
-        return not counts or all(r not in counts for r in _refs(msg.event))
-
-    async def _handle(self, msg: Any, early: Any, size: int, turn: Turn | None = None) -> None:
+    async def _handle(self, msg: Any, early: Any, size: int) -> None:
         try:
-            await self._dispatch(msg, early, turn)
+            await self._dispatch(msg, early)
         except Exception:
             log.exception("handler failed")
             if isinstance(msg, EventMessage):
                 self.send(messages.ok(msg.event.id, False, "error: internal server error"))
         finally:
-            if turn is not None:
-                turn.release()
             self._frame_done(size)
 
     def _frame_done(self, size: int) -> None:
@@ -506,10 +537,10 @@ class Connection:
         if room is not None and not room.done():
             room.set_result(None)
 
-    async def _dispatch(self, msg: Any, early: Any, turn: Turn | None = None) -> None:
+    async def _dispatch(self, msg: Any, early: Any) -> None:
         match msg:
             case EventMessage():
-                await self._on_event(msg, early, turn)
+                await self._on_event(msg, early)
             case BadEventMessage():
                 if msg.type == "AUTH" and self.pubkey is None:
                     self._auth_failed = True  # a malformed AUTH is this connection's one attempt
@@ -528,16 +559,16 @@ class Connection:
             case AuthMessage():
                 await self._on_auth(msg)
 
-    async def _on_event(self, msg: EventMessage, early: Any, turn: Turn | None = None) -> None:
+    async def _on_event(self, msg: EventMessage, early: Any) -> None:
         event = msg.event
-        accepted, message = await self._event_verdict(event, early, turn)
+        accepted, message = await self._event_verdict(event, early)
         self._answer(event, accepted, message)
 
     def _answer(self, event: Event, accepted: bool, message: str) -> None:
         self.relay.telemetry.event_answered(event.id, event.kind, event.pubkey, accepted, message)
         self.send(messages.ok(event.id, accepted, message))
 
-    async def _event_verdict(self, event: Event, early: Any, turn: Turn | None = None) -> tuple[bool, str]:
+    async def _event_verdict(self, event: Event, early: Any) -> tuple[bool, str]:
         if isinstance(early, BuzzError):
             return False, str(early)
         # The session may have changed while queued (AUTH ahead of this EVENT): recheck.
@@ -546,7 +577,7 @@ class Connection:
             verified = await early
         except BuzzError as exc:
             return False, str(exc)
-        outcome = await self.relay.ingest.submit(event, self.session, verified, turn)
+        outcome = await self.relay.ingest.submit(event, self.session, verified)
         return outcome.accepted, outcome.message
 
     async def _on_auth(self, msg: AuthMessage) -> None:

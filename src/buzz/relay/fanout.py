@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Protocol
+from collections.abc import Coroutine
+from typing import Any, Protocol
 
 from buzz.core.stored import StoredEvent, require_verified
 from buzz.relay.access import ChannelAccess
@@ -49,10 +50,24 @@ class FanOut:
             self.bus.announce(stored)  # relay.md §12.4 item 2: echo cache, then publish
         return await self.deliver(stored)
 
+    def publish_now(self, stored: StoredEvent) -> int | Coroutine[Any, Any, int]:
+        """`publish` without a coroutine while the membership cache answers for every
+        subscriber: the number delivered, or a coroutine that delivers the rest (await it)."""
+        require_verified(stored)
+        if self.bus is not None:
+            self.bus.announce(stored)
+        return self._deliver_now(stored)
+
     async def deliver(self, stored: StoredEvent) -> int:
         """The local half of `publish` (relay.md §12.1): also the path of events received from
         other replicas. Raises UnverifiedEnvelope for an unverified envelope."""
         require_verified(stored)
+        done = self._deliver_now(stored)
+        return done if isinstance(done, int) else await done
+
+    def _deliver_now(self, stored: StoredEvent) -> int | Coroutine[Any, Any, int]:
+        """Deliver synchronously up to the first subscriber whose visibility only the store can
+        tell; from there on the returned coroutine delivers the rest, in the same order."""
         event, channel_id = stored.event, stored.channel_id
         started = time.perf_counter()  # fanout_seconds: matching + every frame handed over
         subs: list[Subscription] = list(self.index.matching(event, channel_id))
@@ -61,30 +76,56 @@ class FanOut:
         live = LiveEvent(event.id, event.to_json())
         access = self._access
         delivered = 0
-        for sub in subs:
+        for i, sub in enumerate(subs):
+            seen = access.visible_known(stored, sub.conn.pubkey)
+            if seen is None:  # not in the membership cache: the store answers, from here on
+                return self._deliver_rest(stored, live, subs, i, delivered, started)
+            if seen:  # relay.md §12.1 item 1: visible at delivery time
+                delivered += _send(sub, live)
+        self._done(delivered, started)
+        return delivered
+
+    async def _deliver_rest(
+        self,
+        stored: StoredEvent,
+        live: LiveEvent,
+        subs: list[Subscription],
+        start: int,
+        delivered: int,
+        started: float,
+    ) -> int:
+        access = self._access
+        for sub in subs[start:]:
             reader = sub.conn.pubkey
             seen = access.visible_known(stored, reader)
-            if seen is None:  # not in the membership cache: ask the store
+            if seen is None:
                 seen = await access.visible(stored, reader)
-            if not seen:
-                continue  # relay.md §12.1 item 1: visible at delivery time
-            if sub.sent_ids and event.id in sub.sent_ids:
-                continue  # already sent from the stored results of this REQ
-            try:
-                sub.deliver(live)
-            except Exception:  # one broken subscriber never stops delivery to the others
-                log.exception("delivery to subscription %r failed", sub.sub_id)
-                continue
-            delivered += 1
+            if seen:  # relay.md §12.1 item 1: visible at delivery time
+                delivered += _send(sub, live)
+        self._done(delivered, started)
+        return delivered
+
+    def _done(self, delivered: int, started: float) -> None:
         if self.metrics is not None:
             self.metrics.fanout_seconds.observe(time.perf_counter() - started)
             self.metrics.deliveries.inc(delivered)
-        return delivered
 
     def publish_soon(self, stored: StoredEvent) -> None:
         """Schedule `publish` without awaiting (OK may go out first, relay.md §8 item 18)."""
         task = asyncio.get_running_loop().create_task(self.publish(stored))
         task.add_done_callback(_log_failure)
+
+
+def _send(sub: Subscription, live: LiveEvent) -> int:
+    """One delivery to a subscriber that may see the event: 1 if sent (or queued), else 0."""
+    if sub.sent_ids and live.id in sub.sent_ids:
+        return 0  # already sent from the stored results of this REQ
+    try:
+        sub.deliver(live)
+    except Exception:  # one broken subscriber never stops delivery to the others
+        log.exception("delivery to subscription %r failed", sub.sub_id)
+        return 0
+    return 1
 
 
 def _log_failure(task: asyncio.Task[int]) -> None:

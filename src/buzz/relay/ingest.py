@@ -4,16 +4,23 @@ effects, one transaction) → follow-ups → fan-out → OK.
 
 Every refusal is a BuzzError whose text is the wire message; nothing is written before the
 store step, so a refusal leaves the store unchanged.
+
+`submit` runs all of it for one event. A pipelining connection runs the same steps in three
+calls instead: `plan` (the rules), `write_soon` (the write queued at once, in call order) and,
+once that write is done, `finish` (follow-ups, fan-out, the OK), with no task per event.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import Any
 
 from buzz.core import kinds
 from buzz.core.errors import BuzzError, ServerError
@@ -23,9 +30,8 @@ from buzz.relay import crash_hook
 from buzz.relay.fanout import FanOut
 from buzz.relay.metrics_prom import RelayMetrics
 from buzz.relay.precheck import PrecheckContext, run_prechecks
-from buzz.relay.rules.base import KindRules
+from buzz.relay.rules.base import KindRules, Plan
 from buzz.relay.session import Session
-from buzz.relay.turns import Turn
 from buzz.store.base import EventStore, InsertOutcome, StoreError
 
 log = logging.getLogger(__name__)
@@ -42,6 +48,9 @@ class Outcome:
 
 
 FollowUp = Callable[[StoredEvent], Awaitable[None]]
+# What the after-commit steps give back: the OK, or a coroutine that ends with it (a follow-up
+# or a fan-out membership read has to wait).
+Finished = Outcome | Coroutine[Any, Any, Outcome]
 
 
 class Ingest:
@@ -95,11 +104,13 @@ class Ingest:
         for start in range(0, len(pending), size):
             group = pending[start : start + size]
             try:
-                done = loop.run_in_executor(self._executor, _verify_all, [e for e, _ in group])
+                done = self._executor.submit(_verify_all, [e for e, _ in group])
             except Exception as exc:  # executor shut down
                 _fail_all(group, exc)
                 continue
-            done.add_done_callback(lambda d, g=group: _settle_verified(d, g))
+            # Settled by one callback on the loop, straight from the worker: no asyncio future
+            # chained to the pool's (`run_in_executor`), which costs a second loop callback.
+            done.add_done_callback(lambda d, g=group: _call_on(loop, _settle_verified, d, g))
 
     def precheck(self, event: Event, session: Session) -> int:
         """relay.md §8 items 2–8 (raises the first BuzzError). Returns the clock second the
@@ -111,57 +122,97 @@ class Ingest:
         run_prechecks(session, event, ctx)
         return now
 
-    async def submit(
-        self, event: Event, session: Session, verified: StoredEvent | None = None, turn: Turn | None = None
-    ) -> Outcome:
+    async def submit(self, event: Event, session: Session, verified: StoredEvent | None = None) -> Outcome:
         """Run the whole pipeline for one event; never raises.
 
-        `verified` lets a caller that already ran `precheck` and `verify` (pipelined over a
-        connection) skip those steps; `turn` (pipelined events) orders the store write after
-        the previous event's and is released once this one's write is queued (the caller
-        releases it on every other exit).
+        `verified` lets a caller that already ran `precheck` and `verify` skip those steps.
         """
         try:
             if verified is None:
                 self.precheck(event, session)
                 verified = await self.verify(event)
-            return await self._accept(verified, session, turn)
-        except BuzzError as exc:
-            return Outcome(False, str(exc))
-        except StoreError:
-            log.exception("store failure while ingesting %s", event.id)
-            return Outcome(False, "error: database error")
-        except Exception:
-            log.exception("unexpected failure while ingesting %s", event.id)
-            return Outcome(False, "error: internal server error")
+            return await self._accept(verified, session)
+        except Exception as exc:
+            return self.refusal(event.id, exc)
 
-    async def _accept(self, stored: StoredEvent, session: Session, turn: Turn | None = None) -> Outcome:
+    def refusal(self, event_id: str, exc: Exception) -> Outcome:
+        """The OK for an event whose ingest raised `exc`: a BuzzError's own text; a store or
+        any other failure logged and answered without detail."""
+        if isinstance(exc, BuzzError):
+            return Outcome(False, str(exc))
+        if isinstance(exc, StoreError):
+            log.error("store failure while ingesting %s", event_id, exc_info=exc)
+            return Outcome(False, "error: database error")
+        log.error("unexpected failure while ingesting %s", event_id, exc_info=exc)
+        return Outcome(False, "error: internal server error")
+
+    async def plan(self, stored: StoredEvent, session: Session) -> Plan:
+        """Steps 12–14 for a verified event of a stored kind (raises the BuzzError refusing it)."""
+        return await self._rules.plan(stored, session)
+
+    def write_soon(self, plan: Plan) -> asyncio.Future[InsertOutcome]:
+        """Step 15 started: the write is queued before this returns, behind every write queued
+        before it (so two calls commit in call order); the future is done after the commit."""
+        return self._store.insert_soon(plan.stored, plan.effects)
+
+    def finish(self, plan: Plan, written: asyncio.Future[InsertOutcome], started: float) -> Finished:
+        """Steps 16–18 once `written` (from `write_soon` at `perf_counter()` `started`) is done
+        and not cancelled: the OK, or a coroutine that ends with it. Never raises."""
+        try:
+            outcome = written.result()
+        except Exception as exc:
+            return self.refusal(plan.stored.event.id, exc)
+        try:
+            return self._committed(plan, outcome, started)
+        except Exception as exc:
+            return self.refusal(plan.stored.event.id, exc)
+
+    async def _accept(self, stored: StoredEvent, session: Session) -> Outcome:
         if kinds.is_ephemeral(stored.event.kind):
             stored = await self._rules.ephemeral(stored, session)
             await self._fanout.publish(stored)
             return Outcome(True, "")
         plan = await self._rules.plan(stored, session)
-        if turn is not None:
-            await turn.wait()
-            # Released before the insert call: nothing suspends between here and the store
-            # queueing the write, so the next event cannot queue ahead of this one.
-            turn.release()
         started = time.perf_counter()
         outcome = await self._store.insert(plan.stored, plan.effects)
+        done = self._committed(plan, outcome, started)
+        return done if isinstance(done, Outcome) else await done
+
+    def _committed(self, plan: Plan, outcome: InsertOutcome, started: float) -> Finished:
         if self.metrics is not None:
             self.metrics.store_insert_seconds.observe(time.perf_counter() - started)
         if outcome is InsertOutcome.DUPLICATE:
             return Outcome(True, DUPLICATE_MESSAGE)
-        crash_hook.after_commit(stored.event.kind)
+        crash_hook.after_commit(plan.stored.event.kind)
+        if plan.after_commit:
+            return self._follow_ups(plan)
+        return self._publish(plan)
+
+    async def _follow_ups(self, plan: Plan) -> Outcome:
         for follow_up in plan.after_commit:
             try:
                 await follow_up()
             except Exception:  # relay.md §8 item 17: logged, never returned
-                log.exception("follow-up of %s failed", stored.event.id)
+                log.exception("follow-up of %s failed", plan.stored.event.id)
+        done = self._publish(plan)
+        return done if isinstance(done, Outcome) else await done
+
+    def _publish(self, plan: Plan) -> Finished:
+        """Fan-out, then the OK; without a coroutine unless a subscriber's membership must be read."""
         try:
-            await self._fanout.publish(plan.stored)
+            rest = self._fanout.publish_now(plan.stored)
         except Exception:  # stored and committed: the OK must say so (relay.md §8 item 18)
-            log.exception("fan-out of %s failed", stored.event.id)
+            log.exception("fan-out of %s failed", plan.stored.event.id)
+            rest = 0
+        if isinstance(rest, int):
+            return Outcome(True, plan.response)
+        return self._publish_rest(plan, rest)
+
+    async def _publish_rest(self, plan: Plan, rest: Awaitable[int]) -> Outcome:
+        try:
+            await rest
+        except Exception:
+            log.exception("fan-out of %s failed", plan.stored.event.id)
         return Outcome(True, plan.response)
 
 
@@ -176,8 +227,14 @@ def _verify_all(events: list[Event]) -> list[StoredEvent | BaseException]:
     return out
 
 
+def _call_on(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+    """`fn(*args)` on `loop`, from a pool thread; nothing when the loop has closed (shutdown)."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(fn, *args)
+
+
 def _settle_verified(
-    done: asyncio.Future[list[StoredEvent | BaseException]],
+    done: concurrent.futures.Future[list[StoredEvent | BaseException]],
     group: list[tuple[Event, asyncio.Future[StoredEvent]]],
 ) -> None:
     if done.cancelled() or done.exception() is not None:

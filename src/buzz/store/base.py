@@ -12,6 +12,7 @@ predicate (the per-event `visible` of relay.md §5.3) so `limit` counts visible 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -248,6 +249,14 @@ class EventStore(Protocol):
         no effect is applied. Raises UnverifiedEnvelope for `stored.verified == False`,
         ChannelExists from a CreateChannel effect whose id is taken.
         """
+
+    def insert_soon(
+        self, stored: StoredEvent, effects: Sequence[Effect] = ()
+    ) -> asyncio.Future[InsertOutcome]:
+        """`insert` started at once, as a future: writes queued by successive calls commit in
+        call order (a pipelining connection queues each write without awaiting the one
+        before). Raises at once what `insert` raises before writing. Call on the event loop."""
+        ...
 
     async def query(
         self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None

@@ -7,6 +7,7 @@ read connection. A backend only supplies connections, transactions and error map
 
 from __future__ import annotations
 
+import asyncio
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -30,6 +31,12 @@ from buzz.store.writes import claim_auth_event_txn, insert_txn, put_relay_member
 P = ParamSpec("P")
 T = TypeVar("T")
 TxnFn = Callable[Concatenate[Conn, P], Awaitable[T]]
+
+
+def _check_storable(stored: StoredEvent) -> None:
+    require_verified(stored)
+    if is_ephemeral(stored.event.kind):
+        raise ValueError(f"ephemeral kind {stored.event.kind} is never stored (relay.md §3.1 item 6)")
 
 
 class SqlStore(ABC):
@@ -72,10 +79,22 @@ class SqlStore(ABC):
         UnverifiedEnvelope (§2.4 item 3), ValueError for an ephemeral kind (§3.1 item 6),
         ChannelExists, StoreError.
         """
-        require_verified(stored)
-        if is_ephemeral(stored.event.kind):
-            raise ValueError(f"ephemeral kind {stored.event.kind} is never stored (relay.md §3.1 item 6)")
+        _check_storable(stored)
         return await self._write(insert_txn, stored, tuple(effects), int(time.time()))
+
+    def insert_soon(
+        self, stored: StoredEvent, effects: Sequence[Effect] = ()
+    ) -> asyncio.Future[InsertOutcome]:
+        """`insert`, started now: the write is queued behind every write queued before it, and
+        the returned future is done when `insert` would have returned (or raised). Raises at
+        once what `insert` raises before writing. Call on the event loop."""
+        _check_storable(stored)
+        return self._write_soon(insert_txn, stored, tuple(effects), int(time.time()))
+
+    def _write_soon(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> asyncio.Future[T]:
+        """`_write` started now, as a future. By default a task around `_write`: tasks start in
+        the order they were made, so writes still reach the backend in call order."""
+        return asyncio.ensure_future(self._write(fn, *args, **kwargs))
 
     async def query(
         self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None

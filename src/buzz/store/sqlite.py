@@ -220,6 +220,12 @@ class SqliteStore(SqlStore):
 
     # -- writes ----------------------------------------------------------------------------
     async def _write(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        # Not shielded: cancelling the caller cancels only this future; the write still commits
+        # (the writer thread never looks at it) and `_settle` skips a future that is done.
+        return await self._write_soon(fn, *args, **kwargs)
+
+    def _write_soon(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> asyncio.Future[T]:
+        # Queued here, synchronously: no task, and call order is queue order.
         if self._writer_thread is None:
             raise StoreError("store is not open")
         loop = asyncio.get_running_loop()
@@ -236,9 +242,7 @@ class SqliteStore(SqlStore):
             first = len(self._pending) == 1
         if first:
             loop.call_soon(self._flush_pending)
-        # Not shielded: cancelling the caller cancels only this future; the write still commits
-        # (the writer thread never looks at it) and `_settle` skips a future that is done.
-        return await future
+        return future
 
     def _flush_pending(self) -> None:
         with self._pending_lock:

@@ -54,6 +54,7 @@ class KindRules:
         # and the presence register (§12.2 item 2). None in a bare KindRules: no follow-ups.
         self.emitter: Emitter | None = None
         self.presence: Presence | None = None
+        self._validators: dict[int, Validator] | None = None  # `buzz.relay.rules.VALIDATORS`
 
     # -- ephemeral (relay.md §12.2) ----------------------------------------------------------
     async def ephemeral(self, stored: StoredEvent, session: Session) -> StoredEvent:
@@ -74,9 +75,12 @@ class KindRules:
         plan = Plan(stored.with_channel(await self.derive_channel(stored)))
         await self.channel_checks(plan.stored)
         self._check_d_tag(plan.stored)
-        from buzz.relay.rules import VALIDATORS
+        validators = self._validators
+        if validators is None:  # the table imports this module: read it once, at first use
+            from buzz.relay.rules import VALIDATORS
 
-        validator = VALIDATORS.get(stored.event.kind)
+            validators = self._validators = VALIDATORS
+        validator = validators.get(stored.event.kind)
         if validator is not None:
             await validator(self, plan, session)
         return plan
