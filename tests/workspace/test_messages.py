@@ -306,3 +306,38 @@ async def test_pipelined_channel_events_answer_as_if_sent_one_by_one(
         for i, note in enumerate(notes):
             assert await relay.relay.store.get_thread(batch[4 * i + 1].id) == (note.id, 1)
             assert await relay.relay.store.has_reaction(alice.pubkey, note.id, "👍")
+
+
+async def test_pipelined_events_naming_one_committed_target_answer_as_if_sent_one_by_one(
+    relay: RunningRelay, alice: Identity
+) -> None:
+    """Replies, reactions and edits naming the same stored event, back to back: none of them
+    waits for another (docs/decisions.md 100), yet each answer is the one-by-one answer — the
+    second identical reaction is the duplicate, every reply gets the parent's thread position."""
+    async with relay.client(alice) as a:
+        c = await create_channel(a, alice)
+        note = Event.create(alice.secret, 9, "the note", [["h", c]])
+        assert (await a.publish(note)).accepted
+        replies = [_reply(alice, c, note, None, f"reply {i}") for i in range(6)]
+        reactions = [Event.create(alice.secret, 7, emoji, [["h", c], ["e", note.id]]) for emoji in "👍🎉👀"]
+        same = Event.create(alice.secret, 7, "👍", [["h", c], ["e", note.id], ["x", "again"]])
+        edits = [Event.create(alice.secret, 40003, f"edit {i}", [["h", c], ["e", note.id]]) for i in range(2)]
+        batch = [
+            replies[0],
+            reactions[0],
+            replies[1],
+            same,
+            edits[0],
+            reactions[1],
+            *replies[2:],
+            reactions[2],
+        ]
+        batch.append(edits[1])
+        results = await asyncio.gather(*(a.publish(e) for e in batch))
+        answers = {e.id: (r.accepted, r.message) for e, r in zip(batch, results, strict=True)}
+        assert answers.pop(same.id) == (False, "duplicate: reaction already exists")
+        assert set(answers.values()) == {(True, "")}
+        for reply in replies:
+            assert await relay.relay.store.get_thread(reply.id) == (note.id, 1)
+        for emoji in "👍🎉👀":
+            assert await relay.relay.store.has_reaction(alice.pubkey, note.id, emoji)

@@ -38,6 +38,7 @@ from buzz.core.stored import StoredEvent
 from buzz.relay.ingest import Outcome
 from buzz.relay.outbound import Outbound
 from buzz.relay.rules.base import Plan
+from buzz.relay.rules.messages import reaction_target
 from buzz.relay.session import Session
 from buzz.relay.subscriptions import LiveEvent, Subscription
 from buzz.relay.websocket import RelayWebSocket
@@ -54,8 +55,9 @@ MAX_PIPELINED_EVENTS = 256  # per connection, awaiting their commit
 # consecutive ones from one connection may wait for their commits together.
 PIPELINABLE_KINDS = kinds.GLOBAL_ONLY_KINDS - {kinds.DELETION_KIND}
 # Channel content kinds whose validation reads only channel state (changed by admin kinds,
-# which are never pipelined) and the events their `e` tags name: pipelined too unless an event
-# still in flight on the connection is one of those, or names the same event (docs/decisions.md 74).
+# which are never pipelined), the events their `e` tags name (and those events' thread rows)
+# and, for a reaction, the active-reaction entry it would add: pipelined too unless an event
+# still in flight on the connection writes one of those (docs/decisions.md 76, 100).
 INDEPENDENT_CHANNEL_KINDS = frozenset({9, 7, 40003})
 SENT_IDS_GRACE_S = 5.0  # how long after EOSE a stored result still suppresses its live copy
 INBOUND_BUFFER_BYTES = 8 << 20  # frames read ahead of their handling, per connection
@@ -130,7 +132,7 @@ class Connection:
         self._inbound_room: asyncio.Future[None] | None = None  # the reader waiting for room
         # Pipelined events not answered yet: their write futures (a task while one must wait).
         self._inflight: set[asyncio.Future[Any]] = set()
-        self._inflight_refs: dict[str, int] = {}  # ids and `e` values of in-flight events → count
+        self._inflight_refs: dict[object, int] = {}  # what in-flight events write (`_writes`) → count
         self._inflight_room: asyncio.Future[None] | None = None  # the lane waiting for one to settle
         self._slots = 0  # handler slots this connection holds
         self._missed_pongs = 0
@@ -401,15 +403,15 @@ class Connection:
             if isinstance(msg, EventMessage) and not isinstance(early, BuzzError):
                 kind = msg.event.kind
                 if kind in PIPELINABLE_KINDS:
-                    await self._pipeline(msg, early, size, checked, _refs(msg.event))
+                    await self._pipeline(msg, early, size, checked, _writes(msg.event))
                     continue
                 if kind in INDEPENDENT_CHANNEL_KINDS:
-                    refs = _refs(msg.event)
-                    # Named by, or naming the same event as, an event still in flight: those
-                    # commit first (and every event before them: commits keep arrival order).
-                    while self._names_inflight(refs):
+                    # It reads what an event still in flight writes: that one commits first
+                    # (and every event before it: commits keep arrival order).
+                    reads = _reads(msg.event)
+                    while self._writes_inflight(reads):
                         await self._settled_once()
-                    await self._pipeline(msg, early, size, checked, refs)
+                    await self._pipeline(msg, early, size, checked, _writes(msg.event))
                     continue
             if self._inflight:
                 # Anything else may read what those events write: let them commit first.
@@ -417,7 +419,7 @@ class Connection:
             await self._handle(msg, early, size)
 
     async def _pipeline(
-        self, msg: EventMessage, early: Any, size: int, checked: tuple[Session, int], refs: tuple[str, ...]
+        self, msg: EventMessage, early: Any, size: int, checked: tuple[Session, int], refs: tuple[object, ...]
     ) -> None:
         """A pipelined EVENT: checked, verified and planned (the rules) here, in the lane, and
         its write queued at once, behind this connection's earlier writes (the store's FIFO),
@@ -454,7 +456,7 @@ class Connection:
         plan: Plan,
         started: float,
         size: int,
-        refs: tuple[str, ...],
+        refs: tuple[object, ...],
         done: asyncio.Future[Any],
     ) -> None:
         """A pipelined event's write is done: its fan-out and OK now, or in a task when they
@@ -477,7 +479,7 @@ class Connection:
         self._inflight.add(task)
 
     async def _finish(
-        self, event: Event, finishing: Coroutine[Any, Any, Outcome], size: int, refs: tuple[str, ...]
+        self, event: Event, finishing: Coroutine[Any, Any, Outcome], size: int, refs: tuple[object, ...]
     ) -> None:
         try:
             outcome = await finishing
@@ -488,7 +490,7 @@ class Connection:
         finally:
             self._settle(asyncio.current_task(self._loop), size, refs)  # type: ignore[arg-type]
 
-    def _settle(self, item: asyncio.Future[Any], size: int, refs: tuple[str, ...]) -> None:
+    def _settle(self, item: asyncio.Future[Any], size: int, refs: tuple[object, ...]) -> None:
         """The bookkeeping of a pipelined event that is answered (or dropped at close)."""
         self._inflight.discard(item)
         counts = self._inflight_refs
@@ -503,9 +505,9 @@ class Connection:
             waiting.set_result(None)
         self._frame_done(size)
 
-    def _names_inflight(self, refs: tuple[str, ...]) -> bool:
+    def _writes_inflight(self, reads: tuple[object, ...]) -> bool:
         counts = self._inflight_refs
-        return bool(counts) and any(r in counts for r in refs)
+        return bool(counts) and any(r in counts for r in reads)
 
     async def _settled_once(self) -> None:
         """Wait until some pipelined event in flight settles (one wake-up per batch of them)."""
@@ -703,6 +705,21 @@ class Connection:
         self.send(messages.count(msg.sub_id, n))
 
 
-def _refs(event: Event) -> tuple[str, ...]:
-    """The event's id and its `e` values: what a pipelined channel event may depend on."""
-    return tuple(dict.fromkeys((event.id, *event.tag_values("e"))))
+def _writes(event: Event) -> tuple[object, ...]:
+    """What a pipelined event's write adds that a later event's validation may read: its id
+    (its row, its thread row) and, for a reaction, its active-reaction entry."""
+    if event.kind == 7:
+        return (event.id, _reaction_key(event))
+    return (event.id,)
+
+
+def _reads(event: Event) -> tuple[object, ...]:
+    """What the validation of a pipelined channel event reads besides channel state: its own
+    id (a duplicate), the events its `e` tags name (rows, thread rows) and, for a reaction,
+    the active-reaction entry of (author, target, content)."""
+    reads: tuple[object, ...] = (event.id, *event.tag_values("e"))
+    return (*reads, _reaction_key(event)) if event.kind == 7 else reads
+
+
+def _reaction_key(event: Event) -> tuple[str, str, str | None, str]:
+    return ("reaction", event.pubkey, reaction_target(event), event.content)

@@ -201,10 +201,20 @@ class RelayMetrics:
         self.store_query_seconds = store.labels("query")
         r.register(_Snapshot(snapshot))
         self._event_children: dict[tuple[str, str, str], object] = {}
+        self._accepted_children: dict[int, object] = {}  # kind → child of (class, accepted, ok)
         self._req_children: dict[tuple[str, str], object] = {}
 
     def event_answered(self, kind: int, accepted: bool, message: str) -> None:
         """Count one EVENT / `POST /events` answer."""
+        if accepted and not message:  # the common answer: its counter by kind alone
+            child = self._accepted_children.get(kind)
+            if child is None:
+                child = self._accepted_children[kind] = self._event_child(kind, True, "")
+            child.inc()  # type: ignore[attr-defined]
+            return
+        self._event_child(kind, accepted, message).inc()  # type: ignore[attr-defined]
+
+    def _event_child(self, kind: int, accepted: bool, message: str) -> object:
         labels = (
             storage_class(kind).value if 0 <= kind < 65536 else "invalid",
             "accepted" if accepted else "refused",
@@ -213,7 +223,7 @@ class RelayMetrics:
         child = self._event_children.get(labels)
         if child is None:
             child = self._event_children[labels] = self._events.labels(*labels)
-        child.inc()  # type: ignore[attr-defined]
+        return child
 
     def req_answered(self, verb: str, refusal: str | None) -> None:
         """Count one REQ / COUNT (WebSocket) or query / count (HTTP bridge); `refusal` is the

@@ -179,6 +179,8 @@ class SubscriptionIndex:
 
         Each subscription is yielded once.
         """
+        if not self._buckets:
+            return  # no live subscription at all: nothing to look up
         idx = tag_index(event)
         keys: list[BucketKey] = [("a", event.pubkey), ("k", event.kind), WILDCARD]
         for name, values in idx.items():
