@@ -1,5 +1,5 @@
 """The relay's WebSocket: aiohttp's, plus the NOTICE before an oversized frame's close,
-`send_strs` (several frames handed to the socket in one write) and `direct_transport` (live
+`send_strs` (several frames built here and handed to the socket in one write) and `direct_transport` (live
 fan-out writes frames it built itself, `text_frame`, without a coroutine per send).
 
 relay.md §7.1 item 2 (and issue 9 item 9): a frame larger than `BUZZ_MAX_FRAME_BYTES` is
@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from aiohttp import WSCloseCode, WSMsgType, web
+from aiohttp import WSCloseCode, web
 
 from buzz.core import messages
 
@@ -53,34 +53,6 @@ def frame_too_large(size: int | None, limit: int) -> str:
     )
 
 
-class _Corked:
-    """The writer's transport, but writes made while `held` is a list are collected there
-    and go out as one `write` (one send system call for many frames)."""
-
-    __slots__ = ("held", "transport")
-
-    def __init__(self, transport: Any) -> None:
-        self.transport = transport
-        self.held: list[bytes] | None = None
-
-    def write(self, data: bytes) -> None:
-        if self.held is None:
-            self.transport.write(data)
-        else:
-            self.held.append(bytes(data))
-
-    def release(self) -> None:
-        held, self.held = self.held, None
-        if held:
-            self.transport.write(b"".join(held))
-
-    def is_closing(self) -> bool:  # asked by aiohttp for every frame: no `__getattr__` detour
-        return bool(self.transport.is_closing())
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.transport, name)
-
-
 class RelayWebSocket(web.WebSocketResponse):
     """`max_frame_bytes` is inclusive: a frame of exactly that many bytes is read.
 
@@ -102,14 +74,15 @@ class RelayWebSocket(web.WebSocketResponse):
     async def prepare(self, request: web.BaseRequest) -> Any:
         writer = await super().prepare(request)
         ws_writer = getattr(self, "_writer", None)
-        if ws_writer is not None and getattr(ws_writer, "transport", None) is not None:
-            self._corked: _Corked | None = _Corked(ws_writer.transport)
-            protocol = getattr(ws_writer, "protocol", None)
-            if not getattr(ws_writer, "compress", True) and hasattr(protocol, "_paused"):
-                self._direct = (ws_writer, ws_writer.transport, protocol)
-            ws_writer.transport = self._corked
-        else:
-            self._corked = None
+        transport = getattr(ws_writer, "transport", None)
+        protocol = getattr(ws_writer, "protocol", None)
+        if (
+            transport is not None
+            and not getattr(ws_writer, "compress", True)
+            and not getattr(ws_writer, "use_mask", True)
+            and hasattr(protocol, "_paused")
+        ):
+            self._direct = (ws_writer, transport, protocol)
         # After the upgrade aiohttp reads frames with its WebSocket parser only; its HTTP
         # parser would stay allocated for the connection's life (issue 17: idle connections).
         # aiohttp skips a parser it finds None (3.14: `_parser` is None after connection_lost).
@@ -126,23 +99,23 @@ class RelayWebSocket(web.WebSocketResponse):
     async def send_strs(self, texts: Sequence[str]) -> None:
         """Send each text as its own frame, in order, handed to the socket in one write.
 
-        aiohttp frames each one as `send_str` would; only the transport writes are joined.
+        Each frame is the one aiohttp's `send_str` writes; only the transport writes are joined.
         """
-        corked = getattr(self, "_corked", None)
-        writer = getattr(self, "_writer", None)
-        if corked is None or writer is None or writer.compress or writer._closing or corked.held is not None:
+        direct = self._direct
+        if direct is None or direct[0]._closing:
             for text in texts:
                 await self.send_str(text)
             return
-        # Uncompressed frames: what `send_frame` does for each (frame, then flow control),
-        # without a coroutine per frame; the transport's pause is honoured once per batch,
-        # which the caller bounds (`WRITE_BATCH_BYTES`).
-        corked.held = []
-        try:
-            for text in texts:
-                writer._write_websocket_frame(text.encode("utf-8"), WSMsgType.TEXT, 0)
-        finally:
-            corked.release()
+        # Uncompressed, unmasked frames (a server's): what `send_frame` does for each (the
+        # frame `_write_websocket_frame` builds, `text_frame`; then flow control), without a
+        # coroutine or a transport call per frame: one write for the batch, and the
+        # transport's pause honoured once per batch, which the caller bounds (`WRITE_BATCH_BYTES`).
+        writer, transport, _ = direct
+        if transport.is_closing():
+            raise ConnectionResetError("Cannot write to closing transport")  # as aiohttp's writer
+        data = b"".join([text_frame(text.encode("utf-8")) for text in texts])
+        transport.write(data)
+        writer._output_size += len(data)
         if writer._output_size > writer._limit:
             writer._output_size = 0
             if writer.protocol._paused:
@@ -150,11 +123,11 @@ class RelayWebSocket(web.WebSocketResponse):
 
     def direct_transport(self) -> Any:
         """The transport, when a frame written to it now cannot wait: an uncompressed socket,
-        not closing, not corked, its buffer under the high-water mark (the transport not
+        not closing, its buffer under the high-water mark (the transport not
         paused). None otherwise (the caller queues). A socket that does not read pauses after
         at most one frame past the mark, so direct writes stay bounded like the writer's."""
         direct = self._direct
-        if direct is None or self._corked is None or self._corked.held is not None:
+        if direct is None:
             return None
         writer, transport, protocol = direct
         if writer._closing or protocol._paused or transport.is_closing():
