@@ -47,6 +47,8 @@ class Outcome:
     message: str = ""
 
 
+ACCEPTED = Outcome(True)  # the common answer, made once (a frozen dataclass costs ~2 µs to build)
+DUPLICATE = Outcome(True, DUPLICATE_MESSAGE)
 FollowUp = Callable[[StoredEvent], Awaitable[None]]
 # What the after-commit steps give back: the OK, or a coroutine that ends with it (a follow-up
 # or a fan-out membership read has to wait).
@@ -171,7 +173,7 @@ class Ingest:
         if kinds.is_ephemeral(stored.event.kind):
             stored = await self._rules.ephemeral(stored, session)
             await self._fanout.publish(stored)
-            return Outcome(True, "")
+            return ACCEPTED
         plan = await self._rules.plan(stored, session)
         started = time.perf_counter()
         outcome = await self._store.insert(plan.stored, plan.effects)
@@ -182,7 +184,7 @@ class Ingest:
         if self.metrics is not None:
             self.metrics.store_insert_seconds.observe(time.perf_counter() - started)
         if outcome is InsertOutcome.DUPLICATE:
-            return Outcome(True, DUPLICATE_MESSAGE)
+            return DUPLICATE
         crash_hook.after_commit(plan.stored.event.kind)
         if plan.after_commit:
             return self._follow_ups(plan)
@@ -205,7 +207,7 @@ class Ingest:
             log.exception("fan-out of %s failed", plan.stored.event.id)
             rest = 0
         if isinstance(rest, int):
-            return Outcome(True, plan.response)
+            return _accepted(plan)
         return self._publish_rest(plan, rest)
 
     async def _publish_rest(self, plan: Plan, rest: Awaitable[int]) -> Outcome:
@@ -213,7 +215,11 @@ class Ingest:
             await rest
         except Exception:
             log.exception("fan-out of %s failed", plan.stored.event.id)
-        return Outcome(True, plan.response)
+        return _accepted(plan)
+
+
+def _accepted(plan: Plan) -> Outcome:
+    return Outcome(True, plan.response) if plan.response else ACCEPTED
 
 
 def _verify_all(events: list[Event]) -> list[StoredEvent | BaseException]:
