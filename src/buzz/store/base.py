@@ -258,6 +258,18 @@ class EventStore(Protocol):
         before). Raises at once what `insert` raises before writing. Call on the event loop."""
         ...
 
+    async def insert_many(self, items: Sequence[tuple[StoredEvent, Sequence[Effect]]]) -> list[InsertOutcome]:
+        """`insert` of each (event, effects) in order, as one transaction: the outcomes in item
+        order, exactly those of the single inserts, and the same rows (tags, threads,
+        reactions, search), written in bulk where that changes nothing (bulk loads; decision 100).
+
+        All or nothing: an error any single insert would raise (ReactionExists, ChannelExists,
+        StoreError) rolls back the whole batch; UnverifiedEnvelope and the ephemeral-kind
+        ValueError are raised before anything is written. Other writers wait while it runs
+        (PostgreSQL locks `events` against writes; SQLite has one writer), so keep batches to
+        tens of thousands of events.
+        """
+
     async def query(
         self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None
     ) -> list[StoredEvent]:

@@ -54,6 +54,20 @@ class Conn(Protocol):
         later than this transaction's commit (SQLite defers it to the end of the group commit)."""
         ...
 
+    async def insert_new_events(self, rows: Sequence[Sequence[object]]) -> list[object]:
+        """Insert `events` rows (the columns of `writes.ROW_COLUMNS`) whose ids are new: the
+        caller checked, a known id is a driver error. Returns each row's key, as `insert` does."""
+        ...
+
+    async def copy_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+        """Append `rows` to `table` in one bulk operation; no row may clash with a key (the
+        caller checked). Nothing happens for no rows."""
+        ...
+
+    async def index_search_many(self, rows: Sequence[tuple[object, str]]) -> None:
+        """`index_search` for each (row key, text), in one bulk operation where the driver has one."""
+        ...
+
 
 class Params:
     """Collects positional parameters and hands back the dialect's placeholder for each."""
@@ -90,6 +104,9 @@ class Dialect(ABC):
     schema: tuple[str, ...]
     greatest: str
     key_lock_sql: str | None
+    bulk_lock_sql: str | None
+    """Taken first by `bulk.insert_many_txn`: holds off other writers of `events` until the
+    commit (None where one writer connection already does, SQLite)."""
     search_index_sql: str  # parameters: (the row key `Conn.insert` returned, searchable text)
     h_by_channel: bool
     """Read a non-search `#h` filter as one ordered scan per channel plus the few events whose
@@ -136,6 +153,7 @@ class SqliteDialect(Dialect):
     schema = schema.SQLITE
     greatest = "max"
     key_lock_sql = None  # the single writer connection serializes every write (relay.md §13.1)
+    bulk_lock_sql = None
     search_index_sql = "INSERT INTO events_fts (rowid, content) VALUES (?1, ?2)"
     h_by_channel = False  # the planner already ORs the tag index with events_by_channel_id (decision 86)
 
@@ -179,6 +197,8 @@ class PostgresDialect(Dialect):
     schema = schema.POSTGRES
     greatest = "GREATEST"
     key_lock_sql = "SELECT pg_advisory_xact_lock($1)"
+    # Conflicts with the ROW EXCLUSIVE of every INSERT/UPDATE, not with reads (ACCESS SHARE).
+    bulk_lock_sql = "LOCK TABLE events IN SHARE ROW EXCLUSIVE MODE"
     search_index_sql = "INSERT INTO event_search (event_id, tsv) VALUES ($1, to_tsvector('simple', $2))"
     # A `#h` filter as one OR of the tag set and the channel column cannot walk any index in
     # time order: PostgreSQL read every event of the kind and sorted them (decision 91).

@@ -16,6 +16,13 @@ import asyncpg
 from buzz.store.base import StoreError, StoreUnreachable
 from buzz.store.dialect import POSTGRES, Conn, Dialect
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
+from buzz.store.writes import ROW_COLUMNS
+
+_ROW_COLUMN_NAMES = tuple(c.strip() for c in ROW_COLUMNS.split(","))
+_SEARCH_MANY_SQL = (
+    "INSERT INTO event_search (event_id, tsv)"
+    " SELECT u.id, to_tsvector('simple', u.text) FROM unnest($1::text[], $2::text[]) AS u (id, text)"
+)
 
 _SCHEMA_LOCK_ID = 0x62757A7A  # "buzz"
 # JIT compilation pays off for long analytic queries only: past `jit_above_cost` (a cost that
@@ -49,6 +56,19 @@ class _PgConn:
 
     async def index_search(self, key: object, text: str) -> None:
         await self._conn.execute(POSTGRES.search_index_sql, key, text)
+
+    async def insert_new_events(self, rows: Sequence[Sequence[object]]) -> list[object]:
+        await self.copy_rows("events", _ROW_COLUMN_NAMES, rows)
+        return [row[0] for row in rows]  # the key is the id
+
+    async def copy_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+        if rows:  # COPY … FROM STDIN (binary): one round trip, no statement per row
+            await self._conn.copy_records_to_table(table, records=rows, columns=list(columns))
+
+    async def index_search_many(self, rows: Sequence[tuple[object, str]]) -> None:
+        if rows:  # to_tsvector runs in the server: one statement over two arrays
+            keys, texts = zip(*rows, strict=True)
+            await self._conn.execute(_SEARCH_MANY_SQL, list(keys), list(texts))
 
 
 class PostgresStore(SqlStore):

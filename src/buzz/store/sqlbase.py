@@ -25,6 +25,7 @@ from buzz.core.kinds import (
 from buzz.core.stored import StoredEvent, require_verified
 from buzz.store import operator, reads, workspace
 from buzz.store.base import Accept, Channel, Effect, History, InsertOutcome, Member, Reader, StoreError
+from buzz.store.bulk import insert_many_txn
 from buzz.store.dialect import Conn
 from buzz.store.writes import claim_auth_event_txn, insert_txn, put_relay_member_txn, set_agent_owner_txn
 
@@ -95,6 +96,18 @@ class SqlStore(ABC):
         """`_write` started now, as a future. By default a task around `_write`: tasks start in
         the order they were made, so writes still reach the backend in call order."""
         return asyncio.ensure_future(self._write(fn, *args, **kwargs))
+
+    async def insert_many(self, items: Sequence[tuple[StoredEvent, Sequence[Effect]]]) -> list[InsertOutcome]:
+        """`insert` of every (event, effects) in order, all in one transaction; see
+        `EventStore.insert_many` (decision 100). Raises what `insert` raises, before anything
+        is written for UnverifiedEnvelope and ephemeral kinds; any error rolls back the batch."""
+        batch = []
+        for stored, effects in items:
+            _check_storable(stored)
+            batch.append((stored, tuple(effects)))
+        if not batch:
+            return []
+        return await self._write(insert_many_txn, batch, int(time.time()))
 
     async def query(
         self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None

@@ -30,6 +30,7 @@ import orjson
 from buzz.store.base import StoreError
 from buzz.store.dialect import SQLITE, Dialect
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
+from buzz.store.writes import ROW_COLUMNS
 
 BUSY_TIMEOUT_MS = 5000  # relay.md §13.1: at least 5 s
 MAX_BATCH = 256  # writes per group commit
@@ -93,6 +94,26 @@ class _SyncConn:
         self._search_chars += len(text)
         if self._search_chars > SEARCH_BATCH_CHARS:
             self.flush_search()
+
+    async def insert_new_events(self, rows: Sequence[Sequence[object]]) -> list[object]:
+        # Explicit `seq` values past the largest: the one writer connection holds the write
+        # lock, so nobody else takes them, and executemany reports no rowid of its own.
+        start = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0] + 1
+        keys = list(range(start, start + len(rows)))
+        self._conn.executemany(
+            f"INSERT INTO events (seq, {ROW_COLUMNS}) VALUES ({SQLITE.marks(11)})",
+            [(seq, *row) for seq, row in zip(keys, rows, strict=True)],
+        )
+        return list(keys)
+
+    async def copy_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+        if rows:
+            sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({SQLITE.marks(len(columns))})"
+            self._conn.executemany(sql, rows)
+
+    async def index_search_many(self, rows: Sequence[tuple[object, str]]) -> None:
+        for key, text in rows:
+            await self.index_search(key, text)
 
     def flush_search(self, *, one_by_one: bool = False) -> None:
         """Write the deferred search rows: one statement for the whole batch (FTS5 keeps them

@@ -140,13 +140,13 @@ async def _address_deleted_txn(conn: Conn, key: ReplacementKey, created_at: int)
     return bool(await conn.fetch(sql, p.values))
 
 
-_ROW_COLUMNS = "id, pubkey, created_at, kind, tags, content, sig, received_at, channel_id, d_tag"
+ROW_COLUMNS = "id, pubkey, created_at, kind, tags, content, sig, received_at, channel_id, d_tag"
 
 
 @cache
 def _insert_row_sql(dialect: Dialect) -> str:
     """The row insert, its text built once per dialect (the statement cache keys on it)."""
-    return f"INSERT INTO events ({_ROW_COLUMNS}) VALUES ({dialect.marks(10)}) ON CONFLICT (id) DO NOTHING"
+    return f"INSERT INTO events ({ROW_COLUMNS}) VALUES ({dialect.marks(10)}) ON CONFLICT (id) DO NOTHING"
 
 
 async def _insert_row_txn(conn: Conn, stored: StoredEvent, key: ReplacementKey | None) -> object | None:
