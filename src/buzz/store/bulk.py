@@ -44,9 +44,8 @@ async def insert_many_txn(conn: Conn, items: Sequence[Item], now: int) -> list[I
     Raises what `insert_txn` raises (ReactionExists also for two reactions of one run with
     the same (author, target, content)); the caller's transaction then rolls back all of it.
     """
-    if conn.dialect.bulk_lock_sql is not None:
-        # Other writers wait until the commit: a run's "no such id / no such key" checks hold.
-        await conn.execute(conn.dialect.bulk_lock_sql)
+    for sql in conn.dialect.bulk_sql:  # PostgreSQL: other writers wait (the checks hold)
+        await conn.execute(sql)
     outcomes: list[InsertOutcome | None] = [None] * len(items)
     run: list[int] = []
     for i, (stored, effects) in enumerate(items):
@@ -115,12 +114,16 @@ async def _used_keys_txn(conn: Conn, keys: list[ReplacementKey]) -> set[Replacem
     out: set[ReplacementKey] = set()
     kinds = sorted({k.kind for k in keys})
     pubkeys = sorted({k.pubkey for k in keys})
-    for table, d_column in (("events", "d_tag"), ("deleted_addresses", "d")):
+    # Replaceable keys have no `d`: NULL in events, '' in deleted_addresses.
+    d_values = sorted({k.address_d for k in keys})
+    for table, d_match in (("events", "(d_tag IS NULL OR {})"), ("deleted_addresses", "{}")):
+        d_column = "d_tag" if table == "events" else "d"
         for k in range(0, len(pubkeys), _CHUNK):
             p = Params(d)
             sql = (
                 f"SELECT DISTINCT kind, pubkey, {d_column} FROM {table}"
                 f" WHERE {p.in_list('kind', kinds, 'int')} AND {p.in_list('pubkey', pubkeys[k : k + _CHUNK], 'text')}"
+                f" AND {d_match.format(p.in_list(d_column, d_values, 'utf8'))}"
             )
             for kind, pubkey, raw in await conn.fetch(sql, p.values):
                 # deleted_addresses holds '' for a replaceable kind, events NULL; `of` maps both.
