@@ -7,6 +7,10 @@ import pytest
 from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent
 from buzz.store.base import EventStore, SoftDelete
+from buzz.store.dialect import Conn
+from buzz.store.postgres import PostgresStore
+from buzz.store.sqlbase import SqlStore
+from buzz.store.sqlite import SqliteStore
 from tests.store.helpers import (
     ALICE,
     BOB,
@@ -195,10 +199,16 @@ async def test_count_distinct_across_filters(store: EventStore) -> None:
     assert await store.count([Filter()], None) == 3
 
 
-async def test_h_filter_pages_in_order_across_channels_and_foreign_h_tags(store: EventStore) -> None:
+async def _forget_in_channel_txn(conn: Conn) -> None:
+    await conn.execute("UPDATE event_tags SET in_channel = NULL")
+
+
+@pytest.mark.parametrize("rows", ["new", "older"])
+async def test_h_filter_pages_in_order_across_channels_and_foreign_h_tags(store: SqlStore, rows: str) -> None:
     """relay.md §6.2, §6.4 item 2, §6.5 item 3: an `#h` read over several channels, events with an
     h tag naming another channel than their own, global events with an h tag and events with no
-    h tag, paged by the accept predicate through equal timestamps, is exactly the sorted match."""
+    h tag, paged by the accept predicate through equal timestamps, is exactly the sorted match.
+    `older`: tag rows written before `event_tags.in_channel` existed (NULL, decision 100)."""
     c, d = await create_channel(store), await create_channel(store)
     hidden = await create_channel(store, "private")  # BOB is no member: out of scope
     events = []
@@ -222,6 +232,8 @@ async def test_h_filter_pages_in_order_across_channels_and_foreign_h_tags(store:
             case _:
                 events.append(make(9, str(i), [["h", hidden]], at, channel=hidden))
     await insert_all(store, *events)
+    if rows == "older":
+        await store._write(_forget_in_channel_txn)
 
     def matches(stored: StoredEvent, channels: set[str]) -> bool:
         h = {t[1] for t in stored.event.tags if t[0] == "h" and len(t) > 1}
@@ -250,3 +262,33 @@ async def test_h_filter_pages_in_order_across_channels_and_foreign_h_tags(store:
             ][:7]
         )
         assert await store.count([flt(tag_h=sorted(channels), kinds=[1, 7, 9])], BOB.pubkey) == len(expected)
+
+
+async def _drop_in_channel_txn(conn: Conn) -> None:
+    await conn.execute("DROP INDEX IF EXISTS event_tags_h_elsewhere")
+    await conn.execute("ALTER TABLE event_tags DROP COLUMN in_channel")
+
+
+async def test_a_store_made_before_in_channel_gets_the_column(store: SqlStore) -> None:
+    """Opening a database whose event_tags lacks `in_channel` adds it (decision 100); its old
+    rows (NULL) and new ones answer `#h` alike."""
+    c, d = await create_channel(store), await create_channel(store)
+    old = make(9, "old", [["h", c], ["h", d]], T0, channel=d)
+    await insert_all(store, old)
+    await store._write(_drop_in_channel_txn)
+    await store.close()
+    again = SqliteStore(store.path) if isinstance(store, SqliteStore) else PostgresStore(store.dsn)
+    await again.open()
+    try:
+        new = make(9, "new", [["h", c], ["h", d]], T0 + 1, channel=d)
+        await insert_all(again, new)
+        assert await query_ids(again, flt(tag_h=[c], kinds=[9]), reader=ALICE.pubkey) == [
+            new.event.id,
+            old.event.id,
+        ]
+        assert await query_ids(again, flt(tag_h=[d], kinds=[9]), reader=ALICE.pubkey) == [
+            new.event.id,
+            old.event.id,
+        ]
+    finally:
+        await again.close()

@@ -24,7 +24,7 @@ from buzz.core.kinds import is_searchable
 from buzz.core.stored import StoredEvent
 from buzz.store.base import Effect, InsertOutcome, PutReaction, ReactionExists, RecordThread
 from buzz.store.dialect import Conn, Params
-from buzz.store.writes import ReplacementKey, insert_txn, tag_rows
+from buzz.store.writes import TAG_COLUMNS, ReplacementKey, insert_txn, tag_table_rows
 
 Item = tuple[StoredEvent, tuple[Effect, ...]]
 _PLAIN_EFFECTS = (RecordThread, PutReaction)
@@ -177,9 +177,7 @@ async def _write_rows_txn(conn: Conn, items: list[Item]) -> None:
         )
     keys = await conn.insert_new_events(rows)
     await conn.copy_rows(
-        "event_tags",
-        ("event_id", "name", "value"),
-        [(i, n, d.encode(v, "utf8")) for stored, _ in items for i, n, v in tag_rows(stored.event)],
+        "event_tags", TAG_COLUMNS, [r for stored, _ in items for r in tag_table_rows(stored, d)]
     )
     await conn.index_search_many(
         [

@@ -163,8 +163,9 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     1. per channel c of V, its events (channel index, newest first, stopping after one page)
        that have an h tag in V or no h tag at all;
     2. events with an h tag in V whose own channel is not in V (another channel, several h
-       tags, a global kind with an h tag): the tag rows of V minus the events of V's channels,
-       two index ranges, whatever their order.
+       tags, a global kind with an h tag): the tag rows of V that do not name their event's
+       own channel (`in_channel`, a small partial index), each event looked up and kept when
+       its channel is not in V.
 
     Each part is only read up to the page, so a window costs one page of rows however long
     the channel, instead of every event of the kind sorted by time."""
@@ -184,15 +185,17 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
         f" AND {where(f, SYSTEM, p, without_h=True)}{after} AND {h_ok}"
         f" ORDER BY {ORDER} LIMIT {page.size}"
     )
+    # Before decision 100 this was every h row of V EXCEPT every event of V's channels: two
+    # index ranges as long as the channel, the largest cost of a page at 1M events.
     others = (
-        f"SELECT t.event_id FROM event_tags t WHERE t.name = 'h' AND {tag_in}"
-        f" EXCEPT SELECT x.id FROM events x WHERE {p.in_list('x.channel_id', values, 'text')}"
+        f"SELECT DISTINCT t.event_id FROM event_tags t"
+        f" WHERE t.name = 'h' AND COALESCE(t.in_channel, 0) = 0 AND {tag_in}"
     )
-    # One key lookup per such id (LIMIT 1 keeps the lateral subquery a lookup): the planner
-    # cannot estimate the EXCEPT and would otherwise hash it against a scan of all events.
+    elsewhere = f"(e.channel_id IS NULL OR NOT {p.in_list('e.channel_id', values, 'text')})"
+    # One key lookup per such id (LIMIT 1 keeps the lateral subquery a lookup).
     rest = (
         f"SELECT r.* FROM ({others}) AS o (id) CROSS JOIN LATERAL (SELECT {EVENT_COLUMNS} FROM events e"
-        f" WHERE e.id = o.id AND {where(f, reader, p, without_h=True)}{after} LIMIT 1) AS r"
+        f" WHERE e.id = o.id AND {where(f, reader, p, without_h=True)}{after} AND {elsewhere} LIMIT 1) AS r"
     )
     union = f"SELECT w.* FROM {channels} CROSS JOIN LATERAL ({own}) AS w{in_scope} UNION ALL {rest}"
     return f"SELECT {EVENT_COLUMNS} FROM ({union}) AS e ORDER BY {ORDER} LIMIT {page.size}"

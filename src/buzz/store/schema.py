@@ -16,6 +16,9 @@ within their window, in the database so that every replica and a restarted relay
 operator's switches that a running relay re-reads (`workspace` = `open` | `closed`, §4.4); both
 are written by `buzz admin` (`buzz.store.operator`).
 
+`event_tags.in_channel` is 1 for an `h` row naming the event's own channel, 0 otherwise (NULL on
+rows written before it existed): PostgreSQL's `#h` window reads the others from a partial index.
+
 `agent_owners` is the registered owner of relay.md §7.3 item 4: agent → owner, first write wins.
 
 Workspace tables (`buzz.store.workspace`): `event_threads` (root and depth of each reply, §9
@@ -79,6 +82,7 @@ CREATE TABLE IF NOT EXISTS event_tags (
     event_id {key} NOT NULL REFERENCES events (id),
     name {key} NOT NULL,
     value {utf8} NOT NULL,
+    in_channel {int},
     PRIMARY KEY (event_id, name, value)
 );
 CREATE INDEX IF NOT EXISTS event_tags_by_value ON event_tags (name, value, event_id);
@@ -191,6 +195,22 @@ _POSTGRES_SEARCH_MIGRATION = """DO $$ BEGIN
 END $$"""
 
 
+# The `h` rows a `#h` window cannot read from the channel index (clauses._h_by_channel_page
+# part 2): an h naming another channel than the event's, or on a global event. Rows written
+# before the column existed are NULL and stay in the index: correct, only not as small. The
+# column is added once (a DO block: no lock on the table when it exists).
+_POSTGRES_TAG_MIGRATION = (
+    """DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'event_tags' AND column_name = 'in_channel') THEN
+        ALTER TABLE event_tags ADD COLUMN in_channel bigint;
+    END IF;
+END $$""",
+    "CREATE INDEX IF NOT EXISTS event_tags_h_elsewhere ON event_tags (value, event_id)"
+    " WHERE name = 'h' AND COALESCE(in_channel, 0) = 0",
+)
+
+
 def _statements(script: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in script.split(";") if s.strip())
 
@@ -199,4 +219,5 @@ SQLITE = _statements(_TABLES.format(**_SQLITE_TYPES) + ";" + _SQLITE_SEARCH)
 POSTGRES = (
     *_statements(_TABLES.format(**_POSTGRES_TYPES) + ";" + _POSTGRES_SEARCH),
     _POSTGRES_SEARCH_MIGRATION,
+    *_POSTGRES_TAG_MIGRATION,
 )

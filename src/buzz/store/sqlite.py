@@ -203,6 +203,9 @@ class SqliteStore(SqlStore):
         try:
             for statement in SQLITE.schema:
                 self._writer.execute(statement)
+            columns = {row[1] for row in self._writer.execute("PRAGMA table_info(event_tags)")}
+            if "in_channel" not in columns:  # a file made before the column (schema.py)
+                self._writer.execute("ALTER TABLE event_tags ADD COLUMN in_channel INTEGER")
             self._writer.execute("COMMIT")
         except BaseException:
             self._writer.execute("ROLLBACK")

@@ -102,7 +102,7 @@ async def insert_txn(conn: Conn, stored: StoredEvent, effects: tuple[Effect, ...
         return InsertOutcome.DUPLICATE
     if key is not None:
         await _supersede_txn(conn, event, key, now)
-    await _insert_tags_txn(conn, event)
+    await _insert_tags_txn(conn, stored)
     if is_searchable(event.kind):
         # relay.md §11 item 1: non-searchable kinds are never indexed.
         await conn.index_search(row_key, event.content.replace("\0", " "))
@@ -188,21 +188,33 @@ def tag_rows(event: Event) -> list[tuple[str, str, str]]:
     ]
 
 
+TAG_COLUMNS = ("event_id", "name", "value", "in_channel")
+
+
+def tag_table_rows(stored: StoredEvent, dialect: Dialect) -> list[tuple[str, str, object, int]]:
+    """The `event_tags` rows of `stored`: `tag_rows` with the value encoded, and `in_channel`
+    1 for an `h` tag naming the event's own channel, else 0 (what PostgreSQL's `#h` window
+    skips: those events it reads from the channel index, decision 100)."""
+    channel = stored.channel_id
+    return [
+        (i, n, dialect.encode(v, "utf8"), int(n == "h" and v == channel))
+        for i, n, v in tag_rows(stored.event)
+    ]
+
+
 @cache
 def _insert_tag_sql(dialect: Dialect) -> str:
-    return f"INSERT INTO event_tags (event_id, name, value) VALUES ({dialect.marks(3)})"
+    return f"INSERT INTO event_tags ({', '.join(TAG_COLUMNS)}) VALUES ({dialect.marks(len(TAG_COLUMNS))})"
 
 
-async def _insert_tags_txn(conn: Conn, event: Event) -> None:
-    rows = tag_rows(event)
+async def _insert_tags_txn(conn: Conn, stored: StoredEvent) -> None:
+    rows = tag_table_rows(stored, conn.dialect)
     if not rows:
         return
-    d = conn.dialect
     if len(rows) == 1:  # most channel events: one `h`; `execute` costs less than `executemany`
-        i, n, v = rows[0]
-        await conn.execute(_insert_tag_sql(d), [i, n, d.encode(v, "utf8")])
+        await conn.execute(_insert_tag_sql(conn.dialect), rows[0])
         return
-    await conn.executemany(_insert_tag_sql(d), [(i, n, d.encode(v, "utf8")) for i, n, v in rows])
+    await conn.executemany(_insert_tag_sql(conn.dialect), rows)
 
 
 # -- effects --------------------------------------------------------------------------------------
