@@ -148,7 +148,7 @@ def _after(page: Page, p: Params) -> str:
 
 def select_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     """One page of `f`'s matches in §6.4 order (search: §11 item 5), as full event rows."""
-    if f.search is None and "h" in f.tags and p.dialect.h_by_channel:
+    if f.search is None and "h" in f.tags and len(f.tags["h"]) <= p.dialect.h_by_channel_max:
         return _h_by_channel_page(f, reader, page, p)
     body, ref = _from_where(f, reader, p, _after(page, p))
     order = ORDER if ref is None else f"{p.dialect.search_order(ref)}, {ORDER}"
@@ -171,7 +171,10 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     the channel, instead of every event of the kind sorted by time."""
     values = f.tags["h"]
     tag_in = p.in_list("t.value", values, "utf8")  # one parameter, read by `h_ok` and `others`
-    h_ok = f"COALESCE((SELECT bool_or({tag_in}) FROM event_tags t WHERE t.event_id = e.id AND t.name = 'h'), TRUE)"
+    any_of = p.dialect.bool_or
+    h_ok = f"COALESCE((SELECT {any_of}({tag_in}) FROM event_tags t WHERE t.event_id = e.id AND t.name = 'h'), TRUE)"
+    if not p.dialect.lateral:
+        return _h_unrolled_page(f, reader, page, p, tag_in, h_ok)
     # The read scope of part 1 is that of its channel, tested once per channel (not per row):
     # fewer per-row filters the planner must guess keeps its estimate above one page, so it
     # walks the index in order and stops, rather than fetch and sort the whole channel.
@@ -185,12 +188,7 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
         f" AND {where(f, SYSTEM, p, without_h=True)}{after} AND {h_ok}"
         f" ORDER BY {ORDER} LIMIT {page.size}"
     )
-    # Before decision 100 this was every h row of V EXCEPT every event of V's channels: two
-    # index ranges as long as the channel, the largest cost of a page at 1M events.
-    others = (
-        f"SELECT DISTINCT t.event_id FROM event_tags t"
-        f" WHERE t.name = 'h' AND COALESCE(t.in_channel, 0) = 0 AND {tag_in}"
-    )
+    others = _others(tag_in)
     elsewhere = f"(e.channel_id IS NULL OR NOT {p.in_list('e.channel_id', values, 'text')})"
     # One key lookup per such id (LIMIT 1 keeps the lateral subquery a lookup).
     rest = (
@@ -198,6 +196,42 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
         f" WHERE e.id = o.id AND {where(f, reader, p, without_h=True)}{after} AND {elsewhere} LIMIT 1) AS r"
     )
     union = f"SELECT w.* FROM {channels} CROSS JOIN LATERAL ({own}) AS w{in_scope} UNION ALL {rest}"
+    return f"SELECT {EVENT_COLUMNS} FROM ({union}) AS e ORDER BY {ORDER} LIMIT {page.size}"
+
+
+def _others(tag_in: str, hint: str = "") -> str:
+    # Before decision 100 this was every h row of V EXCEPT every event of V's channels: two
+    # index ranges as long as the channel, the largest cost of a page at 1M events.
+    return (
+        f"SELECT DISTINCT t.event_id FROM event_tags t{hint}"
+        f" WHERE t.name = 'h' AND COALESCE(t.in_channel, 0) = 0 AND {tag_in}"
+    )
+
+
+def _h_unrolled_page(f: Filter, reader: Reader, page: Page, p: Params, tag_in: str, h_ok: str) -> str:
+    """`_h_by_channel_page` without LATERAL (SQLite): part 1 is one ordered, limited subquery
+    per channel of V, written out (`Dialect.h_by_channel_max` bounds how many); part 2 a plain
+    join, which SQLite runs as one key lookup per tag row."""
+    values = sorted(f.tags["h"])
+    after = _after(page, p)
+    base = where(f, SYSTEM, p, without_h=True)  # the text is shared: its parameters are added once
+    scope = ""
+    if reader is not SYSTEM:
+        scope = f" AND e.channel_id IN (SELECT c.id FROM channels c WHERE {readable_channel(reader, p)})"
+    own = [
+        f"SELECT * FROM (SELECT {EVENT_COLUMNS} FROM events e WHERE e.channel_id = {p.add(c)}"
+        f" AND {base}{after} AND {h_ok}{scope} ORDER BY {ORDER} LIMIT {page.size})"
+        for c in values
+    ]
+    elsewhere = f"(e.channel_id IS NULL OR NOT {p.in_list('e.channel_id', values, 'text')})"
+    rest = (
+        # Without table statistics SQLite prefers event_tags_by_value (two equalities), which
+        # holds every h row of the channel; the partial index holds only the few others.
+        f"SELECT {EVENT_COLUMNS} FROM ({_others(tag_in, ' INDEXED BY event_tags_h_elsewhere')}) AS o"
+        " JOIN events e ON e.id = o.event_id"
+        f" WHERE {where(f, reader, p, without_h=True)}{after} AND {elsewhere}"
+    )
+    union = " UNION ALL ".join([*own, f"SELECT * FROM ({rest})"])
     return f"SELECT {EVENT_COLUMNS} FROM ({union}) AS e ORDER BY {ORDER} LIMIT {page.size}"
 
 

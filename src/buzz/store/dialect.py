@@ -107,9 +107,12 @@ class Dialect(ABC):
     bulk_sql: tuple[str, ...]
     """Run first by `bulk.insert_many_txn`, in its transaction."""
     search_index_sql: str  # parameters: (the row key `Conn.insert` returned, searchable text)
-    h_by_channel: bool
-    """Read a non-search `#h` filter as one ordered scan per channel plus the few events whose
-    h tag names a channel other than their own (`clauses.select_page`), instead of one OR."""
+    h_by_channel_max: int
+    """Read a non-search `#h` filter of at most this many channels as one ordered scan per
+    channel plus the few events whose h tag names a channel other than their own
+    (`clauses.select_page`), instead of one OR (which reads and sorts whole channels)."""
+    lateral: bool  # LATERAL joins (PostgreSQL); SQLite writes one subquery per channel out
+    bool_or: str  # the aggregate "any row true"
 
     @abstractmethod
     def placeholder(self, n: int) -> str: ...
@@ -158,7 +161,11 @@ class SqliteDialect(Dialect):
     # taken only as pages are read) until the store closes. No lock: one writer connection.
     bulk_sql = ("PRAGMA cache_size = -262144",)  # KiB: 256 MiB
     search_index_sql = "INSERT INTO events_fts (rowid, content) VALUES (?1, ?2)"
-    h_by_channel = False  # the planner already ORs the tag index with events_by_channel_id (decision 86)
+    # Decision 86's OR read both indexes of a channel and sorted them: 123 ms a page at 1M
+    # events. Past 16 channels the written-out subqueries cost more than the OR (decision 100).
+    h_by_channel_max = 16
+    lateral = False
+    bool_or = "max"
 
     def placeholder(self, n: int) -> str:
         return f"?{n}"
@@ -206,7 +213,9 @@ class PostgresDialect(Dialect):
     search_index_sql = "INSERT INTO event_search (event_id, tsv) VALUES ($1, to_tsvector('simple', $2))"
     # A `#h` filter as one OR of the tag set and the channel column cannot walk any index in
     # time order: PostgreSQL read every event of the kind and sorted them (decision 91).
-    h_by_channel = True
+    h_by_channel_max = 1 << 30  # every `#h` filter: one LATERAL however many channels
+    lateral = True
+    bool_or = "bool_or"
 
     def placeholder(self, n: int) -> str:
         return f"${n}"

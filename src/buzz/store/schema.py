@@ -195,6 +195,10 @@ _POSTGRES_SEARCH_MIGRATION = """DO $$ BEGIN
 END $$"""
 
 
+TAG_ELSEWHERE_INDEX = (
+    "CREATE INDEX IF NOT EXISTS event_tags_h_elsewhere ON event_tags (value, event_id)"
+    " WHERE name = 'h' AND COALESCE(in_channel, 0) = 0"
+)
 # The `h` rows a `#h` window cannot read from the channel index (clauses._h_by_channel_page
 # part 2): an h naming another channel than the event's, or on a global event. Rows written
 # before the column existed are NULL and stay in the index: correct, only not as small. The
@@ -206,8 +210,7 @@ _POSTGRES_TAG_MIGRATION = (
         ALTER TABLE event_tags ADD COLUMN in_channel bigint;
     END IF;
 END $$""",
-    "CREATE INDEX IF NOT EXISTS event_tags_h_elsewhere ON event_tags (value, event_id)"
-    " WHERE name = 'h' AND COALESCE(in_channel, 0) = 0",
+    TAG_ELSEWHERE_INDEX,
 )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from buzz.store import schema
 from buzz.store.base import StoreError
 from buzz.store.dialect import SQLITE, Dialect
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
@@ -206,6 +207,7 @@ class SqliteStore(SqlStore):
             columns = {row[1] for row in self._writer.execute("PRAGMA table_info(event_tags)")}
             if "in_channel" not in columns:  # a file made before the column (schema.py)
                 self._writer.execute("ALTER TABLE event_tags ADD COLUMN in_channel INTEGER")
+            self._writer.execute(schema.TAG_ELSEWHERE_INDEX)  # after the column, new file or old
             self._writer.execute("COMMIT")
         except BaseException:
             self._writer.execute("ROLLBACK")
