@@ -266,8 +266,8 @@ class EventStore(Protocol):
         All or nothing: an error any single insert would raise (ReactionExists, ChannelExists,
         StoreError) rolls back the whole batch; UnverifiedEnvelope and the ephemeral-kind
         ValueError are raised before anything is written. Other writers wait while it runs
-        (PostgreSQL locks `events` against writes; SQLite has one writer), so keep batches to
-        tens of thousands of events.
+        (PostgreSQL locks `events` against writes; SQLite has one writer), so batches of
+        10^4–10^5 events suit a bulk load, not a live relay.
         """
 
     async def query(

@@ -15,7 +15,9 @@ Differences answered here:
 | a list as a table         | `json_each(?1)`                   | `unnest($1::type[])`                    |
 | byte-exact text columns   | TEXT                              | bytea (text cannot hold U+0000)         |
 | full-text search (§11)    | FTS5 `events_fts`, bm25           | `event_search.tsv` (GIN), ts_rank       |
-| `#h` window               | one OR over tag and channel       | ordered scan per channel + the rest     |
+| `#h` window               | ordered scan per channel (one     | ordered scan per channel (LATERAL)      |
+|                           | subquery each, ≤ 16) + the rest   | + the rest                              |
+| bulk insert (`copy_rows`) | executemany                       | binary COPY                             |
 | per-key write lock (§13.3)| none: one writer connection       | `pg_advisory_xact_lock(<key hash>)`     |
 """
 
