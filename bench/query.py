@@ -193,16 +193,14 @@ def _generate(n: int, n_authors: int, n_channels: int, n_dms: int, seed: int) ->
         add(i, 0, f'{{"name":"author {i}"}}', [], oldest, None)
     # Each DM as the relay opens it (rules/dms.py open_dm): the reader's 41010 naming one author.
     for j, dm in enumerate(ds.dms):
-        eid = add(reader, 41010, "", [["p", pubs[j]]], oldest, dm)
-        pair = frozenset({pubs[reader], pubs[j]})
+        add(reader, 41010, "", [["p", pubs[j]]], oldest, dm)
         effects(
             CreateChannel(Channel(dm, "", "private", pubs[reader], oldest, "dm")),
             PutMember(dm, pubs[reader], "member"),
             PutMember(dm, pubs[j], "member", invited_by=pubs[reader]),
-            RegisterDm(dm, pair),
+            RegisterDm(dm, frozenset({pubs[reader], pubs[j]})),
             SetDmHidden(dm, pubs[reader], hidden=False),
         )
-        del eid
     messages: dict[str, list[str]] = {c: [] for c in ds.channels}
     planted = [w for w in SEARCH_WORDS for _ in range(SEARCH_HITS)]
     for i in range(n - len(plan)):
