@@ -1,4 +1,4 @@
-"""`insert_many` (decision 100): the answers and rows of one `insert` per item, in one transaction.
+"""`insert_many` (decision 101): the answers and rows of one `insert` per item, in one transaction.
 
 Each test builds a second store of the same backend, writes the same items into both — one
 `insert` each into the first, `insert_many` into the second — and compares outcomes, the

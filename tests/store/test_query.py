@@ -208,7 +208,7 @@ async def test_h_filter_pages_in_order_across_channels_and_foreign_h_tags(store:
     """relay.md §6.2, §6.4 item 2, §6.5 item 3: an `#h` read over several channels, events with an
     h tag naming another channel than their own, global events with an h tag and events with no
     h tag, paged by the accept predicate through equal timestamps, is exactly the sorted match.
-    `older`: tag rows written before `event_tags.in_channel` existed (NULL, decision 100)."""
+    `older`: tag rows written before `event_tags.in_channel` existed (NULL, decision 101)."""
     c, d = await create_channel(store), await create_channel(store)
     hidden = await create_channel(store, "private")  # BOB is no member: out of scope
     events = []
@@ -270,7 +270,7 @@ async def _drop_in_channel_txn(conn: Conn) -> None:
 
 
 async def test_a_store_made_before_in_channel_gets_the_column(store: SqlStore) -> None:
-    """Opening a database whose event_tags lacks `in_channel` adds it (decision 100); its old
+    """Opening a database whose event_tags lacks `in_channel` adds it (decision 101); its old
     rows (NULL) and new ones answer `#h` alike."""
     c, d = await create_channel(store), await create_channel(store)
     old = make(9, "old", [["h", c], ["h", d]], T0, channel=d)

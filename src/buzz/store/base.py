@@ -261,7 +261,7 @@ class EventStore(Protocol):
     async def insert_many(self, items: Sequence[tuple[StoredEvent, Sequence[Effect]]]) -> list[InsertOutcome]:
         """`insert` of each (event, effects) in order, as one transaction: the outcomes in item
         order, exactly those of the single inserts, and the same rows (tags, threads,
-        reactions, search), written in bulk where that changes nothing (bulk loads; decision 100).
+        reactions, search), written in bulk where that changes nothing (bulk loads; decision 101).
 
         All or nothing: an error any single insert would raise (ReactionExists, ChannelExists,
         StoreError) rolls back the whole batch; UnverifiedEnvelope and the ephemeral-kind

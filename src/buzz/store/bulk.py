@@ -1,4 +1,4 @@
-"""Many inserts in one transaction, with set-based writes where they change nothing (decision 100).
+"""Many inserts in one transaction, with set-based writes where they change nothing (decision 101).
 
 `insert_many_txn` gives exactly the answers of `insert_txn` called once per item in order,
 inside one transaction. Items are taken in consecutive *runs* of plain events — a regular

@@ -200,7 +200,7 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
 
 
 def _others(tag_in: str, hint: str = "") -> str:
-    # Before decision 100 this was every h row of V EXCEPT every event of V's channels: two
+    # Before decision 101 this was every h row of V EXCEPT every event of V's channels: two
     # index ranges as long as the channel, the largest cost of a page at 1M events.
     return (
         f"SELECT DISTINCT t.event_id FROM event_tags t{hint}"

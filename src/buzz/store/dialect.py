@@ -164,7 +164,7 @@ class SqliteDialect(Dialect):
     bulk_sql = ("PRAGMA cache_size = -262144",)  # KiB: 256 MiB
     search_index_sql = "INSERT INTO events_fts (rowid, content) VALUES (?1, ?2)"
     # Decision 86's OR read both indexes of a channel and sorted them: 123 ms a page at 1M
-    # events. Past 16 channels the written-out subqueries cost more than the OR (decision 100).
+    # events. Past 16 channels the written-out subqueries cost more than the OR (decision 101).
     h_by_channel_max = 16
     lateral = False
     bool_or = "max"

@@ -99,7 +99,7 @@ class SqlStore(ABC):
 
     async def insert_many(self, items: Sequence[tuple[StoredEvent, Sequence[Effect]]]) -> list[InsertOutcome]:
         """`insert` of every (event, effects) in order, all in one transaction; see
-        `EventStore.insert_many` (decision 100). Raises what `insert` raises, before anything
+        `EventStore.insert_many` (decision 101). Raises what `insert` raises, before anything
         is written for UnverifiedEnvelope and ephemeral kinds; any error rolls back the batch."""
         batch = []
         for stored, effects in items:

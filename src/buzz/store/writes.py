@@ -194,7 +194,7 @@ TAG_COLUMNS = ("event_id", "name", "value", "in_channel")
 def tag_table_rows(stored: StoredEvent, dialect: Dialect) -> list[tuple[str, str, object, int]]:
     """The `event_tags` rows of `stored`: `tag_rows` with the value encoded, and `in_channel`
     1 for an `h` tag naming the event's own channel, else 0 (what PostgreSQL's `#h` window
-    skips: those events it reads from the channel index, decision 100)."""
+    skips: those events it reads from the channel index, decision 101)."""
     channel = stored.channel_id
     return [
         (i, n, dialect.encode(v, "utf8"), int(n == "h" and v == channel))
