@@ -24,8 +24,8 @@ Run by `make bench` (never by the tests), loopback only. One run:
    (`#e` root), an `ids` batch of 100, a NIP-50 search, and COUNT of a channel. Every answer is
    checked against the generated data (counts and ids).
 5. The same on PostgreSQL (the same verified envelopes), and on nostr-relay, loaded over
-   WebSocket with the first `--peer-events` events (default 50,000: at its ~2,300 ev/s the
-   whole set would take 7 minutes); its answers are checked against that prefix.
+   WebSocket with the first `--peer-events` events (default 50,000: at the 800–2,300 ev/s it
+   loads on this box the whole set would take 7–20 minutes); its answers are checked against that prefix.
 
 Reports p50/p95 per query, load rates, store bytes per event, relay start time and the
 script's wall time. See bench/README.md.
