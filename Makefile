@@ -76,4 +76,4 @@ format: $(VENV)/.dev
 	$(BIN)/ruff format src tests bench examples
 
 clean:
-	rm -rf $(VENV) .bench-venv tests/interop/node_modules web/node_modules
+	rm -rf $(VENV) .bench-venv .bench-baseline tests/interop/node_modules web/node_modules

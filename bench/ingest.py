@@ -12,7 +12,9 @@ Run by `make bench` (never by the tests). In one run it measures, on loopback on
 
 then REQ→EOSE latency p50/p95 for `{"authors":[a],"kinds":[1],"limit":10}` against each relay,
 and prints a table with the ratios ours/verify-rate (target ≥ 0.5×) and ours/nostr-relay
-(target ≥ 3×). See bench/README.md.
+(target ≥ 3×). With `--baseline REV` it also runs buzz as it was at git revision REV (built
+into `.bench-baseline/<sha>/`, gitignored) with the same client and events, for issue 17's
+"≥ 2× / ≥ 3× today" targets measured in the same run. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -21,15 +23,18 @@ import argparse
 import asyncio
 import contextlib
 import datetime as dt
+import io
 import json
 import math
 import os
 import platform
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -261,11 +266,15 @@ def _spawn(name: str, argv: list[str], log_path: Path, cwd: Path) -> RelayProc:
     return RelayProc(name, proc, log_path)
 
 
-def start_buzz(tmp: Path, database_url: str | None = None, tag: str = "") -> RelayProc:
-    """`buzz relay serve` on a free loopback port: SQLite in `tmp`, or `database_url` (PostgreSQL)."""
+def start_buzz(
+    tmp: Path, database_url: str | None = None, tag: str = "", buzz: Path | None = None, name: str = "buzz"
+) -> RelayProc:
+    """`buzz relay serve` on a free loopback port: SQLite in `tmp`, or `database_url` (PostgreSQL).
+
+    `buzz` is the executable (default: this venv's; `--baseline` passes another venv's)."""
     data = tmp / f"buzz-data{tag}"
     data.mkdir(exist_ok=True)  # bench/query.py restarts a relay on the store it loaded
-    buzz = Path(sys.executable).with_name("buzz")
+    buzz = buzz or Path(sys.executable).with_name("buzz")
     argv = [
         str(buzz),
         "relay",
@@ -281,7 +290,7 @@ def start_buzz(tmp: Path, database_url: str | None = None, tag: str = "") -> Rel
     ]
     if database_url:
         argv[argv.index("--data-dir") : argv.index("--data-dir")] = ["--db", database_url]
-    relay = _spawn("buzz", argv, tmp / f"buzz{tag}-{time.monotonic_ns()}.log", tmp)
+    relay = _spawn(name, argv, tmp / f"buzz{tag}-{time.monotonic_ns()}.log", tmp)
     relay.config = "PostgreSQL, one process" if database_url else "SQLite (synchronous=FULL), one process"
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -295,7 +304,7 @@ def start_buzz(tmp: Path, database_url: str | None = None, tag: str = "") -> Rel
             break
         time.sleep(0.05)
     relay.stop()
-    raise BenchError(f"buzz relay did not start:\n{relay.log_tail()}")
+    raise BenchError(f"{name} relay did not start:\n{relay.log_tail()}")
 
 
 def group_cpu_s(pgid: int) -> float:
@@ -361,6 +370,82 @@ def ensure_peer_venv(venv: Path) -> bool:
     if not _imports(venv, fast):
         _pip_install(venv, PEER_FAST_DEPS)
     return _imports(venv, fast)
+
+
+# -- the same-run baseline (--baseline REV) ----------------------------------------------------------
+BASELINE_DIR = ROOT / ".bench-baseline"  # gitignored; one <full sha>/ per revision, reused
+
+
+@dataclass
+class Baseline:
+    rev: str  # as given on the command line
+    sha: str
+    buzz: Path  # `buzz` in that revision's own venv
+    built: bool  # False: an earlier run's build was reused
+    seconds: float  # how long building (or checking the reused build) took
+    notes: list[str]
+
+    @property
+    def label(self) -> str:
+        return f"buzz@{self.sha[:7]}"
+
+
+def _git(*args: str) -> bytes:
+    r = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, timeout=120, check=False)
+    if r.returncode != 0:
+        raise BenchError(f"git {' '.join(args)} failed: {r.stderr.decode(errors='replace').strip()}")
+    return r.stdout
+
+
+def _pins() -> list[str]:
+    """name==version of every distribution in this venv but buzz itself: the baseline gets the
+    same aiohttp, uvloop, orjson, coincurve … so the two rows differ by buzz's code only."""
+    from importlib.metadata import distributions
+
+    pins = {}
+    for d in distributions():
+        name = d.metadata["Name"]
+        if name and name.lower() != "buzz":
+            pins[name.lower()] = f"{name}=={d.version}"
+    return sorted(pins.values())
+
+
+def ensure_baseline(rev: str) -> Baseline:
+    """buzz at git revision `rev`, installed from the repository's own objects (`git archive`)
+    into `.bench-baseline/<sha>/venv`; an existing complete build is reused."""
+    sha = _git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").decode().strip()
+    home = BASELINE_DIR / sha
+    venv, ready = home / "venv", home / "ready"  # `ready` is written last: a cut-short build is redone
+    buzz = venv / "bin" / "buzz"
+    t0 = time.monotonic()
+    if ready.exists() and buzz.exists():
+        return Baseline(rev, sha, buzz, False, time.monotonic() - t0, ready.read_text().splitlines())
+    print(f"building the baseline buzz@{sha[:7]} into {home.relative_to(ROOT)} …", file=sys.stderr)
+    shutil.rmtree(home, ignore_errors=True)
+    tree = home / "tree"
+    tree.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(_git("archive", "--format=tar", sha))) as tar:
+        tar.extractall(tree, filter="data")
+    r = subprocess.run(
+        [sys.executable, "-m", "venv", str(venv)], capture_output=True, timeout=120, check=False
+    )
+    if r.returncode != 0:
+        raise BenchError(f"cannot create {venv}: {r.stderr.decode()[-1000:]}")
+    pins = home / "constraints.txt"
+    pins.write_text("\n".join(_pins()) + "\n")
+    notes = [f"dependencies pinned to this venv's versions ({pins.relative_to(ROOT)})"]
+    # A plain (not editable) install: the baseline's code is its site-packages copy, whatever
+    # happens to the tree. No extras: `buzz relay serve` needs none.
+    if not _pip_install(venv, [str(tree), "-c", str(pins)]):
+        notes = ["dependencies NOT pinned (the pinned install failed): resolved by pip afresh"]
+        if not _pip_install(venv, [str(tree)]):
+            raise BenchError(f"cannot install buzz@{sha[:7]} into {venv}")
+    if not buzz.exists():
+        raise BenchError(f"buzz@{sha[:7]} installed no `buzz` executable in {venv}")
+    seconds = time.monotonic() - t0
+    notes.append(f"built {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M UTC} in {seconds:.0f} s")
+    ready.write_text("\n".join(notes) + "\n")
+    return Baseline(rev, sha, buzz, True, seconds, notes)
 
 
 def _peer_config(tmp: Path, port: int, fast: bool, workers: int) -> dict[str, Any]:
@@ -792,12 +877,15 @@ def bench_relay(
 
 
 # Rows in the order they run: (key, relay, workload); `peer` is nostr-relay, `sdk` nostr-sdk.
+# `base` is buzz at --baseline REV, run right after buzz on the same workload (nearest in load).
 ROWS = (
     ("buzz", "buzz", "kind1"),
+    ("base", "buzz-base", "kind1"),
     ("buzz_pg", "buzz-pg", "kind1"),
     ("peer", "nostr-relay", "kind1"),
     ("sdk", "nostr-sdk", "kind1"),
     ("buzz_mix", "buzz", "mix"),
+    ("base_mix", "buzz-base", "mix"),
     ("buzz_pg_mix", "buzz-pg", "mix"),
     ("peer_mix", "nostr-relay", "mix"),
     ("sdk_mix", "nostr-sdk", "mix"),
@@ -838,6 +926,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         fast_ok = ensure_peer_venv(venv)  # before signing: pip may take a while
         if not fast_ok:
             print("nostr-relay fast-config modules missing; using its default config", file=sys.stderr)
+    base = None
+    if args.baseline:
+        base = ensure_baseline(args.baseline)  # before signing, like the peer's venv: pip is slow
+        how = "built" if base.built else "reused"
+        print(f"baseline {base.label} ({base.sha}): {how} in {base.seconds:.1f} s", file=sys.stderr)
+        out["baseline"] = {
+            "rev": base.rev,
+            "sha": base.sha,
+            "label": base.label,
+            "venv": str(base.buzz.parent.parent.relative_to(ROOT)),
+            "built": base.built,
+            "seconds": base.seconds,
+            "notes": base.notes,
+        }
     wanted = [r for r in ROWS if _wanted(r, args)]
 
     print(f"signing {args.events} events with {args.connections} keys …", file=sys.stderr)
@@ -856,6 +958,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             notes: list[str] = []
             if relay_name == "buzz":
                 relay, wait = start_buzz(tmp, None, tag), AUTH_TIMEOUT_S
+            elif relay_name == "buzz-base":
+                assert base is not None  # _wanted keeps these rows only with --baseline
+                relay, wait = start_buzz(tmp, None, tag, base.buzz, base.label), AUTH_TIMEOUT_S
             elif relay_name == "buzz-pg":
                 with pg_database() as url:  # a fresh database per row
                     if url is None:
@@ -922,6 +1027,8 @@ def _wanted(row: tuple[str, str, str], args: argparse.Namespace) -> bool:
     _, relay, wl = row
     if wl == "mix" and args.skip_mix:
         return False
+    if relay == "buzz-base" and not args.baseline:
+        return False
     if relay == "buzz-pg" and args.skip_pg:
         return False
     if relay in ("nostr-relay", "nostr-sdk") and args.skip_peer:
@@ -937,9 +1044,17 @@ LABELS = {
     "sdk": "nostr-sdk LocalRelay",
     "buzz_mix": "buzz SQLite",
     "buzz_pg_mix": "buzz PostgreSQL",
+    "base": "buzz@REV SQLite",  # REV: the baseline's short sha (_label)
+    "base_mix": "buzz@REV SQLite",
     "peer_mix": "nostr-relay",
     "sdk_mix": "nostr-sdk LocalRelay",
 }
+
+
+def _label(out: dict[str, Any], key: str) -> str:
+    if key.startswith("base") and "baseline" in out:
+        return LABELS[key].replace("buzz@REV", out["baseline"]["label"])
+    return LABELS[key]
 
 
 def _ratio_line(label: str, value: float | None, target: float | None) -> str:
@@ -975,6 +1090,41 @@ def ratios(out: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
+def _cpu_per_event(out: dict[str, Any], key: str) -> float | None:
+    return out[key]["ingest"].server_cpu_s / out["events"] if key in out else None
+
+
+# Issue 17's ingest targets against the code when it was filed ("today"): run with
+# --baseline ff98c5e for them. Each applies to EVENT→OK and to relay CPU per event alike.
+BASELINE_TARGETS = {"kind1": 2.0, "mix": 3.0}
+
+
+def baseline_ratios(out: dict[str, Any]) -> dict[str, float | None]:
+    """buzz over buzz@REV, same run: EVENT→OK rate ratio, and relay events per CPU-second
+    ratio (the baseline's relay CPU per event over buzz's: > 1 means buzz spends less)."""
+    res: dict[str, float | None] = {}
+    for wl, cur, old in (("kind1", "buzz", "base"), ("mix", "buzz_mix", "base_mix")):
+        res[f"{wl}_ok"] = _div(_rate(out, cur), _rate(out, old))
+        res[f"{wl}_cpu"] = _div(_cpu_per_event(out, old), _cpu_per_event(out, cur))
+    return res
+
+
+def _baseline_lines(out: dict[str, Any]) -> list[str]:
+    label = out["baseline"]["label"]
+    rs = baseline_ratios(out)
+    lines = []
+    for wl, name in (("kind1", "kind 1"), ("mix", "mix")):
+        for metric, what in (("ok", "EVENT→OK"), ("cpu", "events per relay CPU-s")):
+            v, target = rs[f"{wl}_{metric}"], BASELINE_TARGETS[wl]
+            head = f"{name} {what}, buzz over {label}"
+            if v is None:
+                lines.append(f"{head:<54}{'n/a':>8}")
+            else:
+                verdict = "MET" if v >= target else "NOT MET"
+                lines.append(f"{head:<54}{v:>7.2f}×  issue 17 target ≥ {target:g}×  {verdict}")
+    return lines
+
+
 TARGETS = {"buzz_over_verify": 0.5, "buzz_over_peer": 1.5, "req_p50_peer_over_buzz": 1.0}
 ABS_TARGETS = {"buzz": 10_500, "buzz_mix": 5_000}  # ev/s (issue 17 item 2)
 CPU_TARGET_US = 90
@@ -995,10 +1145,17 @@ def render(out: dict[str, Any]) -> str:
         )
     seen = set()
     for key, _, _ in ROWS:
-        if key in out and out[key]["config"] not in seen:
-            seen.add(out[key]["config"])
-            lines.append(f"  {LABELS[key]}: {out[key]['config']}")
+        if key in out and (_label(out, key), out[key]["config"]) not in seen:
+            seen.add((_label(out, key), out[key]["config"]))
+            lines.append(f"  {_label(out, key)}: {out[key]['config']}")
             lines += [f"    NOTE: {n}" for n in out[key].get("notes", [])]
+    if "baseline" in out:
+        b = out["baseline"]
+        how = "built" if b["built"] else "reused"
+        lines.append(
+            f"  baseline {b['label']}: git {b['rev']} = {b['sha']}, {b['venv']} {how} in {b['seconds']:.1f} s"
+        )
+        lines += [f"    {n}" for n in b["notes"]]
     lines += [
         "",
         f"{'workload / relay':<30}{'EVENT→OK':>12}{'queryable':>12}{'CPU/ev relay':>14}"
@@ -1011,7 +1168,7 @@ def render(out: dict[str, Any]) -> str:
             continue
         r, ing = out[key], out[key]["ingest"]
         req = f"{r['req'].p50_ms:.2f} / {r['req'].p95_ms:.2f}" if "req" in r else "—"
-        name = f"{'kind 1' if wl == 'kind1' else 'mix'} {LABELS[key]}"
+        name = f"{'kind 1' if wl == 'kind1' else 'mix'} {_label(out, key)}"
         lines.append(
             f"{name:<30}{ing.events_per_s:>9,.0f}/s{ing.visible_events_per_s:>9,.0f}/s"
             f"{ing.server_cpu_s / out['events'] * 1e6:>11.0f} µs{ing.client_cpu_s / out['events'] * 1e6:>6.0f} µs"
@@ -1021,6 +1178,8 @@ def render(out: dict[str, Any]) -> str:
     rs = ratios(out)
     for k, v in rs.items():
         lines.append(_ratio_line(k.replace("_", " "), v, TARGETS.get(k)))
+    if "baseline" in out:
+        lines += _baseline_lines(out)
     for key, target in ABS_TARGETS.items():
         v = _rate(out, key)
         if v is not None:
@@ -1052,6 +1211,9 @@ def to_json(out: dict[str, Any]) -> dict[str, Any]:
 
     res = conv(out)
     res["ratios"] = {**ratios(out), "targets": TARGETS, "absolute_targets_ev_s": ABS_TARGETS}
+    if "baseline" in out:
+        res["baseline"]["ratios"] = baseline_ratios(out)
+        res["baseline"]["targets"] = BASELINE_TARGETS
     return res
 
 
@@ -1092,6 +1254,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--skip-sdk", action="store_true", help="do not run nostr-sdk's LocalRelay")
     ap.add_argument("--skip-pg", action="store_true", help="no PostgreSQL rows for buzz")
     ap.add_argument("--skip-mix", action="store_true", help="no workspace-mix rows")
+    ap.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also run buzz as of git revision REV (SQLite, kind 1 and mix rows, same client and "
+        "events) and print buzz over it beside issue 17's targets (ff98c5e: the code when it was "
+        "filed; kind 1 ≥ 2×, mix ≥ 3×); built once into .bench-baseline/<sha>/ (gitignored), then reused",
+    )
     ap.add_argument(
         "--profile", metavar="DIR", help="sample the buzz relays with py-spy into DIR/<row>.collapsed"
     )
