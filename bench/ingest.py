@@ -1097,6 +1097,7 @@ def _cpu_per_event(out: dict[str, Any], key: str) -> float | None:
 # Issue 17's ingest targets against the code when it was filed ("today"): run with
 # --baseline ff98c5e for them. Each applies to EVENT→OK and to relay CPU per event alike.
 BASELINE_TARGETS = {"kind1": 2.0, "mix": 3.0}
+ISSUE17_SHA = "ff98c5eb088cfb1b92f3344abbf2e8809975ab7d"  # main when issue 17 was filed
 
 
 def baseline_ratios(out: dict[str, Any]) -> dict[str, float | None]:
@@ -1113,6 +1114,10 @@ def _baseline_lines(out: dict[str, Any]) -> list[str]:
     label = out["baseline"]["label"]
     rs = baseline_ratios(out)
     lines = []
+    if out["baseline"]["sha"] != ISSUE17_SHA:
+        lines.append(
+            f"NOTE: {label} is not ff98c5e (issue 17's 'today'): the verdicts below compare with {label}"
+        )
     for wl, name in (("kind1", "kind 1"), ("mix", "mix")):
         for metric, what in (("ok", "EVENT→OK"), ("cpu", "events per relay CPU-s")):
             v, target = rs[f"{wl}_{metric}"], BASELINE_TARGETS[wl]
