@@ -8,8 +8,9 @@ DATA   ?= ./buzz-data
 # make bench fits 20 minutes on the 2-core box with a 120 s soak; the issue-9 soak is 300 s:
 # make bench SOAK_ARGS="--seconds 300". A missed soak target (exit 1) is reported and the suite goes on.
 SOAK_ARGS ?= --seconds 120
-# make test runs the suite on this many pytest-xdist workers (browser tests stay on one of them).
-# TEST_WORKERS=0 runs it in this process, one test at a time.
+# make test runs the suite on this many pytest-xdist workers, then the browser tests alone, one
+# at a time (exit 5, "none collected", is fine for a PYTEST_ARGS without any). TEST_WORKERS=0:
+# everything in one process.
 TEST_WORKERS ?= 2
 
 .PHONY: run run-cluster test bench lint format clean web screenshots
@@ -53,7 +54,8 @@ run-cluster: $(VENV)/.runtime
 	$(BIN)/python examples/run_cluster.py $(CLUSTER_ARGS)
 
 test: $(VENV)/.dev tests/interop/node_modules/.installed web/node_modules/.installed
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) -m "not browser" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m browser $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 bench: $(VENV)/.dev
 	$(BIN)/python bench/ingest.py $(BENCH_ARGS)

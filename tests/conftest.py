@@ -53,8 +53,9 @@ async def sqlite_relay(tmp_path: Path) -> AsyncIterator[RunningRelay]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`make test`), every browser test runs on the same worker, one at a
-    time: two Chromiums with fake audio devices on two cores starve each other's pages."""
+    """Browser tests carry the `browser` mark: `make test` runs them after the rest, one at a
+    time, with no pytest-xdist worker beside them (two Chromiums, or one beside a busy worker,
+    on two cores starve the pages' clicks past their timeouts)."""
     for item in items:
         if item.nodeid.startswith("tests/web/"):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+            item.add_marker(pytest.mark.browser)
