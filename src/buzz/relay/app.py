@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -40,7 +41,16 @@ def _plain(request: web.Request) -> web.Response:
     relay = request.app[RELAY_KEY]
     if "application/nostr+json" in request.headers.get("Accept", ""):
         return _nip11(request)
-    return web.Response(text=LANDING.format(url=relay.config.relay_url))
+    return web.Response(text=LANDING.format(url=_dialled_url(relay.config.relay_url, request)))
+
+
+def _dialled_url(relay_url: str, request: web.Request) -> str:
+    """RELAY_URL when the request came to its host, else ws(s)://<Host> of the request: a relay
+    bound to another port than RELAY_URL's default names the address the reader just used."""
+    if urlsplit(relay_url).netloc == request.host:
+        return relay_url
+    secure = request.secure or request.headers.get("X-Forwarded-Proto", "").lower() == "https"
+    return f"{'wss' if secure else 'ws'}://{request.host}"
 
 
 async def info(request: web.Request) -> web.Response:
