@@ -12,20 +12,23 @@ Run by `make bench` (never by the tests), loopback only. One run:
    words. Keys, channel ids and contents are derived from `--seed`; the events are signed in
    a process pool and the signed set is cached under `.bench-cache/` (gitignored), keyed by the
    generator's parameters and GENERATOR_VERSION, so a second run reuses it (the report says so).
-2. Creates the C channels through the relay (kind 9007 by the reader key, who thus owns every
-   channel), stops it, then verifies every event (id and signature, `verify_stored`, in a
-   process pool) and loads them in batches through the store API (`EventStore.insert_many`,
-   with the effects the relay would add: `RecordThread` for replies, `PutReaction` for
-   reactions, the DM's channel, members and participant set for a 41010).
-3. Starts the relay on that store (start time = spawn → listening) and sends a sample of
-   `--sample` channel messages through it (EVENT→OK, all accepted).
-4. Over one authenticated WebSocket, `--reqs` times each (after warm-up): authors+kinds limit
+2. Creates the C channels through the relay on each store (kind 9007 by the reader key, who
+   thus owns every channel), stops it, then verifies every event (id and signature,
+   `verify_stored`, in a process pool) and loads the verified envelopes in batches through the
+   store API (`EventStore.insert_many`, with the effects the relay would add: `RecordThread` for
+   replies, `PutReaction` for reactions, the DM's channel, members and participant set for a
+   41010) into SQLite and PostgreSQL at once, while nostr-relay is loaded over WebSocket with
+   the first `--peer-events` events (default 50,000: at the 800–2,300 ev/s it loads on this box
+   the whole set would take 7–20 minutes). The three loads overlap (on 2 cores SQLite's is
+   mostly this process, PostgreSQL's mostly its server), so their rates are not solo rates.
+3. Then, one relay at a time with no load running: starts the relay on the store (start time
+   = spawn → listening) and sends a sample of `--sample` channel messages through it
+   (EVENT→OK, all accepted).
+4. Over one authenticated WebSocket, `--reqs` times each (after `--warmup`): authors+kinds limit
    100, a channel window (`#h`, limit 50) paged three times by `until`, a thread fetch
    (`#e` root), an `ids` batch of 100, a NIP-50 search, and COUNT of a channel. Every answer is
    checked against the generated data (counts and ids).
-5. The same on PostgreSQL (the same verified envelopes), and on nostr-relay, loaded over
-   WebSocket with the first `--peer-events` events (default 50,000: at the 800–2,300 ev/s it
-   loads on this box the whole set would take 7–20 minutes); its answers are checked against that prefix.
+5. The same on PostgreSQL, and on nostr-relay, whose answers are checked against its prefix.
 
 Reports p50/p95 per query, load rates, store bytes per event, relay start time and the
 script's wall time. See bench/README.md.
