@@ -12,20 +12,23 @@ Run by `make bench` (never by the tests), loopback only. One run:
    words. Keys, channel ids and contents are derived from `--seed`; the events are signed in
    a process pool and the signed set is cached under `.bench-cache/` (gitignored), keyed by the
    generator's parameters and GENERATOR_VERSION, so a second run reuses it (the report says so).
-2. Creates the C channels through the relay (kind 9007 by the reader key, who thus owns every
-   channel), stops it, then verifies every event (id and signature, `verify_stored`, in a
-   process pool) and loads them in batches through the store API (`EventStore.insert_many`,
-   with the effects the relay would add: `RecordThread` for replies, `PutReaction` for
-   reactions, the DM's channel, members and participant set for a 41010).
-3. Starts the relay on that store (start time = spawn → listening) and sends a sample of
-   `--sample` channel messages through it (EVENT→OK, all accepted).
-4. Over one authenticated WebSocket, `--reqs` times each (after warm-up): authors+kinds limit
+2. Creates the C channels through the relay on each store (kind 9007 by the reader key, who
+   thus owns every channel), stops it, then verifies every event (id and signature,
+   `verify_stored`, in a process pool) and loads the verified envelopes in batches through the
+   store API (`EventStore.insert_many`, with the effects the relay would add: `RecordThread` for
+   replies, `PutReaction` for reactions, the DM's channel, members and participant set for a
+   41010) into SQLite and PostgreSQL at once, while nostr-relay is loaded over WebSocket with
+   the first `--peer-events` events (default 50,000: at the 800–2,300 ev/s it loads on this box
+   the whole set would take 7–20 minutes). The three loads overlap (on 2 cores SQLite's is
+   mostly this process, PostgreSQL's mostly its server), so their rates are not solo rates.
+3. Then, one relay at a time with no load running: starts the relay on the store (start time
+   = spawn → listening) and sends a sample of `--sample` channel messages through it
+   (EVENT→OK, all accepted).
+4. Over one authenticated WebSocket, `--reqs` times each (after `--warmup`): authors+kinds limit
    100, a channel window (`#h`, limit 50) paged three times by `until`, a thread fetch
    (`#e` root), an `ids` batch of 100, a NIP-50 search, and COUNT of a channel. Every answer is
    checked against the generated data (counts and ids).
-5. The same on PostgreSQL (the same verified envelopes), and on nostr-relay, loaded over
-   WebSocket with the first `--peer-events` events (default 50,000: at the 800–2,300 ev/s it
-   loads on this box the whole set would take 7–20 minutes); its answers are checked against that prefix.
+5. The same on PostgreSQL, and on nostr-relay, whose answers are checked against its prefix.
 
 Reports p50/p95 per query, load rates, store bytes per event, relay start time and the
 script's wall time. See bench/README.md.
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import multiprocessing
 import os
@@ -295,35 +299,68 @@ async def create_channels(url: str, ds: Dataset) -> None:
         )
 
 
-async def bulk_load(
-    store_url: str | None, data_dir: Path, batches: Iterator[list[tuple[StoredEvent, tuple[Effect, ...]]]]
-) -> tuple[float, int, list[list[tuple[StoredEvent, tuple[Effect, ...]]]]]:
-    """`insert_many` of each batch; returns (seconds, events, the batches for another store).
-    Asserts every event STORED."""
+async def bulk_loads(
+    stores: dict[str, tuple[str | None, Path]],
+    batches: Iterator[list[tuple[StoredEvent, tuple[Effect, ...]]]],
+    n: int,
+    peer: tuple[str, Dataset, list[Item]] | None,
+) -> dict[str, float]:
+    """Every load at once (2 cores: SQLite's is mostly this process, PostgreSQL's mostly its
+    server, nostr-relay's its own process): each store's `insert_many` of each verified batch in
+    its own task, the peer's WebSocket load beside them. Returns seconds per tag ("peer" too),
+    each from the common start to that load's own end. Asserts every event STORED."""
     from buzz.store import open_store
     from buzz.store.base import InsertOutcome
 
-    store = open_store(store_url, data_dir)
-    await store.open()
-    kept = []
+    queues: dict[str, asyncio.Queue[list[tuple[StoredEvent, tuple[Effect, ...]]] | None]] = {
+        tag: asyncio.Queue() for tag in stores
+    }
     t0 = time.perf_counter()
-    try:
-        for batch in batches:
-            outcomes = await store.insert_many(batch)
-            if outcomes.count(InsertOutcome.STORED) != len(batch):
-                raise ingest.BenchError(
-                    f"bulk load: {outcomes.count(InsertOutcome.STORED)}/{len(batch)} stored"
-                )
-            kept.append(batch)
-    finally:
-        await store.close()
-    return time.perf_counter() - t0, sum(len(b) for b in kept), kept
+
+    async def load(tag: str, store_url: str | None, data_dir: Path) -> float:
+        store = open_store(store_url, data_dir)
+        await store.open()
+        loaded = 0
+        try:
+            while (batch := await queues[tag].get()) is not None:
+                outcomes = await store.insert_many(batch)
+                if outcomes.count(InsertOutcome.STORED) != len(batch):
+                    raise ingest.BenchError(
+                        f"bulk load {tag}: {outcomes.count(InsertOutcome.STORED)}/{len(batch)} stored"
+                    )
+                loaded += len(batch)
+        finally:
+            await store.close()
+        if loaded != n:
+            raise ingest.BenchError(f"bulk load {tag}: {loaded}/{n} events")
+        return time.perf_counter() - t0
+
+    async def feed() -> None:
+        loop = asyncio.get_running_loop()
+        # The pool's iterator blocks while a batch is being verified: off the loop, so that the
+        # loads already queued go on meanwhile. Every store gets the same envelopes.
+        while (batch := await loop.run_in_executor(None, next, batches, None)) is not None:
+            for q in queues.values():
+                q.put_nowait(batch)
+        for q in queues.values():
+            q.put_nowait(None)
+
+    async def peer_load() -> float:
+        assert peer is not None
+        await ws_load(peer[0], peer[1], peer[2], 256)
+        return time.perf_counter() - t0
+
+    tasks = {tag: asyncio.create_task(load(tag, *where)) for tag, where in stores.items()}
+    if peer is not None:
+        tasks["peer"] = asyncio.create_task(peer_load())
+    await feed()
+    return dict(zip(tasks, await asyncio.gather(*tasks.values()), strict=True))
 
 
-async def ws_load(url: str, ds: Dataset, window: int) -> float:
-    """Load the dataset into a peer over WebSocket (pipelined); returns seconds."""
+async def ws_load(url: str, ds: Dataset, events: list[Item], window: int) -> float:
+    """Load `events` into a peer over WebSocket (pipelined); returns seconds."""
     conn = ingest.Conn(ds.reader_secret, ds.reader)
-    for ev, _, _ in ds.events:
+    for ev, _, _ in events:
         ingest._add(conn, ev)
     async with aiohttp.ClientSession() as session:
         ws = await ingest.open_conn(session, url, ds.reader_secret, 0.05)
@@ -339,9 +376,9 @@ async def ws_load(url: str, ds: Dataset, window: int) -> float:
                 await asyncio.sleep(0.2)
         finally:
             await ws.close()
-    if tally.accepted != len(ds.events):
+    if tally.accepted != len(events):
         raise ingest.BenchError(
-            f"peer load: {tally.accepted}/{len(ds.events)} accepted ({tally.first_reject!r})"
+            f"peer load: {tally.accepted}/{len(events)} accepted ({tally.first_reject!r})"
         )
     return time.perf_counter() - t0
 
@@ -486,26 +523,20 @@ async def run_queries(
 
 
 # -- orchestration -------------------------------------------------------------------------------
-Batches = list[list[tuple[StoredEvent, tuple[Effect, ...]]]]
-
-
-def _buzz_row(
-    tmp: Path,
-    ds: Dataset,
-    db_url: str | None,
-    args: argparse.Namespace,
-    tag: str,
-    batches: Iterator[list[tuple[StoredEvent, tuple[Effect, ...]]]] | Batches,
-) -> tuple[dict[str, Any], Batches]:
+def _channels(tmp: Path, ds: Dataset, db_url: str | None, tag: str) -> None:
+    """The C channels through the relay on this store, which is then stopped for the bulk load."""
     relay = ingest.start_buzz(tmp, db_url, f"-{tag}")
     try:
         asyncio.run(create_channels(relay.url, ds))
     finally:
         relay.stop()
-    print(f"  buzz {tag}: bulk load of {len(ds.events):,} events …", file=sys.stderr)
-    load_s, loaded, kept = asyncio.run(bulk_load(db_url, tmp / f"buzz-data-{tag}", iter(batches)))
-    if loaded != len(ds.events):
-        raise ingest.BenchError(f"bulk load: {loaded}/{len(ds.events)} events")
+
+
+def _buzz_row(
+    tmp: Path, ds: Dataset, db_url: str | None, args: argparse.Namespace, tag: str, load_s: float
+) -> dict[str, Any]:
+    """The relay on the loaded store (alone on the box's loads: they are all done): start time,
+    size, the sample through it, the queries."""
     t0 = time.perf_counter()
     relay = ingest.start_buzz(tmp, db_url, f"-{tag}")
     start_s = time.perf_counter() - t0
@@ -520,7 +551,7 @@ def _buzz_row(
         q = asyncio.run(run_queries(relay.url, ds, args.reqs, args.warmup, ingest.AUTH_TIMEOUT_S, False))
     finally:
         relay.stop()
-    row = {
+    return {
         "config": relay.config,
         "load_s": load_s,
         "load_events_per_s": len(ds.events) / load_s,
@@ -529,7 +560,6 @@ def _buzz_row(
         "queries": q,
         "load_avg": ingest.load_avg(),
     }
-    return row, kept
 
 
 async def _pg_size(url: str) -> int:
@@ -564,40 +594,51 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for ev, _, _ in ds.events:
         kinds[ev.kind] = kinds.get(ev.kind, 0) + 1
     out["kinds"] = kinds
-    with tempfile.TemporaryDirectory(prefix="buzz-query-") as tmpdir:
+    with tempfile.TemporaryDirectory(prefix="buzz-query-") as tmpdir, contextlib.ExitStack() as stack:
         tmp = Path(tmpdir)
-        base = {c: list(v) for c, v in ds.by_channel.items()}, dict(ds.by_author_k9)
-        # SQLite's load overlaps the verification of the next batch (process pool): its rate is
-        # verify + load; PostgreSQL then loads the same verified envelopes.
-        out["buzz"], kept = _buzz_row(tmp, ds, None, args, "sqlite", verified_batches(ds))
+        stores: dict[str, tuple[str | None, Path]] = {"sqlite": (None, tmp / "buzz-data-sqlite")}
         if not args.skip_pg:
-            ds.by_channel, ds.by_author_k9 = {c: list(v) for c, v in base[0].items()}, dict(base[1])
-            with ingest.pg_database() as url:
-                if url is not None:
-                    out["buzz_pg"], _ = _buzz_row(tmp, ds, url, args, "pg", kept)
-        del kept
+            url = stack.enter_context(ingest.pg_database())
+            if url is not None:
+                stores["pg"] = (url, tmp / "buzz-data-pg")
+        for tag, (db_url, _) in stores.items():
+            _channels(tmp, ds, db_url, tag)
+        peer, prefix = None, ds.events[: min(args.peer_events, len(ds.events))]
         if not args.skip_peer:
-            n_peer = min(args.peer_events, len(ds.events))
-            ds.events = ds.events[:n_peer]  # a prefix: profiles, DMs, then the mix in time order
-            describe(ds, ds.events)
-            out["peer_events"] = n_peer
             ingest.PEER_SUBSCRIPTION_LIMIT = 128
             peer = ingest.start_peer(venv, tmp, fast_ok, args.peer_workers)
-            try:
-                print(f"  nostr-relay: load of {n_peer:,} events over WebSocket …", file=sys.stderr)
-                load_s = asyncio.run(ws_load(peer.url, ds, 256))
-                q = asyncio.run(run_queries(peer.url, ds, args.reqs, args.warmup, 0.05, True))
-                size = sum(p.stat().st_size for p in (tmp / "peer-lmdb").rglob("*") if p.is_file())
-                out["peer"] = {
-                    "config": peer.config,
-                    "load_s": load_s,
-                    "load_events_per_s": n_peer / load_s,
-                    "bytes_per_event": size / n_peer,
-                    "queries": q,
-                    "load_avg": ingest.load_avg(),
-                }
-            finally:
-                peer.stop()
+            stack.callback(peer.stop)
+            out["peer_events"] = len(prefix)
+        # The loads overlap (SQLite's verify + insert, PostgreSQL's insert of the same verified
+        # envelopes, nostr-relay's prefix over WebSocket); each rate is thus under the others'
+        # load, not a solo one. The queries below run one relay at a time, after every load.
+        who = ", ".join(["buzz " + t for t in stores] + (["nostr-relay"] if peer else []))
+        print(
+            f"  loads at once ({who}) of {len(ds.events):,} events ({len(prefix):,} to nostr-relay) …",
+            file=sys.stderr,
+        )
+        peer_load = (peer.url, ds, prefix) if peer is not None else None
+        load_s = asyncio.run(bulk_loads(stores, verified_batches(ds), len(ds.events), peer_load))
+        out["loads_overlapped"] = list(load_s)
+        base = {c: list(v) for c, v in ds.by_channel.items()}, dict(ds.by_author_k9)
+        out["buzz"] = _buzz_row(tmp, ds, None, args, "sqlite", load_s["sqlite"])
+        if "pg" in stores:
+            ds.by_channel, ds.by_author_k9 = {c: list(v) for c, v in base[0].items()}, dict(base[1])
+            out["buzz_pg"] = _buzz_row(tmp, ds, stores["pg"][0], args, "pg", load_s["pg"])
+        if peer is not None:
+            ds.events = prefix  # a prefix: profiles, DMs, then the mix in time order
+            describe(ds, ds.events)
+            print("  nostr-relay: queries …", file=sys.stderr)
+            q = asyncio.run(run_queries(peer.url, ds, args.reqs, args.warmup, 0.05, True))
+            size = sum(p.stat().st_size for p in (tmp / "peer-lmdb").rglob("*") if p.is_file())
+            out["peer"] = {
+                "config": peer.config,
+                "load_s": load_s["peer"],
+                "load_events_per_s": len(prefix) / load_s["peer"],
+                "bytes_per_event": size / len(prefix),
+                "queries": q,
+                "load_avg": ingest.load_avg(),
+            }
     out["load_avg_end"] = ingest.load_avg()
     out["wall_s"] = time.perf_counter() - wall0
     return out
@@ -620,10 +661,16 @@ def render(out: dict[str, Any]) -> str:
         "buzz_pg": "insert_many of the verified envelopes",
         "peer": f"{out.get('peer_events', 0):,}-event prefix over WebSocket",
     }
+    if out.get("loads_overlapped"):
+        lines.append(
+            f"loads overlapped ({', '.join(out['loads_overlapped'])} at once, each timed from the common"
+            " start to its own end): the rates below are not comparable with a solo load"
+        )
+    solo = " (overlapped, not solo)" if out.get("loads_overlapped") else ""
     for k, r in rows:
         start = f", relay start {r['start_s']:.2f} s" if "start_s" in r else ""
         lines.append(
-            f"  {names[k]}: {r['config']}; load ({how[k]}) {r['load_events_per_s']:,.0f} ev/s in {r['load_s']:.0f} s, "
+            f"  {names[k]}: {r['config']}; load ({how[k]}) {r['load_events_per_s']:,.0f} ev/s in {r['load_s']:.0f} s{solo}, "
             f"{r['bytes_per_event']:,.0f} B/event{start}; load avg {r['load_avg']}"
         )
     qnames = list(out["buzz"]["queries"])
@@ -670,7 +717,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--sample", type=int, default=500, help="channel messages sent through the relay after the load"
     )
     ap.add_argument("--reqs", type=int, default=50, help="measured queries of each sort")
-    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=5, help="unmeasured queries of each sort first")
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument(
         "--peer-events", type=int, default=50_000, help="events loaded into nostr-relay (a prefix)"
