@@ -18,13 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import orjson
-
 from buzz.core.kinds import is_searchable
 from buzz.core.stored import StoredEvent
 from buzz.store.base import Effect, InsertOutcome, PutReaction, ReactionExists, RecordThread
 from buzz.store.dialect import Conn, Params
-from buzz.store.writes import TAG_COLUMNS, ReplacementKey, insert_txn, tag_table_rows
+from buzz.store.writes import TAG_COLUMNS, ReplacementKey, event_row, insert_txn, tag_table_rows
 
 Item = tuple[StoredEvent, tuple[Effect, ...]]
 _PLAIN_EFFECTS = (RecordThread, PutReaction)
@@ -157,24 +155,7 @@ async def _write_rows_txn(conn: Conn, items: list[Item]) -> None:
     if not items:
         return
     d = conn.dialect
-    rows = []
-    for stored, _ in items:
-        event = stored.event
-        key = ReplacementKey.of_event(event)
-        rows.append(
-            (
-                event.id,
-                event.pubkey,
-                event.created_at,
-                event.kind,
-                orjson.dumps(event.tags).decode(),
-                d.encode(event.content, "utf8"),
-                event.sig,
-                stored.received_at,
-                stored.channel_id,
-                d.encode(key.d, "utf8") if key is not None and key.d is not None else None,
-            )
-        )
+    rows = [tuple(event_row(stored, ReplacementKey.of_event(stored.event), d)) for stored, _ in items]
     keys = await conn.insert_new_events(rows)
     await conn.copy_rows(
         "event_tags", TAG_COLUMNS, [r for stored, _ in items for r in tag_table_rows(stored, d)]

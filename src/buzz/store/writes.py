@@ -149,10 +149,10 @@ def _insert_row_sql(dialect: Dialect) -> str:
     return f"INSERT INTO events ({ROW_COLUMNS}) VALUES ({dialect.marks(10)}) ON CONFLICT (id) DO NOTHING"
 
 
-async def _insert_row_txn(conn: Conn, stored: StoredEvent, key: ReplacementKey | None) -> object | None:
-    """The new row's key (`Conn.insert`), None for a known id."""
-    event, d = stored.event, conn.dialect
-    values = [
+def event_row(stored: StoredEvent, key: ReplacementKey | None, d: Dialect) -> list[object]:
+    """The `events` row of `stored`, in `_insert_row_sql`'s column order (bulk writes use it too)."""
+    event = stored.event
+    return [
         event.id,
         event.pubkey,
         event.created_at,
@@ -164,6 +164,12 @@ async def _insert_row_txn(conn: Conn, stored: StoredEvent, key: ReplacementKey |
         stored.channel_id,
         d.encode(key.d, "utf8") if key is not None else None,
     ]
+
+
+async def _insert_row_txn(conn: Conn, stored: StoredEvent, key: ReplacementKey | None) -> object | None:
+    """The new row's key (`Conn.insert`), None for a known id."""
+    d = conn.dialect
+    values = event_row(stored, key, d)
     return await conn.insert(_insert_row_sql(d), values)
 
 
