@@ -32,11 +32,10 @@ from buzz.store.base import (
     SoftDelete,
 )
 from buzz.store.dialect import Conn
-from buzz.store.postgres import PostgresStore
 from buzz.store.sqlbase import SqlStore
 from buzz.store.sqlite import SqliteStore
+from tests.store.conftest import opened_store
 from tests.store.helpers import ALICE, BOB, CAROL, DUPLICATE, STORED, T0, Who, flt, make
-from tests.support.pg import temp_database
 
 Item = tuple[StoredEvent, Sequence[Effect]]
 
@@ -44,22 +43,9 @@ Item = tuple[StoredEvent, Sequence[Effect]]
 @pytest.fixture
 async def twin(store: SqlStore, tmp_path: Path) -> AsyncIterator[SqlStore]:
     """A second empty store on the same backend as `store`."""
-    if isinstance(store, SqliteStore):
-        other = SqliteStore(tmp_path / "twin.sqlite3")
-        await other.open()
-        try:
-            yield other
-        finally:
-            await other.close()
-        return
-    assert isinstance(store, PostgresStore)
-    async with temp_database() as dsn:
-        pg = PostgresStore(dsn)
-        await pg.open()
-        try:
-            yield pg
-        finally:
-            await pg.close()
+    backend = "sqlite" if isinstance(store, SqliteStore) else "postgres"
+    async with opened_store(backend, tmp_path / "twin.sqlite3") as other:
+        yield other
 
 
 def _channel(channel_id: str, who: Who, kind_tags: list[list[str]]) -> Item:
