@@ -51,6 +51,17 @@ def p_values(event: Event) -> frozenset[str]:
     return frozenset(event.tag_values("p"))
 
 
+SETS_GATED_KINDS = AUTHOR_ONLY_KINDS | SHARED_GATED_KINDS | P_GATED_KINDS | {ENGRAM_KIND}
+"""Every kind `visible_by_sets` may refuse; an event of any other kind passes it for every reader."""
+
+
+def sets_admit_all(filters: Iterable[Filter]) -> bool:
+    """True when no event matching `filters` can fail `visible_by_sets`: every filter names its
+    kinds and none of them is in SETS_GATED_KINDS (docs/decisions.md 102). Read paths then skip
+    the per-event predicate, so the store fetches exactly `limit` rows and COUNT stays in SQL."""
+    return all(f.kinds is not None and f.kinds.isdisjoint(SETS_GATED_KINDS) for f in filters)
+
+
 def visible_by_sets(event: Event, reader: str | None) -> bool:
     """relay.md §5.3 items 2–5 for `reader` (None = unauthenticated, sees no gated event).
 

@@ -19,11 +19,17 @@ from buzz.core.errors import Invalid, Refusal, Restricted, ServerError
 from buzz.core.filters import Filter
 from buzz.core.limits import HISTORY_MAX_BYTES
 from buzz.core.stored import StoredEvent
-from buzz.core.visibility import HISTORY_READERS, check_filter_gates, history_visible, visible_by_sets
+from buzz.core.visibility import (
+    HISTORY_READERS,
+    check_filter_gates,
+    history_visible,
+    sets_admit_all,
+    visible_by_sets,
+)
 from buzz.relay.access import ChannelAccess
 from buzz.relay.metrics_prom import RelayMetrics
 from buzz.relay.presence import Presence, presence_results
-from buzz.store.base import EventStore, History
+from buzz.store.base import Accept, EventStore, History
 
 MIXED_SEARCH = Refusal(ServerError, "mixed search and non-search filters not supported")
 NOT_A_MEMBER = Refusal(Restricted, "not a channel member")
@@ -58,8 +64,12 @@ class Reads:
             return True
         return False
 
-    def accept(self, reader: str | None):
-        """The per-event `visible` sets predicate for the store's over-fetching reads."""
+    def accept(self, filters: Sequence[Filter], reader: str | None) -> Accept | None:
+        """The per-event `visible` sets predicate for the store's over-fetching reads, or None
+        when no event the filters match can fail it (`sets_admit_all`): the store then reads
+        exactly `limit` rows per filter and counts in SQL."""
+        if sets_admit_all(filters):
+            return None
 
         def _accept(stored: StoredEvent) -> bool:
             return visible_by_sets(stored.event, reader)
@@ -70,7 +80,7 @@ class Reads:
         """Stored results in relay.md §6.4 order; every event passes `visible`. Live presence
         (relay.md §12.2 item 2) follows the stored rows of a request that asks for it."""
         started = time.perf_counter()
-        results = await self._store.query(filters, reader, self.accept(reader))
+        results = await self._store.query(filters, reader, self.accept(filters, reader))
         if self.metrics is not None:
             self.metrics.store_query_seconds.observe(time.perf_counter() - started)
         if self.presence is not None:
@@ -79,7 +89,7 @@ class Reads:
         return results
 
     async def count(self, filters: Sequence[Filter], reader: str | None) -> int:
-        return await self._store.count(filters, reader, self.accept(reader))
+        return await self._store.count(filters, reader, self.accept(filters, reader))
 
     async def history(
         self,
