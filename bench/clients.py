@@ -78,14 +78,20 @@ async def _worker(pipe: Connection) -> None:
                 cpu0 = _cpu()
                 sem = asyncio.Semaphore(OPEN_CONCURRENCY)
                 try:
-                    opened = await asyncio.gather(
-                        *(_bounded(sem, session, cmd["url"], cmd["first_msg_wait"], s) for s in cmd["subs"])
-                    )
+                    # A task group: the first failure cancels the handshakes still queued, so a
+                    # relay that stops answering fails the step after one EOSE timeout, not one
+                    # per round of OPEN_CONCURRENCY handshakes.
+                    async with asyncio.TaskGroup() as tg:
+                        tasks = [
+                            tg.create_task(_bounded(sem, session, cmd["url"], cmd["first_msg_wait"], s))
+                            for s in cmd["subs"]
+                        ]
                 except Exception as exc:  # reported, the parent fails the run
                     import traceback
 
                     pipe.send({"op": "error", "error": "".join(traceback.format_exception(exc))[-1500:]})
                     continue
+                opened = [t.result() for t in tasks]
                 sockets += [ws for ws, _ in opened]
                 pipe.send({"op": "opened", "connect_s": [t for _, t in opened], "cpu_s": _cpu() - cpu0})
             elif cmd["op"] == "collect":

@@ -262,6 +262,10 @@ async def test_h_filter_pages_in_order_across_channels_and_foreign_h_tags(store:
             ][:7]
         )
         assert await store.count([flt(tag_h=sorted(channels), kinds=[1, 7, 9])], BOB.pubkey) == len(expected)
+        # Across filters, COUNT's `#h` form (decision 102) and the generic one count an id once.
+        notes = {s.event.id for s in events if s.event.kind == 1}  # global: in BOB's scope
+        both = [flt(tag_h=sorted(channels), kinds=[1, 7, 9]), flt(kinds=[1])]
+        assert await store.count(both, BOB.pubkey) == len(set(expected) | notes)
 
 
 async def _drop_in_channel_txn(conn: Conn) -> None:

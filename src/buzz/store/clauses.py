@@ -171,8 +171,7 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     the channel, instead of every event of the kind sorted by time."""
     values = f.tags["h"]
     tag_in = p.in_list("t.value", values, "utf8")  # one parameter, read by `h_ok` and `others`
-    any_of = p.dialect.bool_or
-    h_ok = f"COALESCE((SELECT {any_of}({tag_in}) FROM event_tags t WHERE t.event_id = e.id AND t.name = 'h'), TRUE)"
+    h_ok = _h_ok(tag_in, p)
     if not p.dialect.lateral:
         return _h_unrolled_page(f, reader, page, p, tag_in, h_ok)
     # The read scope of part 1 is that of its channel, tested once per channel (not per row):
@@ -237,5 +236,36 @@ def _h_unrolled_page(f: Filter, reader: Reader, page: Page, p: Params, tag_in: s
 
 def count_union(filters: list[Filter], reader: Reader, p: Params) -> str:
     """COUNT of the distinct ids matching any of `filters` (non-empty list)."""
-    union = " UNION ".join(f"SELECT e.id {_from_where(f, reader, p)[0]}" for f in filters)
+    selects = [
+        _h_ids(f, reader, p) if "h" in f.tags else f"SELECT e.id {_from_where(f, reader, p)[0]}"
+        for f in filters
+    ]
+    if len(selects) == 1:
+        return f"SELECT COUNT(*) FROM ({selects[0]}) AS matched"
+    union = " UNION ".join(f"SELECT m{i}.id FROM ({s}) AS m{i}" for i, s in enumerate(selects))
     return f"SELECT COUNT(*) FROM ({union}) AS matched"
+
+
+def _h_ids(f: Filter, reader: Reader, p: Params) -> str:
+    """The ids a `#h` filter matches, each once, for COUNT: `_h_by_channel_page`'s two
+    disjoint parts without a limit — the events of V's channels (channel index) that pass
+    `h_ok`, and the few whose h tag in V does not name their own channel. The generic OR of
+    `_tag` reads every event of the kind instead (decision 102)."""
+    values = f.tags["h"]
+    tag_in = p.in_list("t.value", values, "utf8")
+    channel_in = p.in_list("e.channel_id", values, "text")
+    base = where(f, reader, p, without_h=True)  # shared text: its parameters are added once
+    own = f"SELECT e.id FROM events e WHERE {channel_in} AND {base} AND {_h_ok(tag_in, p)}"
+    hint = "" if p.dialect.lateral else " INDEXED BY event_tags_h_elsewhere"  # see _h_unrolled_page
+    rest = (
+        f"SELECT e.id FROM ({_others(tag_in, hint)}) AS o JOIN events e ON e.id = o.event_id"
+        f" WHERE {base} AND (e.channel_id IS NULL OR NOT {channel_in})"
+    )
+    return f"{own} UNION ALL {rest}"
+
+
+def _h_ok(tag_in: str, p: Params) -> str:
+    """An event of a channel in V matches `#h` V when one of its h tags is in V or it has none
+    (relay.md §6.2 item 2)."""
+    any_of = p.dialect.bool_or
+    return f"COALESCE((SELECT {any_of}({tag_in}) FROM event_tags t WHERE t.event_id = e.id AND t.name = 'h'), TRUE)"
