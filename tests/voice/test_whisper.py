@@ -22,6 +22,7 @@ from buzz.voice.whisper import (
     WhisperRecognizer,
     check_whisper_dir,
     context_prompt,
+    echoes_prompt,
     packaged_model_dir,
 )
 from tests.cli.helpers import buzz
@@ -103,3 +104,25 @@ def test_room_context_spells_a_teammates_name(espeak: EspeakNgEngine) -> None:
     with_names = recognizer.transcribe(speech.astype(np.float32))
     assert "siobhan" not in without.lower(), without
     assert "Siobhan" in with_names, with_names
+
+
+def test_a_tone_is_not_transcribed_as_the_prompt() -> None:
+    """Whisper continued its own prompt on a 2 s 440 Hz tone ("A team member speaks to the
+    team.", sent to the channel as what someone said): such an echo is dropped."""
+    recognizer = WhisperRecognizer()
+    recognizer.set_context(["Alice", "Bob", "helper-bot"], "general")
+    t = np.arange(32000) / 16000
+    for amplitude in (0.1, 0.3, 0.8):
+        tone = (amplitude * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
+        assert recognizer.transcribe(tone) == ""
+
+
+def test_prompt_echo_is_a_run_of_the_prompts_words() -> None:
+    prompt = context_prompt(["Alice"], "design")
+    assert echoes_prompt("A team member speaks to the team.", prompt)  # "team's" cut short
+    assert echoes_prompt(" in a voice huddle", prompt)
+    assert echoes_prompt("Channel: design. People here", prompt)
+    assert not echoes_prompt("the team", prompt)  # too short to tell from speech
+    assert not echoes_prompt("ask the team to review the budget", prompt)
+    assert not echoes_prompt("eam member speaks", prompt)  # must start at a word
+    assert not echoes_prompt("A team member speaks", None)

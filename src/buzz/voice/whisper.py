@@ -128,6 +128,29 @@ def context_prompt(names: Sequence[str] = (), channel: str | None = None) -> str
     return " ".join(parts)
 
 
+PROMPT_ECHO_MIN_WORDS = 3
+
+
+def _plain_words(text: str) -> str:
+    """Lowercase words of letters and digits, one space apart (apostrophes dropped)."""
+    cleaned = "".join(c if c.isalnum() or c.isspace() else " " for c in text.lower().replace("'", ""))
+    return " ".join(cleaned.split())
+
+
+def echoes_prompt(text: str, prompt: str | None) -> bool:
+    """Is `text` the prompt repeated back rather than speech? On audio without speech (a tone,
+    a hum) Whisper may continue its own prompt, confidently (seen: tiny.en gave "A team member
+    speaks to the team." for a 440 Hz tone). Such a segment is a run of at least
+    PROMPT_ECHO_MIN_WORDS of the prompt's words from a word start; shorter texts are kept, since
+    a person may well say "the team"."""
+    if not prompt:
+        return False
+    words = _plain_words(text)
+    if len(words.split()) < PROMPT_ECHO_MIN_WORDS:
+        return False
+    return f" {words}" in f" {_plain_words(prompt)}"
+
+
 def _printable(text: str) -> str:
     return "".join(c for c in text if c.isprintable()).strip()[:MAX_NAME_CHARS].strip()
 
@@ -138,7 +161,8 @@ class WhisperRecognizer:
     name and people).
 
     `language`: an ISO code such as "en" or "de"; None means English for `.en` models and
-    detection for multilingual ones. Segments the model itself marks as non-speech are dropped.
+    detection for multilingual ones. Segments faster-whisper marks as non-speech and segments
+    that only repeat the prompt (`echoes_prompt`) are dropped.
     Safe to share between threads (CTranslate2 serialises calls on one model).
     """
 
@@ -186,7 +210,7 @@ class WhisperRecognizer:
             without_timestamps=True,
             vad_filter=False,  # utterances are already cut by our own VAD
         )
-        kept = [s for s in segments if s.text.strip()]
+        kept = [s for s in segments if s.text.strip() and not echoes_prompt(s.text, self.prompt)]
         tokens = sum(len(s.tokens) for s in kept)
         if not tokens:
             return "", float("-inf")
