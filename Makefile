@@ -81,4 +81,5 @@ format: $(VENV)/.dev
 	$(BIN)/ruff format src tests bench examples
 
 clean:
-	rm -rf $(VENV) .bench-venv .bench-baseline tests/interop/node_modules web/node_modules
+	-[ -x $(BIN)/python ] && $(BIN)/python bench/query.py --drop-cache
+	rm -rf $(VENV) .bench-venv .bench-baseline .bench-cache tests/interop/node_modules web/node_modules

@@ -22,6 +22,10 @@ Run by `make bench` (never by the tests), loopback only. One run:
    boxes the whole set would take 7–60 minutes), once SQLite's load is done. The loads overlap
    (on 2 cores SQLite's is mostly this process, PostgreSQL's mostly its server, the peer's its
    own process), so their rates are not solo rates.
+   The loaded stores are then kept in `.bench-cache/` (bench/store_cache.py: the SQLite data
+   directory and a PostgreSQL template database, keyed by the signed set and the store code);
+   a later run with the same key copies them back instead of loading (`--fresh-load` loads
+   again) and reports the cached load's figures as such.
 3. Then, one relay at a time with no load running: starts the relay on the store (start time
    = spawn → listening) and sends a sample of `--sample` channel messages through it
    (EVENT→OK, all accepted).
@@ -60,6 +64,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clients
 import ingest
+from store_cache import StoreCache
+from store_cache import key_for as store_key
 
 from buzz.core.event import Event, compute_id
 from buzz.core.keys import public_key
@@ -169,9 +175,13 @@ def describe(ds: Dataset, events: list[Item]) -> None:
                 ds.search[w].add(ev.id)
 
 
+def dataset_key(n: int, n_authors: int, n_channels: int, n_dms: int, seed: int) -> str:
+    return f"query-v{GENERATOR_VERSION}-n{n}-a{n_authors}-c{n_channels}-d{n_dms}-s{seed}"
+
+
 def make_dataset(n: int, n_authors: int, n_channels: int, n_dms: int, seed: int) -> Dataset:
     """The N events, signed (not yet verified); the same for the same parameters, so cached."""
-    key = f"query-v{GENERATOR_VERSION}-n{n}-a{n_authors}-c{n_channels}-d{n_dms}-s{seed}.pickle"
+    key = dataset_key(n, n_authors, n_channels, n_dms, seed) + ".pickle"
     path = CACHE_DIR / key
     t0 = time.perf_counter()
     if path.exists():
@@ -624,8 +634,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             url = stack.enter_context(ingest.pg_database())
             if url is not None:
                 stores["pg"] = (url, tmp / "buzz-data-pg")
-        for tag, (db_url, _) in stores.items():
-            _channels(tmp, ds, db_url, tag)
+        cache = StoreCache(
+            store_key(dataset_key(args.events, args.authors, args.channels, args.dms, args.seed))
+        )
+        cached = None if args.fresh_load else cache.meta(stores)
+        if cached is None:
+            for tag, (db_url, _) in stores.items():
+                _channels(tmp, ds, db_url, tag)
         peer, prefix = None, ds.events[: min(args.peer_events, len(ds.events))]
         if not args.skip_peer:
             ingest.PEER_SUBSCRIPTION_LIMIT = 128
@@ -641,8 +656,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             file=sys.stderr,
         )
         peer_load = (peer.url, ds, prefix) if peer is not None else None
-        load_s = asyncio.run(bulk_loads(stores, trusted_batches(ds), len(ds.events), peer_load))
-        out["loads_overlapped"] = list(load_s)
+        if cached is None:
+            load_s = asyncio.run(bulk_loads(stores, trusted_batches(ds), len(ds.events), peer_load))
+            out["loads_overlapped"] = list(load_s)
+            print(f"  keeping the loaded stores in {cache.label} …", file=sys.stderr)
+            t0 = time.perf_counter()
+            cache.save(stores, load_s)
+            out["store_cache"] = (
+                f"loaded now, kept in {cache.label} ({time.perf_counter() - t0:.0f} s) for the next run"
+            )
+        else:
+            t0 = time.perf_counter()
+            cache.restore(stores)
+            load_s = dict(cached["load_s"])
+            out["loads_overlapped"] = list(load_s)
+            out["store_cache"] = (
+                f"reused the stores loaded {cached['date']}, kept in {cache.label} (copied back in"
+                f" {time.perf_counter() - t0:.0f} s): the buzz load figures are that run's (--fresh-load loads again)"
+            )
+            if peer_load is not None:
+                load_s["peer"] = asyncio.run(bulk_loads({}, iter(()), 0, peer_load))["peer"]
         base = {c: list(v) for c, v in ds.by_channel.items()}, dict(ds.by_author_k9)
         out["buzz"] = _buzz_row(tmp, ds, None, args, "sqlite", load_s["sqlite"])
         if "pg" in stores:
@@ -677,6 +710,8 @@ def render(out: dict[str, Any]) -> str:
         f"{out['authors']:,} authors, {out['channels']} channels, {out['dms']} DMs; {out['reqs']} measured queries each",
         f"dataset: {out['dataset']}",
     ]
+    if out.get("store_cache"):
+        lines.append(f"stores: {out['store_cache']}")
     rows = [(k, out[k]) for k in ("buzz", "buzz_pg", "peer") if k in out]
     names = {"buzz": "buzz SQLite", "buzz_pg": "buzz PostgreSQL", "peer": "nostr-relay"}
     how = {
@@ -749,6 +784,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--peer-workers", type=int, default=1)
     ap.add_argument("--skip-peer", action="store_true", help="no nostr-relay")
     ap.add_argument("--skip-pg", action="store_true", help="no PostgreSQL")
+    ap.add_argument(
+        "--fresh-load", action="store_true", help="load the stores even when .bench-cache holds them loaded"
+    )
+    ap.add_argument(
+        "--drop-cache",
+        action="store_true",
+        help="remove the loaded stores kept in .bench-cache and PostgreSQL, then exit",
+    )
     ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
     args = ap.parse_args(argv)
     if not 20_000 <= args.events <= 2_000_000 or not 10 <= args.authors <= args.events // 10:
@@ -761,7 +804,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return clients.bench_main(parse_args(argv), run, render)
+    args = parse_args(argv)
+    if args.drop_cache:
+        StoreCache("").drop_others()  # every key's directory and database
+        return 0
+    return clients.bench_main(args, run, render)
 
 
 if __name__ == "__main__":
