@@ -1,6 +1,6 @@
 """`SETS_GATED_KINDS` is exactly the kinds `visible_by_sets` can refuse (docs/decisions.md 102):
-the read paths skip the per-event predicate for filters outside it, so a kind missing from the
-set would leak. Checked against every kind of the registry, gated or not."""
+COUNT skips the per-event predicate for filters outside it, so a kind missing from the set
+would be counted for readers who may not see it. Checked against every kind of the registry, gated or not."""
 
 from __future__ import annotations
 

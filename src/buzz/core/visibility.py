@@ -57,8 +57,8 @@ SETS_GATED_KINDS = AUTHOR_ONLY_KINDS | SHARED_GATED_KINDS | P_GATED_KINDS | {ENG
 
 def sets_admit_all(filters: Iterable[Filter]) -> bool:
     """True when no event matching `filters` can fail `visible_by_sets`: every filter names its
-    kinds and none of them is in SETS_GATED_KINDS (docs/decisions.md 102). Read paths then skip
-    the per-event predicate, so the store fetches exactly `limit` rows and COUNT stays in SQL."""
+    kinds and none of them is in SETS_GATED_KINDS (docs/decisions.md 102). COUNT then skips the
+    per-event predicate and stays one SQL statement."""
     return all(f.kinds is not None and f.kinds.isdisjoint(SETS_GATED_KINDS) for f in filters)
 
 

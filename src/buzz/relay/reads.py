@@ -64,12 +64,8 @@ class Reads:
             return True
         return False
 
-    def accept(self, filters: Sequence[Filter], reader: str | None) -> Accept | None:
-        """The per-event `visible` sets predicate for the store's over-fetching reads, or None
-        when no event the filters match can fail it (`sets_admit_all`): the store then reads
-        exactly `limit` rows per filter and counts in SQL."""
-        if sets_admit_all(filters):
-            return None
+    def accept(self, reader: str | None) -> Accept:
+        """The per-event `visible` sets predicate for the store's over-fetching reads."""
 
         def _accept(stored: StoredEvent) -> bool:
             return visible_by_sets(stored.event, reader)
@@ -80,7 +76,7 @@ class Reads:
         """Stored results in relay.md §6.4 order; every event passes `visible`. Live presence
         (relay.md §12.2 item 2) follows the stored rows of a request that asks for it."""
         started = time.perf_counter()
-        results = await self._store.query(filters, reader, self.accept(filters, reader))
+        results = await self._store.query(filters, reader, self.accept(reader))
         if self.metrics is not None:
             self.metrics.store_query_seconds.observe(time.perf_counter() - started)
         if self.presence is not None:
@@ -89,7 +85,10 @@ class Reads:
         return results
 
     async def count(self, filters: Sequence[Filter], reader: str | None) -> int:
-        return await self._store.count(filters, reader, self.accept(filters, reader))
+        # No predicate when no matching event can fail it (`sets_admit_all`): COUNT stays one
+        # SQL statement instead of reading every matching row (docs/decisions.md 102).
+        accept = None if sets_admit_all(filters) else self.accept(reader)
+        return await self._store.count(filters, reader, accept)
 
     async def history(
         self,
