@@ -238,6 +238,12 @@ def group_rss_kib(pgid: int) -> int:
     return total
 
 
+def short_error(exc: BaseException) -> str:
+    """`Type: last non-empty line` of an exception (a worker's traceback ends with its cause)."""
+    last = [line for line in str(exc).splitlines() if line.strip()][-1:] or [""]
+    return f"{type(exc).__name__}: {last[0]}"
+
+
 def buzz_then_peer(
     args: Any, prefix: str, bench: Any, max_connections: int
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -267,8 +273,7 @@ def buzz_then_peer(
                 try:
                     peer_result = bench(peer, args, 0.05)
                 except Exception as exc:  # the yardstick failing must not lose buzz's figures
-                    last = [line for line in str(exc).splitlines() if line.strip()][-1:] or [""]
-                    buzz_result["peer_error"] = f"{type(exc).__name__}: {last[0]}"
+                    buzz_result["peer_error"] = short_error(exc)
                     print(f"  nostr-relay failed, its rows are left out: {exc!r}", file=sys.stderr)
                 finally:
                     peer.stop()

@@ -194,8 +194,7 @@ def bench(relay: ingest.RelayProc, args: argparse.Namespace, wait: float) -> dic
         except Exception as exc:
             if relay.name != "buzz":
                 # The yardstick's idle rows failing must not lose its fan-out rows.
-                last = [line for line in str(exc).splitlines() if line.strip()][-1:] or [""]
-                out["idle_error"] = f"{type(exc).__name__}: {last[0]}"
+                out["idle_error"] = clients.short_error(exc)
                 print(f"  {relay.name}: idle rows failed, left out: {out['idle_error']}", file=sys.stderr)
                 break
             raise

@@ -543,6 +543,17 @@ def _pg_dsn(name: str) -> str:
     return urlunsplit(urlsplit(PG_ADMIN_DSN)._replace(path="/" + name))
 
 
+async def pg_admin(sql: str) -> list[Any]:
+    """Run one statement on PG_ADMIN_DSN (a connection of its own); its rows."""
+    import asyncpg
+
+    conn = await asyncpg.connect(PG_ADMIN_DSN, timeout=5)
+    try:
+        return await conn.fetch(sql)
+    finally:
+        await conn.close()
+
+
 @contextlib.contextmanager
 def pg_database() -> Any:
     """A fresh PostgreSQL database on PG_ADMIN_DSN for one relay; dropped on exit.
@@ -551,16 +562,8 @@ def pg_database() -> Any:
     import asyncpg
 
     name = f"buzz_bench_{os.urandom(6).hex()}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(PG_ADMIN_DSN, timeout=5)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
     try:
-        asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+        asyncio.run(pg_admin(f'CREATE DATABASE "{name}"'))
     except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
         print(f"  PostgreSQL unreachable at {PG_ADMIN_DSN} ({exc}): PostgreSQL rows skipped", file=sys.stderr)
         yield None
@@ -568,7 +571,7 @@ def pg_database() -> Any:
     try:
         yield _pg_dsn(name)
     finally:
-        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def start_sdk(tmp: Path, tag: str = "") -> RelayProc:

@@ -674,8 +674,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"reused the stores loaded {cached['date']}, kept in {cache.label} (copied back in"
                 f" {time.perf_counter() - t0:.0f} s): the buzz load figures are that run's (--fresh-load loads again)"
             )
-            if peer_load is not None:
-                load_s["peer"] = asyncio.run(bulk_loads({}, iter(()), 0, peer_load))["peer"]
+            if peer is not None:
+                t0 = time.perf_counter()
+                asyncio.run(ws_load(peer.url, ds, prefix, 256))
+                load_s["peer"] = time.perf_counter() - t0
         base = {c: list(v) for c, v in ds.by_channel.items()}, dict(ds.by_author_k9)
         out["buzz"] = _buzz_row(tmp, ds, None, args, "sqlite", load_s["sqlite"])
         if "pg" in stores:

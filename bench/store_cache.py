@@ -37,16 +37,6 @@ def key_for(dataset_key: str) -> str:
     return h.hexdigest()[:16]
 
 
-async def _admin(sql: str) -> list[Any]:
-    import asyncpg
-
-    conn = await asyncpg.connect(ingest.PG_ADMIN_DSN, timeout=5)
-    try:
-        return await conn.fetch(sql)
-    finally:
-        await conn.close()
-
-
 def _db_name(dsn: str) -> str:
     return dsn.rsplit("/", 1)[1].split("?", 1)[0]
 
@@ -54,11 +44,11 @@ def _db_name(dsn: str) -> str:
 def _copy_db(source: str, target: str) -> None:
     """CREATE DATABASE target from source, by file copy (PostgreSQL 15+; else block by block)."""
     try:
-        asyncio.run(_admin(f'CREATE DATABASE "{target}" TEMPLATE "{source}" STRATEGY = FILE_COPY'))
+        asyncio.run(ingest.pg_admin(f'CREATE DATABASE "{target}" TEMPLATE "{source}" STRATEGY = FILE_COPY'))
     except Exception as exc:  # older server: no STRATEGY
         if "STRATEGY" not in str(exc).upper():
             raise
-        asyncio.run(_admin(f'CREATE DATABASE "{target}" TEMPLATE "{source}"'))
+        asyncio.run(ingest.pg_admin(f'CREATE DATABASE "{target}" TEMPLATE "{source}"'))
 
 
 class StoreCache:
@@ -83,7 +73,7 @@ class StoreCache:
         if not set(stores) <= set(meta["load_s"]):
             return None
         if "pg" in stores:
-            rows = asyncio.run(_admin(f"SELECT 1 FROM pg_database WHERE datname = '{self.pg}'"))
+            rows = asyncio.run(ingest.pg_admin(f"SELECT 1 FROM pg_database WHERE datname = '{self.pg}'"))
             if not rows:
                 return None
         return meta
@@ -95,7 +85,7 @@ class StoreCache:
             shutil.copytree(self.dir / data_dir.name, data_dir)
             if dsn is not None:
                 name = _db_name(dsn)
-                asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                asyncio.run(ingest.pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
                 _copy_db(self.pg, name)
 
     def save(self, stores: dict[str, tuple[str | None, Path]], load_s: dict[str, float]) -> None:
@@ -107,7 +97,7 @@ class StoreCache:
         for dsn, data_dir in stores.values():
             shutil.copytree(data_dir, self.dir / data_dir.name)
             if dsn is not None:
-                asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{self.pg}"'))
+                asyncio.run(ingest.pg_admin(f'DROP DATABASE IF EXISTS "{self.pg}"'))
                 _copy_db(_db_name(dsn), self.pg)
         meta = {
             "load_s": {t: load_s[t] for t in stores},
@@ -120,9 +110,11 @@ class StoreCache:
             if other != self.dir:
                 shutil.rmtree(other, ignore_errors=True)
         try:
-            rows = asyncio.run(_admin(f"SELECT datname FROM pg_database WHERE datname LIKE '{PG_PREFIX}%'"))
+            rows = asyncio.run(
+                ingest.pg_admin(f"SELECT datname FROM pg_database WHERE datname LIKE '{PG_PREFIX}%'")
+            )
         except Exception:  # no PostgreSQL: nothing of it to remove
             return
         for (name,) in rows:
             if name != self.pg:
-                asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                asyncio.run(ingest.pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

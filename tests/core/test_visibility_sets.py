@@ -8,8 +8,8 @@ import pytest
 
 from buzz.core.event import Event
 from buzz.core.filters import Filter
-from buzz.core.kinds import REGISTRY
-from buzz.core.visibility import SETS_GATED_KINDS, sets_admit_all, visible_by_sets
+from buzz.core.kinds import REGISTRY, SETS_GATED_KINDS
+from buzz.core.visibility import sets_admit_all, visible_by_sets
 
 AUTHOR = "a" * 64
 OTHER = "b" * 64

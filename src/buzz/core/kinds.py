@@ -228,6 +228,8 @@ RELAY_ONLY_KINDS = frozenset(k for k, info in REGISTRY.items() if info.scope is 
 RESERVED_KINDS = frozenset(k for k, info in REGISTRY.items() if info.scope is Scope.RESERVED)
 MEMBERSHIP_NOTICE_KINDS = frozenset({44100, 44101})
 NON_SEARCHABLE_KINDS = P_GATED_KINDS | AUTHOR_ONLY_KINDS | {ENGRAM_KIND}
+# Every kind `visibility.visible_by_sets` may refuse; any other kind passes it for every reader.
+SETS_GATED_KINDS = AUTHOR_ONLY_KINDS | SHARED_GATED_KINDS | P_GATED_KINDS | {ENGRAM_KIND}
 AUTH_KIND = 22242
 HTTP_AUTH_KIND = 27235
 DELETION_KIND = 5

@@ -23,6 +23,7 @@ from buzz.core.kinds import (
     ENGRAM_KIND,
     P_GATED_KINDS,
     RESULT_GATED_KINDS,
+    SETS_GATED_KINDS,
     SHARED_GATED_KINDS,
 )
 
@@ -49,10 +50,6 @@ def event_is_shared(tags: Tags) -> bool:
 def p_values(event: Event) -> frozenset[str]:
     """P(e): values of `p` tags with at least 2 elements (relay.md §1 item 2)."""
     return frozenset(event.tag_values("p"))
-
-
-SETS_GATED_KINDS = AUTHOR_ONLY_KINDS | SHARED_GATED_KINDS | P_GATED_KINDS | {ENGRAM_KIND}
-"""Every kind `visible_by_sets` may refuse; an event of any other kind passes it for every reader."""
 
 
 def sets_admit_all(filters: Iterable[Filter]) -> bool:

@@ -187,7 +187,7 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
         f" AND {where(f, SYSTEM, p, without_h=True)}{after} AND {h_ok}"
         f" ORDER BY {ORDER} LIMIT {page.size}"
     )
-    others = _others(tag_in)
+    others = _others(tag_in, p)
     elsewhere = f"(e.channel_id IS NULL OR NOT {p.in_list('e.channel_id', values, 'text')})"
     # One key lookup per such id (LIMIT 1 keeps the lateral subquery a lookup).
     rest = (
@@ -198,9 +198,12 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     return f"SELECT {EVENT_COLUMNS} FROM ({union}) AS e ORDER BY {ORDER} LIMIT {page.size}"
 
 
-def _others(tag_in: str, hint: str = "") -> str:
+def _others(tag_in: str, p: Params) -> str:
     # Before decision 101 this was every h row of V EXCEPT every event of V's channels: two
-    # index ranges as long as the channel, the largest cost of a page at 1M events.
+    # index ranges as long as the channel, the largest cost of a page at 1M events. Without
+    # table statistics SQLite prefers event_tags_by_value (two equalities), which holds every h
+    # row of the channel; the partial index holds only the few others.
+    hint = "" if p.dialect.lateral else " INDEXED BY event_tags_h_elsewhere"
     return (
         f"SELECT DISTINCT t.event_id FROM event_tags t{hint}"
         f" WHERE t.name = 'h' AND COALESCE(t.in_channel, 0) = 0 AND {tag_in}"
@@ -224,9 +227,7 @@ def _h_unrolled_page(f: Filter, reader: Reader, page: Page, p: Params, tag_in: s
     ]
     elsewhere = f"(e.channel_id IS NULL OR NOT {p.in_list('e.channel_id', values, 'text')})"
     rest = (
-        # Without table statistics SQLite prefers event_tags_by_value (two equalities), which
-        # holds every h row of the channel; the partial index holds only the few others.
-        f"SELECT {EVENT_COLUMNS} FROM ({_others(tag_in, ' INDEXED BY event_tags_h_elsewhere')}) AS o"
+        f"SELECT {EVENT_COLUMNS} FROM ({_others(tag_in, p)}) AS o"
         " JOIN events e ON e.id = o.event_id"
         f" WHERE {where(f, reader, p, without_h=True)}{after} AND {elsewhere}"
     )
@@ -256,9 +257,8 @@ def _h_ids(f: Filter, reader: Reader, p: Params) -> str:
     channel_in = p.in_list("e.channel_id", values, "text")
     base = where(f, reader, p, without_h=True)  # shared text: its parameters are added once
     own = f"SELECT e.id FROM events e WHERE {channel_in} AND {base} AND {_h_ok(tag_in, p)}"
-    hint = "" if p.dialect.lateral else " INDEXED BY event_tags_h_elsewhere"  # see _h_unrolled_page
     rest = (
-        f"SELECT e.id FROM ({_others(tag_in, hint)}) AS o JOIN events e ON e.id = o.event_id"
+        f"SELECT e.id FROM ({_others(tag_in, p)}) AS o JOIN events e ON e.id = o.event_id"
         f" WHERE {base} AND (e.channel_id IS NULL OR NOT {channel_in})"
     )
     return f"{own} UNION ALL {rest}"
