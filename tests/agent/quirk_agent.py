@@ -8,6 +8,7 @@ by `RULES_AGENT_QUIRKS` (comma list). Test-only; every quirk is recorded to
 | `cancel-error` | a cancelled prompt is answered with a JSON-RPC error, not `cancelled` |
 | `sticky-cancel` | a `session/cancel` with no prompt pending is kept and aborts the next prompt |
 | `stale-end-turn` | after a cancelled prompt, the next prompt gets an empty `end_turn` at once |
+| `cross-cancel` | a `session/cancel` of a pending prompt is taken as if it came after that prompt's answer (the cancel crossed the answer on the wire): the prompt is answered and the cancel finds the session idle |
 | `close` | advertises `sessionCapabilities.close` and implements `session/close` |
 
 Every `session/new` records the process id and how many sessions are open in this process.
@@ -72,11 +73,13 @@ class QuirkAgent(RulesAgent):
         return None
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        if session_id not in self.pending:
+        crossed = session_id in self.pending and "cross-cancel" in QUIRKS
+        if session_id not in self.pending or crossed:
             self.record({"type": "idle_cancel", "session_id": session_id})
             if "sticky-cancel" in QUIRKS:
                 self.sticky.add(session_id)
-        await super().cancel(session_id, **kwargs)
+        if not crossed:
+            await super().cancel(session_id, **kwargs)
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         if session_id in self.sticky:

@@ -7,6 +7,7 @@ import asyncio
 import itertools
 import logging
 import os
+import re
 import sys
 
 import pytest
@@ -143,21 +144,75 @@ async def test_only_a_pending_prompt_is_cancelled(ws: Workspace, monkeypatch: py
     assert ws.records("idle_cancel") == [] and ws.records("sticky_abort") == []
 
 
-async def test_a_burst_never_cancels_an_idle_session(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+def _said_once(ws: Workspace, words: list[str]) -> list[int]:
+    """How often each of `words` appears as a word in the agent's channel messages."""
+    said = [e.content for e in ws.watcher.of(9, ws.agent.pubkey)]
+    return [sum(len(re.findall(rf"\b{w}\b", text)) for text in said) for w in words]
+
+
+def _crossed_cancels(caplog: pytest.LogCaptureFixture) -> int:
+    """Prompts the harness cancelled (while its prompt was pending) that came back `end_turn`:
+    the agent had answered before the cancel reached it, so the cancel found it idle."""
+    return sum(
+        1
+        for r in caplog.records
+        if r.name == "buzz.agent.turns"
+        and r.msg.startswith("prompt in ")
+        and r.args[2] == "end_turn"  # type: ignore[index]
+        and r.args[3] is True  # type: ignore[index]
+    )
+
+
+async def _answer_each_after_the_last(ws: Workspace, words: list[str], pause: float) -> None:
+    """Mention the agent with `echo <word>` once the previous word was answered."""
+    for i, word in enumerate(words):
+        await ws.post(ws.owner, f"echo {word}", mention=ws.agent.pubkey)
+        await ws.watcher.wait_for(lambda e, w=word: _said_once(ws, [w]) != [0], what=f"answer {word}")
+        await asyncio.sleep(pause * i)  # land at different points of the turn's ending
+
+
+async def test_a_burst_at_turn_ends_loses_and_repeats_nothing(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 14 item 9. The harness only cancels a prompt it has not seen answered; a cancel
+    can still cross the answer on the wire (the agent's result is on its way), which on a busy
+    machine happens, so what is checked is that every such idle cancel was one of those and
+    that an agent keeping it (its next prompt aborted) costs no mention and no double answer."""
+    caplog.set_level(logging.DEBUG, logger="buzz.agent.turns")
     monkeypatch.setenv("RULES_AGENT_QUIRKS", "sticky-cancel")
+    words = [f"n{i}" for i in range(8)]
     async with ws.harness(agent_args=QUIRK_AGENT) as harness:
-        burst = []
-        for i in range(8):  # each right after the previous answer: its turn is winding down
-            burst.append(await ws.post(ws.owner, f"echo n{i}", mention=ws.agent.pubkey))
-            await ws.watcher.wait_for(
-                lambda e, n=i: f"n{n}" in " ".join(m.content for m in ws.watcher.of(9, ws.agent.pubkey)),
-                what=f"answer n{i}",
-            )
-            await asyncio.sleep(0.03 * i)  # land at different points of the turn's ending
+        await _answer_each_after_the_last(ws, words, 0.03)
         await _idle(harness)
-    assert ws.records("idle_cancel") == [] and ws.records("sticky_abort") == []
-    said = " ".join(e.content for e in ws.watcher.of(9, ws.agent.pubkey))
-    assert [f"n{i}" in said for i in range(8)] == [True] * 8
+    assert _said_once(ws, words) == [1] * len(words)
+    assert len(ws.records("idle_cancel")) <= _crossed_cancels(caplog)
+    assert len(ws.records("sticky_abort")) <= len(ws.records("idle_cancel"))
+    assert not [
+        e for e in ws.watcher.of(9, ws.agent.pubkey) if any(t[0] == "buzz:agent-notice" for t in e.tags)
+    ]
+
+
+async def test_a_cancel_that_crosses_the_answer_loses_nothing(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The crossing made certain (`cross-cancel`: the agent answers each steered prompt as if
+    the cancel had come after its answer): the sticky agent aborts the next prompt, which the
+    harness takes as a stale answer and sends again, so each mention is answered once and nobody
+    is told of a failure."""
+    caplog.set_level(logging.DEBUG, logger="buzz.agent.turns")
+    monkeypatch.setenv("RULES_AGENT_QUIRKS", "sticky-cancel,cross-cancel")
+    words = [f"c{i}" for i in range(4)]
+    async with ws.harness(agent_args=QUIRK_AGENT) as harness:
+        await _answer_each_after_the_last(ws, words, 0.0)
+        await _idle(harness)
+    crossed, aborted = len(ws.records("idle_cancel")), len(ws.records("sticky_abort"))
+    assert crossed == _crossed_cancels(caplog) == len(words) - 1  # each next mention steered
+    assert aborted == crossed  # each crossing aborted the prompt after it ...
+    assert _said_once(ws, words) == [1] * len(words)  # ... which was sent again and answered
+    assert len(ws.records("prompt")) == len(words)  # the agent worked on each mention once
+    assert not [
+        e for e in ws.watcher.of(9, ws.agent.pubkey) if any(t[0] == "buzz:agent-notice" for t in e.tags)
+    ]
 
 
 @pytest.mark.parametrize("quirks", ["close", ""])
