@@ -102,12 +102,27 @@ try {
       winner.gate.open.resolve()
     }
     report.numbers.winner = aliceWins ? 'alice' : 'bob'
-    await Promise.all([
-      alice.roster.getByText('Alice (you)').waitFor({ timeout: 60000 }),
-      alice.roster.getByText('Bob', { exact: true }).waitFor({ timeout: 60000 }),
-      bob.roster.getByText('Bob (you)').waitFor({ timeout: 60000 }),
-      bob.roster.getByText('Alice', { exact: true }).waitFor({ timeout: 60000 }),
-    ])
+    try {
+      await Promise.all([
+        alice.roster.getByText('Alice (you)').waitFor({ timeout: 60000 }),
+        alice.roster.getByText('Bob', { exact: true }).waitFor({ timeout: 60000 }),
+        bob.roster.getByText('Bob (you)').waitFor({ timeout: 60000 }),
+        bob.roster.getByText('Alice', { exact: true }).waitFor({ timeout: 60000 }),
+      ])
+    } catch (e) {
+      // Say where each page is (its room, its panel's words), so an intermittent failure can be
+      // read from the report instead of guessed at.
+      const where = await Promise.all(
+        [alice, bob].map(async (who, i) => {
+          const state = await who.panel.evaluate((el) => ({
+            room: el.querySelector('[data-room]')?.getAttribute('data-room') ?? null,
+            text: (el.textContent ?? '').replace(/\s+/g, ' ').slice(0, 300),
+          }))
+          return `${i ? 'bob' : 'alice'} (${i === (aliceWins ? 0 : 1) ? 'winner' : 'loser'}): room ${state.room}; ${state.text}`
+        }),
+      )
+      throw new Error(`not together: ${where.join(' | ')}; winner's room ${JSON.parse(winner.gate.event.content).ephemeral_channel_id}; ${e.message.split('\n')[0]}`)
+    }
     const rooms = await Promise.all([alice, bob].map((who) => who.panel.locator('[data-room]').getAttribute('data-room')))
     if (rooms[0] !== rooms[1]) throw new Error(`two rooms: ${rooms}`)
     room = rooms[0]
