@@ -264,3 +264,50 @@ async def test_missing_or_invalid_key_exits_3_before_serving(
         assert (proc.returncode, stdout) == (3, b"")
         error = orjson.loads(stderr.decode().strip().splitlines()[-1])
         assert error["error"] == category and error["retryable"] is False
+
+
+# -- JSON-RPC 2.0 §5.1: a line that cannot be read is answered, and the session goes on ---------------
+async def test_unreadable_lines_are_answered_and_the_session_goes_on(
+    sqlite_relay: RunningRelay, alice: Identity
+) -> None:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("BUZZ_")}
+    proc = await asyncio.create_subprocess_exec(
+        BUZZ,
+        "mcp",
+        env=base | {"BUZZ_RELAY_URL": sqlite_relay.url, "BUZZ_PRIVATE_KEY": alice.secret},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    async def answer(*lines: bytes) -> dict:
+        proc.stdin.write(b"".join(line + b"\n" for line in lines))
+        await proc.stdin.drain()
+        return orjson.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+
+    try:
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        init = await answer(
+            orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        )
+        assert init["id"] == 1 and "result" in init
+        assert await answer(b"not json") == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error: the line is not JSON"},
+        }
+        bad = await answer(b'{"jsonrpc": "2.0", "nothing": 1}')
+        assert (bad["id"], bad["error"]["code"]) == (None, -32600)
+        listed = await answer(
+            b'{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+            b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}',
+        )
+        assert listed["id"] == 2 and len(listed["result"]["tools"]) == len(TOOLS)
+    finally:
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 30)

@@ -40,6 +40,7 @@ from buzz.client.memory import normalize_slug
 from buzz.client.models import as_json
 from buzz.client.workspace import Workspace
 from buzz.mcp.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
+from buzz.mcp.wire import answering_unreadable
 
 log = logging.getLogger("buzz.mcp")
 
@@ -224,7 +225,10 @@ def serve(ws: Workspace) -> None:
         async with ws:
             server = build_server(ws)
             log.info("buzz mcp %s serving %s as %s", __version__, ws.session.relay_url, ws.pubkey)
-            async with stdio_server() as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+            async with (
+                stdio_server() as (read_stream, write_stream),
+                answering_unreadable(read_stream, write_stream) as readable,
+            ):
+                await server.run(readable, write_stream, server.create_initialization_options())
 
     anyio.run(main)
