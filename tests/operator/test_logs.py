@@ -141,3 +141,26 @@ async def test_failed_nip42_and_nip98_authentications_are_logged(tmp_path: Path)
         log, "auth refused", f"pubkey={who.pubkey}", 'reason="auth-required: verification failed"'
     )
     assert lines_with(log, "auth refused", "pubkey=?", 'reason="NIP-98:')
+
+
+async def test_an_oversized_frame_is_logged_with_the_relays_own_limit(tmp_path: Path) -> None:
+    """The 1009 close names the frame's size and BUZZ_MAX_FRAME_BYTES, not aiohttp's reader
+    limit (one byte more), and is the relay's close, not a lost connection."""
+    from buzz.core.limits import MAX_FRAME_BYTES
+
+    size = MAX_FRAME_BYTES + 1000
+    async with served(tmp_path / "data") as relay:
+        async with aiohttp.ClientSession() as s, s.ws_connect(relay.url) as ws:
+            await ws.receive_json(timeout=5)  # the AUTH challenge
+            await ws.send_str("[" + " " * (size - 2) + "]")
+            notice = await ws.receive_json(timeout=5)
+            assert notice == ["NOTICE", f"error: frame too large ({size} > {MAX_FRAME_BYTES} bytes)"]
+            closing = await ws.receive(timeout=5)
+            assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED), closing
+            assert ws.close_code == 1009
+        assert await relay.stop() == 0
+    log = relay.log_text()
+    assert lines_with(
+        log, "connection closed", "pubkey=-", f'reason="frame too large ({size} > {MAX_FRAME_BYTES} bytes)"'
+    ), log
+    assert str(MAX_FRAME_BYTES + 1) not in log, log

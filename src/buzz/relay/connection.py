@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import WSMsgType
+from aiohttp import WSCloseCode, WSMsgType
 
 from buzz.core import kinds, messages, nip42
 from buzz.core.errors import AuthRequired, Blocked, BuzzError, ServerError
@@ -277,7 +277,10 @@ class Connection:
             elif msg.type == WSMsgType.PONG:
                 self._missed_pongs = 0
             elif msg.type == WSMsgType.ERROR:
-                log.info("websocket error: %s", ws.exception())
+                # A refused oversized frame is told by the close line, with the relay's limit
+                # (`RelayWebSocket.close`); aiohttp's text names its reader's, one byte more.
+                if getattr(msg.data, "code", None) != WSCloseCode.MESSAGE_TOO_BIG:
+                    log.info("websocket error: %s", ws.exception())
                 break
             del msg  # an idle connection must not keep its last frame (e.g. its AUTH) alive
 

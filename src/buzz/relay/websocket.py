@@ -146,6 +146,8 @@ class RelayWebSocket(web.WebSocketResponse):
             self.relay_close = (code, message.decode("utf-8", "replace"))
         if code == WSCloseCode.MESSAGE_TOO_BIG and not self.closed:
             text = frame_too_large(self._refused_size(), self.max_frame_bytes)
+            if self.relay_close is None:  # aiohttp set the code itself: the log names our limit
+                self.relay_close = (code, text.removeprefix("error: "))
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(NOTICE_TIMEOUT_S):
                     await self.send_str(messages.notice(text))
