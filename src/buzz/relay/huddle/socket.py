@@ -39,11 +39,14 @@ from buzz.core.huddle_wire import (
     Auth,
     Challenge,
     ErrorMessage,
+    Ignored,
     Ingress,
     Leave,
+    auth_timeout_close,
     check_version,
     ingress_verdict,
     parse_client_message,
+    read_client_message,
 )
 from buzz.core.mesh_lease import Lease, RemoteOwner
 from buzz.relay.huddle.fanout import PeerSink, forward
@@ -173,19 +176,35 @@ class AudioSocket:
 
     # -- §3 handshake ----------------------------------------------------------------------
     async def _await_auth(self) -> Auth | None:
-        """The first well-formed `auth` within AUTH_TIMEOUT; None on timeout, close or error."""
+        """The first well-formed `auth` within AUTH_TIMEOUT; None on timeout, close or error.
+
+        Binary messages, bad JSON, other types and a `leave` are ignored while waiting (§3.3: a
+        later valid `auth` still joins), but counted: on timeout the socket is closed with
+        `auth_timeout_close`'s 1008 and a reason naming the last one, since §3.3 sends no
+        error message and a bare close left a client guessing what it did wrong."""
+        timeout_s = self.huddles.settings.auth_timeout_s
+        ignored, last = 0, None
         try:
-            async with asyncio.timeout(self.huddles.settings.auth_timeout_s):
+            async with asyncio.timeout(timeout_s):
                 while True:
                     msg = await self.ws.receive()
                     if msg.type == WSMsgType.TEXT:
-                        parsed = parse_client_message(msg.data)
+                        parsed = read_client_message(msg.data)
                         if isinstance(parsed, Auth):
                             return parsed
+                        last = parsed.reason if isinstance(parsed, Ignored) else "leave before auth"
+                    elif msg.type == WSMsgType.BINARY:
+                        last = "binary message before auth"
                     elif msg.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
                         return None
-                    # binary, unknown types, bad JSON, pings: ignored while waiting (§3.3)
+                    else:
+                        continue  # pings and pongs are not messages
+                    ignored += 1
         except TimeoutError:
+            code, reason = auth_timeout_close(timeout_s, ignored, last)
+            log.info("huddle socket on channel %s closed %d: %s", self.channel_id, code, reason)
+            with contextlib.suppress(Exception):
+                await self.ws.close(code=code, message=reason.encode())
             return None
 
     # -- §4.1 join decision ------------------------------------------------------------------
