@@ -358,8 +358,12 @@ async def test_size_caps(sqlite_relay: RunningRelay, alice: Identity, bob: Ident
     got = await b.recv_binary()
     assert got == b"\x00" + b"\x00\x01" + b"\x00" * 4094
     assert sqlite_relay.relay.huddles.stats.counters["huddle_audio_frames_oversized_total"] == 1
-    await a.ws.send_str("x" * 8193)  # refused by the parser: 1009
+    await a.ws.send_str("x" * 8192)  # reaches the handler (§2.3), ignored there (§5.7)
+    await a.ws.send_bytes(b"\x00\x02" + b"\x00" * 10)  # the socket still serves: forwarded
+    assert await b.recv_binary() == b"\x00" + b"\x00\x02" + b"\x00" * 10
+    await a.ws.send_str("x" * 8193)  # refused by the parser: 1009, saying why
     msg = await a.ws.receive(5)
-    assert msg.type == aiohttp.WSMsgType.CLOSE and msg.data == 1009
+    assert msg.type == aiohttp.WSMsgType.CLOSE, msg
+    assert (msg.data, msg.extra) == (1009, "message too big (8193 > 8192 bytes)")
     await a.close()
     await b.close()

@@ -11,7 +11,7 @@ from aiohttp import web
 from redis.asyncio import Redis
 
 from buzz.core.channel_id import is_channel_id
-from buzz.core.huddle_wire import MAX_WEBSOCKET_MESSAGE_BYTES, Removed
+from buzz.core.huddle_wire import Removed
 from buzz.relay.huddle.fanout import HuddleStats, PeerSink
 from buzz.relay.huddle.lease_redis import LeaseStore
 from buzz.relay.huddle.lifecycle import Lifecycle
@@ -20,7 +20,7 @@ from buzz.relay.huddle.mesh_link import MeshLink
 from buzz.relay.huddle.mesh_remote import RemoteHub, RemoteSeat
 from buzz.relay.huddle.rooms import LocalRooms, RoomSlot
 from buzz.relay.huddle.settings import HuddleSettings
-from buzz.relay.huddle.socket import AudioSocket
+from buzz.relay.huddle.socket import AudioSocket, AudioWebSocket
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -180,9 +180,7 @@ class Huddles:
         relay = self.relay
         if len(relay.connections) >= relay.config.max_connections:
             return web.Response(status=503, text=CONNECTION_LIMIT_BODY)
-        ws = web.WebSocketResponse(
-            max_msg_size=MAX_WEBSOCKET_MESSAGE_BYTES, autoping=False, heartbeat=None, compress=False
-        )
+        ws = AudioWebSocket()
         sock = AudioSocket(self, ws, channel_id, request.host, request.transport)
         relay.connections.add(sock)
         self.sockets.add(sock)
