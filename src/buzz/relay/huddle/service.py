@@ -94,15 +94,19 @@ class Huddles:
             return
         self.draining = True
         assert self.mesh is not None
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        remote_peers = len(self.remote.owner_streams) if self.remote is not None else 0
+        self.relay.telemetry.huddle_drain_started(len(self.mesh.owned), remote_peers, len(self.sockets))
         await self.mesh.close_leases()
         if self.remote is not None:
             await self.remote.drain_owned()
         closing = [s.ws.close(code=DRAIN_CLOSE[0], message=DRAIN_CLOSE[1]) for s in list(self.sockets)]
         await asyncio.gather(*closing, return_exceptions=True)
-        loop = asyncio.get_running_loop()
         deadline = loop.time() + DRAIN_WAIT_S
         while self.sockets and loop.time() < deadline:
             await asyncio.sleep(0.02)  # the sockets' cleanup: `left`, 48102, unregister_peer
+        self.relay.telemetry.huddle_drain_done(loop.time() - started, len(self.sockets))
         if self.remote is not None:
             await self.remote.close()
             await self.remote.link.redis.aclose()
