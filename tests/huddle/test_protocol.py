@@ -87,6 +87,49 @@ async def test_no_auth_within_timeout_closes_without_message(
     await peer.close()
 
 
+async def test_no_auth_in_time_closes_1008_naming_what_was_ignored(
+    sqlite_relay: RunningRelay, alice: Identity
+) -> None:
+    """§3.3 ignores junk before `auth` and sends no error message, so the close frame says what
+    was wrong: the timeout, how many messages were ignored and why the last one was."""
+    settings(sqlite_relay, auth_timeout_s=0.5)
+    cid = await make_channel(sqlite_relay, ChannelSpec(alice))
+    cases = [
+        ([], "auth-required: no valid auth within 0.5 s"),
+        (
+            ["not json"],
+            "auth-required: no valid auth within 0.5 s; ignored 1 message, last: text is not JSON",
+        ),
+        (
+            ["not json", b"\x00\x01\x02"],
+            "auth-required: no valid auth within 0.5 s; ignored 2 messages, last: binary message before auth",
+        ),
+        (
+            [b"\x00", '{"type":"auth","event":"nope"}'],
+            "auth-required: no valid auth within 0.5 s; ignored 2 messages, last: auth: event is not an object",
+        ),
+        (
+            ['{"type":"hello"}'],
+            "auth-required: no valid auth within 0.5 s; ignored 1 message, last: type is neither auth nor leave",
+        ),
+        (
+            ['{"type":"leave"}'],
+            "auth-required: no valid auth within 0.5 s; ignored 1 message, last: leave before auth",
+        ),
+    ]
+    for sent, reason in cases:
+        peer = await AudioPeer.connect(sqlite_relay, cid)
+        await peer.challenge()
+        for message in sent:
+            if isinstance(message, bytes):
+                await peer.ws.send_bytes(message)
+            else:
+                await peer.ws.send_str(message)
+        assert await peer.expect_close() == []  # still no error message (§3.3)
+        assert peer.close_frame == (1008, reason), (sent, peer.close_frame)
+        await peer.close()
+
+
 async def test_auth_failures(sqlite_relay: RunningRelay, alice: Identity) -> None:
     cid = await make_channel(sqlite_relay, ChannelSpec(alice))
     failed = {"type": "error", "message": "auth failed"}
@@ -315,8 +358,12 @@ async def test_size_caps(sqlite_relay: RunningRelay, alice: Identity, bob: Ident
     got = await b.recv_binary()
     assert got == b"\x00" + b"\x00\x01" + b"\x00" * 4094
     assert sqlite_relay.relay.huddles.stats.counters["huddle_audio_frames_oversized_total"] == 1
-    await a.ws.send_str("x" * 8193)  # refused by the parser: 1009
+    await a.ws.send_str("x" * 8192)  # reaches the handler (§2.3), ignored there (§5.7)
+    await a.ws.send_bytes(b"\x00\x02" + b"\x00" * 10)  # the socket still serves: forwarded
+    assert await b.recv_binary() == b"\x00" + b"\x00\x02" + b"\x00" * 10
+    await a.ws.send_str("x" * 8193)  # refused by the parser: 1009, saying why
     msg = await a.ws.receive(5)
-    assert msg.type == aiohttp.WSMsgType.CLOSE and msg.data == 1009
+    assert msg.type == aiohttp.WSMsgType.CLOSE, msg
+    assert (msg.data, msg.extra) == (1009, "message too big (8193 > 8192 bytes)")
     await a.close()
     await b.close()

@@ -4,6 +4,7 @@ close, per refused EVENT/REQ, per admin action; JSON on request; never content o
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
 
 import aiohttp
@@ -141,3 +142,58 @@ async def test_failed_nip42_and_nip98_authentications_are_logged(tmp_path: Path)
         log, "auth refused", f"pubkey={who.pubkey}", 'reason="auth-required: verification failed"'
     )
     assert lines_with(log, "auth refused", "pubkey=?", 'reason="NIP-98:')
+
+
+async def test_an_oversized_frame_is_logged_with_the_relays_own_limit(tmp_path: Path) -> None:
+    """The 1009 close names the frame's size and BUZZ_MAX_FRAME_BYTES, not aiohttp's reader
+    limit (one byte more), and is the relay's close, not a lost connection."""
+    from buzz.core.limits import MAX_FRAME_BYTES
+
+    size = MAX_FRAME_BYTES + 1000
+    async with served(tmp_path / "data") as relay:
+        async with aiohttp.ClientSession() as s, s.ws_connect(relay.url) as ws:
+            await ws.receive_json(timeout=5)  # the AUTH challenge
+            await ws.send_str("[" + " " * (size - 2) + "]")
+            notice = await ws.receive_json(timeout=5)
+            assert notice == ["NOTICE", f"error: frame too large ({size} > {MAX_FRAME_BYTES} bytes)"]
+            closing = await ws.receive(timeout=5)
+            assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED), closing
+            assert ws.close_code == 1009
+        assert await relay.stop() == 0
+    log = relay.log_text()
+    assert lines_with(
+        log, "connection closed", "pubkey=-", f'reason="frame too large ({size} > {MAX_FRAME_BYTES} bytes)"'
+    ), log
+    assert str(MAX_FRAME_BYTES + 1) not in log, log
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+async def test_a_signal_logs_the_shutdown_before_and_after_the_closes(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """`relay stopping` names the signal and what is open (one Nostr connection, one huddle
+    seat), the sockets' closes follow, and `relay stopped` ends the log."""
+    from tests.huddle.support import ChannelSpec, join, make_channel
+    from tests.support.relay import RunningRelay
+
+    alice = Identity.new()
+    async with served(tmp_path / "data") as relay:
+        running = RunningRelay(None, relay.url)  # type: ignore[arg-type]  # a process: no Relay object
+        cid = await make_channel(running, ChannelSpec(alice))
+        async with RelayClient(relay.url, alice.secret):
+            seat = await join(running, alice, cid)
+            assert seat.joined is not None and seat.joined["type"] == "joined", seat.joined
+            relay.proc.send_signal(sig)
+            await seat.expect_close(20)
+            assert seat.close_frame == (1001, "relay shutting down"), seat.close_frame
+            assert await asyncio.wait_for(relay.proc.wait(), 20) == 0
+            await seat.close()
+    log = relay.log_text()
+    lines = log.splitlines()
+    stopping = lines_with(
+        log, f"relay stopping signal={sig.name} connections=1 huddle_sockets=1 huddles=close"
+    )
+    closed = lines_with(log, "connection closed", f"pubkey={alice.pubkey}", 'reason="relay shutting down"')
+    assert len(stopping) == 1 and len(closed) == 1, log
+    assert "relay stopped duration_s=" in lines[-1], log
+    assert lines.index(stopping[0]) < lines.index(closed[0]) < len(lines) - 1, log

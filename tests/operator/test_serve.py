@@ -67,10 +67,43 @@ async def test_a_second_relay_on_the_same_data_dir_is_refused_with_the_holder_pi
         await again.stop()
 
 
-def test_a_port_in_use_is_one_line_naming_it_and_how_to_choose_another(tmp_path: Path) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
+def _listening(port: int) -> socket.socket | None:
+    """A socket listening on 127.0.0.1:`port`, or None when the port is taken."""
+    sock = socket.socket()
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        return None
+    sock.listen()
+    return sock
+
+
+def _two_taken_ports() -> tuple[socket.socket, socket.socket]:
+    """Listening sockets on two neighbouring ports p and p + 1 (p chosen by the system)."""
+    for _ in range(50):
+        first = _listening(0)
+        assert first is not None
+        second = _listening(first.getsockname()[1] + 1)
+        if second is not None:
+            return first, second
+        first.close()
+    raise AssertionError("no two neighbouring free ports on 127.0.0.1")
+
+
+def _refusal(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Errno" not in lines[0], result.stderr
+    error = json.loads(lines[0])
+    assert (error["error"], error["retryable"]) == ("user_error", False), error
+    return str(error["message"])
+
+
+def test_a_port_in_use_is_one_line_naming_it_and_a_port_checked_free(tmp_path: Path) -> None:
+    """The port just above the taken one is taken too: the example is a port that was free."""
+    taken, next_taken = _two_taken_ports()
+    with taken, next_taken:
         port = taken.getsockname()[1]
         done = buzz("relay", "serve", "--bind", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "data"))
         metrics = buzz(
@@ -78,15 +111,31 @@ def test_a_port_in_use_is_one_line_naming_it_and_how_to_choose_another(tmp_path:
             "--data-dir", str(tmp_path / "other"),
         )  # fmt: skip
     for result, flag in ((done, "--bind"), (metrics, "--metrics-bind")):
-        assert result.returncode == 2, result.stderr
-        lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and "Errno" not in lines[0], result.stderr
-        assert json.loads(lines[0]) == {
-            "error": "user_error",
-            "message": f"port {port} on 127.0.0.1 is already in use (another relay or program listens "
-            f"there); choose another with {flag} 127.0.0.1:<port>, e.g. {flag} 127.0.0.1:{port + 1}",
-            "retryable": False,
-        }
+        message = _refusal(result)
+        prefix = (
+            f"port {port} on 127.0.0.1 is already in use (another relay or program listens there); "
+            f"choose another with {flag} 127.0.0.1:<port>, e.g. {flag} 127.0.0.1:"
+        )
+        assert message.startswith(prefix) and message.endswith(" (free just now)"), message
+        suggested = int(message[len(prefix) :].split(" ", 1)[0])
+        assert port + 1 < suggested <= port + 20, message  # port + 1 was taken: not suggested
+        free = _listening(suggested)  # it was free when checked, and still is
+        assert free is not None, message
+        free.close()
+
+
+def test_a_port_in_use_with_nothing_free_above_it_gets_no_example(tmp_path: Path) -> None:
+    """65535 has no port above it: the message says so instead of naming one."""
+    holder = _listening(65535)  # None: something else holds it, which is as good
+    try:
+        message = _refusal(buzz("relay", "serve", "--bind", "127.0.0.1:65535", "--data-dir", str(tmp_path)))
+    finally:
+        if holder is not None:
+            holder.close()
+    assert message == (
+        "port 65535 on 127.0.0.1 is already in use (another relay or program listens there); "
+        "choose another with --bind 127.0.0.1:<port> (no free port found just above it)"
+    )
 
 
 def test_bind_with_an_invalid_port_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -114,6 +114,38 @@ async def test_an_event_id_that_cannot_be_echoed_gets_one_answer_that_does_not_e
         assert orjson.loads((await ws.receive(5)).data) == ["CLOSED", "next", ""]
 
 
+async def test_binary_frames_are_read_as_text_and_a_refused_one_says_it_was_binary(
+    sqlite_relay: RunningRelay, alice: Identity
+) -> None:
+    """relay.md §7.1 item 1: a UTF-8 binary frame is handled as text (a REQ is answered as
+    one); one that is not a message, or not UTF-8, gets a NOTICE that names the binary frame
+    and the fix. The connection serves on after each."""
+    hint = "send NIP-01 messages as JSON in text frames"
+    async with aiohttp.ClientSession() as s, s.ws_connect(sqlite_relay.url) as ws:
+        challenge = orjson.loads((await ws.receive(5)).data)[1]
+        auth = build_auth_event(alice.secret, challenge, sqlite_relay.url)
+        await ws.send_bytes(orjson.dumps(["AUTH", auth.to_dict()]))  # binary AUTH: accepted
+        assert orjson.loads((await ws.receive(5)).data) == ["OK", auth.id, True, ""]
+        await ws.send_bytes(b"OpusHead\x01\x02")  # UTF-8, not JSON (an audio client's header)
+        notice = orjson.loads((await ws.receive(5)).data)
+        assert notice[0] == "NOTICE" and notice[1].startswith(
+            "invalid message: binary frame: not valid JSON ("
+        ), notice
+        assert notice[1].endswith(f"; {hint}"), notice
+        await ws.send_bytes(b"\xff\xfe\x00")  # not UTF-8
+        assert orjson.loads((await ws.receive(5)).data) == [
+            "NOTICE", f"invalid message: binary frame is not valid UTF-8; {hint}",
+        ]  # fmt: skip
+        await ws.send_bytes(b"[]")
+        assert orjson.loads((await ws.receive(5)).data) == [
+            "NOTICE", f"invalid message: binary frame: frame must be a non-empty JSON array; {hint}",
+        ]  # fmt: skip
+        await ws.send_str("not json")  # a text frame's refusal names no frame type
+        assert orjson.loads((await ws.receive(5)).data)[1].startswith("invalid message: not valid JSON (")
+        await ws.send_bytes(b'["REQ","b",{"kinds":[1],"authors":["' + alice.pubkey.encode() + b'"]}]')
+        assert orjson.loads((await ws.receive(5)).data) == ["EOSE", "b"]  # still serving, binary read as text
+
+
 def test_relay_answers_are_always_encodable() -> None:
     """A reason quoting a lone surrogate goes out with U+FFFD instead of failing to encode."""
     from buzz.core import messages

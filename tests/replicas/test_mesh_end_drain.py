@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 from buzz.core.event import Event
 from buzz.core.mesh_lease import lease_keys, parse_lease
 from tests.huddle.support import ChannelSpec, frame, join, make_channel, refused
+from tests.operator.support import lines_with
 from tests.replicas.conftest import meshed, redis_url, served_pair
 from tests.replicas.helpers import next_of_kind, runtime, wait_until
 from tests.support.relay import Identity, RunningRelay
@@ -110,6 +111,16 @@ async def test_sigterm_of_the_owner_drains_and_the_other_replica_takes_over_at_o
         await pb.expect_close()  # B closed its client when A said goodbye
         assert await redis.get(lease_key) is None  # released, not left to expire (TTL 30 s)
         assert "huddle owner lease" not in a.log_text()  # drained, not lost
+        log = a.log_text()  # the operator sees the drain: what it moved, that it finished, the end
+        steps = [
+            lines_with(log, "relay stopping signal=SIGTERM", "huddle_sockets=2 huddles=drain"),
+            lines_with(log, "huddle drain started owned_rooms=1 remote_peers=1 sockets=2"),
+            lines_with(log, "huddle drain done duration_s=", "sockets_left=0"),
+            lines_with(log, "relay stopped duration_s="),
+        ]
+        assert all(len(found) == 1 for found in steps), log
+        order = [log.splitlines().index(found[0]) for found in steps]
+        assert order == sorted(order), log
 
         pb2, pa2 = await join(rb, bob, cid), await join(rb, alice, cid)  # at once, on B
         assert pb2.joined is not None and pb2.joined["type"] == "joined", pb2.joined

@@ -232,6 +232,39 @@ def test_parse_client_message(text: bytes, expected: hw.ClientMessage | None) ->
     assert hw.parse_client_message(text.decode()) == expected
 
 
+@pytest.mark.parametrize(("text", "expected"), CLIENT_TEXTS)
+def test_read_client_message_says_why_a_text_is_ignored(
+    text: bytes, expected: hw.ClientMessage | None
+) -> None:
+    read = hw.read_client_message(text)
+    if expected is not None:
+        assert read == expected
+        return
+    assert isinstance(read, hw.Ignored) and read.reason.isascii() and read.reason, read
+    assert hw.read_client_message(text.decode()) == read
+
+
+def test_ignored_reasons_and_the_auth_timeout_close() -> None:
+    reasons = {text: hw.read_client_message(text) for text in (b"{not json", b"[1]", b'{"type":"hello"}')}
+    assert [r.reason for r in reasons.values()] == [  # type: ignore[union-attr]
+        "text is not JSON",
+        "text is not a JSON object",
+        "type is neither auth nor leave",
+    ]
+    assert hw.read_client_message('{"type":"leave","x":"\ud800"}') == hw.Ignored("text is not valid Unicode")
+    assert hw.read_client_message(b"x" * 8193) == hw.Ignored("text over 8192 bytes")
+    assert hw.auth_timeout_close(5.0, 0, None) == (1008, "auth-required: no valid auth within 5 s")
+    longest = hw.read_client_message(orjson.dumps({"type": "auth", "event": EVENT, "protocol_version": 300}))
+    assert longest == hw.Ignored("auth: protocol_version is not an integer 0-255")
+    code, reason = hw.auth_timeout_close(5.0, 999_999, longest.reason)  # fits whole
+    assert reason == (
+        "auth-required: no valid auth within 5 s; ignored 999999 messages, last: "
+        "auth: protocol_version is not an integer 0-255"
+    )
+    code, reason = hw.auth_timeout_close(4.75, 10**40, longest.reason)  # cut to a close frame's room
+    assert code == 1008 and len(reason.encode()) == 123
+
+
 def test_parsers_never_choke_on_lone_surrogates() -> None:
     assert hw.parse_client_message('{"type":"leave","x":"\ud800"}') is None
     with pytest.raises(HuddleWireError):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import re
+import socket
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
@@ -134,19 +136,55 @@ def serve(
         fail(str(exc))
 
 
+PORT_SCAN = 20  # ports above a taken one that are bind-tested for the suggestion: fast, bounded
+
+
 def port_in_use(exc: OSError, config: RelayConfig) -> str:
     """The user error for a taken port: which one, and the flag that picks another (the
-    metrics listener has its own). asyncio names the address in the message: ('host', port)."""
+    metrics listener has its own). asyncio names the address in the message: ('host', port).
+    The example port is one `free_port_after` bound a moment ago; when none of the next
+    PORT_SCAN binds, the message says so and gives no example."""
     found = re.search(r"\('?\[?([^',\]]*)\]?'?, (\d+)", str(exc))
     host, port = (found.group(1), int(found.group(2))) if found else (config.host, config.port)
     flag = "--bind"
     if config.metrics_bind is not None and port != config.port:
         flag = "--metrics-bind"
     shown = f"[{host}]" if ":" in host else host
-    return (
-        f"port {port} on {host} is already in use (another relay or program listens there); "
-        f"choose another with {flag} {shown}:<port>, e.g. {flag} {shown}:{port + 1}"
-    )
+    taken = f"port {port} on {host} is already in use (another relay or program listens there)"
+    free = free_port_after(host, port)
+    if free is None:
+        return f"{taken}; choose another with {flag} {shown}:<port> (no free port found just above it)"
+    return f"{taken}; choose another with {flag} {shown}:<port>, e.g. {flag} {shown}:{free} (free just now)"
+
+
+def free_port_after(host: str, port: int, scan: int = PORT_SCAN) -> int | None:
+    """The first of the `scan` ports above `port` (never past 65535) that `host` can listen on
+    now, tested as the relay binds (every address `host` resolves to, SO_REUSEADDR); None when
+    none can or `host` does not resolve. Free when tested: another program may still take it."""
+    try:
+        infos = socket.getaddrinfo(host or None, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        return None
+    addresses = {(family, sockaddr) for family, _, _, _, sockaddr in infos}
+    for candidate in range(port + 1, min(port + scan, 65535) + 1):
+        if addresses and all(_listens(family, sockaddr, candidate) for family, sockaddr in addresses):
+            return candidate
+    return None
+
+
+def _listens(family: int, sockaddr: tuple[Any, ...], port: int) -> bool:
+    """Whether a socket can listen on `sockaddr` with `port` now; it is closed at once."""
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:  # as asyncio's create_server: v6 and v4 bound apart
+                with contextlib.suppress(OSError):
+                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            probe.bind((sockaddr[0], port, *sockaddr[2:]))
+            probe.listen(1)
+    except OSError:
+        return False
+    return True
 
 
 def _refuse(message: str) -> NoReturn:

@@ -11,7 +11,8 @@ Four parts, each usable on its own by the relay's aiohttp handler or by the clie
   the room's admission lock and owns the sockets and queues (the `sink` it passes in).
 
 Errors: `HuddleWireError` (a ValueError) for a message the client must refuse (§10.1). The relay
-never raises on client input: `parse_client_message` returns None for anything to ignore (§3.3).
+never raises on client input: `parse_client_message` returns None for anything to ignore (§3.3),
+`read_client_message` an `Ignored` that says why.
 """
 
 from __future__ import annotations
@@ -499,35 +500,69 @@ ClientMessage = Auth | Leave
 ServerMessage = Challenge | Joined | Left | Roster | ErrorMessage
 
 
-def parse_client_message(text: str | bytes) -> ClientMessage | None:
-    """Parse a client → relay text message; None for anything the relay ignores (§3.3, §5.7).
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """A client text the relay ignores (§3.3, §5.7) and why: short ASCII, quoting nothing the
+    client sent, so it fits a close frame's reason (`auth_timeout_close`)."""
 
-    Ignored: over 8192 bytes, bad JSON, a non-object, an unknown `type`, and an `auth` whose
-    `event` is not an object, whose `parent_channel_id` is neither null nor a UUID, or whose
-    `protocol_version` is not an integer 0–255. The event itself is checked by the NIP-42 verifier.
-    """
+    reason: str
+
+
+def read_client_message(text: str | bytes) -> ClientMessage | Ignored:
+    """Parse a client → relay text message; `Ignored(reason)` for anything the relay ignores
+    (§3.3, §5.7): over 8192 bytes, bad JSON, a non-object, an unknown `type`, and an `auth`
+    whose `event` is not an object, whose `parent_channel_id` is neither null nor a UUID, or
+    whose `protocol_version` is not an integer 0–255. The event itself is checked by the NIP-42
+    verifier."""
     try:
         raw = text.encode() if isinstance(text, str) else text
-        obj = None if len(raw) > MAX_TEXT_FRAME_BYTES else orjson.loads(raw)
-    except (UnicodeEncodeError, orjson.JSONDecodeError):
-        return None
+    except UnicodeEncodeError:  # a lone surrogate
+        return Ignored("text is not valid Unicode")
+    if len(raw) > MAX_TEXT_FRAME_BYTES:
+        return Ignored(f"text over {MAX_TEXT_FRAME_BYTES} bytes")
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return Ignored("text is not JSON")
     if not isinstance(obj, dict):
-        return None
+        return Ignored("text is not a JSON object")
     kind = obj.get("type")
     if kind == "leave":
         return Leave()
     if kind != "auth":
-        return None
+        return Ignored("type is neither auth nor leave")
     event = obj.get("event")
     parent = obj.get("parent_channel_id")
     version = obj.get("protocol_version", DEFAULT_PROTOCOL_VERSION)
     if not isinstance(event, dict):
-        return None
+        return Ignored("auth: event is not an object")
     if parent is not None and not is_canonical_uuid(parent):
-        return None
+        return Ignored("auth: parent_channel_id is not a UUID")
     if not (_is_int(version) and 0 <= version <= 255):
-        return None
+        return Ignored("auth: protocol_version is not an integer 0-255")
     return Auth(event=event, protocol_version=version, parent_channel_id=parent)
+
+
+def parse_client_message(text: str | bytes) -> ClientMessage | None:
+    """Parse a client → relay text message; None for anything the relay ignores (§3.3, §5.7;
+    `read_client_message` says why)."""
+    msg = read_client_message(text)
+    return None if isinstance(msg, Ignored) else msg
+
+
+AUTH_TIMEOUT_CLOSE_CODE = 1008  # policy violation, as the main relay's authentication timeout
+MAX_CLOSE_REASON_BYTES = 123  # RFC 6455 §5.5: a close frame's payload is at most 125 bytes
+
+
+def auth_timeout_close(timeout_s: float, ignored: int, last: str | None) -> tuple[int, str]:
+    """The close (code, reason) of a socket that sent no well-formed `auth` within `timeout_s`
+    seconds (§3.3: no error message, so the close frame is the only place to say why). `ignored`
+    counts the messages ignored meanwhile, `last` is why the last one was (e.g. "text is not
+    JSON", "binary message before auth"). The reason is ASCII, at most 123 bytes."""
+    reason = f"auth-required: no valid auth within {timeout_s:g} s"
+    if ignored:
+        reason += f"; ignored {ignored} message{'s' if ignored != 1 else ''}, last: {last}"
+    return AUTH_TIMEOUT_CLOSE_CODE, reason[:MAX_CLOSE_REASON_BYTES]
 
 
 def _field(obj: Mapping[str, Any], name: str, check: Any, what: str) -> Any:

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Awaitable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import WSMsgType
+from aiohttp import WSCloseCode, WSMsgType
 
 from buzz.core import kinds, messages, nip42
 from buzz.core.errors import AuthRequired, Blocked, BuzzError, ServerError
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NOT_AUTHENTICATED = "auth-required: not authenticated"
+TEXT_FRAMES = "send NIP-01 messages as JSON in text frames"  # ends a refused binary frame's NOTICE
 MAX_PIPELINED_EVENTS = 256  # per connection, awaiting their commit
 # Global-only kinds never derive a channel or read other events while being validated, so
 # consecutive ones from one connection may wait for their commits together.
@@ -267,17 +268,24 @@ class Connection:
                 await self._inbound_budget()
             if msg.type == WSMsgType.TEXT:
                 self._on_frame(msg.data)
-            elif msg.type == WSMsgType.BINARY:
+            elif msg.type == WSMsgType.BINARY:  # read as text when UTF-8 (relay.md §7.1 item 1)
                 try:
-                    self._on_frame(msg.data.decode("utf-8"))
+                    text = msg.data.decode("utf-8")
                 except UnicodeDecodeError:
-                    self.send(messages.notice("invalid message: binary frame is not valid UTF-8"))
+                    self.send(
+                        messages.notice(f"invalid message: binary frame is not valid UTF-8; {TEXT_FRAMES}")
+                    )
+                else:
+                    self._on_frame(text, binary=True)
             elif msg.type == WSMsgType.PING:
                 await ws.pong(msg.data)
             elif msg.type == WSMsgType.PONG:
                 self._missed_pongs = 0
             elif msg.type == WSMsgType.ERROR:
-                log.info("websocket error: %s", ws.exception())
+                # A refused oversized frame is told by the close line, with the relay's limit
+                # (`RelayWebSocket.close`); aiohttp's text names its reader's, one byte more.
+                if getattr(msg.data, "code", None) != WSCloseCode.MESSAGE_TOO_BIG:
+                    log.info("websocket error: %s", ws.exception())
                 break
             del msg  # an idle connection must not keep its last frame (e.g. its AUTH) alive
 
@@ -324,7 +332,9 @@ class Connection:
             log.debug("connection timer action failed: %r", task.exception())
 
     # -- inbound -------------------------------------------------------------------------------
-    def _on_frame(self, frame: str) -> None:
+    def _on_frame(self, frame: str, binary: bool = False) -> None:
+        """Parse one frame and queue it on the lane; `binary` when it came as a binary frame
+        (then a refusal says so: a client that sends binary may not know NIP-01 is text)."""
         if not self._acquire_slot():
             self.send(messages.notice("rate-limited: too many concurrent requests"))
             return
@@ -332,7 +342,10 @@ class Connection:
             msg = parse_client_message(frame)
         except ProtocolViolation as exc:
             self._release_slot()
-            self.send(messages.notice(str(exc)))
+            if binary and type(exc) is ProtocolViolation:
+                self.send(messages.notice(f"invalid message: binary frame: {exc.args[0]}; {TEXT_FRAMES}"))
+            else:
+                self.send(messages.notice(str(exc)))
             return
         except Exception:  # never let odd input kill the connection or leak its slot
             log.exception("unexpected failure parsing a frame")

@@ -77,12 +77,25 @@ async def running_relay(config: RelayConfig) -> AsyncIterator[tuple[Relay, str]]
 
 
 async def serve(config: RelayConfig, announce: Callable[[Relay, str], None]) -> None:
-    """Serve until SIGINT or SIGTERM; `announce(relay, url)` runs once the port is bound."""
+    """Serve until SIGINT or SIGTERM; `announce(relay, url)` runs once the port is bound.
+
+    The operator log says `relay stopping` when the signal arrives (what is still open), then
+    each socket's close (`relay shutting down`, or the huddle drain's lines with the mesh), and
+    `relay stopped` with the seconds the shutdown took once the store is closed."""
     stop = asyncio.Event()
+    received: list[str] = []
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        received.append(sig.name)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     async with running_relay(config) as (relay, url):
         announce(relay, url)
         tune_gc()
         await stop.wait()
+        relay.telemetry.relay_stopping(received[0])
+        started = loop.time()
+    relay.telemetry.relay_stopped(loop.time() - started)

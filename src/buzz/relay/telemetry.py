@@ -136,6 +136,44 @@ class Telemetry:
             who = _hex64_or_none(pubkey) or "?"
             oplog.line(log, logging.INFO, "auth refused", pubkey=who, reason=oplog.reason_text(refusal))
 
+    # -- shutdown ------------------------------------------------------------------------------
+    def relay_stopping(self, signal_name: str) -> None:
+        """SIGINT/SIGTERM arrived: what is still open (Nostr connections, audio sockets), and
+        whether huddles drain (BUZZ_MESH on, huddle.md §9.5) or are closed 1001 with the rest."""
+        relay = self._relay
+        huddle_sockets = len(relay.huddles.sockets)  # also in relay.connections (one budget)
+        oplog.line(
+            log,
+            logging.INFO,
+            "relay stopping",
+            signal=signal_name,
+            connections=len(relay.connections) - huddle_sockets,
+            huddle_sockets=huddle_sockets,
+            huddles="drain" if relay.huddles.mesh is not None else "close",
+        )
+
+    def relay_stopped(self, duration_s: float) -> None:
+        """Every socket closed, the store and the data-dir lock released: the process exits."""
+        oplog.line(log, logging.INFO, "relay stopped", duration_s=duration_s)
+
+    def huddle_drain_started(self, owned_rooms: int, remote_peers: int, sockets: int) -> None:
+        """§9.5 drain begins: leases to release, other replicas' peers to send away, own sockets
+        to close with 1012."""
+        oplog.line(
+            log,
+            logging.INFO,
+            "huddle drain started",
+            owned_rooms=owned_rooms,
+            remote_peers=remote_peers,
+            sockets=sockets,
+        )
+
+    def huddle_drain_done(self, duration_s: float, sockets_left: int) -> None:
+        """The drain's end; a WARNING when sockets were still open after the cleanup wait (their
+        48102 or unregistration may be missing)."""
+        level = logging.WARNING if sockets_left else logging.INFO
+        oplog.line(log, level, "huddle drain done", duration_s=duration_s, sockets_left=sockets_left)
+
     # -- scrape --------------------------------------------------------------------------------
     def _snapshot(self) -> Snapshot:
         from buzz.relay.connection import Connection  # the set also holds huddle sockets

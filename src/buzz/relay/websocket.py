@@ -44,6 +44,15 @@ def text_frame(*parts: bytes) -> bytes:
     return b"".join((header, *parts))
 
 
+def refused_size(ws: web.WebSocketResponse) -> int | None:
+    """The size of the message aiohttp just refused as too big (its 1009), None when unknown:
+    the reader's pending WebSocketError says "Message size N exceeds limit M" (aiohttp ≥ 3.10)."""
+    reader = getattr(ws, "_reader", None)
+    exc = reader.exception() if reader is not None else None
+    match = _SIZE.search(str(exc)) if exc is not None else None
+    return int(match.group(1)) if match else None
+
+
 def frame_too_large(size: int | None, limit: int) -> str:
     """The NOTICE text; `size` None when aiohttp did not say it."""
     return (
@@ -134,18 +143,13 @@ class RelayWebSocket(web.WebSocketResponse):
             return None
         return transport
 
-    def _refused_size(self) -> int | None:
-        # The reader's pending WebSocketError says "Message size N exceeds limit M" (aiohttp ≥ 3.10).
-        reader = getattr(self, "_reader", None)
-        exc = reader.exception() if reader is not None else None
-        match = _SIZE.search(str(exc)) if exc is not None else None
-        return int(match.group(1)) if match else None
-
     async def close(self, *, code: int = WSCloseCode.OK, message: bytes = b"", drain: bool = True) -> bool:
         if self.relay_close is None and self.close_code is None and not self.closed:
             self.relay_close = (code, message.decode("utf-8", "replace"))
         if code == WSCloseCode.MESSAGE_TOO_BIG and not self.closed:
-            text = frame_too_large(self._refused_size(), self.max_frame_bytes)
+            text = frame_too_large(refused_size(self), self.max_frame_bytes)
+            if self.relay_close is None:  # aiohttp set the code itself: the log names our limit
+                self.relay_close = (code, text.removeprefix("error: "))
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(NOTICE_TIMEOUT_S):
                     await self.send_str(messages.notice(text))

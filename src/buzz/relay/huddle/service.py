@@ -11,7 +11,7 @@ from aiohttp import web
 from redis.asyncio import Redis
 
 from buzz.core.channel_id import is_channel_id
-from buzz.core.huddle_wire import MAX_WEBSOCKET_MESSAGE_BYTES, Removed
+from buzz.core.huddle_wire import Removed
 from buzz.relay.huddle.fanout import HuddleStats, PeerSink
 from buzz.relay.huddle.lease_redis import LeaseStore
 from buzz.relay.huddle.lifecycle import Lifecycle
@@ -20,7 +20,7 @@ from buzz.relay.huddle.mesh_link import MeshLink
 from buzz.relay.huddle.mesh_remote import RemoteHub, RemoteSeat
 from buzz.relay.huddle.rooms import LocalRooms, RoomSlot
 from buzz.relay.huddle.settings import HuddleSettings
-from buzz.relay.huddle.socket import AudioSocket
+from buzz.relay.huddle.socket import AudioSocket, AudioWebSocket
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -94,15 +94,19 @@ class Huddles:
             return
         self.draining = True
         assert self.mesh is not None
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        remote_peers = len(self.remote.owner_streams) if self.remote is not None else 0
+        self.relay.telemetry.huddle_drain_started(len(self.mesh.owned), remote_peers, len(self.sockets))
         await self.mesh.close_leases()
         if self.remote is not None:
             await self.remote.drain_owned()
         closing = [s.ws.close(code=DRAIN_CLOSE[0], message=DRAIN_CLOSE[1]) for s in list(self.sockets)]
         await asyncio.gather(*closing, return_exceptions=True)
-        loop = asyncio.get_running_loop()
         deadline = loop.time() + DRAIN_WAIT_S
         while self.sockets and loop.time() < deadline:
             await asyncio.sleep(0.02)  # the sockets' cleanup: `left`, 48102, unregister_peer
+        self.relay.telemetry.huddle_drain_done(loop.time() - started, len(self.sockets))
         if self.remote is not None:
             await self.remote.close()
             await self.remote.link.redis.aclose()
@@ -180,9 +184,7 @@ class Huddles:
         relay = self.relay
         if len(relay.connections) >= relay.config.max_connections:
             return web.Response(status=503, text=CONNECTION_LIMIT_BODY)
-        ws = web.WebSocketResponse(
-            max_msg_size=MAX_WEBSOCKET_MESSAGE_BYTES, autoping=False, heartbeat=None, compress=False
-        )
+        ws = AudioWebSocket()
         sock = AudioSocket(self, ws, channel_id, request.host, request.transport)
         relay.connections.add(sock)
         self.sockets.add(sock)

@@ -21,7 +21,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from buzz.core import nip42
 from buzz.core.event import Event
@@ -30,6 +30,7 @@ from buzz.core.huddle_wire import (
     AUTH_FAILED,
     HUDDLE_HAS_ENDED,
     MAX_AUDIO_FRAME_BYTES,
+    MAX_WEBSOCKET_MESSAGE_BYTES,
     NOT_A_MEMBER,
     NOT_RELAY_MEMBER,
     OWNER_UNREACHABLE,
@@ -39,17 +40,21 @@ from buzz.core.huddle_wire import (
     Auth,
     Challenge,
     ErrorMessage,
+    Ignored,
     Ingress,
     Leave,
+    auth_timeout_close,
     check_version,
     ingress_verdict,
     parse_client_message,
+    read_client_message,
 )
 from buzz.core.mesh_lease import Lease, RemoteOwner
 from buzz.relay.huddle.fanout import PeerSink, forward
 from buzz.relay.huddle.membership import ChannelGrant, JoinDenied, channel_admission, relay_admission
 from buzz.relay.huddle.mesh import LOST_CLOSE
 from buzz.relay.huddle.rooms import RoomSlot
+from buzz.relay.websocket import refused_size
 
 if TYPE_CHECKING:
     from buzz.relay.huddle.mesh_remote import IngressStream
@@ -61,6 +66,24 @@ OVERSIZE_LOG_EVERY = 1000  # an oversized frame is logged once, then every 1000t
 REVOKED_CLOSE = (1008, b"channel access revoked")  # a seat whose participant lost access
 ENDED_CLOSE = (1000, b"huddle has ended")  # the huddle's channel was archived (decision 98)
 BANNED_CLOSE = (1008, b"blocked")  # a seat whose participant was banned (as the main relay closes)
+
+
+class AudioWebSocket(web.WebSocketResponse):
+    """The audio socket's WebSocket (§2.3): messages of up to MAX_WEBSOCKET_MESSAGE_BYTES are
+    read (aiohttp refuses a message of exactly its `max_msg_size`, hence one more), a longer one
+    is closed 1009 by aiohttp with the reason `message too big (<n> > 8192 bytes)`, where aiohttp
+    gives none. No auto-pong, no heartbeat (§2.4 is the relay's own), no compression."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            max_msg_size=MAX_WEBSOCKET_MESSAGE_BYTES + 1, autoping=False, heartbeat=None, compress=False
+        )
+
+    async def close(self, *, code: int = WSCloseCode.OK, message: bytes = b"", drain: bool = True) -> bool:
+        if code == WSCloseCode.MESSAGE_TOO_BIG and not message and not self.closed:
+            size = refused_size(self)
+            message = f"message too big ({size or 'over'} > {MAX_WEBSOCKET_MESSAGE_BYTES} bytes)".encode()
+        return await super().close(code=code, message=message, drain=drain)
 
 
 class _SilentClose(Exception):
@@ -173,19 +196,35 @@ class AudioSocket:
 
     # -- §3 handshake ----------------------------------------------------------------------
     async def _await_auth(self) -> Auth | None:
-        """The first well-formed `auth` within AUTH_TIMEOUT; None on timeout, close or error."""
+        """The first well-formed `auth` within AUTH_TIMEOUT; None on timeout, close or error.
+
+        Binary messages, bad JSON, other types and a `leave` are ignored while waiting (§3.3: a
+        later valid `auth` still joins), but counted: on timeout the socket is closed with
+        `auth_timeout_close`'s 1008 and a reason naming the last one, since §3.3 sends no
+        error message and a bare close left a client guessing what it did wrong."""
+        timeout_s = self.huddles.settings.auth_timeout_s
+        ignored, last = 0, None
         try:
-            async with asyncio.timeout(self.huddles.settings.auth_timeout_s):
+            async with asyncio.timeout(timeout_s):
                 while True:
                     msg = await self.ws.receive()
                     if msg.type == WSMsgType.TEXT:
-                        parsed = parse_client_message(msg.data)
+                        parsed = read_client_message(msg.data)
                         if isinstance(parsed, Auth):
                             return parsed
+                        last = parsed.reason if isinstance(parsed, Ignored) else "leave before auth"
+                    elif msg.type == WSMsgType.BINARY:
+                        last = "binary message before auth"
                     elif msg.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
                         return None
-                    # binary, unknown types, bad JSON, pings: ignored while waiting (§3.3)
+                    else:
+                        continue  # pings and pongs are not messages
+                    ignored += 1
         except TimeoutError:
+            code, reason = auth_timeout_close(timeout_s, ignored, last)
+            log.info("huddle socket on channel %s closed %d: %s", self.channel_id, code, reason)
+            with contextlib.suppress(Exception):
+                await self.ws.close(code=code, message=reason.encode())
             return None
 
     # -- §4.1 join decision ------------------------------------------------------------------
