@@ -84,6 +84,24 @@ async def test_failures_are_one_error_tree(
         assert refused.value.category == "error" and refused.value.relay_message is not None
 
 
+async def test_keys_that_are_not_curve_points_are_refused_before_the_relay(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    """Decision 105: one check in the API, so the CLI, MCP and every other face refuse the same."""
+    async with _ws(sqlite_relay, alice) as ws:
+        channel = (await ws.channels.create("keys", visibility="private")).channel_id
+        for call in (
+            lambda: ws.channels.add_member(channel, "f" * 64, "member"),
+            lambda: ws.dms.open([bob.pubkey, "0" * 64]),
+            lambda: ws.huddles.start(channel, agents=["f" * 64]),
+        ):
+            with pytest.raises(UserError, match="is not a secp256k1 public key"):
+                await call()
+        assert [m.pubkey for m in await ws.channels.members(channel)] == [alice.pubkey]
+        assert await ws.huddles.listing(channel) == []
+        assert await ws.dms.listing() == []
+
+
 async def test_memory_area(sqlite_relay: RunningRelay, alice: Identity, bob: Identity) -> None:
     tag = build_auth_tag(alice.secret, bob.pubkey)
     async with _ws(sqlite_relay, bob, tag) as agent:

@@ -50,6 +50,15 @@ async def test_closed_workspace_members_and_bans_apply_to_a_running_relay(tmp_pa
         assert {(m["pubkey"], m["role"]) for m in listed} == {(alice.pubkey, "member"), (bob.pubkey, "admin")}
         assert await _auth_refusal(relay.url, alice) is None and await _auth_refusal(relay.url, bob) is None
 
+        # 64 hex that is no curve point (nobody holds it) is refused, yet removable (decision 105)
+        for argv in (("members", "add", "f" * 64), ("ban", "0" * 64)):
+            off_curve = buzz("admin", "--data-dir", str(data), *argv)
+            error = json.loads(off_curve.stderr)
+            assert (off_curve.returncode, error["error"]) == (1, "user_error"), argv
+            assert "is not a secp256k1 public key" in error["message"], argv
+        assert admin(data, "members", "remove", "f" * 64)["removed"] is False
+        assert admin(data, "unban", "0" * 64)["unbanned"] is False
+
         assert admin(data, "members", "remove", bob.pubkey)["removed"] is True
         assert admin(data, "members", "remove", bob.pubkey)["removed"] is False
         assert await _auth_refusal(relay.url, bob) == "restricted: not a relay member"

@@ -49,9 +49,11 @@ class _Target:
         return sqlite_path(self.db, self.data_dir)
 
 
-def _pubkey(value: str) -> str:
+def _pubkey(value: str, on_curve: bool = True) -> str:
+    # Adding or banning needs a real key; removing and unbanning take any 64 hex, so a key an
+    # older version let in can still be taken out.
     try:
-        return parse_pubkey(value, "pubkey")
+        return parse_pubkey(value, "pubkey", on_curve=on_curve)
     except WorkspaceError as exc:
         report(exc)
 
@@ -183,7 +185,7 @@ def members_remove(ctx: click.Context, pubkey: str) -> None:
       buzz admin --data-dir ./buzz-data members remove npub1...
     """
     out, target = _objs(ctx)
-    key = _pubkey(pubkey)
+    key = _pubkey(pubkey, on_curve=False)
     removed = _with_store(target, lambda s: s.remove_relay_member(key))
     emit(out, {**_key(key), "removed": removed})
 
@@ -274,7 +276,7 @@ def unban(ctx: click.Context, pubkey: str) -> None:
       buzz admin --data-dir ./buzz-data unban npub1...
     """
     out, target = _objs(ctx)
-    key = _pubkey(pubkey)
+    key = _pubkey(pubkey, on_curve=False)
     emit(out, {**_key(key), "unbanned": _with_store(target, lambda s: s.unban(key))})
 
 
