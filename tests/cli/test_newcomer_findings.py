@@ -4,6 +4,8 @@ key goes, and refusal categories named by the relay's NIP-01 prefix."""
 
 from __future__ import annotations
 
+import pytest
+
 from buzz.core import nip19
 from buzz.core.keys import is_curve_pubkey
 from tests.cli.helpers import buzz
@@ -50,3 +52,59 @@ async def test_add_member_and_dms_refuse_a_key_that_is_not_a_curve_point(
     assert added.json["pubkey"] == bob.pubkey
     removed = await buzz(url, alice, "channels", "remove-member", "--channel", channel, "--pubkey", "f" * 64)
     assert removed.json["pubkey"] == "f" * 64
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("ws://127.0.0.1:99999", "port 99999 is out of range (1-65535)"),
+        ("ws://127.0.0.1:0", "port 0 is out of range (1-65535)"),
+        ("ws://127.0.0.1:abc", "port 'abc' is not a number"),
+        ("ftp://127.0.0.1:3000", "it must start with ws://, wss://, http:// or https://"),
+        ("127.0.0.1:3000", "it must start with ws://, wss://, http:// or https://"),
+        ("ws://:3000", "no host"),
+    ],
+)
+async def test_a_malformed_relay_url_is_bad_input_naming_its_source(
+    alice: Identity, url: str, problem: str
+) -> None:
+    from_env = await buzz(url, alice, "channels", "list")
+    assert from_env.error == {
+        "error": "user_error",
+        "message": f"BUZZ_RELAY_URL: invalid relay URL {url!r}: {problem}",
+        "retryable": False,
+    }
+    assert from_env.code == 1
+    from_flag = await buzz(None, alice, "--relay", url, "channels", "list")
+    assert (from_flag.code, from_flag.error["message"]) == (
+        1,
+        f"--relay: invalid relay URL {url!r}: {problem}",
+    )
+    # the commands that open their own connections check it the same way
+    for args in (("huddle", "list"), ("mem", "ls", "--owner", Identity.new().pubkey)):
+        other = await buzz(url, alice, *args)
+        assert (other.code, other.error["message"]) == (1, from_env.error["message"]), args
+
+
+async def test_mcp_and_the_agent_harness_refuse_a_malformed_relay_url_before_starting(
+    alice: Identity,
+) -> None:
+    bad = "ws://127.0.0.1:99999"
+    problem = f"invalid relay URL {bad!r}: port 99999 is out of range (1-65535)"
+    mcp = await buzz("ws://127.0.0.1:9", alice, "mcp", "--relay", bad)
+    assert (mcp.code, mcp.error["error"], mcp.error["message"]) == (
+        1,
+        "user_error",
+        f"buzz mcp --relay: {problem}",
+    )
+    harness = await buzz(bad, alice, "agent", "run", "--agent-command", "true")
+    assert (harness.code, harness.error["message"]) == (1, f"--relay / BUZZ_RELAY_URL: {problem}")
+
+
+async def test_a_valid_url_nobody_answers_stays_a_retryable_network_error(alice: Identity) -> None:
+    unreachable = await buzz("ws://127.0.0.1:9", alice, "channels", "list")
+    assert (unreachable.code, unreachable.error["error"], unreachable.error["retryable"]) == (
+        2,
+        "network_error",
+        True,
+    )

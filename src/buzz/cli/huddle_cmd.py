@@ -33,7 +33,7 @@ import aiohttp
 import click
 import orjson
 
-from buzz.cli.common import CommandGroup
+from buzz.cli.common import CommandGroup, checked_relay_url
 from buzz.cli.common import report as report_failure
 from buzz.cli.identity import IdentityError, auth_tags_for, parse_secret_key
 from buzz.cli.output import Context, emit, fail
@@ -263,6 +263,7 @@ def join(
     from buzz.voice.client import HuddleOptions
     from buzz.voice.engines import SttChoice
 
+    checked_relay_url(ctx)
     try:
         secret = parse_secret_key(ctx.private_key)
         auth_tags = auth_tags_for(ctx.auth_tag, secret)
@@ -363,6 +364,7 @@ async def _with_relay(ctx: Context, body: Callable[[RelayClient, KeySigner], Awa
     """Run `body` on an authenticated connection; errors become one JSON line (exit 1)."""
     from buzz.voice.huddle_flow import HuddleFlowError
 
+    checked_relay_url(ctx)
     try:
         secret = parse_secret_key(ctx.private_key)
         auth_tags = auth_tags_for(ctx.auth_tag, secret)

@@ -30,6 +30,7 @@ class Context:
     private_key: str | None
     fmt: str = "json"
     auth_tag: str | None = None  # raw --auth-tag / BUZZ_AUTH_TAG; resolve with buzz.cli.identity
+    relay_source: str = "--relay"  # where relay_url came from, named when it is malformed
 
 
 def emit(ctx: Context, value: Any) -> None:
