@@ -108,3 +108,29 @@ async def test_a_valid_url_nobody_answers_stays_a_retryable_network_error(alice:
         "network_error",
         True,
     )
+
+
+async def test_the_missing_key_hint_says_where_the_key_goes(
+    sqlite_relay: RunningRelay, alice: Identity
+) -> None:
+    url = sqlite_relay.url
+    missing = await buzz(url, None, "channels", "list")
+    assert (missing.code, missing.error["error"]) == (3, "auth_error")
+    message = missing.error["message"]
+    assert "BUZZ_PRIVATE_KEY" in message and "buzz --private-key <nsec or hex> channels list" in message
+
+    # following the hint works; the option after the group says where it goes instead
+    assert (await buzz(url, None, "--private-key", alice.secret, "channels", "list")).json == {"channels": []}
+    misplaced = await buzz(url, None, "channels", "list", "--private-key", alice.secret)
+    assert misplaced.error == {
+        "error": "user_error",
+        "message": "--private-key is an option of buzz itself: give it before the command group "
+        "(buzz --private-key … channels list)",
+        "retryable": False,
+    }
+    assert misplaced.code == 1 and alice.secret not in misplaced.stderr
+    in_mem = await buzz(url, None, "mem", "ls", "--relay", url)
+    assert (in_mem.code, in_mem.error["message"]) == (
+        1,
+        "--relay is an option of buzz itself: give it before the command group (buzz --relay … mem ls)",
+    )

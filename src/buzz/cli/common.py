@@ -157,6 +157,22 @@ def stdin_or(value: str, what: str = "content") -> Text:
     return read
 
 
+# The options of `buzz` itself (cli/main.py): given after a command group, click refuses them.
+GLOBAL_OPTIONS = ("--relay", "--private-key", "--auth-tag", "--format")
+
+
+def usage_failure(exc: click.UsageError) -> UserError:
+    """A click usage error as a `user_error` (exit 1). A global option given after the command
+    group (`buzz channels list --private-key …`) says where it goes, not click's "No such option"."""
+    if isinstance(exc, click.NoSuchOption) and exc.option_name in GLOBAL_OPTIONS:
+        path = exc.ctx.command_path if exc.ctx is not None else "buzz <group> <command>"
+        where = path.replace("buzz", f"buzz {exc.option_name} …", 1)
+        return UserError(
+            f"{exc.option_name} is an option of buzz itself: give it before the command group ({where})"
+        )
+    return UserError(exc.format_message())
+
+
 @contextlib.contextmanager
 def _parser_errors(group: str) -> Iterator[None]:
     try:
@@ -165,7 +181,7 @@ def _parser_errors(group: str) -> Iterator[None]:
         where = "buzz" if group in ("", "buzz") else f"buzz {group}"
         report(UserError(f"missing command (see {where} --help)"))
     except click.UsageError as exc:
-        report(UserError(exc.format_message()))
+        report(usage_failure(exc))
 
 
 class CommandGroup(click.Group):

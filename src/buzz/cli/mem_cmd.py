@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 import click
 import orjson
 
-from buzz.cli.common import as_failure, open_workspace, report
+from buzz.cli.common import as_failure, open_workspace, report, usage_failure
 from buzz.cli.output import Context
 from buzz.client.errors import UserError, WorkspaceError
 from buzz.client.identity import Identity
@@ -59,7 +59,7 @@ def _parser_errors_exit_1() -> Iterator[None]:
             )
         )
     except click.UsageError as exc:
-        report(UserError(exc.format_message()))
+        report(usage_failure(exc))
 
 
 class _MemGroup(click.Group):

@@ -22,7 +22,12 @@ from buzz.core import nip19
 from buzz.core.keys import is_curve_pubkey, public_key
 from buzz.core.nip_oa import InvalidAuthTag, normalize_auth_tag_input, parse_auth_tag, verify_auth_tag
 
-NO_KEY = "no private key: pass --private-key or set BUZZ_PRIVATE_KEY"
+# `--private-key` is an option of `buzz` itself, so it goes before the command group (decision
+# 105): the hint says where, since `buzz channels list --private-key …` is refused.
+NO_KEY = (
+    "no private key: set BUZZ_PRIVATE_KEY, or give --private-key before the command group "
+    "(buzz --private-key <nsec or hex> channels list)"
+)
 BAD_KEY_FORMAT = "invalid private key: expected 64 hex characters or nsec1…"
 BAD_KEY_VALUE = "invalid private key: not a valid secp256k1 secret (zero or not below the curve order)"
 
