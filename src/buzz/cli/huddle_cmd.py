@@ -392,7 +392,10 @@ def start(ctx: Context, channel: str, agents: tuple[str, ...], name: str | None)
     """Start a huddle from CHANNEL in its own ephemeral channel (huddle.md §8.4).
 
     Prints {"huddle_channel_id", "parent_channel_id", "agents", "started_event_id",
-    "guidelines_event_id"}; then join with `buzz huddle join --channel <huddle> --parent <channel>`.
+    "guidelines_event_id", "superseded_huddle_channel_id", "started"}; then join with
+    `buzz huddle join --channel <huddle> --parent <channel>`. With a huddle already live here
+    ("started": false) "agents" are its bot members, or null when you are not in its (private)
+    channel yet: joining lets you in.
 
     \b
     Example:
