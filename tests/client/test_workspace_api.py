@@ -81,7 +81,27 @@ async def test_failures_are_one_error_tree(
     async with _ws(sqlite_relay, bob) as outsider:
         with pytest.raises(WorkspaceError) as refused:  # not a member: the relay's refusal
             await outsider.messages.send(channel, "let me in")
-        assert refused.value.category == "error" and refused.value.relay_message is not None
+        # the relay's NIP-01 prefix names the refusal (decision 107)
+        assert refused.value.category == "restricted"
+        assert refused.value.relay_message == "restricted: not a channel member"
+
+
+async def test_keys_that_are_not_curve_points_are_refused_before_the_relay(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    """Decision 107: one check in the API, so the CLI, MCP and every other face refuse the same."""
+    async with _ws(sqlite_relay, alice) as ws:
+        channel = (await ws.channels.create("keys", visibility="private")).channel_id
+        for call in (
+            lambda: ws.channels.add_member(channel, "f" * 64, "member"),
+            lambda: ws.dms.open([bob.pubkey, "0" * 64]),
+            lambda: ws.huddles.start(channel, agents=["f" * 64]),
+        ):
+            with pytest.raises(UserError, match="is not a secp256k1 public key"):
+                await call()
+        assert [m.pubkey for m in await ws.channels.members(channel)] == [alice.pubkey]
+        assert await ws.huddles.listing(channel) == []
+        assert await ws.dms.listing() == []
 
 
 async def test_memory_area(sqlite_relay: RunningRelay, alice: Identity, bob: Identity) -> None:

@@ -166,6 +166,33 @@ async def test_start_list_status_and_end(
     assert len(ends) == 1  # the starter's end; the last leaver's cleanup announces nothing again
 
 
+async def test_a_second_start_reports_the_live_huddles_agents(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity
+) -> None:
+    """Decision 107: `start` beside a live huddle names that huddle's agents (the huddle
+    channel's bot members), never `[]`; to someone not yet let into the private huddle channel
+    they are unknown (null), and once the audio join made them a member, the list."""
+    url, agent = sqlite_relay.url, carol
+    parent = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob], bots=[agent]))
+    first = (await buzz(url, alice, "huddle", "start", "--channel", parent, "--agent", agent.pubkey)).json
+    huddle = first["huddle_channel_id"]
+    assert (first["started"], first["agents"]) == (True, [agent.pubkey])
+
+    again = (await buzz(url, alice, "huddle", "start", "--channel", parent)).json
+    assert (again["huddle_channel_id"], again["started"], again["agents"]) == (huddle, False, [agent.pubkey])
+    outside = (await buzz(url, bob, "huddle", "start", "--channel", parent)).json
+    assert (outside["huddle_channel_id"], outside["started"], outside["agents"]) == (huddle, False, None)
+
+    seat = await join(sqlite_relay, bob, huddle, parent=parent)  # a parent member is added (§3.6)
+    assert seat.joined is not None and seat.joined["type"] == "joined", seat.joined
+    async with sqlite_relay.client(bob) as client, asyncio.timeout(30):
+        while not await client.query([{"kinds": [39002], "#d": [huddle], "#p": [bob.pubkey]}]):
+            await asyncio.sleep(0.05)  # the member list is re-signed after the join commits
+    inside = (await buzz(url, bob, "huddle", "start", "--channel", parent)).json
+    assert (inside["huddle_channel_id"], inside["agents"]) == (huddle, [agent.pubkey])
+    await seat.close()
+
+
 async def test_start_refuses_bad_agent_keys_with_one_json_line(
     sqlite_relay: RunningRelay, alice: Identity
 ) -> None:

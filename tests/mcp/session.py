@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -66,6 +67,10 @@ async def mcp_server(
     """`buzz mcp` with BUZZ_RELAY_URL, BUZZ_PRIVATE_KEY and (when given) BUZZ_AUTH_TAG in its
     environment (plus `env`), and an initialized client session on its stdio."""
     env = {"BUZZ_RELAY_URL": relay_url, "BUZZ_PRIVATE_KEY": who.secret, **(env or {})}
+    # The SDK starts the server with a minimal environment: keep the import path, so the server
+    # under test is the `buzz` these tests import (a worktree on PYTHONPATH, not the install).
+    if "PYTHONPATH" in os.environ:
+        env.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
     if auth_tag is not None:
         env["BUZZ_AUTH_TAG"] = orjson.dumps(auth_tag).decode()
     params = StdioServerParameters(command=BUZZ, args=["mcp", *args], env=env)

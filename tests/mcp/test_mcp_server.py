@@ -193,7 +193,7 @@ async def test_refusals_are_tool_errors(sqlite_relay: RunningRelay, alice: Ident
     async with mcp_server(sqlite_relay.url, alice) as server:
         refused = await server.error("send_message", {"channel_id": private, "content": "let me in"})
         assert refused == {
-            "error": "error",
+            "error": "restricted",
             "message": "restricted: not a channel member",
             "retryable": False,
             "relay_message": "restricted: not a channel member",
@@ -213,7 +213,7 @@ async def test_refusals_are_tool_errors(sqlite_relay: RunningRelay, alice: Ident
             assert bad["message"].startswith("invalid arguments for get_messages: ")
         # CLI rules shared with `messages send` (§2.3): mentions must be members; broadcast needs reply_to.
         outsider = await server.error(
-            "send_message", {"channel_id": open_channel, "content": "hi", "mentions": ["f" * 64]}
+            "send_message", {"channel_id": open_channel, "content": "hi", "mentions": [Identity.new().pubkey]}
         )
         assert outsider["error"] == "user_error" and "not a member of the channel" in outsider["message"]
         unresolved = await server.error("send_message", {"channel_id": open_channel, "content": "hi @Nobody"})

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from buzz.core import engram_patch
-from buzz.core.engram_patch import MultiFilePatch, NoOpPatch, PositionMismatch
+from buzz.core.engram_patch import MultiFilePatch, NoOpPatch, NotADiff, PositionMismatch
 from tests.engram import vectors
 from tests.mem.cli import buzz_mem
 from tests.support.relay import Identity, RunningRelay
@@ -98,6 +98,15 @@ def test_patch_case(test: str) -> None:
     else:
         assert expect == "ok (value changes)"
         assert engram_patch.apply_patch(current, diff) != current
+
+
+def test_text_without_any_diff_line_is_not_a_patch() -> None:
+    """Decision 107: no '--- ' or '@@ ' line at all is not a diff, not a zero-hunk no-op."""
+    for text in ("please change alpha to beta\n", "\n", "-alpha\n+beta\n"):
+        with pytest.raises(NotADiff, match="the input is not a patch"):
+            engram_patch.apply_patch("alpha\n", text)
+    with pytest.raises(NoOpPatch):  # a header alone is a diff with zero hunks (§12.10)
+        engram_patch.apply_patch("alpha\n", "--- a/x\n+++ b/x\n")
 
 
 def test_no_trailing_newline_case_keeps_the_missing_newline() -> None:

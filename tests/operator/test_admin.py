@@ -34,7 +34,10 @@ async def test_closed_workspace_members_and_bans_apply_to_a_running_relay(tmp_pa
     alice, bob, agent = Identity.new(), Identity.new(), Identity.new()
     async with served(data) as relay:
         assert await _auth_refusal(relay.url, bob) is None  # open by default
-        assert admin(data, "workspace", "show") == {"workspace": None}
+        fresh = admin(data, "workspace", "show")  # decision 107: the effective default, not null
+        note = fresh.pop("note")
+        assert fresh == {"workspace": "open", "switch": None, "members": 0, "admins": []}
+        assert "BUZZ_REQUIRE_RELAY_MEMBERSHIP=true" in note  # what this command cannot see
         assert admin(data, "workspace", "close") == {"workspace": "closed"}
         assert await _auth_refusal(relay.url, bob) == "restricted: not a relay member"
 
@@ -48,7 +51,22 @@ async def test_closed_workspace_members_and_bans_apply_to_a_running_relay(tmp_pa
         admin(data, "members", "add", bob.pubkey, "--role", "admin")
         listed = admin(data, "members", "list")
         assert {(m["pubkey"], m["role"]) for m in listed} == {(alice.pubkey, "member"), (bob.pubkey, "admin")}
+        assert admin(data, "workspace", "show") == {
+            "workspace": "closed",
+            "switch": "closed",
+            "members": 2,
+            "admins": [{"pubkey": bob.pubkey, "npub": nip19.npub(bob.pubkey), "role": "admin"}],
+        }
         assert await _auth_refusal(relay.url, alice) is None and await _auth_refusal(relay.url, bob) is None
+
+        # 64 hex that is no curve point (nobody holds it) is refused, yet removable (decision 107)
+        for argv in (("members", "add", "f" * 64), ("ban", "0" * 64)):
+            off_curve = buzz("admin", "--data-dir", str(data), *argv)
+            error = json.loads(off_curve.stderr)
+            assert (off_curve.returncode, error["error"]) == (1, "user_error"), argv
+            assert "is not a secp256k1 public key" in error["message"], argv
+        assert admin(data, "members", "remove", "f" * 64)["removed"] is False
+        assert admin(data, "unban", "0" * 64)["unbanned"] is False
 
         assert admin(data, "members", "remove", bob.pubkey)["removed"] is True
         assert admin(data, "members", "remove", bob.pubkey)["removed"] is False

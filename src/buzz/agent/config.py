@@ -20,6 +20,7 @@ from typing import Any
 
 from buzz.core.channel_id import is_channel_id
 from buzz.core.keys import is_hex
+from buzz.core.nip98 import http_base
 
 EXIT_CONFIG = 1
 EXIT_AUTH = 3
@@ -288,6 +289,10 @@ def relay_urls(url: str) -> tuple[str, str]:
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() not in mapping or not rest:
         raise ConfigError(f"--relay / BUZZ_RELAY_URL must be a ws, wss, http or https URL, got {url!r}")
+    try:
+        http_base(url)  # the host and port checks every face shares
+    except ValueError as exc:
+        raise ConfigError(f"--relay / BUZZ_RELAY_URL: {exc}") from None
     ws, http = mapping[scheme.lower()]
     return f"{ws}://{rest}", f"{http}://{rest}".rstrip("/")
 

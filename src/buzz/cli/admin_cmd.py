@@ -49,9 +49,11 @@ class _Target:
         return sqlite_path(self.db, self.data_dir)
 
 
-def _pubkey(value: str) -> str:
+def _pubkey(value: str, on_curve: bool = True) -> str:
+    # Adding or banning needs a real key; removing and unbanning take any 64 hex, so a key an
+    # older version let in can still be taken out.
     try:
-        return parse_pubkey(value, "pubkey")
+        return parse_pubkey(value, "pubkey", on_curve=on_curve)
     except WorkspaceError as exc:
         report(exc)
 
@@ -183,7 +185,7 @@ def members_remove(ctx: click.Context, pubkey: str) -> None:
       buzz admin --data-dir ./buzz-data members remove npub1...
     """
     out, target = _objs(ctx)
-    key = _pubkey(pubkey)
+    key = _pubkey(pubkey, on_curve=False)
     removed = _with_store(target, lambda s: s.remove_relay_member(key))
     emit(out, {**_key(key), "removed": removed})
 
@@ -234,14 +236,37 @@ def workspace_close(ctx: click.Context) -> None:
 @workspace.command("show")
 @click.pass_context
 def workspace_show(ctx: click.Context) -> None:
-    """Print the stored switch (`open`, `closed`, or null: never set, open unless the env closes it).
+    """Print who may come in: {"workspace": "open" | "closed", "switch", "members", "admins"}.
+
+    "workspace" is what the stored switch makes it: "switch" is that switch as `workspace
+    open|close` last set it, null when never set, which is the default, open. "members" counts
+    the member list, "admins" are its owners and admins ({pubkey, npub, role}). The relay's own
+    environment can close it too (BUZZ_REQUIRE_RELAY_MEMBERSHIP=true), which this command
+    cannot see: an open workspace carries a "note" saying so; the relay's start banner shows
+    the state it applies.
 
     \b
     Example:
       buzz admin --data-dir ./buzz-data workspace show
     """
     out, target = _objs(ctx)
-    emit(out, {"workspace": _with_store(target, lambda s: s.get_setting("workspace"))})
+
+    async def read(store: Any) -> tuple[str | None, list[Any]]:
+        return await store.get_setting("workspace"), await store.list_relay_members()
+
+    switch, members = _with_store(target, read)
+    state = "closed" if switch == "closed" else "open"
+    shown: dict[str, Any] = {
+        "workspace": state,
+        "switch": switch,
+        "members": len(members),
+        "admins": [{**_key(m.pubkey), "role": m.role} for m in members if m.role in ("owner", "admin")],
+    }
+    if state == "open":
+        shown["note"] = (
+            "BUZZ_REQUIRE_RELAY_MEMBERSHIP=true in the relay's environment closes it whatever the switch says"
+        )
+    emit(out, shown)
 
 
 # -- bans ------------------------------------------------------------------------------------------
@@ -274,7 +299,7 @@ def unban(ctx: click.Context, pubkey: str) -> None:
       buzz admin --data-dir ./buzz-data unban npub1...
     """
     out, target = _objs(ctx)
-    key = _pubkey(pubkey)
+    key = _pubkey(pubkey, on_curve=False)
     emit(out, {**_key(key), "unbanned": _with_store(target, lambda s: s.unban(key))})
 
 

@@ -7,10 +7,10 @@ JSON line on stderr plus the exit code of its category (`buzz.cli.output.EXIT_CO
 
 | Exit | Categories | From |
 |---|---|---|
-| 1 | `user_error`, `not_found` | bad values, missing events or channels |
+| 1 | `user_error`, `not_found` | bad values (a malformed relay URL too), missing events or channels |
 | 2 | `network_error`, `relay_error` | no HTTP answer; HTTP status without a relay verdict |
-| 3 | `auth_error`, `key_error` | missing/invalid key or auth tag; HTTP 401/403 |
-| 4 | `error` | relay refusal (`OK false`, refused read), non-JSON answer |
+| 3 | `auth_error`, `key_error` | missing/invalid key or auth tag; HTTP 401/403; `auth-required:` |
+| 4 | `restricted`, `invalid`, `rate-limited`, `blocked`, `pow`, `error` | relay refusal (`OK false`, refused read) by its NIP-01 prefix; `error` also without one, and a non-JSON answer |
 | 5 | `conflict` | refusal with `duplicate:` |
 """
 
@@ -32,6 +32,7 @@ from buzz.client.errors import UserError, WorkspaceError
 from buzz.client.identity import Identity
 from buzz.client.values import Text
 from buzz.client.workspace import Workspace
+from buzz.core.nip98 import http_base
 
 
 def report(failure: WorkspaceError) -> NoReturn:
@@ -52,6 +53,27 @@ def as_failure(exc: BaseException) -> WorkspaceError:
     return WorkspaceError(f"unexpected failure: {type(exc).__name__}: {exc}")
 
 
+def checked_relay_url(ctx: Context) -> str:
+    """`ctx.relay_url` once it passed the URL checks every face shares (scheme, host, port:
+    `buzz.core.nip98.http_base`), for commands that open their own connection (`buzz huddle`).
+    A malformed URL is reported like `open_workspace` does (exit 1)."""
+    try:
+        http_base(ctx.relay_url)
+    except ValueError as exc:
+        report(UserError(f"{ctx.relay_source}: {exc}"))
+    return ctx.relay_url
+
+
+def open_workspace(ctx: Context, identity: Identity) -> Workspace:
+    """`Workspace(ctx.relay_url, identity)`. A malformed relay URL (scheme, host, port) is a
+    UserError (exit 1, not retryable) whose message starts with where the URL came from
+    (`--relay` or `BUZZ_RELAY_URL`): it is the user's to fix, not the network's."""
+    try:
+        return Workspace(ctx.relay_url, identity)
+    except UserError as exc:  # the constructor checks only the URL
+        raise UserError(f"{ctx.relay_source}: {exc.message}") from None
+
+
 def identity_of(ctx: Context) -> Identity:
     """`--private-key` / `--auth-tag` (or their environment variables) parsed. Raises
     AuthError / InvalidKey."""
@@ -69,7 +91,7 @@ def run(
         report(exc)
 
     async def main() -> Any:
-        async with Workspace(ctx.relay_url, identity) as ws:
+        async with open_workspace(ctx, identity) as ws:
             return await body(ws)
 
     try:
@@ -103,7 +125,7 @@ def stream(ctx: Context, items: Callable[[Workspace], AsyncIterator[Any]]) -> No
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
         try:
-            async with Workspace(ctx.relay_url, identity) as ws:
+            async with open_workspace(ctx, identity) as ws:
                 async for item in items(ws):
                     sys.stdout.write(orjson.dumps(item).decode() + "\n")
                     sys.stdout.flush()
@@ -135,6 +157,22 @@ def stdin_or(value: str, what: str = "content") -> Text:
     return read
 
 
+# The options of `buzz` itself (cli/main.py): given after a command group, click refuses them.
+GLOBAL_OPTIONS = ("--relay", "--private-key", "--auth-tag", "--format")
+
+
+def usage_failure(exc: click.UsageError) -> UserError:
+    """A click usage error as a `user_error` (exit 1). A global option given after the command
+    group (`buzz channels list --private-key …`) says where it goes, not click's "No such option"."""
+    if isinstance(exc, click.NoSuchOption) and exc.option_name in GLOBAL_OPTIONS:
+        path = exc.ctx.command_path if exc.ctx is not None else "buzz <group> <command>"
+        where = path.replace("buzz", f"buzz {exc.option_name} …", 1)
+        return UserError(
+            f"{exc.option_name} is an option of buzz itself: give it before the command group ({where})"
+        )
+    return UserError(exc.format_message())
+
+
 @contextlib.contextmanager
 def _parser_errors(group: str) -> Iterator[None]:
     try:
@@ -143,7 +181,7 @@ def _parser_errors(group: str) -> Iterator[None]:
         where = "buzz" if group in ("", "buzz") else f"buzz {group}"
         report(UserError(f"missing command (see {where} --help)"))
     except click.UsageError as exc:
-        report(UserError(exc.format_message()))
+        report(usage_failure(exc))
 
 
 class CommandGroup(click.Group):

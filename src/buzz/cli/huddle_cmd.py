@@ -33,7 +33,7 @@ import aiohttp
 import click
 import orjson
 
-from buzz.cli.common import CommandGroup
+from buzz.cli.common import CommandGroup, checked_relay_url
 from buzz.cli.common import report as report_failure
 from buzz.cli.identity import IdentityError, auth_tags_for, parse_secret_key
 from buzz.cli.output import Context, emit, fail
@@ -263,6 +263,7 @@ def join(
     from buzz.voice.client import HuddleOptions
     from buzz.voice.engines import SttChoice
 
+    checked_relay_url(ctx)
     try:
         secret = parse_secret_key(ctx.private_key)
         auth_tags = auth_tags_for(ctx.auth_tag, secret)
@@ -363,6 +364,7 @@ async def _with_relay(ctx: Context, body: Callable[[RelayClient, KeySigner], Awa
     """Run `body` on an authenticated connection; errors become one JSON line (exit 1)."""
     from buzz.voice.huddle_flow import HuddleFlowError
 
+    checked_relay_url(ctx)
     try:
         secret = parse_secret_key(ctx.private_key)
         auth_tags = auth_tags_for(ctx.auth_tag, secret)
@@ -390,7 +392,10 @@ def start(ctx: Context, channel: str, agents: tuple[str, ...], name: str | None)
     """Start a huddle from CHANNEL in its own ephemeral channel (huddle.md §8.4).
 
     Prints {"huddle_channel_id", "parent_channel_id", "agents", "started_event_id",
-    "guidelines_event_id"}; then join with `buzz huddle join --channel <huddle> --parent <channel>`.
+    "guidelines_event_id", "superseded_huddle_channel_id", "started"}; then join with
+    `buzz huddle join --channel <huddle> --parent <channel>`. With a huddle already live here
+    ("started": false) "agents" are its bot members, or null when you are not in its (private)
+    channel yet: joining lets you in.
 
     \b
     Example:

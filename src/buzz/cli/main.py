@@ -68,7 +68,14 @@ def cli(ctx: click.Context, relay: str, private_key: str | None, auth_tag: str |
       buzz keys generate
       buzz relay serve --bind 127.0.0.1:3000
     """
-    ctx.obj = Context(relay_url=relay, private_key=private_key, fmt=fmt, auth_tag=auth_tag)
+    from_env = ctx.get_parameter_source("relay") is click.core.ParameterSource.ENVIRONMENT
+    ctx.obj = Context(
+        relay_url=relay,
+        private_key=private_key,
+        fmt=fmt,
+        auth_tag=auth_tag,
+        relay_source="BUZZ_RELAY_URL" if from_env else "--relay",
+    )
 
 
 cli.add_command(relay_cmd.relay)

@@ -15,10 +15,9 @@ from typing import Any
 
 import click
 
-from buzz.cli.common import identity_of, report
+from buzz.cli.common import identity_of, open_workspace, report
 from buzz.cli.output import Context
 from buzz.client.errors import UserError, WorkspaceError
-from buzz.client.workspace import Workspace
 
 
 class _McpCommand(click.Command):
@@ -52,8 +51,10 @@ def mcp(ctx: Context, relay: str | None, private_key: str | None, auth_tag: str 
     """
     overrides = {"relay_url": relay, "private_key": private_key, "auth_tag": auth_tag}
     ctx = dataclasses.replace(ctx, **{k: v for k, v in overrides.items() if v is not None})
+    if relay is not None:
+        ctx = dataclasses.replace(ctx, relay_source="buzz mcp --relay")
     try:
-        ws = Workspace(ctx.relay_url, identity_of(ctx))
+        ws = open_workspace(ctx, identity_of(ctx))
     except WorkspaceError as exc:
         report(exc)
     from buzz.mcp.server import serve  # the MCP SDK loads only for this command

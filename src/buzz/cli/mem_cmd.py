@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 import click
 import orjson
 
-from buzz.cli.common import as_failure, report
+from buzz.cli.common import as_failure, open_workspace, report, usage_failure
 from buzz.cli.output import Context
 from buzz.client.errors import UserError, WorkspaceError
 from buzz.client.identity import Identity
@@ -41,7 +41,6 @@ from buzz.client.memory import (
     check_removable,
     normalize_slug,
 )
-from buzz.client.workspace import Workspace
 from buzz.core import engram
 from buzz.core.engram_bundle import BUNDLE_MAX_BYTES
 
@@ -60,7 +59,7 @@ def _parser_errors_exit_1() -> Iterator[None]:
             )
         )
     except click.UsageError as exc:
-        report(UserError(exc.format_message()))
+        report(usage_failure(exc))
 
 
 class _MemGroup(click.Group):
@@ -93,7 +92,7 @@ async def _memory(ctx: Context, owner: str | None, agent: str | None = None) -> 
     check_perspective(owner, agent)
     raw_tag = getattr(ctx, "auth_tag", None) or os.environ.get("BUZZ_AUTH_TAG")
     identity = Identity.from_text(ctx.private_key, raw_tag)
-    async with Workspace(ctx.relay_url, identity) as ws:
+    async with open_workspace(ctx, identity) as ws:
         yield ws.memory(owner, agent)
 
 

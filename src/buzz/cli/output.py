@@ -20,6 +20,12 @@ EXIT_CODES: dict[str, int] = {
     "auth_error": 3,
     "key_error": 3,
     "error": 4,
+    # relay refusals by their NIP-01 prefix (client/errors.py REFUSAL_CATEGORIES; decision 107)
+    "blocked": 4,
+    "invalid": 4,
+    "pow": 4,
+    "rate-limited": 4,
+    "restricted": 4,
     "conflict": 5,
 }
 
@@ -30,6 +36,7 @@ class Context:
     private_key: str | None
     fmt: str = "json"
     auth_tag: str | None = None  # raw --auth-tag / BUZZ_AUTH_TAG; resolve with buzz.cli.identity
+    relay_source: str = "--relay"  # where relay_url came from, named when it is malformed
 
 
 def emit(ctx: Context, value: Any) -> None:

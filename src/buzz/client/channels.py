@@ -140,7 +140,8 @@ class Channels:
 
     async def add_member(self, channel: str, pubkey: str, role: str | None = None) -> MemberAdded:
         """Add someone (hex or npub) or change their role (9000); without `role` a new member
-        gets `member` and an existing one keeps its role."""
+        gets `member` and an existing one keeps its role. Raises UserError for a bad channel
+        id or a key that is not a secp256k1 point, or the relay's refusal."""
         channel_id, target = channel_arg(channel), pubkey_arg(pubkey)
         tags = [["h", channel_id], ["p", target]] + ([["role", role]] if role else [])
         event = self._s.sign(PUT_USER_KIND, "", tags)
@@ -148,8 +149,9 @@ class Channels:
         return MemberAdded(channel_id, event.id, target, role)
 
     async def remove_member(self, channel: str, pubkey: str) -> MemberRemoved:
-        """Remove someone (hex or npub) from a channel (9001)."""
-        channel_id, target = channel_arg(channel), pubkey_arg(pubkey)
+        """Remove someone (hex or npub) from a channel (9001). Any 64 hex is accepted, a key
+        that is not a curve point too: the relay stores such members (decision 107)."""
+        channel_id, target = channel_arg(channel), pubkey_arg(pubkey, on_curve=False)
         event = self._s.sign(REMOVE_USER_KIND, "", [["h", channel_id], ["p", target]])
         await self._s.publish(event)
         return MemberRemoved(channel_id, event.id, target)

@@ -40,7 +40,9 @@ class Dms:
         self._s = session
 
     async def open(self, pubkeys: list[str] | tuple[str, ...]) -> str:
-        """The channel id of the DM with these 1–8 people (hex or npub), created if needed."""
+        """The channel id of the DM with these 1–8 people (hex or npub), created if needed.
+        Raises UserError (count, only myself, a key that is not a secp256k1 point) or the
+        relay's refusal."""
         s = self._s
         others = list(dict.fromkeys(pubkey_arg(p) for p in pubkeys))
         if not 1 <= len(others) <= MAX_OTHERS:

@@ -1,7 +1,8 @@
 """Who the workspace client acts as (agents.md §1.1 item 2, §1.3, §1.5).
 
 - `parse_secret_key`: a secret key as 64 hex or `nsec1…` → 64 lowercase hex.
-- `parse_pubkey`: a public key as 64 hex (any case) or `npub1…` → 64 lowercase hex.
+- `parse_pubkey`: a public key as 64 hex (any case) or `npub1…` → 64 lowercase hex that is a
+  secp256k1 point (unless told otherwise, for removals).
 - `resolve_auth_tag`: `BUZZ_AUTH_TAG` text → the verified NIP-OA tag (engram.md §14.6: normalize
   the shorthand, parse strictly, verify against the holder's own pubkey; no clause is evaluated
   here, time bounds are the relay's business at admission).
@@ -18,10 +19,15 @@ from dataclasses import dataclass, field
 
 from buzz.client.errors import AuthError, InvalidKey, UserError
 from buzz.core import nip19
-from buzz.core.keys import public_key
+from buzz.core.keys import is_curve_pubkey, public_key
 from buzz.core.nip_oa import InvalidAuthTag, normalize_auth_tag_input, parse_auth_tag, verify_auth_tag
 
-NO_KEY = "no private key: pass --private-key or set BUZZ_PRIVATE_KEY"
+# `--private-key` is an option of `buzz` itself, so it goes before the command group (decision
+# 105): the hint says where, since `buzz channels list --private-key …` is refused.
+NO_KEY = (
+    "no private key: set BUZZ_PRIVATE_KEY, or give --private-key before the command group "
+    "(buzz --private-key <nsec or hex> channels list)"
+)
 BAD_KEY_FORMAT = "invalid private key: expected 64 hex characters or nsec1…"
 BAD_KEY_VALUE = "invalid private key: not a valid secp256k1 secret (zero or not below the curve order)"
 
@@ -44,13 +50,20 @@ def parse_secret_key(value: str | None) -> str:
     return secret
 
 
-def parse_pubkey(value: str, what: str = "pubkey") -> str:
+def parse_pubkey(value: str, what: str = "pubkey", *, on_curve: bool = True) -> str:
     """A public key as 64 hex (any case) or `npub1…` → 64 lowercase hex. Raises UserError
-    naming `what`."""
+    naming `what` for text that does not parse and, with `on_curve`, for a key that is not a
+    secp256k1 x-only point (`00…00`, `ff…ff`: nobody holds it). `on_curve=False` is for
+    undoing: removing or unbanning a key that an older client let in must stay possible."""
     try:
-        return nip19.parse_key_text(value, "npub")
+        key = nip19.parse_key_text(value, "npub")
     except ValueError as exc:
         raise UserError(f"invalid {what}: {exc}") from None
+    if on_curve and not is_curve_pubkey(key):
+        raise UserError(
+            f"invalid {what}: {key} is not a secp256k1 public key (no point has this x coordinate)"
+        )
+    return key
 
 
 def resolve_auth_tag(raw: str | None, secret_key: str) -> list[str] | None:

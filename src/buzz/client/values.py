@@ -3,7 +3,7 @@ message names the option it came from (the CLI flag names are the documented voc
 
 - `channel_arg`: a canonical lowercase UUID (relay.md §4.1 item 1);
 - `event_id_arg`: 64 hex (any case) → lowercase;
-- `pubkey_arg`: hex or npub → 64 lowercase hex;
+- `pubkey_arg`: hex or npub → 64 lowercase hex, a secp256k1 point unless `on_curve=False`;
 - `text_arg`: message text, given as a string or as a callable that produces it (the CLI's
   `-` = stdin, read only once the earlier arguments passed), non-empty and within a byte limit.
 """
@@ -37,9 +37,9 @@ def event_id_arg(value: str, what: str = "event id") -> str:
     return text
 
 
-def pubkey_arg(value: str, what: str = "pubkey") -> str:
-    """hex or npub → 64 lowercase hex, else UserError naming `what`."""
-    return parse_pubkey(value, what)
+def pubkey_arg(value: str, what: str = "pubkey", *, on_curve: bool = True) -> str:
+    """hex or npub → 64 lowercase hex, else UserError naming `what` (`parse_pubkey`)."""
+    return parse_pubkey(value, what, on_curve=on_curve)
 
 
 def text_arg(value: Text, what: str = "content", max_bytes: int | None = None) -> str:

@@ -7,6 +7,7 @@ exactly at its declared line numbers in the current value: no fuzz, no offset se
 
     apply_patch(current, diff) -> new value
       raises MultiFilePatch   more than one line starting with "--- "
+             NotADiff         no line starts with "--- " or "@@ ": the input is not a patch
              MalformedDiff    the §12.10 grammar or the hunk counts fail
              PositionMismatch a hunk is not at its declared position (the strict check)
              NoOpPatch        the result equals the current value (zero hunks included)
@@ -40,6 +41,11 @@ class MultiFilePatch(PatchError):
 
 class MalformedDiff(PatchError):
     """The diff breaks the §12.10 grammar (§12.9 step 7)."""
+
+
+class NotADiff(MalformedDiff):
+    """No line starts with `--- ` or `@@ ` (decision 107): §12.10 would read such input as
+    zero hunks and refuse it as a no-op, which tells whoever piped the wrong file nothing."""
 
 
 class PositionMismatch(PatchError):
@@ -132,14 +138,17 @@ def _check_grammar(lines: Sequence[str]) -> list[str]:
 
 
 def parse_diff(diff: str) -> tuple[Hunk, ...]:
-    """The hunks of a one-file unified diff (§12.10); zero hunks is well-formed.
+    """The hunks of a one-file unified diff (§12.10); zero hunks (a header alone) is well-formed.
 
     Lines before the first `--- ` or `@@ ` line are ignored; the `--- `/`+++ ` header is
-    optional and its names are ignored. Raises MalformedDiff.
+    optional and its names are ignored. Raises NotADiff when there is no such line at all,
+    MalformedDiff when the grammar fails.
     """
     body = _check_grammar(split_lines(diff))
     if not body:
-        return ()
+        raise NotADiff(
+            "the input is not a patch: no line starts with '--- ' or '@@ ' (make one with diff -u)"
+        )
     text = "".join(body if body[0].startswith(FILE_HEADER) else [_SYNTHETIC_HEADER, *body])
     try:
         patch = PatchSet(text)

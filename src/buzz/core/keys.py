@@ -70,6 +70,13 @@ def _xonly(pubkey_hex: str) -> PublicKeyXOnly | None:
         return None
 
 
+def is_curve_pubkey(pubkey_hex: str) -> bool:
+    """True when `pubkey_hex` is 64 lowercase hex naming an x coordinate that BIP-340's
+    `lift_x` lifts to a secp256k1 point. About half of all 64-hex strings (e.g. `00…00`,
+    `ff…ff`) are not: no secret key has them as public key, so nothing they sign can verify."""
+    return is_hex(pubkey_hex, 64) and _xonly(pubkey_hex) is not None
+
+
 def verify_signature(pubkey_hex: str, message: bytes, sig_hex: str) -> bool:
     """BIP-340 verify. False, never an exception, for a bad key, a bad signature or bad hex.
 

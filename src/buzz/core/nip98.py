@@ -46,12 +46,24 @@ def http_base(relay_url: str) -> str:
     """The HTTP base of a relay URL: `ws`→`http`, `wss`→`https`, http(s) unchanged; no trailing `/`.
 
     `ws://127.0.0.1:3000` → `http://127.0.0.1:3000` (agents.md §1.1 item 4). Raises ValueError
-    for another scheme.
+    `invalid relay URL '<url>': <what is wrong>` for another scheme, no host, or a port that is
+    not a number in 1–65535: a URL no connection can be opened to, so a caller can tell it
+    from a relay that does not answer.
     """
     parts = urlsplit(relay_url.strip())
     scheme = _HTTP_SCHEMES.get(parts.scheme.lower())
-    if scheme is None or not parts.netloc:
-        raise ValueError(f"relay URL must be ws://, wss://, http:// or https://, got {relay_url!r}")
+    bad = f"invalid relay URL {relay_url!r}:"
+    if scheme is None:
+        raise ValueError(f"{bad} it must start with ws://, wss://, http:// or https://")
+    if not parts.hostname:
+        raise ValueError(f"{bad} no host")
+    # urlsplit's own `.port` says only "out of range" or "invalid literal": name what was given.
+    tail = parts.netloc.rpartition("@")[2].rpartition("]")[2]  # host[:port], after an IPv6 literal
+    port = tail.rpartition(":")[2] if ":" in tail else ""
+    if port and not (port.isascii() and port.isdigit()):
+        raise ValueError(f"{bad} port {port!r} is not a number")
+    if port and not 1 <= int(port) <= 65535:
+        raise ValueError(f"{bad} port {port} is out of range (1-65535)")
     return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
 

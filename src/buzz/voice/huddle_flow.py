@@ -30,6 +30,7 @@ from buzz.core.event import Event
 from buzz.core.huddle_race import announced_rooms, archived_rooms, winning_start
 from buzz.core.huddle_wire import HUDDLE_CHANNEL_TTL, MAX_HUDDLE_AGENTS
 from buzz.core.keys import is_hex
+from buzz.voice.agents import bots_in
 from buzz.voice.guidelines import VOICE_GUIDELINES, VOICE_GUIDELINES_KIND
 from buzz.voice.transcripts import Signer
 
@@ -53,11 +54,14 @@ class Client(Protocol):
 class StartedHuddle:
     huddle_channel_id: str
     parent_channel_id: str
-    agents: tuple[str, ...]
+    # The huddle's agents: the ones this start added, or for a live huddle it returns, the
+    # huddle channel's `bot` members (39002); None when that list is hidden from us (decision
+    # 105: the channel is private, and we are let in only when we join its audio).
+    agents: tuple[str, ...] | None
     started_event_id: str
     guidelines_event_id: str | None
     # The huddle this start created and ended because another one won the race (decision 81);
-    # the fields above then describe the winner (its 48100; no agents or rules of ours).
+    # the fields above then describe the winner (its 48100; no rules of ours).
     superseded_huddle_channel_id: str | None = None
     started: bool = True  # False: a huddle was already live, nothing was created
 
@@ -65,7 +69,7 @@ class StartedHuddle:
         return {
             "huddle_channel_id": self.huddle_channel_id,
             "parent_channel_id": self.parent_channel_id,
-            "agents": list(self.agents),
+            "agents": None if self.agents is None else list(self.agents),
             "started_event_id": self.started_event_id,
             "guidelines_event_id": self.guidelines_event_id,
             "superseded_huddle_channel_id": self.superseded_huddle_channel_id,
@@ -106,7 +110,8 @@ async def start_huddle(
     invited = agent_list(agents)
     live = await winning_huddle(client, parent_channel_id)
     if live is not None:  # one live huddle per channel: this start joins it (decision 81)
-        return StartedHuddle(live[0], parent_channel_id, (), live[1].id, None, None, started=False)
+        agents = await huddle_agents(client, live[0])
+        return StartedHuddle(live[0], parent_channel_id, agents, live[1].id, None, None, started=False)
     huddle = str(uuid.uuid4())
     label = name or f"huddle-{parent_channel_id[:8]}"
     channel_tags = [
@@ -139,10 +144,19 @@ async def start_huddle(
         # Best effort: readers apply the same rule, so a 48103 that fails still leaves one.
         with contextlib.suppress(HuddleFlowError):
             await end_huddle(client, signer, huddle, parent_channel_id)
-        return StartedHuddle(winner[0], parent_channel_id, (), winner[1].id, None, huddle, started=False)
+        agents = await huddle_agents(client, winner[0])
+        return StartedHuddle(winner[0], parent_channel_id, agents, winner[1].id, None, huddle, started=False)
     return StartedHuddle(
         huddle, parent_channel_id, invited, started.id, guidelines.id if guidelines_ok else None
     )
+
+
+async def huddle_agents(client: Client, huddle_channel_id: str) -> tuple[str, ...] | None:
+    """The `bot` members of a huddle channel (its relay-signed 39002, as `AgentDirectory` reads
+    them), sorted; None when the relay serves us no member list: the huddle channel is private
+    and we are not (yet) a member of it."""
+    lists = await client.query([{"kinds": [MEMBERS_KIND], "#d": [huddle_channel_id], "limit": 1}])
+    return tuple(sorted(bots_in(lists[0]))) if lists else None
 
 
 async def settle_join(client: Client, signer: Signer, huddle_channel_id: str, parent_channel_id: str) -> str:
