@@ -128,7 +128,7 @@ async def test_exit_codes_and_error_shape(
     check(empty, 1, "user_error")
     # the relay's verdicts: a refused write (exit 4), a refused read (HTTP 403 → exit 3)
     write = check(
-        await buzz(url, alice, "messages", "send", "--channel", channel, "--content", "hi"), 4, "restricted"
+        await buzz(url, alice, "messages", "send", "--channel", channel, "--content", "hi"), 4, "error"
     )
     assert write["relay_message"] == "restricted: not a channel member" and write["retryable"] is False
     read = check(await buzz(url, alice, "messages", "get", "--channel", channel), 3, "auth_error")

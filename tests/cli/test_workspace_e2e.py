@@ -208,7 +208,7 @@ async def test_private_channel_conversation(
     write = await as_(carol, "messages", "send", "--channel", channel, "--content", "let me in")
     assert (write.code, write.error["error"], write.error["relay_message"]) == (
         4,
-        "restricted",
+        "error",
         "restricted: not a channel member",
     )
     hidden = await as_(carol, "channels", "get", "--channel", channel)

@@ -193,7 +193,7 @@ async def test_refusals_are_tool_errors(sqlite_relay: RunningRelay, alice: Ident
     async with mcp_server(sqlite_relay.url, alice) as server:
         refused = await server.error("send_message", {"channel_id": private, "content": "let me in"})
         assert refused == {
-            "error": "restricted",
+            "error": "error",
             "message": "restricted: not a channel member",
             "retryable": False,
             "relay_message": "restricted: not a channel member",

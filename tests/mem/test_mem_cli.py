@@ -291,8 +291,8 @@ async def test_patch_guards(
     }
     for hunks, fragment in strict.values():
         refusals.append((("p", "--base-hash", base), (header + hunks).encode(), 1, "user_error", (fragment,)))
-    # input that is no diff at all (no '--- ' or '@@ ' line) says so, never "no-op" (decision
-    # 105); the header alone above ("zero hunks") stays the spec's no-op
+    # input that is no diff at all (no '--- ' or '@@ ' line) says so beside §12.10's "no-op" (decision
+    # 107); the header alone above ("zero hunks") stays the spec's no-op
     for not_a_patch in (b"please change beta to delta\n", b"\n\n", b" alpha\n-beta\n+delta\n"):
         refusals.append(
             (
@@ -300,7 +300,7 @@ async def test_patch_guards(
                 not_a_patch,
                 1,
                 "user_error",
-                ("malformed unified diff: the input is not a patch",),
+                ("no-op: the input is not a patch",),
             )
         )
     no_op = (header + strict["no-op"][0]).encode()

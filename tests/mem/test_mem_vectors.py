@@ -101,9 +101,10 @@ def test_patch_case(test: str) -> None:
 
 
 def test_text_without_any_diff_line_is_not_a_patch() -> None:
-    """Decision 107: no '--- ' or '@@ ' line at all is not a diff, not a zero-hunk no-op."""
+    """Decision 107: no '--- ' or '@@ ' line at all is refused as §12.10's zero-hunk no-op that
+    also says it is not a patch."""
     for text in ("please change alpha to beta\n", "\n", "-alpha\n+beta\n"):
-        with pytest.raises(NotADiff, match="the input is not a patch"):
+        with pytest.raises(NotADiff, match=r"^no-op: the input is not a patch"):
             engram_patch.apply_patch("alpha\n", text)
     with pytest.raises(NoOpPatch):  # a header alone is a diff with zero hunks (§12.10)
         engram_patch.apply_patch("alpha\n", "--- a/x\n+++ b/x\n")

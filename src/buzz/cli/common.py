@@ -9,8 +9,8 @@ JSON line on stderr plus the exit code of its category (`buzz.cli.output.EXIT_CO
 |---|---|---|
 | 1 | `user_error`, `not_found` | bad values (a malformed relay URL too), missing events or channels |
 | 2 | `network_error`, `relay_error` | no HTTP answer; HTTP status without a relay verdict |
-| 3 | `auth_error`, `key_error` | missing/invalid key or auth tag; HTTP 401/403; `auth-required:` |
-| 4 | `restricted`, `invalid`, `rate-limited`, `blocked`, `pow`, `error` | relay refusal (`OK false`, refused read) by its NIP-01 prefix; `error` also without one, and a non-JSON answer |
+| 3 | `auth_error`, `key_error` | missing/invalid key or auth tag; HTTP 401/403 |
+| 4 | `error` | relay refusal (`OK false`, refused read), non-JSON answer |
 | 5 | `conflict` | refusal with `duplicate:` |
 """
 

@@ -20,12 +20,6 @@ EXIT_CODES: dict[str, int] = {
     "auth_error": 3,
     "key_error": 3,
     "error": 4,
-    # relay refusals by their NIP-01 prefix (client/errors.py REFUSAL_CATEGORIES; decision 107)
-    "blocked": 4,
-    "invalid": 4,
-    "pow": 4,
-    "rate-limited": 4,
-    "restricted": 4,
     "conflict": 5,
 }
 

@@ -23,7 +23,7 @@ from buzz.core.keys import is_curve_pubkey, public_key
 from buzz.core.nip_oa import InvalidAuthTag, normalize_auth_tag_input, parse_auth_tag, verify_auth_tag
 
 # `--private-key` is an option of `buzz` itself, so it goes before the command group (decision
-# 105): the hint says where, since `buzz channels list --private-key …` is refused.
+# 107): the hint says where, since `buzz channels list --private-key …` is refused.
 NO_KEY = (
     "no private key: set BUZZ_PRIVATE_KEY, or give --private-key before the command group "
     "(buzz --private-key <nsec or hex> channels list)"

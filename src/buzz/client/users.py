@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
-from buzz.client.errors import UserError
+from buzz.client.errors import Refused, UserError
 from buzz.client.lookups import PROFILE_KIND, profiles
 from buzz.client.models import PresenceSet, Profile, ProfileSet
-from buzz.client.session import Session, refused, websocket_failure
+from buzz.client.session import Session, websocket_failure
 from buzz.client.values import pubkey_arg
 from buzz.client.views import profile_fields, profile_view
 from buzz.core.nip_oa import TAG_NAME as AUTH_TAG_NAME
@@ -125,5 +125,5 @@ class Users:
             except Exception as exc:
                 raise websocket_failure(exc) from None
         if not result.accepted:
-            raise refused(result)
+            raise Refused(f"relay refused the event: {result.message}", relay_message=result.message)
         return PresenceSet(event.id, status)

@@ -7,10 +7,10 @@ exactly at its declared line numbers in the current value: no fuzz, no offset se
 
     apply_patch(current, diff) -> new value
       raises MultiFilePatch   more than one line starting with "--- "
-             NotADiff         no line starts with "--- " or "@@ ": the input is not a patch
              MalformedDiff    the §12.10 grammar or the hunk counts fail
              PositionMismatch a hunk is not at its declared position (the strict check)
              NoOpPatch        the result equals the current value (zero hunks included)
+               NotADiff       no line starts with "--- " or "@@ ": not a patch at all
 
 Every error is a `PatchError` (a ValueError) whose text is the cause.
 """
@@ -43,17 +43,18 @@ class MalformedDiff(PatchError):
     """The diff breaks the §12.10 grammar (§12.9 step 7)."""
 
 
-class NotADiff(MalformedDiff):
-    """No line starts with `--- ` or `@@ ` (decision 107): §12.10 would read such input as
-    zero hunks and refuse it as a no-op, which tells whoever piped the wrong file nothing."""
-
-
 class PositionMismatch(PatchError):
     """A hunk is not at its declared position in the current value (§12.9 step 8)."""
 
 
 class NoOpPatch(PatchError):
     """The patched value is byte-identical to the current one (§12.9 step 10)."""
+
+
+class NotADiff(NoOpPatch):
+    """No line starts with `--- ` or `@@ ` (decision 107). §12.10 reads such input as zero
+    hunks and refuses it as a no-op; the refusal still says `no-op`, and also that the input
+    was no patch at all, since "unchanged" tells whoever piped the wrong file nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,13 +142,13 @@ def parse_diff(diff: str) -> tuple[Hunk, ...]:
     """The hunks of a one-file unified diff (§12.10); zero hunks (a header alone) is well-formed.
 
     Lines before the first `--- ` or `@@ ` line are ignored; the `--- `/`+++ ` header is
-    optional and its names are ignored. Raises NotADiff when there is no such line at all,
-    MalformedDiff when the grammar fails.
+    optional and its names are ignored. Raises NotADiff (a NoOpPatch: §12.10's zero hunks)
+    when there is no such line at all, MalformedDiff when the grammar fails.
     """
     body = _check_grammar(split_lines(diff))
     if not body:
         raise NotADiff(
-            "the input is not a patch: no line starts with '--- ' or '@@ ' (make one with diff -u)"
+            "no-op: the input is not a patch, no line starts with '--- ' or '@@ ' (make one with diff -u)"
         )
     text = "".join(body if body[0].startswith(FILE_HEADER) else [_SYNTHETIC_HEADER, *body])
     try:
