@@ -53,7 +53,7 @@ def parse_secret_key(value: str | None) -> str:
 def parse_pubkey(value: str, what: str = "pubkey", *, on_curve: bool = True) -> str:
     """A public key as 64 hex (any case) or `npub1…` → 64 lowercase hex. Raises UserError
     naming `what` for text that does not parse and, with `on_curve`, for a key that is not a
-    secp256k1 x-only point (`00…00`, `ff…ff`: nobody holds it). `on_curve=False` is for
+    secp256k1 x-only point (`00…00`, `ff…ff`: nobody holds it). `on_curve=False` is for reads and
     undoing: removing or unbanning a key that an older client let in must stay possible."""
     try:
         key = nip19.parse_key_text(value, "npub")

@@ -265,7 +265,7 @@ class Messages:
         if channel_id is not None:
             scope["#h"] = [channel_id]
         if author is not None:
-            scope["authors"] = [pubkey_arg(author, "--author")]
+            scope["authors"] = [pubkey_arg(author, "--author", on_curve=False)]  # a read
         flt = {"kinds": [MESSAGE_KIND], **scope} | ({"since": since} if since is not None else {})
         hits = await self._s.query([flt])
         edit_hits = await self._s.query([{"kinds": [EDIT_KIND], **scope}])

@@ -53,8 +53,8 @@ class Users:
 
     async def get(self, pubkeys: Iterable[str]) -> list[Profile]:
         """The profiles of these pubkeys (hex or npub), in order, de-duplicated; a pubkey
-        without a profile has null fields."""
-        keys = list(dict.fromkeys(pubkey_arg(p) for p in pubkeys))
+        without a profile has null fields. A read: any 64 hex is looked up, a curve point or not."""
+        keys = list(dict.fromkeys(pubkey_arg(p, on_curve=False) for p in pubkeys))
         found = await profiles(self._s, keys)
         return [profile_view(pk, found.get(pk)) for pk in keys]
 
@@ -104,8 +104,9 @@ class Users:
         return ProfileSet(event.id, s.pubkey, content)
 
     async def presence(self, pubkeys: Iterable[str]) -> dict[str, str]:
-        """{pubkey: online | away | offline} as the relay reports it (presence expires after 90 s)."""
-        keys = list(dict.fromkeys(pubkey_arg(p) for p in pubkeys))
+        """{pubkey: online | away | offline} as the relay reports it (presence expires after 90 s).
+        A read: any 64 hex is asked about, a curve point or not."""
+        keys = list(dict.fromkeys(pubkey_arg(p, on_curve=False) for p in pubkeys))
         if not keys:
             raise UserError("--pubkeys is empty")
         live: dict[str, str] = {}
