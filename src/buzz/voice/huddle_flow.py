@@ -56,7 +56,7 @@ class StartedHuddle:
     parent_channel_id: str
     # The huddle's agents: the ones this start added, or for a live huddle it returns, the
     # huddle channel's `bot` members (39002); None when that list is hidden from us (decision
-    # 105: the channel is private, and we are let in only when we join its audio).
+    # 107: the channel is private, and we are let in only when we join its audio).
     agents: tuple[str, ...] | None
     started_event_id: str
     guidelines_event_id: str | None
