@@ -121,8 +121,7 @@ async def test_a_cancel_answered_with_an_error_is_no_failure(
         await ws.watcher.wait_for(_answered(ws, newer), what="steered answer")
         await _idle(harness)
     assert ws.watcher.answers_to(newer, ws.agent.pubkey)[0].content.startswith("steered: newer")
-    agent_messages = ws.watcher.of(9, ws.agent.pubkey)
-    assert not [e for e in agent_messages if any(t[0] == "buzz:agent-notice" for t in e.tags)]
+    assert _notices(ws) == []
     assert not [r for r in caplog.records if "failed (attempt" in r.getMessage()]
     # the interrupted batch was merged into the next prompt, never retried alone
     prompts = ws.records("prompt")
@@ -171,6 +170,28 @@ async def _answer_each_after_the_last(ws: Workspace, words: list[str], pause: fl
         await asyncio.sleep(pause * i)  # land at different points of the turn's ending
 
 
+async def _burst(
+    ws: Workspace,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    quirks: str,
+    words: list[str],
+    pause: float,
+) -> None:
+    """The quirk agent with `quirks` answers `words` one after the other (the harness's prompt
+    outcomes are logged for `_crossed_cancels`), until the harness is idle."""
+    caplog.set_level(logging.DEBUG, logger="buzz.agent.turns")
+    monkeypatch.setenv("RULES_AGENT_QUIRKS", quirks)
+    async with ws.harness(agent_args=QUIRK_AGENT) as harness:
+        await _answer_each_after_the_last(ws, words, pause)
+        await _idle(harness)
+
+
+def _notices(ws: Workspace) -> list[Event]:
+    """The harness's notices (failure, retrying, ...) among the agent's channel messages."""
+    return [e for e in ws.watcher.of(9, ws.agent.pubkey) if any(t[0] == "buzz:agent-notice" for t in e.tags)]
+
+
 async def test_a_burst_at_turn_ends_loses_and_repeats_nothing(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -178,18 +199,12 @@ async def test_a_burst_at_turn_ends_loses_and_repeats_nothing(
     can still cross the answer on the wire (the agent's result is on its way), which on a busy
     machine happens, so what is checked is that every such idle cancel was one of those and
     that an agent keeping it (its next prompt aborted) costs no mention and no double answer."""
-    caplog.set_level(logging.DEBUG, logger="buzz.agent.turns")
-    monkeypatch.setenv("RULES_AGENT_QUIRKS", "sticky-cancel")
     words = [f"n{i}" for i in range(8)]
-    async with ws.harness(agent_args=QUIRK_AGENT) as harness:
-        await _answer_each_after_the_last(ws, words, 0.03)
-        await _idle(harness)
+    await _burst(ws, monkeypatch, caplog, "sticky-cancel", words, pause=0.03)
     assert _said_once(ws, words) == [1] * len(words)
     assert len(ws.records("idle_cancel")) <= _crossed_cancels(caplog)
     assert len(ws.records("sticky_abort")) <= len(ws.records("idle_cancel"))
-    assert not [
-        e for e in ws.watcher.of(9, ws.agent.pubkey) if any(t[0] == "buzz:agent-notice" for t in e.tags)
-    ]
+    assert _notices(ws) == []
 
 
 async def test_a_cancel_that_crosses_the_answer_loses_nothing(
@@ -199,20 +214,14 @@ async def test_a_cancel_that_crosses_the_answer_loses_nothing(
     the cancel had come after its answer): the sticky agent aborts the next prompt, which the
     harness takes as a stale answer and sends again, so each mention is answered once and nobody
     is told of a failure."""
-    caplog.set_level(logging.DEBUG, logger="buzz.agent.turns")
-    monkeypatch.setenv("RULES_AGENT_QUIRKS", "sticky-cancel,cross-cancel")
     words = [f"c{i}" for i in range(4)]
-    async with ws.harness(agent_args=QUIRK_AGENT) as harness:
-        await _answer_each_after_the_last(ws, words, 0.0)
-        await _idle(harness)
+    await _burst(ws, monkeypatch, caplog, "sticky-cancel,cross-cancel", words, pause=0.0)
     crossed, aborted = len(ws.records("idle_cancel")), len(ws.records("sticky_abort"))
     assert crossed == _crossed_cancels(caplog) == len(words) - 1  # each next mention steered
     assert aborted == crossed  # each crossing aborted the prompt after it ...
     assert _said_once(ws, words) == [1] * len(words)  # ... which was sent again and answered
     assert len(ws.records("prompt")) == len(words)  # the agent worked on each mention once
-    assert not [
-        e for e in ws.watcher.of(9, ws.agent.pubkey) if any(t[0] == "buzz:agent-notice" for t in e.tags)
-    ]
+    assert _notices(ws) == []
 
 
 @pytest.mark.parametrize("quirks", ["close", ""])
