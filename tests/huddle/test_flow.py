@@ -199,6 +199,11 @@ async def test_start_refuses_bad_agent_keys_with_one_json_line(
     parent = await make_channel(sqlite_relay, ChannelSpec(alice))
     bad = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent, "--agent", "xyz")
     assert bad.code == 1 and "64 hex" in json.loads(bad.stderr.strip())["message"]
+    nobody = "f" * 64  # 64 hex, but no point of the curve has this x: nobody holds the key
+    bad = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent, "--agent", nobody)
+    assert bad.code == 1 and "not a secp256k1 public key" in json.loads(bad.stderr.strip())["message"]
+    async with sqlite_relay.client(alice) as c:  # refused before anything was published
+        assert await c.query([{"kinds": [48100], "#h": [parent]}]) == []
 
 
 async def test_join_moves_a_start_that_lost_the_race_to_the_winner(

@@ -29,7 +29,7 @@ import orjson
 from buzz.core.event import Event
 from buzz.core.huddle_race import announced_rooms, archived_rooms, winning_start
 from buzz.core.huddle_wire import HUDDLE_CHANNEL_TTL, MAX_HUDDLE_AGENTS
-from buzz.core.keys import is_hex
+from buzz.core.keys import is_curve_pubkey, is_hex
 from buzz.voice.agents import bots_in
 from buzz.voice.guidelines import VOICE_GUIDELINES, VOICE_GUIDELINES_KIND
 from buzz.voice.transcripts import Signer
@@ -78,11 +78,15 @@ class StartedHuddle:
 
 
 def agent_list(agents: Sequence[str]) -> tuple[str, ...]:
-    """Deduplicated, 64 lowercase hex, at most 20 (§8.4 step 3). Raises ValueError."""
+    """Deduplicated, 64 lowercase hex, at most 20 (§8.4 step 3), each a secp256k1 point
+    (decision 107: nobody holds any other key, so it could never join). Raises ValueError."""
     unique = tuple(dict.fromkeys(a.lower() for a in agents))
     bad = [a for a in unique if not is_hex(a, 64)]
     if bad:
         raise ValueError(f"agent pubkeys must be 64 hex characters: {bad[0]}")
+    off_curve = [a for a in unique if not is_curve_pubkey(a)]
+    if off_curve:
+        raise ValueError(f"agent pubkey {off_curve[0]} is not a secp256k1 public key")
     if len(unique) > MAX_HUDDLE_AGENTS:
         raise ValueError(f"at most {MAX_HUDDLE_AGENTS} agents per huddle, got {len(unique)}")
     return unique
