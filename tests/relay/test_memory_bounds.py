@@ -11,11 +11,13 @@ import asyncio
 import gc
 import tracemalloc
 from collections.abc import Iterator
+from types import FrameType
 
 import aiohttp
 import orjson
 import pytest
 
+from buzz.core.errors import BuzzError
 from buzz.core.event import Event
 from buzz.core.limits import MAX_FRAME_BYTES
 from buzz.core.nip42 import build_auth_event
@@ -168,3 +170,53 @@ async def test_frames_read_ahead_of_their_handling_are_bounded_in_bytes(
 async def _send_all(ws: aiohttp.ClientWebSocketResponse, frames: list[str]) -> None:
     for text in frames:
         await ws.send_str(text)
+
+
+async def test_refused_events_are_freed_when_answered_not_by_a_later_collection(tmp_path) -> None:
+    """Refused work leaves no reference cycle behind: an EVENT refused by the prechecks (not
+    authenticated), by its shape (a malformed sig) or by verification (a forged sig), and a REQ
+    with a bad filter. Each refusal used to keep its traceback, whose frames held the frame
+    text and the refusal itself, so every refused 100 KB frame stayed in memory until a full
+    garbage collection (the soak's +70 MB RSS step). With the collector off, nothing of the
+    refused work may be found unreachable afterwards."""
+    who = Identity.new()
+    async with relay_on(tmp_path) as running, aiohttp.ClientSession() as s:
+        async with (
+            s.ws_connect(running.url, max_msg_size=0) as ws,
+            s.ws_connect(running.url, max_msg_size=0) as authed,
+        ):
+            await ws.receive(5)  # challenge, left unanswered
+            challenge = orjson.loads((await authed.receive(5)).data)[1]
+            auth = build_auth_event(who.secret, challenge, running.url)
+            await authed.send_str(orjson.dumps(["AUTH", auth.to_dict()]).decode())
+            assert orjson.loads((await authed.receive(5)).data)[2] is True
+            gc.collect()
+            gc.disable()
+            gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds unreachable stays in gc.garbage
+            try:
+                for i in range(20):
+                    event = Event.create(who.secret, 1, "x" * 100_000, [["n", str(i)]])
+                    await ws.send_str(orjson.dumps(["EVENT", event.to_dict()]).decode())
+                    ok = orjson.loads((await ws.receive(5)).data)
+                    assert ok[:3] == ["OK", event.id, False] and ok[3].startswith("auth-required:")
+                    malformed = event.to_dict() | {"sig": "not a signature"}  # refused while parsed
+                    await ws.send_str(orjson.dumps(["EVENT", malformed]).decode())
+                    ok = orjson.loads((await ws.receive(5)).data)
+                    assert ok[:3] == ["OK", event.id, False] and ok[3].startswith("invalid:")
+                    await ws.send_str(orjson.dumps(["REQ", f"s{i}", {"kinds": "not a list"}]).decode())
+                    closed = orjson.loads((await ws.receive(5)).data)
+                    assert closed[:2] == ["CLOSED", f"s{i}"] and closed[2].startswith("invalid:")
+                    forged = event.to_dict() | {"sig": "ab" * 64}  # refused by verification
+                    await authed.send_str(orjson.dumps(["EVENT", forged]).decode())
+                    ok = orjson.loads((await authed.receive(5)).data)
+                    assert ok[:3] == ["OK", event.id, False] and ok[3].startswith("invalid:")
+                gc.collect()
+                refusals = [o for o in gc.garbage if isinstance(o, BuzzError)]
+                frames = [
+                    o for o in gc.garbage if isinstance(o, FrameType) and "buzz" in o.f_code.co_filename
+                ]
+            finally:
+                gc.set_debug(0)
+                gc.garbage.clear()
+                gc.enable()
+    assert (refusals, frames) == ([], [])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import orjson
 
@@ -99,6 +99,16 @@ def _no_constants(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")  # NaN, Infinity: orjson refuses them too
 
 
+E = TypeVar("E", bound=BaseException)
+
+
+def _bare(exc: E) -> E:
+    """`exc` without its traceback, to be kept in a message for its text: the traceback's
+    frames would hold the caller's locals (the frame text, the message holding `exc`), a
+    reference cycle that keeps every refused frame alive until a full garbage collection."""
+    return exc.with_traceback(None)
+
+
 def parse_client_message(frame: str | bytes) -> ClientMessage:
     """Decode one frame. Raises ProtocolViolation for anything that is not a client message."""
     try:
@@ -122,7 +132,7 @@ def parse_client_message(frame: str | bytes) -> ClientMessage:
         except MalformedEvent as exc:
             eid = msg[1].get("id") if isinstance(msg[1], dict) else None
             if isinstance(eid, str) and is_valid_unicode(eid):
-                return BadEventMessage(kind, eid, exc)  # type: ignore[arg-type]
+                return BadEventMessage(kind, eid, _bare(exc))  # type: ignore[arg-type]
             if isinstance(eid, str):
                 raise UnanswerableEvent("id is not valid Unicode (unpaired surrogate)") from None
             raise ProtocolViolation(exc.detail) from None
@@ -141,7 +151,7 @@ def parse_client_message(frame: str | bytes) -> ClientMessage:
         try:
             return ReqMessage(kind, sub_id, tuple(Filter.parse(f) for f in raw))
         except BadFilter as exc:
-            return BadReqMessage(kind, sub_id, exc)
+            return BadReqMessage(kind, sub_id, _bare(exc))
     if kind == "CLOSE":
         if len(msg) != 2:
             raise ProtocolViolation("CLOSE takes exactly one subscription id")

@@ -229,7 +229,7 @@ def _verify_all(events: list[Event]) -> list[StoredEvent | BaseException]:
         try:
             out.append(verify_stored(event))
         except Exception as exc:
-            out.append(exc)
+            out.append(exc.with_traceback(None))  # its traceback's frame holds `out`: a cycle
     return out
 
 
