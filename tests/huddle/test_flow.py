@@ -66,8 +66,8 @@ async def test_status_shows_the_peer_index_of_my_running_join(
         try:
             await until_seated(client, running)
             await until_joined_event(sqlite_relay, alice, parent, bob)
-            status = await buzz(
-                sqlite_relay.url, bob, "huddle", "status", "--channel", huddle, "--parent", parent
+            status = await buzz(  # channel ids in any case, as every other command takes them
+                sqlite_relay.url, bob, "huddle", "status", "--channel", huddle.upper(), "--parent", parent
             )
             assert status.code == 0, status.stderr
             body = json.loads(status.stdout)

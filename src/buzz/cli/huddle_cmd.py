@@ -154,9 +154,14 @@ def _join_refused_category(error: object) -> str:
 
 
 def _channel(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None and not is_channel_id(value):
-        raise click.BadParameter("must be a canonical channel UUID (lowercase 8-4-4-4-12)")
-    return value
+    """A channel id as the other commands take it: any case, then lowercased (the canonical
+    form, relay.md §4.1 item 1)."""
+    if value is None:
+        return None
+    text = value.strip().lower()
+    if not is_channel_id(text):
+        raise click.BadParameter("must be a channel UUID (8-4-4-4-12 hex)")
+    return text
 
 
 @click.group(cls=CommandGroup)
