@@ -31,3 +31,11 @@ async def test_stdin_content_loses_exactly_one_trailing_newline(
         url, alice, "messages", "send", "--channel", channel, "--content", "-", stdin=b"\n"
     )
     assert (only_newline.code, only_newline.error["error"]) == (1, "user_error")  # empty, like b""
+    blanks = [
+        await buzz(url, alice, "messages", "send", "--channel", channel, "--content", " \t "),
+        await buzz(url, alice, "messages", "send", "--channel", channel, "--content", "-", stdin=b"\n\n"),
+        await buzz(url, alice, "messages", "edit", "--event", edited, "--content", "   "),
+    ]
+    assert [(b.code, b.error["message"]) for b in blanks] == [(1, "content is only whitespace")] * 3
+    after = (await buzz(url, alice, "messages", "get", "--channel", channel)).json["messages"]
+    assert {m["id"]: m["content"] for m in after} == sent  # nothing was sent or edited

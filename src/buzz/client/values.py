@@ -43,11 +43,14 @@ def pubkey_arg(value: str, what: str = "pubkey", *, on_curve: bool = True) -> st
 
 
 def text_arg(value: Text, what: str = "content", max_bytes: int | None = None) -> str:
-    """The text (read now when `value` is a reader). Empty → UserError; more than `max_bytes`
-    UTF-8 bytes → UserError (agents.md §2.3 item 1)."""
+    """The text (read now when `value` is a reader). Empty or only whitespace → UserError (a
+    blank message is nothing to read, decision 109); more than `max_bytes` UTF-8 bytes →
+    UserError (agents.md §2.3 item 1). Returned as given: surrounding whitespace is kept."""
     text = value() if callable(value) else value
     if not text:
         raise UserError(f"{what} is empty")
+    if text.isspace():
+        raise UserError(f"{what} is only whitespace")
     size = len(text.encode("utf-8"))
     if max_bytes is not None and size > max_bytes:
         raise UserError(f"{what} is {size} bytes; the limit is {max_bytes}")
