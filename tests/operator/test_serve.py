@@ -147,6 +147,29 @@ def test_bind_with_an_invalid_port_is_one_line_and_exit_2(tmp_path: Path) -> Non
     assert not (tmp_path / "relay.sqlite3").exists()
 
 
+def test_a_bind_address_of_another_machine_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """192.0.2.1 (TEST-NET-1) is no address of this machine: bind fails, nothing is sent."""
+    message = _refusal(buzz("relay", "serve", "--bind", "192.0.2.1:3934", "--data-dir", str(tmp_path)))
+    assert message == (
+        "cannot listen on 192.0.2.1: it is not an address of this machine; choose one with --bind, "
+        "e.g. --bind 127.0.0.1:3934 (this machine only) or --bind 0.0.0.0:3934 (all)"
+    )
+
+
+def test_a_data_dir_that_cannot_be_one_is_one_line_naming_it(tmp_path: Path) -> None:
+    afile = tmp_path / "notes.txt"
+    afile.write_text("not a directory")
+    for data_dir, says in (
+        (afile, f"cannot use {afile} as a directory: it is a file (check --data-dir)"),
+        (afile / "data", f"cannot use {afile / 'data'}: not a directory (check --data-dir)"),
+    ):
+        done = buzz("relay", "serve", "--bind", "127.0.0.1:0", "--data-dir", str(data_dir))
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 1 and len(lines) == 1, done.stderr
+        assert json.loads(lines[0]) == {"error": "user_error", "message": says, "retryable": False}
+    assert afile.read_text() == "not a directory"
+
+
 def test_version() -> None:
     from importlib.metadata import version
 

@@ -131,9 +131,29 @@ def serve(
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             _refuse(port_in_use(exc, config))
-        fail(str(exc))
+        if exc.errno == errno.EADDRNOTAVAIL:
+            _refuse(address_not_here(config))
+        fail(os_error_text(exc))
     except StoreError as exc:  # data dir locked, database missing or unreachable
         fail(str(exc))
+
+
+def address_not_here(config: RelayConfig) -> str:
+    """The usage error for a --bind host that is no address of this machine (EADDRNOTAVAIL)."""
+    return (
+        f"cannot listen on {config.host}: it is not an address of this machine; choose one with "
+        f"--bind, e.g. --bind 127.0.0.1:{config.port} (this machine only) or --bind 0.0.0.0:{config.port} (all)"
+    )
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError as a sentence: what failed on which path (`[Errno 17] File exists: 'x'` becomes
+    `cannot use x: file exists`); the path is most often --data-dir or a file inside it."""
+    if exc.filename is None or not exc.strerror:
+        return str(exc)
+    if exc.errno == errno.EEXIST:  # a directory was to be made where a file is
+        return f"cannot use {exc.filename} as a directory: it is a file (check --data-dir)"
+    return f"cannot use {exc.filename}: {exc.strerror[:1].lower()}{exc.strerror[1:]} (check --data-dir)"
 
 
 PORT_SCAN = 20  # ports above a taken one that are bind-tested for the suggestion: fast, bounded
