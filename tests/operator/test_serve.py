@@ -11,7 +11,7 @@ from pathlib import Path
 
 from buzz.core import nip19
 from buzz.relay.relay_key import KEY_FILE
-from tests.operator.support import admin, buzz, served
+from tests.operator.support import admin, buzz, free_port, served
 
 
 async def test_banner_names_the_bound_url_data_dir_store_workspace_and_pubkey(tmp_path: Path) -> None:
@@ -168,6 +168,17 @@ def test_a_data_dir_that_cannot_be_one_is_one_line_naming_it(tmp_path: Path) -> 
         assert done.returncode == 1 and len(lines) == 1, done.stderr
         assert json.loads(lines[0]) == {"error": "user_error", "message": says, "retryable": False}
     assert afile.read_text() == "not a directory"
+
+
+def test_a_database_nobody_answers_is_a_network_error_as_in_buzz_admin(tmp_path: Path) -> None:
+    """The same unreachable server is exit 2 `network_error` whichever command dialled it."""
+    done = buzz(
+        "relay", "serve", "--bind", "127.0.0.1:0", "--db", f"postgresql://127.0.0.1:{free_port()}/buzz"
+    )
+    (line,) = done.stderr.strip().splitlines()
+    error = json.loads(line)
+    assert (done.returncode, error["error"], error["retryable"]) == (2, "network_error", True), line
+    assert error["message"].startswith("cannot connect to PostgreSQL"), line
 
 
 def test_version() -> None:

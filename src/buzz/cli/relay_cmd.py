@@ -20,7 +20,7 @@ from buzz.cli.output import EXIT_USAGE, fail
 from buzz.relay import banner, oplog
 from buzz.relay.config import ConfigError, RelayConfig, parse_bind
 from buzz.relay.oplog import LOG_FORMATS
-from buzz.store.base import StoreError
+from buzz.store.base import StoreError, StoreUnreachable
 
 
 def run_loop(main: Coroutine[Any, Any, None]) -> None:
@@ -93,7 +93,8 @@ def serve(
     """Start the relay and serve until SIGINT/SIGTERM.
 
     An invalid value (a --bind port beyond 65535, a non-hex key, …) or a port already in use is
-    one JSON line on stderr and exit 2; a data dir another relay holds, exit 1.
+    one JSON line on stderr and exit 2, and so is a database server that does not answer
+    (`network_error`); a data dir another relay holds or that cannot be one, exit 1.
 
     \b
     Example:
@@ -134,7 +135,9 @@ def serve(
         if exc.errno == errno.EADDRNOTAVAIL:
             _refuse(address_not_here(config))
         fail(os_error_text(exc))
-    except StoreError as exc:  # data dir locked, database missing or unreachable
+    except StoreUnreachable as exc:  # the database server does not answer: as `buzz admin --db`
+        fail(str(exc), "network_error")
+    except StoreError as exc:  # data dir locked, database missing or refusing us
         fail(str(exc))
 
 
