@@ -9,6 +9,7 @@ from acp.schema import PermissionOption
 
 from buzz.agent.acp_client import choose_permission
 from buzz.agent.metrics import TurnUsage, build_metric_event, build_payload, is_all_null, map_stop_reason
+from buzz.agent.reports import summarize_usage
 from buzz.core import nip44
 from buzz.core.keys import generate_secret_key, public_key
 
@@ -99,6 +100,21 @@ def test_event_shape_and_owner_decryption() -> None:
     assert [list(t) for t in event.tags] == [["p", public_key(OWNER_SK)], ["agent", public_key(AGENT_SK)]]
     key = nip44.get_conversation_key(OWNER_SK, public_key(AGENT_SK))
     assert orjson.loads(nip44.decrypt(event.content, key)) == body
+
+
+def test_usage_sums_costs_without_a_binary_float_tail() -> None:
+    """`buzz agent usage` adds the turns' costs (each the delta of the session's cumulative
+    cost): cumulative 0.000381, 0.000916, 0.001374 add up to 0.001374, not 0.0013740000000000002."""
+    baseline: dict = {}
+    events = [
+        build_metric_event(
+            AGENT_SK, public_key(OWNER_SK), payload(usage(cost=c), baseline), 1_700_000_000 + i
+        )
+        for i, c in enumerate((0.000381, 0.000916, 0.001374))
+    ]
+    (agent,) = summarize_usage(OWNER_SK, events, None)["agents"]
+    assert (agent["turns"], agent["costUsd"]) == (3, 0.001374)
+    assert agent["channels"][0]["costUsd"] == 0.001374
 
 
 def _opts(*kinds: str) -> list[PermissionOption]:

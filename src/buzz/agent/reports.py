@@ -83,11 +83,15 @@ def summarize_status(owner_secret: str, events: Iterable[Event], now: int) -> di
     return {"agents": agents}
 
 
+COST_DIGITS = 10  # a summed USD cost is shown to 1e-10 dollars: no binary-float tail (0.0013739999999999998)
+
+
 def _add(total: dict[str, Any], turn: Mapping[str, Any]) -> None:
     for name in USAGE_FIELDS:
         value = turn.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            total[name] = (total.get(name) or 0) + value
+            summed = (total.get(name) or 0) + value
+            total[name] = round(summed, COST_DIGITS) if name == "costUsd" else summed
         else:
             total.setdefault(name, None)
 
