@@ -1,6 +1,6 @@
 """A newcomer's CLI findings (docs/decisions.md 107), each against a real relay with the real
 `buzz` executable: pubkeys that are not curve points, malformed relay URLs, where the private
-key goes, and refusal categories named by the relay's NIP-01 prefix."""
+key goes, and a relay URL that points past the relay."""
 
 from __future__ import annotations
 
@@ -107,6 +107,19 @@ async def test_a_valid_url_nobody_answers_stays_a_retryable_network_error(alice:
         2,
         "network_error",
         True,
+    )
+
+
+async def test_a_relay_url_with_a_path_says_where_the_relay_is(
+    sqlite_relay: RunningRelay, alice: Identity
+) -> None:
+    """The relay answers, but not at `/foo`: exit 2 as before, now saying what to check."""
+    base = sqlite_relay.url.replace("ws://", "http://")
+    wrong = await buzz(sqlite_relay.url + "/foo", alice, "channels", "list")
+    assert (wrong.code, wrong.error["error"], wrong.error["retryable"]) == (2, "relay_error", False)
+    assert wrong.error["message"] == (
+        f"HTTP 404: no buzz relay answers at {base}/foo (a relay is served at the root of its host "
+        "and port, e.g. ws://127.0.0.1:3000; check --relay / BUZZ_RELAY_URL)"
     )
 
 

@@ -105,7 +105,7 @@ class BridgeClient:
             if status == 200:
                 return PublishResult(str(body.get("event_id") or event.id), body["accepted"], message)
             raise BridgeError(message or f"HTTP {status}", status, message or None)
-        raise _unexpected(status, body)
+        raise _unexpected(status, body, self.base)
 
     async def query(self, filters: Iterable[FilterLike]) -> list[Event]:
         """`POST /query` → the stored events in relay.md §6.4 order. Raises BridgeError."""
@@ -117,14 +117,14 @@ class BridgeClient:
                 raise BridgeError(
                     f"relay answered a malformed event: {exc}", status, malformed=True
                 ) from None
-        raise _unexpected(status, body)
+        raise _unexpected(status, body, self.base)
 
     async def count(self, filters: Iterable[FilterLike]) -> int:
         """`POST /count` → the number of visible matching events. Raises BridgeError."""
         status, body = await self._post("/count", _filters_body(filters))
         if status == 200 and isinstance(body, dict) and type(body.get("count")) is int:
             return int(body["count"])
-        raise _unexpected(status, body)
+        raise _unexpected(status, body, self.base)
 
     async def history(
         self,
@@ -155,7 +155,7 @@ class BridgeClient:
                 raise BridgeError(
                     f"relay answered a malformed event: {exc}", status, malformed=True
                 ) from None
-        raise _unexpected(status, body)
+        raise _unexpected(status, body, self.base)
 
     async def relay_info(self) -> dict[str, Any]:
         """`GET /info`: the NIP-11 document (relay.md §14); no authentication. Raises BridgeError."""
@@ -206,10 +206,18 @@ def _filters_body(filters: Iterable[FilterLike]) -> bytes:
     return orjson.dumps([dict(f) for f in filters])
 
 
-def _unexpected(status: int, body: Any) -> BridgeError:
-    """A non-success answer: carry the relay's `error` text when there is one."""
+def _unexpected(status: int, body: Any, base: str) -> BridgeError:
+    """A non-success answer: carry the relay's `error` text when there is one. A 404 that is
+    not the relay's JSON means nothing at `base` serves the bridge's routes: most often a
+    relay URL with a path (`ws://host:3000/foo`), so the message says where the relay is."""
     if isinstance(body, dict) and isinstance(body.get("error"), str):
         return BridgeError(body["error"], status, body["error"])
+    if status == 404 and isinstance(body, _NotJson):
+        return BridgeError(
+            f"HTTP 404: no buzz relay answers at {base} (a relay is served at the root of its "
+            "host and port, e.g. ws://127.0.0.1:3000; check --relay / BUZZ_RELAY_URL)",
+            status,
+        )
     if isinstance(body, _NotJson):
         return BridgeError(f"HTTP {status}: {body.text or 'empty body'}", status, malformed=status == 200)
     return BridgeError(f"HTTP {status}: unexpected answer", status, malformed=status == 200)
