@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from buzz.client.session import websocket_url
 from buzz.core.channel_id import is_channel_id
 from buzz.core.keys import is_hex
 from buzz.core.nip98 import http_base
@@ -279,22 +280,13 @@ class HarnessConfig:
 
 
 def relay_urls(url: str) -> tuple[str, str]:
-    """(WebSocket URL, HTTP base) for a ws/wss/http/https relay URL. Raises ConfigError."""
-    mapping = {
-        "ws": ("ws", "http"),
-        "wss": ("wss", "https"),
-        "http": ("ws", "http"),
-        "https": ("wss", "https"),
-    }
-    scheme, sep, rest = url.partition("://")
-    if not sep or scheme.lower() not in mapping or not rest:
-        raise ConfigError(f"--relay / BUZZ_RELAY_URL must be a ws, wss, http or https URL, got {url!r}")
+    """(WebSocket URL, HTTP base) for a ws/wss/http/https relay URL, by the parsers every face
+    shares (`http_base` checks scheme, host and port). Raises ConfigError."""
     try:
-        http_base(url)  # the host and port checks every face shares
+        base = http_base(url)
     except ValueError as exc:
         raise ConfigError(f"--relay / BUZZ_RELAY_URL: {exc}") from None
-    ws, http = mapping[scheme.lower()]
-    return f"{ws}://{rest}", f"{http}://{rest}".rstrip("/")
+    return websocket_url(url), base
 
 
 def _read_file(option: str, path: str) -> str:

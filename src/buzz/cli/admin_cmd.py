@@ -28,7 +28,7 @@ from buzz.core import nip19
 from buzz.store import check_database_url, open_store, sqlite_path
 from buzz.store.backup import pg_dump_command, sqlite_backup
 from buzz.store.base import StoreError, StoreUnreachable
-from buzz.store.operator import RELAY_MEMBER_ROLES
+from buzz.store.operator import RELAY_ADMIN_ROLES, RELAY_MEMBER_ROLES
 
 T = TypeVar("T")
 
@@ -260,7 +260,7 @@ def workspace_show(ctx: click.Context) -> None:
         "workspace": state,
         "switch": switch,
         "members": len(members),
-        "admins": [{**_key(m.pubkey), "role": m.role} for m in members if m.role in ("owner", "admin")],
+        "admins": [{**_key(m.pubkey), "role": m.role} for m in members if m.role in RELAY_ADMIN_ROLES],
     }
     if state == "open":
         shown["note"] = (

@@ -53,25 +53,30 @@ def as_failure(exc: BaseException) -> WorkspaceError:
     return WorkspaceError(f"unexpected failure: {type(exc).__name__}: {exc}")
 
 
-def checked_relay_url(ctx: Context) -> str:
+def relay_url_of(ctx: Context) -> str:
     """`ctx.relay_url` once it passed the URL checks every face shares (scheme, host, port:
-    `buzz.core.nip98.http_base`), for commands that open their own connection (`buzz huddle`).
-    A malformed URL is reported like `open_workspace` does (exit 1)."""
+    `buzz.core.nip98.http_base`). A malformed one is a UserError (exit 1, not retryable) whose
+    message starts with where the URL came from (`--relay`, `BUZZ_RELAY_URL`): it is the
+    user's to fix, not the network's."""
     try:
         http_base(ctx.relay_url)
     except ValueError as exc:
-        report(UserError(f"{ctx.relay_source}: {exc}"))
+        raise UserError(f"{ctx.relay_source}: {exc}") from None
     return ctx.relay_url
 
 
-def open_workspace(ctx: Context, identity: Identity) -> Workspace:
-    """`Workspace(ctx.relay_url, identity)`. A malformed relay URL (scheme, host, port) is a
-    UserError (exit 1, not retryable) whose message starts with where the URL came from
-    (`--relay` or `BUZZ_RELAY_URL`): it is the user's to fix, not the network's."""
+def checked_relay_url(ctx: Context) -> str:
+    """`relay_url_of`, reported and exiting on failure: for commands that open their own
+    connection (`buzz huddle`)."""
     try:
-        return Workspace(ctx.relay_url, identity)
-    except UserError as exc:  # the constructor checks only the URL
-        raise UserError(f"{ctx.relay_source}: {exc.message}") from None
+        return relay_url_of(ctx)
+    except UserError as exc:
+        report(exc)
+
+
+def open_workspace(ctx: Context, identity: Identity) -> Workspace:
+    """`Workspace` on `relay_url_of(ctx)` as `identity`. Raises UserError for a malformed URL."""
+    return Workspace(relay_url_of(ctx), identity)
 
 
 def identity_of(ctx: Context) -> Identity:

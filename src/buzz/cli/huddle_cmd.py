@@ -38,8 +38,8 @@ from buzz.cli.common import report as report_failure
 from buzz.cli.identity import IdentityError, auth_tags_for, parse_secret_key
 from buzz.cli.output import Context, emit, fail
 from buzz.client import RelayClient, RelayError
-from buzz.client.errors import NetworkError
-from buzz.core.channel_id import is_channel_id
+from buzz.client.errors import NetworkError, UserError
+from buzz.client.values import channel_arg
 from buzz.core.event import Event
 from buzz.core.huddle_wire import BARGE_IN_MIN_MS, CURRENT_PROTOCOL_VERSION
 from buzz.core.keys import public_key
@@ -154,14 +154,13 @@ def _join_refused_category(error: object) -> str:
 
 
 def _channel(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A channel id as the other commands take it: any case, then lowercased (the canonical
-    form, relay.md §4.1 item 1)."""
+    """A channel id as the other commands take it (`channel_arg`: any case, lowercased)."""
     if value is None:
         return None
-    text = value.strip().lower()
-    if not is_channel_id(text):
-        raise click.BadParameter("must be a channel UUID (8-4-4-4-12 hex)")
-    return text
+    try:
+        return channel_arg(value)
+    except UserError as exc:
+        raise click.BadParameter(exc.message) from None
 
 
 @click.group(cls=CommandGroup)

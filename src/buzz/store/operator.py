@@ -14,6 +14,7 @@ from buzz.core.limits import text_too_long
 from buzz.store.dialect import Conn, Params
 
 RELAY_MEMBER_ROLES = ("owner", "admin", "member")  # relay.md §4.4 item 1
+RELAY_ADMIN_ROLES = frozenset(RELAY_MEMBER_ROLES[:2])  # the workspace's owners and admins
 SETTINGS: dict[str, tuple[str, ...]] = {"workspace": ("open", "closed")}
 
 
