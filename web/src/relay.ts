@@ -98,9 +98,11 @@ export class RelayConn {
     this.authed = true
     this.attempts = 0
     this.onstatus('online')
-    // Live subscriptions resume from the newest event they saw (inclusive; duplicates are dropped by id upstream).
+    // Live subscriptions resume from the newest event they saw, or from when they opened
+    // (inclusive; duplicates are dropped by id upstream): `limit: 0` (live only) becomes that
+    // `since`, so what was published while the socket was down is caught up.
     for (const [id, sub] of this.subs) {
-      const filters = sub.lastSeen ? sub.filters.map((f) => ({ ...f, since: sub.lastSeen })) : sub.filters
+      const filters = sub.lastSeen ? sub.filters.map((f) => resumeFrom(f, sub.lastSeen)) : sub.filters
       this.ws?.send(JSON.stringify(['REQ', id, ...filters]))
     }
     const queued = this.outbox
@@ -216,10 +218,11 @@ export class RelayConn {
     })
   }
 
-  /** A live subscription (stored events first, then new ones); call the result to close it. */
+  /** A live subscription (stored events first, then new ones; a filter with `limit: 0` gets
+   * new ones only, whatever their `created_at`); call the result to close it. */
   subscribe(filters: Filter[], onevent: (e: NEvent) => void, onclosed?: (reason: string) => void): () => void {
     const id = `l${++this.serial}`
-    this.subs.set(id, { filters, onevent, onclosed, live: true, lastSeen: 0 })
+    this.subs.set(id, { filters, onevent, onclosed, live: true, lastSeen: Math.floor(Date.now() / 1000) })
     this.sendReq(id, filters)
     return () => {
       if (this.subs.delete(id)) this.send(JSON.stringify(['CLOSE', id]))
@@ -238,4 +241,11 @@ export class RelayConn {
       this.send(JSON.stringify(['COUNT', id, ...filters]))
     })
   }
+}
+
+/** A live filter re-sent after a reconnect: from `since` on (a `limit: 0` filter would skip
+ * what was published while the socket was down). */
+function resumeFrom(f: Filter, since: number): Filter {
+  const { limit, ...rest } = f
+  return limit === 0 ? { ...rest, since } : { ...f, since }
 }

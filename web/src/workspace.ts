@@ -146,7 +146,7 @@ export class Workspace {
     // Being added to or removed from a channel; that channel's own state (39000/39002) then
     // comes through the per-channel subscription (relay.md §6.3 item 3: channel events reach
     // live subscriptions only through a filter naming the channel).
-    this.relay.subscribe([{ kinds: [44100, 44101], '#p': [this.me.pubkey], since: now() }], (e) => this.onChannelState(e))
+    this.relay.subscribe([{ kinds: [44100, 44101], '#p': [this.me.pubkey], limit: 0 }], (e) => this.onChannelState(e))
     void this.loadRelayInfo()
     void this.publishPresence()
     window.setInterval(() => void this.publishPresence(), 60_000)
@@ -387,18 +387,21 @@ export class Workspace {
     const key = ids.join(',')
     if (key === this.liveKey) return
     this.liveKey = key
-    this.liveClose?.()
-    this.liveClose = null
-    if (!ids.length) return
-    const since = now()
-    this.liveClose = this.relay.subscribe(
-      [
-        { kinds: LIVE_KINDS, '#h': ids, since },
-        { kinds: [39000, 39002], '#h': ids, since },
-        { kinds: [TYPING], '#h': ids, since },
-      ],
-      (e) => (e.kind === 39000 || e.kind === 39002 ? this.onChannelState(e) : this.ingest(e, true)),
-    )
+    // New events only (`limit: 0`), not `since: now()`: an event signed a moment before this
+    // (a rival's 48100 held in flight, a slow clock) must still arrive. The new subscription
+    // opens before the old one closes, so nothing published in between is lost.
+    const previous = this.liveClose
+    this.liveClose = ids.length
+      ? this.relay.subscribe(
+          [
+            { kinds: LIVE_KINDS, '#h': ids, limit: 0 },
+            { kinds: [39000, 39002], '#h': ids, limit: 0 },
+            { kinds: [TYPING], '#h': ids, limit: 0 },
+          ],
+          (e) => (e.kind === 39000 || e.kind === 39002 ? this.onChannelState(e) : this.ingest(e, true)),
+        )
+      : null
+    previous?.()
   }
 
   private async countUnread(): Promise<void> {
