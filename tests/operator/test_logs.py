@@ -72,6 +72,7 @@ async def test_log_lines_name_connections_refusals_and_admin_actions_but_no_secr
         assert len(opened) == 3 and len(closed) == 3
         assert {r["pubkey"] for r in closed} == {alice.pubkey, bob.pubkey, "-"}
         assert all(r["remote"] == "127.0.0.1" and r["duration_s"] >= 0 and r["reason"] for r in closed)
+        assert all(r["duration_s"] == round(r["duration_s"], 3) for r in closed)  # to the millisecond
         refused = [r for r in events if r["event"] == "event refused"]
         assert [(r["id"], r["kind"], r["author"]) for r in refused] == [(ids["refused"], 9, bob.pubkey)]
         assert refused[0]["reason"].startswith("restricted:")

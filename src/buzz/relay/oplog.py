@@ -56,7 +56,8 @@ def line(logger: logging.Logger, level: int, event: str, **fields: Any) -> None:
         return
     if "conn" not in fields:
         fields = {"conn": CONNECTION.get(), **fields}
-    kept = {k: v for k, v in fields.items() if v is not None}
+    # A float (seconds) is shown to the millisecond in both formats, as the text line renders it.
+    kept = {k: round(v, 3) if isinstance(v, float) else v for k, v in fields.items() if v is not None}
     text = " ".join([event, *(f"{k}={_render(v)}" for k, v in kept.items())])
     logger.log(level, "%s", text, extra={FIELDS_ATTR: {"event": event, **kept}})
 
