@@ -202,10 +202,31 @@ def _variables(root: Node) -> frozenset[str]:
     return frozenset(names)
 
 
+def _paren_depth(text: str) -> int:
+    """The deepest parenthesis nesting outside string literals (a linear pre-scan: deep
+    parentheses cost the parser eight reductions a level and add no node, so they are
+    bounded before lark sees them)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+    return deepest
+
+
 def compile_condition(text: str) -> Condition:
     """Parse a condition. Raises ConditionSyntaxError (the save-time refusal of §3.8 item 2)."""
     if len(text.encode("utf-8", "surrogatepass")) > CONDITION_MAX_BYTES:
         raise ConditionSyntaxError(f"condition exceeds {CONDITION_MAX_BYTES} bytes")
+    if _paren_depth(text) > CONDITION_MAX_DEPTH:
+        raise ConditionSyntaxError(f"condition nests deeper than {CONDITION_MAX_DEPTH} levels")
     try:
         root = _PARSER.parse(text)
     except ConditionSyntaxError:
