@@ -11,10 +11,10 @@ import pytest
 
 from buzz.workflows.conditions import (
     Budget,
+    Condition,
     ConditionError,
     ConditionSyntaxError,
     Value,
-    Condition,
     compile_condition,
     evaluate_value,
 )
@@ -102,7 +102,7 @@ def test_operators(text: str, result: Value) -> None:
         ('str::trim("  a b \\n")', "a b"),
         ("min(3, 1, 2)", 1),
         ("max(3, 1.5)", 3.0),
-        ("if(n > 3, \"big\", \"small\")", "big"),
+        ('if(n > 3, "big", "small")', "big"),
         ("if(false, 1 / 0, 2)", 2),  # only the chosen branch runs
         ("false && 1 / 0 == 1", False),  # short-circuit
         ("true || 1 / 0 == 1", True),
@@ -125,7 +125,7 @@ def test_checklist_15_functions(text: str, result: Value) -> None:
         ("1 && true", "needs booleans"),
         ("!1", "needs a boolean"),
         ("str_len(1)", "needs string arguments"),
-        ("str_len(\"a\", \"b\")", "takes 1 arguments"),
+        ('str_len("a", "b")', "takes 1 arguments"),
         ("min()", "at least one argument"),
         ('min("a")', "needs numbers"),
         ("if(1, 2, 3)", "boolean condition"),

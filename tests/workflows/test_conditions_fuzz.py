@@ -48,7 +48,7 @@ def _leaf(rng: random.Random) -> str:
     if pick < 0.4:
         return f"{rng.uniform(0, 9):.3f}" + (f"e{rng.randint(-400, 400)}" if rng.random() < 0.5 else "")
     if pick < 0.6:
-        return '"' + "ab\\n\\\"é"[: rng.randint(0, 6)] * rng.randint(0, 300) + '"'
+        return '"' + 'ab\\n\\"é'[: rng.randint(0, 6)] * rng.randint(0, 300) + '"'
     if pick < 0.7:
         return rng.choice(["true", "false"])
     return rng.choice(NAMES)
@@ -77,12 +77,12 @@ def _mutate(rng: random.Random, text: str) -> str:
         if rng.random() < 0.5 and chars:
             del chars[min(pos, len(chars) - 1)]
         else:
-            chars.insert(pos, rng.choice("()!&|=<>^+-*/%,\":;.\\ \n\tx1é{}[]"))
+            chars.insert(pos, rng.choice('()!&|=<>^+-*/%,":;.\\ \n\tx1é{}[]'))
     return "".join(chars)
 
 
 def _junk(rng: random.Random) -> str:
-    alphabet = "()!&|=<>^+-*/%,\":;. x1_a\\é\x00\U0001f600"
+    alphabet = '()!&|=<>^+-*/%,":;. x1_a\\é\x00\U0001f600'
     return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 5000)))
 
 

@@ -80,7 +80,10 @@ def test_steps_ranges_lists_and_question_marks() -> None:
     assert [weekday(t) for t in next_fires(cron, NOW, 4)] == [
         "Mon 08:05:00", "Mon 08:25:00", "Mon 08:45:00", "Mon 09:05:00"
     ]  # fmt: skip
-    assert next_fires(parse_cron("0 0 12 1,15 * *", NOW), NOW, 2) == [utc(2024, 1, 1, 12), utc(2024, 1, 15, 12)]
+    assert next_fires(parse_cron("0 0 12 1,15 * *", NOW), NOW, 2) == [
+        utc(2024, 1, 1, 12),
+        utc(2024, 1, 15, 12),
+    ]
     assert next_fire(parse_cron("0 0 0 1 1 * 2028", NOW), NOW) == utc(2028, 1, 1)
     with pytest.raises(ScheduleError, match="never fires"):  # beyond the 5-year horizon
         parse_cron("0 0 0 1 1 * 2030", NOW)

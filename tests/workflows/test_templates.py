@@ -60,7 +60,10 @@ def test_checklist_22_filters() -> None:
         ("{{trigger.text | truncate(-1)}}", "malformed truncate filter"),
         ("{{trigger.text | truncate(100001)}}", "exceeds 100000"),
         ("{{trigger.text | npub}}", "npub needs a 64-hex public key"),
-        ("{{trigger.nope | shout}}", "unknown template filter"),  # a path, even unresolved: filters are checked
+        (
+            "{{trigger.nope | shout}}",
+            "unknown template filter",
+        ),  # a path, even unresolved: filters are checked
     ],
 )
 def test_checklist_22_filter_errors(text: str, message: str) -> None:

@@ -48,7 +48,7 @@ steps:
     topic: ""
   - id: dm
     action: send_dm
-    to: %s
+    to: ALICE
     text: done
   - id: hook
     action: call_webhook
@@ -59,12 +59,12 @@ steps:
     retry: {max: 2, backoff: 1s}
   - id: ok
     action: request_approval
-    from: [role:admin, %s]
+    from: [role:admin, ALICE]
     message: Ship it?
   - id: wait
     action: delay
     duration: 720h
-""" % (ALICE, ALICE)
+""".replace("ALICE", ALICE)
 
 
 def test_a_full_definition_parses_into_typed_values() -> None:
@@ -97,7 +97,9 @@ def test_canonical_form_and_hash() -> None:
 def test_checklist_1_on_is_a_string_and_enabled_yes_is_refused() -> None:
     assert parse_definition(definition("\n  on: webhook", DELAY), now=NOW).trigger.on == "webhook"
     err = refused(definition("{on: webhook}", DELAY, "enabled: yes\n"))
-    assert err.reason == "invalid: workflow YAML parse error: enabled: must be true or false (line 2, column 10)"
+    assert (
+        err.reason == "invalid: workflow YAML parse error: enabled: must be true or false (line 2, column 10)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -125,16 +127,33 @@ def test_checklist_3_size() -> None:
     ("text", "reason"),
     [
         ("trigger: {on: webhook}\nsteps:\n" + DELAY, "name: is required (line 1, column 1)"),
-        (definition("{on: webhook}", "  []\n").replace("steps:\n  []", "steps: []"), "steps: must list 1 to 100 steps"),
-        (definition("{on: webhook}", DELAY.replace("{id: a,", "{id: 'a{n}',") * 101), "steps: must list 1 to 100 steps"),
+        (
+            definition("{on: webhook}", "  []\n").replace("steps:\n  []", "steps: []"),
+            "steps: must list 1 to 100 steps",
+        ),
+        (
+            definition("{on: webhook}", DELAY.replace("{id: a,", "{id: 'a{n}',") * 101),
+            "steps: must list 1 to 100 steps",
+        ),
         (definition("{on: manual}", DELAY), "trigger.on: unknown trigger 'manual'"),
-        (definition("{on: webhook}", "  - {id: a, action: launch}\n"), "steps[0].action: unknown action 'launch'"),
+        (
+            definition("{on: webhook}", "  - {id: a, action: launch}\n"),
+            "steps[0].action: unknown action 'launch'",
+        ),
         (definition("{on: webhook}", "  - {id: a, action: delay}\n"), "steps[0].duration: is required"),
-        (definition("{on: webhook}", "  - {id: a, action: send_message, text: 5}\n"), "steps[0].text: must be a string"),
-        (definition("{on: webhook}", "  - {id: a, timeout_secs: 0, action: delay, duration: 1}\n"),
-         "steps[0].timeout_secs: must be between 1 and 86400"),
+        (
+            definition("{on: webhook}", "  - {id: a, action: send_message, text: 5}\n"),
+            "steps[0].text: must be a string",
+        ),
+        (
+            definition("{on: webhook}", "  - {id: a, timeout_secs: 0, action: delay, duration: 1}\n"),
+            "steps[0].timeout_secs: must be between 1 and 86400",
+        ),
         (definition("{on: webhook}", DELAY, "name: y\n"), "duplicate key 'name'"),
-        (definition("{on: webhook}", DELAY, "max_concurrent: 0\n"), "max_concurrent: must be between 1 and 100"),
+        (
+            definition("{on: webhook}", DELAY, "max_concurrent: 0\n"),
+            "max_concurrent: must be between 1 and 100",
+        ),
     ],
 )
 def test_checklist_4_structure(text: str, reason: str) -> None:
@@ -157,16 +176,23 @@ def test_checklist_5_step_ids(step_id: str, message: str) -> None:
 
 def test_checklist_5_duplicate_and_good_ids() -> None:
     assert "duplicate step id 'a'" in refused(definition("{on: webhook}", DELAY * 2)).reason
-    df = parse_definition(definition("{on: webhook}", "  - {id: fetch_1, action: delay, duration: 5}\n"), now=NOW)
+    df = parse_definition(
+        definition("{on: webhook}", "  - {id: fetch_1, action: delay, duration: 5}\n"), now=NOW
+    )
     assert df.steps[0].id == "fetch_1"
 
 
 @pytest.mark.parametrize(
     ("step", "reason"),
     [
-        ("{id: a, action: send_message, text: hi, reply_in_thread: true}",
-         "steps[0].reply_in_thread: reply_in_thread requires a message-based trigger"),
-        ("{id: a, action: add_reaction, emoji: x}", "steps[0].action: add_reaction requires a message-based trigger"),
+        (
+            "{id: a, action: send_message, text: hi, reply_in_thread: true}",
+            "steps[0].reply_in_thread: reply_in_thread requires a message-based trigger",
+        ),
+        (
+            "{id: a, action: add_reaction, emoji: x}",
+            "steps[0].action: add_reaction requires a message-based trigger",
+        ),
     ],
 )
 def test_checklist_6_message_based_actions(step: str, reason: str) -> None:
@@ -177,7 +203,10 @@ def test_checklist_6_message_based_actions(step: str, reason: str) -> None:
 @pytest.mark.parametrize(
     ("trigger", "reason"),
     [
-        ("{on: schedule, cron: '0 9 * * *', interval: 1h}", "schedule needs exactly one of 'cron' and 'interval'"),
+        (
+            "{on: schedule, cron: '0 9 * * *', interval: 1h}",
+            "schedule needs exactly one of 'cron' and 'interval'",
+        ),
         ("{on: schedule}", "schedule needs exactly one of 'cron' and 'interval'"),
         ("{on: schedule, interval: 59}", "trigger.interval: must be between 60 s and 31536000 s"),
         ("{on: schedule, cron: '*/10 * * * * *'}", "trigger.cron: cron fires more than once a minute"),
@@ -208,16 +237,26 @@ def test_checklist_11_bad_durations(value: object) -> None:
         parse_duration(value)
 
 
-@pytest.mark.parametrize(("duration", "reason"), [("0", "must be between 1 s"), ("20" + "0" * 18, "duration overflows")])
+@pytest.mark.parametrize(
+    ("duration", "reason"), [("0", "must be between 1 s"), ("20" + "0" * 18, "duration overflows")]
+)
 def test_checklist_11_zero_and_huge_durations(duration: str, reason: str) -> None:
     step = f"  - {{id: a, action: delay, duration: '{duration}'}}\n"
     assert reason in refused(definition("{on: webhook}", step)).reason
 
 
 def test_checklist_12_delay_bounds() -> None:
-    assert "duration: must be a duration" in refused(definition("{on: webhook}", "  - {id: a, action: delay, duration: 30d}\n")).reason
-    assert parse_definition(definition("{on: webhook}", "  - {id: a, action: delay, duration: 720h}\n"), now=NOW)
-    assert "must be between 1 s and 2592000 s" in refused(definition("{on: webhook}", "  - {id: a, action: delay, duration: 721h}\n")).reason
+    assert (
+        "duration: must be a duration"
+        in refused(definition("{on: webhook}", "  - {id: a, action: delay, duration: 30d}\n")).reason
+    )
+    assert parse_definition(
+        definition("{on: webhook}", "  - {id: a, action: delay, duration: 720h}\n"), now=NOW
+    )
+    assert (
+        "must be between 1 s and 2592000 s"
+        in refused(definition("{on: webhook}", "  - {id: a, action: delay, duration: 721h}\n")).reason
+    )
 
 
 @pytest.mark.parametrize(
@@ -227,26 +266,50 @@ def test_checklist_12_delay_bounds() -> None:
 def test_checklist_14_bad_conditions_are_refused_at_save(condition: str) -> None:
     step = f"  - {{id: a, if: {json.dumps(condition)}, action: delay, duration: 5}}\n"
     assert "steps[0].if: condition:" in refused(definition("{on: webhook}", step)).reason
-    assert "trigger.filter: condition:" in refused(definition(f"{{on: message_posted, filter: {json.dumps(condition)}}}", DELAY)).reason
+    assert (
+        "trigger.filter: condition:"
+        in refused(definition(f"{{on: message_posted, filter: {json.dumps(condition)}}}", DELAY)).reason
+    )
 
 
 @pytest.mark.parametrize(
     ("step", "reason"),
     [
-        ("{id: a, action: send_message, text: '{{trigger.text | shout}}'}", "unknown template filter 'shout'"),
-        ("{id: a, action: send_message, text: '{{trigger.text | truncate(x)}}'}", "malformed truncate filter"),
+        (
+            "{id: a, action: send_message, text: '{{trigger.text | shout}}'}",
+            "unknown template filter 'shout'",
+        ),
+        (
+            "{id: a, action: send_message, text: '{{trigger.text | truncate(x)}}'}",
+            "malformed truncate filter",
+        ),
         ("{id: a, action: send_message, text: '   '}", "send_message text is empty"),
-        ("{id: a, action: send_message, text: hi, channel: other}", "may only post to the workflow's channel"),
+        (
+            "{id: a, action: send_message, text: hi, channel: other}",
+            "may only post to the workflow's channel",
+        ),
         ("{id: a, action: send_dm, to: bob, text: hi}", "steps[0].to: must be a 64-hex pubkey or npub"),
         ("{id: a, action: ask_agent, agent: helper, prompt: hi}", "must be a 64-hex pubkey or npub or @Name"),
-        ("{id: a, action: request_approval, from: '@release-manager'}", "approver spec '@release-manager' is not supported"),
+        (
+            "{id: a, action: request_approval, from: '@release-manager'}",
+            "approver spec '@release-manager' is not supported",
+        ),
         ("{id: a, action: call_webhook, url: 'ftp://x/'}", "URL must be https"),
         ("{id: a, action: call_webhook, url: 'https://u:p@x/'}", "must not carry user info"),
         ("{id: a, action: call_webhook, url: 'https://x/', method: TRACE}", "must be one of GET, POST"),
-        ("{id: a, action: call_webhook, url: 'https://x/', headers: {Host: x}}", "header Host is set by the engine"),
+        (
+            "{id: a, action: call_webhook, url: 'https://x/', headers: {Host: x}}",
+            "header Host is set by the engine",
+        ),
         ("{id: a, action: call_webhook, url: 'https://x/', headers: {'a b': x}}", "is not a valid token"),
-        ("{id: a, action: call_webhook, url: 'https://x/', retry: {max: 6}}", "retry.max: must be between 0 and 5"),
-        ("{id: a, action: call_webhook, url: 'https://x/', retry: {backoff: 301}}", "retry.backoff: must be between 1 s"),
+        (
+            "{id: a, action: call_webhook, url: 'https://x/', retry: {max: 6}}",
+            "retry.max: must be between 0 and 5",
+        ),
+        (
+            "{id: a, action: call_webhook, url: 'https://x/', retry: {backoff: 301}}",
+            "retry.backoff: must be between 1 s",
+        ),
     ],
 )
 def test_literal_fields_are_checked_as_at_run_time(step: str, reason: str) -> None:
@@ -263,7 +326,9 @@ def test_templated_fields_are_left_to_run_time() -> None:
 
 
 def test_all_errors_are_reported_with_positions_and_unknown_keys_warn() -> None:
-    text = definition("{on: webhook, filter: x}", "  - {id: a-b, action: delay, duration: 0, colour: red}\n", "extra: 1\n")
+    text = definition(
+        "{on: webhook, filter: x}", "  - {id: a-b, action: delay, duration: 0, colour: red}\n", "extra: 1\n"
+    )
     report = validate(text, now=NOW)
     assert report.definition is None
     assert [(e.path, e.line) for e in report.errors] == [("steps[0].id", 5), ("steps[0].duration", 5)]
@@ -274,4 +339,7 @@ def test_all_errors_are_reported_with_positions_and_unknown_keys_warn() -> None:
 def test_credential_like_headers_warn() -> None:
     step = "  - {id: a, action: call_webhook, url: 'https://x/', headers: {Authorization: x, X-Api-Key: y, Accept: z}}\n"
     report = validate(definition("{on: webhook}", step), now=NOW)
-    assert sorted(w.path for w in report.warnings) == ["steps[0].headers.Authorization", "steps[0].headers.X-Api-Key"]
+    assert sorted(w.path for w in report.warnings) == [
+        "steps[0].headers.Authorization",
+        "steps[0].headers.X-Api-Key",
+    ]

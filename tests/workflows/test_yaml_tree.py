@@ -9,7 +9,14 @@ from buzz.workflows.yaml_tree import Mark, YamlError, load
 
 def test_on_and_yes_are_strings_and_only_true_false_are_booleans() -> None:
     doc = load("trigger:\n  on: message_posted\na: yes\nb: off\nc: TRUE\nd: False\ne: y\n")
-    assert doc.value == {"trigger": {"on": "message_posted"}, "a": "yes", "b": "off", "c": True, "d": False, "e": "y"}
+    assert doc.value == {
+        "trigger": {"on": "message_posted"},
+        "a": "yes",
+        "b": "off",
+        "c": True,
+        "d": False,
+        "e": "y",
+    }
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 
 from buzz.core.errors import Invalid, Restricted
 from buzz.core.nip19 import parse_key_text
@@ -33,7 +33,9 @@ class ApproverSpec:
         if self.anyone:
             return []
         out = sorted(self.pubkeys)
-        out += sorted(pk for pk, role in role_holders.items() if role in self.roles and pk not in self.pubkeys)
+        out += sorted(
+            pk for pk, role in role_holders.items() if role in self.roles and pk not in self.pubkeys
+        )
         return out[:MAX_APPROVERS]
 
     def allows(self, signer: str, signer_role: str | None, can_write: bool) -> bool:
@@ -68,7 +70,7 @@ def approval_reference(token_uuid: str) -> str:
     return hashlib.sha256(token_uuid.encode("utf-8")).hexdigest()
 
 
-class ApprovalStatus(str, Enum):
+class ApprovalStatus(StrEnum):
     PENDING = "pending"
     GRANTED = "granted"
     DENIED = "denied"

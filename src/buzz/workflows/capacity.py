@@ -9,19 +9,19 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from buzz.workflows.limits import MAX_CONCURRENT_RUNS, RUN_QUEUE_MAX, RUN_RATE_WINDOW_S, WORKFLOW_RUN_RATE
 
 
-class Door(str, Enum):
+class Door(StrEnum):
     CHANNEL_EVENT = "channel_event"
     SCHEDULE = "schedule"
     WEBHOOK = "webhook"
     MANUAL = "manual"
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     ADMIT = "admit"
     QUEUE_FULL = "queue_full"
     RATE_LIMITED = "rate_limited"
@@ -42,11 +42,15 @@ REFUSALS: dict[tuple[Door, Verdict], Refusal] = {
     (Door.CHANNEL_EVENT, Verdict.QUEUE_FULL): Refusal(True, None, None, True),
     (Door.SCHEDULE, Verdict.QUEUE_FULL): Refusal(True, None, None, True),
     (Door.WEBHOOK, Verdict.QUEUE_FULL): Refusal(False, 503, None, False),
-    (Door.MANUAL, Verdict.QUEUE_FULL): Refusal(False, None, "rate-limited: workflow run queue is full", False),
+    (Door.MANUAL, Verdict.QUEUE_FULL): Refusal(
+        False, None, "rate-limited: workflow run queue is full", False
+    ),
     (Door.CHANNEL_EVENT, Verdict.RATE_LIMITED): Refusal(False, None, None, True),
     (Door.SCHEDULE, Verdict.RATE_LIMITED): Refusal(False, None, None, True),
     (Door.WEBHOOK, Verdict.RATE_LIMITED): Refusal(False, 429, None, False),
-    (Door.MANUAL, Verdict.RATE_LIMITED): Refusal(False, None, "rate-limited: workflow run rate exceeded", False),
+    (Door.MANUAL, Verdict.RATE_LIMITED): Refusal(
+        False, None, "rate-limited: workflow run rate exceeded", False
+    ),
 }
 
 

@@ -286,7 +286,10 @@ def _int(v: int) -> int:
 
 
 def _string(v: str) -> str:
-    if len(v) * 4 > CONDITION_MAX_STRING_BYTES and len(v.encode("utf-8", "surrogatepass")) > CONDITION_MAX_STRING_BYTES:
+    if (
+        len(v) * 4 > CONDITION_MAX_STRING_BYTES
+        and len(v.encode("utf-8", "surrogatepass")) > CONDITION_MAX_STRING_BYTES
+    ):
         raise ConditionError(f"string exceeds {CONDITION_MAX_STRING_BYTES} bytes")
     return v
 
@@ -375,7 +378,10 @@ def _extreme(name: str, args: list[Value]) -> Value:
 # name → (argument count, or None for one or more; the function of evaluated arguments)
 FUNCTIONS: dict[str, tuple[int | None, Callable[[list[Value]], Value] | None]] = {
     "str_contains": (2, lambda a: _str_arg("str_contains", a[1]) in _str_arg("str_contains", a[0])),
-    "str_starts_with": (2, lambda a: _str_arg("str_starts_with", a[0]).startswith(_str_arg("str_starts_with", a[1]))),
+    "str_starts_with": (
+        2,
+        lambda a: _str_arg("str_starts_with", a[0]).startswith(_str_arg("str_starts_with", a[1])),
+    ),
     "str_ends_with": (2, lambda a: _str_arg("str_ends_with", a[0]).endswith(_str_arg("str_ends_with", a[1]))),
     "str_len": (1, lambda a: len(_str_arg("str_len", a[0]))),
     "str::to_lowercase": (1, lambda a: _string(_str_arg("str::to_lowercase", a[0]).lower())),
@@ -431,7 +437,9 @@ def _eval(node: Node, env: Mapping[str, Value], budget: Budget) -> Value:
     return fn([_eval(a, env, budget) for a in node.args])
 
 
-def evaluate_value(condition: Condition, variables: Mapping[str, Value], budget: Budget | None = None) -> Value:
+def evaluate_value(
+    condition: Condition, variables: Mapping[str, Value], budget: Budget | None = None
+) -> Value:
     """The value of the expression, whatever its type (the editor's preview and the tests)."""
     budget = budget or Budget()
     budget.start()

@@ -16,7 +16,13 @@ from buzz.core.errors import Invalid
 from buzz.core.event import Event
 from buzz.workflows import definition as d
 from buzz.workflows.conditions import Budget, ConditionError, Value, evaluate
-from buzz.workflows.limits import INPUT_KEY_MAX_CHARS, INPUT_MAX_KEYS, INT64_MAX, INT64_MIN, MANUAL_INPUT_MAX_BYTES
+from buzz.workflows.limits import (
+    INPUT_KEY_MAX_CHARS,
+    INPUT_MAX_KEYS,
+    INT64_MAX,
+    INT64_MIN,
+    MANUAL_INPUT_MAX_BYTES,
+)
 from buzz.workflows.templates import Scope
 
 STANDARD_FIELDS = ("text", "author", "channel_id", "timestamp", "emoji", "message_id", "is_reply")
@@ -100,7 +106,9 @@ def parse_manual_inputs(content: str) -> dict[str, Any]:
     return inputs
 
 
-def manual_context(channel_id: str, received_at: int, author: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+def manual_context(
+    channel_id: str, received_at: int, author: str, inputs: Mapping[str, Any]
+) -> dict[str, Any]:
     """§7.2 item 3 for an accepted 46020: its signer is `author`."""
     ctx = _base(channel_id, received_at)
     ctx["author"] = author
@@ -117,7 +125,9 @@ def _typed(value: Any) -> Value | None:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def condition_variables(trigger: Mapping[str, Any], outputs: Mapping[str, Mapping[str, Any]]) -> dict[str, Value]:
+def condition_variables(
+    trigger: Mapping[str, Any], outputs: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Value]:
     """The variables of §4.3: `trigger_<field>` and `steps_<id>_output_<field>` of completed steps."""
     env: dict[str, Value] = {}
     for key, value in trigger.items():

@@ -50,7 +50,9 @@ class Webhook:
 
 
 Trigger = MessagePosted | ReactionAdded | DiffPosted | ScheduleTrigger | Webhook
-TRIGGERS: dict[str, type] = {t.on: t for t in (MessagePosted, ReactionAdded, DiffPosted, ScheduleTrigger, Webhook)}
+TRIGGERS: dict[str, type] = {
+    t.on: t for t in (MessagePosted, ReactionAdded, DiffPosted, ScheduleTrigger, Webhook)
+}
 MESSAGE_BASED = frozenset({"message_posted", "reaction_added", "diff_posted"})
 TRIGGER_KINDS = {9: "message_posted", 7: "reaction_added", 40008: "diff_posted"}
 
@@ -114,7 +116,9 @@ class AskAgent:
     timeout: int = 3600
 
 
-Action = SendMessage | SendDm | SetChannelTopic | AddReaction | CallWebhook | RequestApproval | Delay | AskAgent
+Action = (
+    SendMessage | SendDm | SetChannelTopic | AddReaction | CallWebhook | RequestApproval | Delay | AskAgent
+)
 
 # `action:` value → class; the order is the spec's table.
 ACTIONS: dict[str, type] = {

@@ -127,7 +127,12 @@ def approval_decided(
     decision_event_id: str | None,
 ) -> EventTemplate:
     kind = L.KIND_APPROVAL_GRANTED if decision is ApprovalStatus.GRANTED else L.KIND_APPROVAL_DENIED
-    tags: list[tuple[str, ...]] = [("h", ref.channel_id), ("d", reference), ("e", request_event_id), ("run", ref.run_id)]
+    tags: list[tuple[str, ...]] = [
+        ("h", ref.channel_id),
+        ("d", reference),
+        ("e", request_event_id),
+        ("run", ref.run_id),
+    ]
     if approver is not None and decision is not ApprovalStatus.EXPIRED:
         tags.append(("p", approver))
     tags += engine_tags(ref.owner, ref.workflow_id)
@@ -146,13 +151,23 @@ def job_request(
     content = {"schemaVersion": 1, "requestedOutcome": cut, "prompt": prompt, "deadline": deadline,
                "source": {"type": "workflow", "workflow_id": ref.workflow_id, "run_id": ref.run_id,
                           "step_id": step_id}}  # fmt: skip
-    tags = (("h", ref.channel_id), ("p", agent), ("actor", ref.owner), *engine_tags(ref.owner, ref.workflow_id))
+    tags = (
+        ("h", ref.channel_id),
+        ("p", agent),
+        ("actor", ref.owner),
+        *engine_tags(ref.owner, ref.workflow_id),
+    )
     return EventTemplate(43001, tags, compact(content), at)
 
 
 def job_cancel(ref: RunRef, at: int, *, job_id: str, agent: str, reason: str) -> EventTemplate:
     """The relay-signed 43005 for a job the engine stops waiting on (timeout, cancelled run)."""
-    tags = (("h", ref.channel_id), ("e", job_id, "", "reply"), ("p", agent), *engine_tags(ref.owner, ref.workflow_id))
+    tags = (
+        ("h", ref.channel_id),
+        ("e", job_id, "", "reply"),
+        ("p", agent),
+        *engine_tags(ref.owner, ref.workflow_id),
+    )
     return EventTemplate(43005, tags, compact({"schemaVersion": 1, "reason": reason}), at)
 
 
@@ -201,11 +216,15 @@ def parse_approval_answer(event: Event) -> ApprovalAnswer:
     check_note(event.content)
     d_value = _first(event, "d")
     if d_value is not None:
-        return ApprovalAnswer(event.kind == L.KIND_APPROVAL_GRANT, d_value, True, _first(event, "h"), event.content)
+        return ApprovalAnswer(
+            event.kind == L.KIND_APPROVAL_GRANT, d_value, True, _first(event, "h"), event.content
+        )
     e_value = _first(event, "e")
     if e_value is None:
         raise Invalid("approval not found")
-    return ApprovalAnswer(event.kind == L.KIND_APPROVAL_GRANT, e_value, False, _first(event, "h"), event.content)
+    return ApprovalAnswer(
+        event.kind == L.KIND_APPROVAL_GRANT, e_value, False, _first(event, "h"), event.content
+    )
 
 
 def is_event_id(value: str) -> bool:

@@ -81,7 +81,9 @@ WEBHOOK_BACKOFF_DEFAULT_S = 1
 WEBHOOK_BACKOFF_MAX_S = 300
 WEBHOOK_URL_MAX_BYTES = 2048
 WEBHOOK_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
-WEBHOOK_FORBIDDEN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "idempotency-key"})
+WEBHOOK_FORBIDDEN_HEADERS = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "idempotency-key"}
+)
 
 # -- doors and runs (§7, §13, §14) ---------------------------------------------------------------
 INPUT_MAX_KEYS = 100

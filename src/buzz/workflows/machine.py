@@ -26,7 +26,7 @@ continues "from the step after the last completed one" and acts at most once per
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from buzz.workflows import definition as d
@@ -38,7 +38,7 @@ from buzz.workflows.context import condition_variables, template_scope
 from buzz.workflows.resolve import Resolved, StepFailure, resolve
 
 
-class RunStatus(str, Enum):
+class RunStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
     WAITING = "waiting"
@@ -48,7 +48,7 @@ class RunStatus(str, Enum):
     CANCELLED = "cancelled"
 
 
-class StepStatus(str, Enum):
+class StepStatus(StrEnum):
     RUNNING = "running"
     WAITING = "waiting"
     COMPLETED = "completed"
@@ -139,7 +139,11 @@ class Run:
 
     @property
     def outputs(self) -> dict[str, dict[str, Any]]:
-        return {r.step_id: r.output for r in self.steps if r.status is StepStatus.COMPLETED and r.output is not None}
+        return {
+            r.step_id: r.output
+            for r in self.steps
+            if r.status is StepStatus.COMPLETED and r.output is not None
+        }
 
     @property
     def waiting(self) -> dict[str, Any] | None:
@@ -227,7 +231,17 @@ class Cancel:
     by: str | None = None
 
 
-Input = Proceed | StepSucceeded | StepFailed | StepWaits | ApprovalOpened | Wake | JobFinished | ApprovalDecided | Cancel
+Input = (
+    Proceed
+    | StepSucceeded
+    | StepFailed
+    | StepWaits
+    | ApprovalOpened
+    | Wake
+    | JobFinished
+    | ApprovalDecided
+    | Cancel
+)
 
 
 # -- effects -----------------------------------------------------------------------------------
@@ -277,7 +291,11 @@ class Transition:
 # -- helpers -----------------------------------------------------------------------------------
 def _cut(message: str) -> str:
     raw = message.encode("utf-8", "surrogatepass")
-    return message if len(raw) <= L.ERROR_MESSAGE_MAX_BYTES else raw[: L.ERROR_MESSAGE_MAX_BYTES].decode("utf-8", "ignore")
+    return (
+        message
+        if len(raw) <= L.ERROR_MESSAGE_MAX_BYTES
+        else raw[: L.ERROR_MESSAGE_MAX_BYTES].decode("utf-8", "ignore")
+    )
 
 
 class _Out:
@@ -399,7 +417,9 @@ def _proceed(run: Run, inp: Proceed) -> Transition:
         return out.done()
     rec = StepRecord(out.run.current_step, step.id, step.action_name, StepStatus.RUNNING, 1, now, now)
     if not inp.owner_authorized:
-        return _fail(out, now, "owner_unauthorized", "the workflow owner is no longer authorized in this channel", rec)
+        return _fail(
+            out, now, "owner_unauthorized", "the workflow owner is no longer authorized in this channel", rec
+        )
     if step.condition is not None:
         try:
             go = evaluate(step.condition, condition_variables(run.trigger, out.run.outputs))
@@ -485,7 +505,9 @@ def _wake(run: Run, inp: Wake) -> Transition:
         return _complete_step(out, inp.now, rec, {"slept_secs": slept, "woke_at": inp.now})
     assert rec.job_id is not None and rec.agent is not None
     # a 43005 is a job event, not a lifecycle one: it takes no `seq`
-    out.effects.append(Emit(ev.job_cancel(run.ref, inp.now, job_id=rec.job_id, agent=rec.agent, reason="timeout")))
+    out.effects.append(
+        Emit(ev.job_cancel(run.ref, inp.now, job_id=rec.job_id, agent=rec.agent, reason="timeout"))
+    )
     return _fail(out, inp.now, "job_timeout", "the agent did not finish the job in time", rec)
 
 
@@ -516,7 +538,9 @@ def _approval_decided(run: Run, inp: ApprovalDecided) -> Transition:
         decision_event_id=a.decision_event_id))  # fmt: skip
     if a.status is ApprovalStatus.GRANTED:
         out.move(S.RUNNING)
-        return _complete_step(out, inp.now, rec, {"approved": True, "approver": a.approver, "note": a.note or ""})
+        return _complete_step(
+            out, inp.now, rec, {"approved": True, "approver": a.approver, "note": a.note or ""}
+        )
     if a.status is ApprovalStatus.EXPIRED:
         return _fail(out, inp.now, "approval_expired", "the approval expired", rec)
     if a.status is not ApprovalStatus.DENIED:
@@ -537,8 +561,12 @@ def _cancel(run: Run, inp: Cancel) -> Transition:
         if rec.job_id and rec.agent:
             out.effects.append(Emit(ev.job_cancel(run.ref, inp.now, job_id=rec.job_id, agent=rec.agent,
                                                   reason="workflow cancelled")))  # fmt: skip
-    out.move(S.CANCELLED, completed_at=inp.now, error_code=inp.reason, error_message="the workflow was deleted")
-    out.emit(L.KIND_RUN_CANCELLED, inp.now, {"reason": inp.reason, "cancelled_by": inp.by, "completed_at": inp.now})
+    out.move(
+        S.CANCELLED, completed_at=inp.now, error_code=inp.reason, error_message="the workflow was deleted"
+    )
+    out.emit(
+        L.KIND_RUN_CANCELLED, inp.now, {"reason": inp.reason, "cancelled_by": inp.by, "completed_at": inp.now}
+    )
     return out.done()
 
 

@@ -78,7 +78,9 @@ def _fields(step: d.Step, r: Any, channel_id: str, owner: str, run_id: str) -> d
     if isinstance(a, d.AddReaction):
         emoji = r(a.emoji)
         if not 1 <= len(emoji) <= EMOJI_MAX_CHARS:
-            raise StepFailure("action_failed", f"add_reaction emoji must be 1 to {EMOJI_MAX_CHARS} characters")
+            raise StepFailure(
+                "action_failed", f"add_reaction emoji must be 1 to {EMOJI_MAX_CHARS} characters"
+            )
         return {"emoji": emoji}
     if isinstance(a, d.CallWebhook):
         headers = []
@@ -102,7 +104,11 @@ def _fields(step: d.Step, r: Any, channel_id: str, owner: str, run_id: str) -> d
         return {"duration": a.duration}
     assert isinstance(a, d.AskAgent)
     agent = r(a.agent).strip()
-    target = {"agent_name": agent[1:]} if agent.startswith("@") and len(agent) > 1 else {"agent": _pubkey(agent, "agent")}
+    target = (
+        {"agent_name": agent[1:]}
+        if agent.startswith("@") and len(agent) > 1
+        else {"agent": _pubkey(agent, "agent")}
+    )
     return {**target, "prompt": _text(r(a.prompt), "ask_agent prompt"), "timeout": a.timeout}
 
 

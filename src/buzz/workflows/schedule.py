@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
 from croniter import CroniterBadDateError, croniter
 
@@ -240,7 +241,7 @@ def due(schedule: Schedule, last: int, now: int, grace: int = SCHEDULE_GRACE_S) 
 def is_more_than_hourly(schedule: Schedule, now: int) -> bool:
     """The editor's warning (§18 item 2): two of the next instants are less than an hour apart."""
     fires = next_fires(schedule, now, 4)
-    return any(b - a < 3600 for a, b in zip(fires, fires[1:], strict=False))
+    return any(b - a < 3600 for a, b in pairwise(fires))
 
 
 def numeric_day_of_week(expression: str) -> bool:

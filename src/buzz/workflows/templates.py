@@ -161,7 +161,11 @@ def render(text: str, scope: Scope, max_bytes: int = TEMPLATE_OUTPUT_MAX_BYTES) 
     for piece in scan(text):
         if isinstance(piece, Expression):
             value = scope.lookup(piece)
-            piece = text[piece.start : piece.end] if value is _MISSING else _apply(render_value(value), piece.filters)
+            piece = (
+                text[piece.start : piece.end]
+                if value is _MISSING
+                else _apply(render_value(value), piece.filters)
+            )
         size += len(piece.encode("utf-8", "surrogatepass"))
         if size > max_bytes:
             raise TemplateError(f"rendered template exceeds {max_bytes} bytes")

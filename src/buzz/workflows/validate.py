@@ -238,7 +238,9 @@ def _trigger(r: _Reader, m: Any, now: int) -> Any:
     except ScheduleError as exc:
         return r.error((*path, "cron"), str(exc))
     if numeric_day_of_week(expr):
-        r.warn((*path, "cron"), "day of week counts 1 = Sunday … 7 = Saturday here; names (MON-FRI) are clearer")
+        r.warn(
+            (*path, "cron"), "day of week counts 1 = Sunday … 7 = Saturday here; names (MON-FRI) are clearer"
+        )
     if is_more_than_hourly(cron, now):
         r.warn((*path, "cron"), "this schedule fires more often than hourly")
     return d.ScheduleTrigger(cron)
@@ -269,7 +271,9 @@ def _pubkey_literal(ctx: _Ctx, key: str, value: Any, allow_mention: bool) -> Non
     try:
         parse_key_text(value, "npub")
     except ValueError:
-        ctx.reader.error((*ctx.path, key), "must be a 64-hex pubkey or npub" + (" or @Name" if allow_mention else ""))
+        ctx.reader.error(
+            (*ctx.path, key), "must be a 64-hex pubkey or npub" + (" or @Name" if allow_mention else "")
+        )
 
 
 def _send_message(ctx: _Ctx, m: dict) -> Any:
@@ -497,7 +501,9 @@ def validate(text: str, *, now: int, channel_id: str | None = None) -> Report:
         doc = load(text)
     except YamlError as exc:
         mark = exc.mark
-        report.errors.append(d.Problem("", exc.message, mark.line if mark else None, mark.column if mark else None))
+        report.errors.append(
+            d.Problem("", exc.message, mark.line if mark else None, mark.column if mark else None)
+        )
         return report
     report.definition = _top(_Reader(doc, report), doc.value, now, channel_id)
     return report
