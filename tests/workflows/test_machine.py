@@ -132,10 +132,11 @@ def test_a_false_if_skips_and_an_erroring_if_fails() -> None:
         ("{id: a, action: send_dm, to: '{{trigger.text}}', text: x}", "invalid_definition"),
         ("{id: a, action: send_dm, to: '{{trigger.owner}}', text: x}", "action_failed"),
         ("{id: a, action: request_approval, from: '{{trigger.text}}'}", "invalid_definition"),
+        ("{id: a, action: set_channel_topic, topic: '{{trigger.long}}'}", "action_failed"),
     ],
 )
 def test_run_time_failures_have_the_spec_codes(step: str, code: str) -> None:
-    t = go(make(f"  - {step}\n", context={"blank": " ", "other": "x", "owner": OWNER}).run)
+    t = go(make(f"  - {step}\n", context={"blank": " ", "other": "x", "owner": OWNER, "long": "t" * 251}).run)
     assert (t.run.status, t.run.error_code) == (RunStatus.FAILED, code)
 
 

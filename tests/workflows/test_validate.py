@@ -295,6 +295,10 @@ def test_checklist_14_bad_conditions_are_refused_at_save(condition: str) -> None
             "approver spec '@release-manager' is not supported",
         ),
         ("{id: a, action: call_webhook, url: 'ftp://x/'}", "URL must be https"),
+        (
+            "{id: a, action: set_channel_topic, topic: " + "t" * 251 + "}",
+            "channel topic too long (251 characters, max 250)",
+        ),
         ("{id: a, action: call_webhook, url: 'https://u:p@x/'}", "must not carry user info"),
         ("{id: a, action: call_webhook, url: 'https://x/', method: TRACE}", "must be one of GET, POST"),
         (

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from buzz.core.limits import text_too_long
 from buzz.core.nip19 import parse_key_text
 from buzz.workflows import definition as d
 from buzz.workflows.approvals import parse_approver_spec
@@ -74,6 +75,9 @@ def _fields(step: d.Step, r: Any, channel_id: str, owner: str, run_id: str) -> d
         topic = r(a.topic)
         if _size(topic) > TOPIC_MAX_BYTES:
             raise StepFailure("action_failed", f"topic exceeds {TOPIC_MAX_BYTES} bytes")
+        too_long = text_too_long("channel topic", topic)  # applied as a 9002 would be (decision 186)
+        if too_long:
+            raise StepFailure("action_failed", too_long)
         return {"topic": topic}
     if isinstance(a, d.AddReaction):
         emoji = r(a.emoji)

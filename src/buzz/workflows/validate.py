@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from buzz.core.limits import text_too_long
 from buzz.core.nip19 import parse_key_text
 from buzz.workflows import definition as d
 from buzz.workflows.approvals import parse_approver_spec
@@ -298,8 +299,11 @@ def _send_dm(ctx: _Ctx, m: dict) -> Any:
 
 def _set_channel_topic(ctx: _Ctx, m: dict) -> Any:
     topic = ctx.reader.template(m, ctx.path, "topic", required=True)
-    if isinstance(topic, str) and is_literal(topic) and len(topic.encode()) > TOPIC_MAX_BYTES:
-        ctx.reader.error((*ctx.path, "topic"), f"topic exceeds {TOPIC_MAX_BYTES} bytes")
+    if isinstance(topic, str) and is_literal(topic):
+        if len(topic.encode()) > TOPIC_MAX_BYTES:
+            ctx.reader.error((*ctx.path, "topic"), f"topic exceeds {TOPIC_MAX_BYTES} bytes")
+        elif too_long := text_too_long("channel topic", topic):
+            ctx.reader.error((*ctx.path, "topic"), too_long)
     return d.SetChannelTopic(topic)
 
 
