@@ -22,6 +22,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "buzz.recall": frozenset({"buzz.core"}),  # client-side search over decrypted engrams
     "buzz.client": frozenset({"buzz.core", "buzz.recall"}),
     "buzz.relay": frozenset({"buzz.core", "buzz.store"}),
+    "buzz.workflows": frozenset({"buzz.core"}),  # the engine's pure core (issue 28); its runner comes later
     "buzz.agent": frozenset({"buzz.core", "buzz.client"}),
     "buzz.mcp": frozenset({"buzz.core", "buzz.client"}),
     "buzz.voice": frozenset({"buzz.core", "buzz.client"}),
