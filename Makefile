@@ -66,6 +66,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/query.py
 	$(BIN)/python bench/connections.py
 	$(BIN)/python bench/huddle.py --replicas 2
+	$(BIN)/python bench/huddle_flood.py
 	-$(BIN)/python bench/soak.py $(SOAK_ARGS)
 	$(BIN)/python bench/stt.py $(STT_ARGS)
 	$(BIN)/python bench/recall.py

@@ -407,12 +407,15 @@ class Row:
         missing = self.expected - self.received
         queue = int(self.counters["frames:dropped"])
         flushed = int(self.counters["frames:flushed"])
+        # A frame over its sender's budget (a sender catching up more than 2 s) reaches nobody.
+        over_budget = int(self.counters["frames:over_budget"])
         mesh = int(sum(self.counters[f"mesh:{k}"] for k in MESH_LOSSES))
-        rest = missing - queue - flushed
+        rest = missing - queue - flushed - over_budget * (self.seats - 1)
         return {
             "missing": missing,
             "receiver_queue": queue,
             "flushed": flushed,
+            "over_budget": over_budget,
             "mesh_envelopes_lost": mesh,
             "unaccounted_min": max(0, rest - mesh * (self.seats - 1)),
             "unaccounted_max": max(0, rest - mesh),
@@ -431,8 +434,8 @@ class Row:
         fan-out envelopes (a lost ingress → owner envelope costs a frame for every receiver).
         A probe on the owner gets no fan-out envelope, so its misses are its seat's drops."""
         c = self.causes()
-        rest = c["missing"] - c["receiver_queue"] - c["flushed"]
-        closes = rest == c["mesh_envelopes_lost"] and not self.duplicates
+        rest = c["missing"] - c["receiver_queue"] - c["flushed"] - c["over_budget"] * (self.seats - 1)
+        closes = rest == c["mesh_envelopes_lost"] and not self.duplicates and not c["over_budget"]
         exact = [closes and (c["mesh_envelopes_lost"] == 0 or r == OWNER) for r in self.probe_replicas]
         return [0 if m == 0 else (m if ok else None) for m, ok in zip(self.probe_missing, exact, strict=True)]
 
@@ -620,9 +623,12 @@ def print_table(rows: list[Row]) -> None:
         else:
             unacc = f"{c['unaccounted_min']:,}–{c['unaccounted_max']:,}"
         mesh = f" + mesh envelopes lost {c['mesh_envelopes_lost']:,}" if row.replicas > 1 else ""
+        if c["over_budget"]:
+            mesh += f" + {c['over_budget']:,} frames over a sender's budget (× {row.seats - 1} receivers)"
         if (
             c["mesh_envelopes_lost"]
-            and c["missing"] - c["receiver_queue"] - c["flushed"] == c["mesh_envelopes_lost"]
+            and c["missing"] - c["receiver_queue"] - c["flushed"] - c["over_budget"] * (row.seats - 1)
+            == c["mesh_envelopes_lost"]
         ):
             mesh += " (one frame for one receiver each: owner → ingress fan-out)"
         print(f"{name}: {c['missing']:,} not received = {c['receiver_queue']:,} shed at a receiver's "

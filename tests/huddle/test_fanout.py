@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import struct
+import time
+from dataclasses import replace
 
-from buzz.core.huddle_wire import V2_HEADER_LEN
+from buzz.core.huddle_wire import (
+    SEAT_FRAME_BURST,
+    SEAT_FRAME_RATE,
+    SEAT_READ_BURST,
+    SEAT_READ_RATE,
+    V2_HEADER_LEN,
+)
+from buzz.relay.huddle.socket import OVER_BUDGET_METRIC
 from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel
 from tests.support.relay import Identity, RunningRelay
 
@@ -91,6 +101,11 @@ async def test_a_stalled_reader_loses_frames_alone(
     sqlite_relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity
 ) -> None:
     huddles = sqlite_relay.relay.huddles
+    # The speaker sends as fast as it can, until the stalled socket overflows: far beyond a
+    # seat's budgets (test_a_flooding_seat_…), which are lifted here for that.
+    huddles.settings = replace(
+        huddles.settings, seat_frame_rate=1e9, seat_frame_burst=1e9, seat_read_rate=1e9, seat_read_burst=1e9
+    )
     cid = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob, carol]))
     speaker, listener, stalled = [await join(sqlite_relay, who, cid) for who in (alice, bob, carol)]
     await drain_control([speaker, listener, stalled], 3)
@@ -123,4 +138,84 @@ async def test_a_stalled_reader_loses_frames_alone(
     assert slot.stats["huddle_audio_frames_dropped_total"] == stalled_sink.audio_dropped
     assert huddles.stats.counters["huddle_audio_frames_dropped_total"] >= stalled_sink.audio_dropped
     for peer in (speaker, listener, stalled):
+        await peer.close()
+
+
+FRAMES_IN = "huddle_audio_frames_in_total"
+STAMP = struct.Struct(">d")  # the send time (time.monotonic) in a calm speaker's payload
+
+
+async def test_a_flooding_seat_is_held_to_its_frame_budget_and_another_huddle_hears_everything(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity
+) -> None:
+    """Issue 24 item 15: one seat sending as fast as it can is read no faster than its read
+    budget and has at most its frame budget forwarded (SEAT_FRAME_BURST at once,
+    SEAT_FRAME_RATE a second after that), the rest dropped and counted; a huddle next to it,
+    one speaker at 50 frames/s, loses nothing. Its latency is printed, not asserted
+    (bench/huddle_flood.py measures it against a calm run)."""
+    relay = sqlite_relay.relay
+    stats = relay.huddles.stats.counters
+    dave = Identity.new()
+    flood_room = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
+    calm_room = await make_channel(sqlite_relay, ChannelSpec(carol, members=[dave]))
+    budget_from = time.monotonic()  # before the flooder's seat (and its budget) exists
+    flooder, listener = await join(sqlite_relay, alice, flood_room), await join(sqlite_relay, bob, flood_room)
+    speaker, bystander = await join(sqlite_relay, carol, calm_room), await join(sqlite_relay, dave, calm_room)
+    await drain_control([flooder, listener], 2)
+    await drain_control([speaker, bystander], 2)
+    slot = relay.huddles.rooms.get("default", flood_room)
+    assert slot is not None
+    listener_sink = next(p.sink for p in slot.room.peers.values() if p.pubkey == bob.pubkey)
+    flood_got: list[bytes] = []
+    calm_got: list[tuple[int, float]] = []  # (seq, latency s)
+
+    async def listen() -> None:
+        while True:
+            flood_got.append(await listener.recv_binary(timeout=60))
+
+    async def hear() -> None:
+        while True:
+            message = await bystander.recv_binary(timeout=60)
+            seq = int.from_bytes(message[1:3], "big")
+            calm_got.append((seq, time.monotonic() - STAMP.unpack_from(message, 10)[0]))
+
+    flood_n, calm_n = 1000, 100  # read in about 1 s (SEAT_READ_BURST, then SEAT_READ_RATE a second)
+    in_before, over_before = stats[FRAMES_IN], stats[OVER_BUDGET_METRIC]
+
+    async def flood() -> None:
+        for seq in range(flood_n):
+            await flooder.ws.send_bytes(frame(seq))
+
+    async def speak() -> None:  # a live microphone: one frame every 20 ms
+        start = time.monotonic()
+        for seq in range(calm_n):
+            await speaker.ws.send_bytes(frame(seq, b"\x78" + STAMP.pack(time.monotonic())))
+            await asyncio.sleep(max(0.0, start + (seq + 1) * 0.02 - time.monotonic()))
+
+    readers = [asyncio.create_task(listen()), asyncio.create_task(hear())]
+    await asyncio.gather(flood(), speak())
+    async with asyncio.timeout(60):
+        while stats[FRAMES_IN] < in_before + flood_n + calm_n:  # the relay read every frame
+            await asyncio.sleep(0.01)
+        budget_to = time.monotonic()
+        over = stats[OVER_BUDGET_METRIC] - over_before
+        forwarded = flood_n - over
+        while len(flood_got) + listener_sink.audio_dropped < forwarded or len(calm_got) < calm_n:
+            await asyncio.sleep(0.01)
+    for task in readers:
+        task.cancel()
+    latencies = sorted(latency for _, latency in calm_got)
+    print(
+        f"flood: {flood_n} sent, {forwarded} forwarded, {over} over the seat's budget, "
+        f"{len(flood_got)} heard; other huddle: {len(calm_got)} of {calm_n} heard, latency p50 "
+        f"{latencies[len(latencies) // 2] * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
+    )
+    # Both budgets are token buckets, full when the seat was admitted (after budget_from).
+    assert flood_n <= SEAT_READ_BURST + SEAT_READ_RATE * (budget_to - budget_from)  # read no faster
+    assert forwarded <= SEAT_FRAME_BURST + SEAT_FRAME_RATE * (budget_to - budget_from)
+    assert over >= flood_n - SEAT_FRAME_BURST - SEAT_FRAME_RATE * (budget_to - budget_from)
+    assert len(flood_got) + listener_sink.audio_dropped == forwarded  # the rest never left the seat
+    assert [m[1:3] for m in flood_got[:10]] == [frame(i)[:2] for i in range(10)]  # the first ones
+    assert [seq for seq, _ in calm_got] == list(range(calm_n))  # every frame, in order
+    for peer in (flooder, listener, speaker, bystander):
         await peer.close()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -60,11 +62,17 @@ BANNER_LINES = 11  # the banner's lines, RELAY_URL last (buzz.relay.banner)
 
 @contextlib.asynccontextmanager
 async def served(
-    data_dir: Path, *args: str, env: dict[str, str] | None = None, log_name: str = "relay.log"
+    data_dir: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    log_name: str = "relay.log",
+    nofile: int | None = None,
 ) -> AsyncIterator[Served]:
     """`buzz relay serve --bind 127.0.0.1:<free> --data-dir <data_dir> <args>`; yields once the
-    banner is printed; its stderr (the log) goes to `<data_dir>/../<log_name>`."""
+    banner is printed; its stderr (the log) goes to `<data_dir>/../<log_name>`. `nofile` sets the
+    process's open-file limit (soft and hard RLIMIT_NOFILE)."""
     port = free_port()
+    limit = None if nofile is None else functools.partial(_limit_open_files, nofile)
     log_path = data_dir.parent / log_name
     with open(log_path, "wb") as log_file:
         proc = await asyncio.create_subprocess_exec(
@@ -79,6 +87,7 @@ async def served(
             stdout=asyncio.subprocess.PIPE,
             stderr=log_file,
             env=clean_env(env),
+            preexec_fn=limit,
         )
     try:
         assert proc.stdout is not None
@@ -92,6 +101,10 @@ async def served(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+def _limit_open_files(n: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
 
 
 def buzz(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

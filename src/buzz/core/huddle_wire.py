@@ -48,6 +48,16 @@ MAX_PEER_INDEX = 254  # valid indices are 0..254
 NO_PEER_INDEX = 255  # never assigned; "no peer" in §9
 AUDIO_QUEUE_CAPACITY = 8  # frames (160 ms) per peer, drop the oldest when full (§7.2, issue 13)
 AUDIO_BUDGET_MS = 200  # issue 13: audio buffered per receiver, queue + transport + kernel send queue
+# What a seat may send (issue 24 item 15, docs/limits.md), as token buckets per seat. Frames
+# fanned out: 50 frames/s is a live microphone, half as much again so that a sender whose
+# frames were held back (a stall of its own, the network's, the relay's) refills its burst within
+# 4 s, a burst of 2 s for one catching up after a stall; beyond it they are dropped, counted, not
+# logged. Messages read: ten times that; beyond it the socket is not read until the bucket
+# refills, so a flood costs the relay a bounded number of reads (TCP slows the sender down).
+SEAT_FRAME_RATE = 75  # frames/s fanned out, on average
+SEAT_FRAME_BURST = 100  # frames at once
+SEAT_READ_RATE = 500  # messages/s read, on average
+SEAT_READ_BURST = 500  # messages at once
 CONTROL_QUEUE_CAPACITY = 32  # messages per peer, warn when full (§7.3)
 WS_CONTROL_QUEUE = 8  # per-socket writer queues, control written first (§7.4)
 WS_AUDIO_QUEUE = 16

@@ -37,6 +37,21 @@ REDIS_REQUEST_TIMEOUT_MS = 250  # default of BUZZ_REDIS_TIMEOUT_MS: Redis calls 
 HISTORY_DEFAULT_LIMIT = 100
 HISTORY_MAX_LIMIT = 500
 HISTORY_MAX_BYTES = 4 << 20
+# Plain HTTP (issue 24 item 13, docs/limits.md; not in relay.md §17). A request's headers must
+# arrive within HTTP_HEADER_TIMEOUT_S of the connection opening (or of its previous answer), its
+# body within HTTP_BODY_TIMEOUT_S of the headers (defaults of BUZZ_HTTP_HEADER_TIMEOUT_S and
+# BUZZ_HTTP_BODY_TIMEOUT_S). The open-file limit is shared out at start (`relay.fd_budget`):
+# FD_RESERVE descriptors for the store, Redis, logs, listening sockets and files being served;
+# a quarter of the rest (at most HTTP_CONNECTIONS_MAX) for HTTP connections that are not
+# WebSockets, of which at most half (and HTTP_REQUESTS_MAX) may have a request in progress; the
+# remainder bounds the WebSockets under BUZZ_MAX_CONNECTIONS. A request beyond the cap is
+# answered 503 with `Retry-After: HTTP_RETRY_AFTER_S` and its connection closed.
+HTTP_HEADER_TIMEOUT_S = 30
+HTTP_BODY_TIMEOUT_S = 30
+FD_RESERVE = 128
+HTTP_CONNECTIONS_MAX = 1024
+HTTP_REQUESTS_MAX = 256
+HTTP_RETRY_AFTER_S = 5
 # Text fields (not in relay.md §17, which bounds only whole events; docs/decisions.md 94): the
 # most Unicode code points each may hold. Policy data, read by the 9007/9002 and kind 0
 # validators and by the ban list's store; a longer value is refused with `text_too_long`'s

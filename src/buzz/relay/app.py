@@ -96,7 +96,7 @@ async def root(request: web.Request) -> web.StreamResponse:
     if request.headers.get("Upgrade", "").lower() != "websocket":
         return _plain(request)
     relay = request.app[RELAY_KEY]
-    if len(relay.connections) >= relay.config.max_connections:
+    if len(relay.connections) >= relay.max_connections:
         return web.Response(status=503, text="too many connections")
     ws = RelayWebSocket(relay.config.max_frame_bytes, autoping=False, compress=False)
     await ws.prepare(request)
@@ -132,7 +132,8 @@ def build_metrics_app(relay: Relay) -> web.Application:
 
 
 def build_app(relay: Relay) -> web.Application:
-    app = web.Application(client_max_size=1 << 20)
+    # The guard comes first: it counts every plain HTTP request, the page's included.
+    app = web.Application(client_max_size=1 << 20, middlewares=[relay.http_guard.middleware])
     app[RELAY_KEY] = relay
     app.router.add_get("/", root)
     app.router.add_route("OPTIONS", "/", options)

@@ -83,6 +83,10 @@ class RelayConfig:
     max_frame_bytes: int = limits.MAX_FRAME_BYTES
     max_past_drift_s: int = limits.MAX_CLOCK_DRIFT_S
     max_connections: int = limits.MAX_CONNECTIONS
+    # Plain HTTP (docs/limits.md): None = a share of the open-file limit (relay.http_guard)
+    max_http_connections: int | None = None
+    http_header_timeout_s: float = limits.HTTP_HEADER_TIMEOUT_S
+    http_body_timeout_s: float = limits.HTTP_BODY_TIMEOUT_S
     max_concurrent_handlers: int = limits.MAX_CONCURRENT_HANDLERS
     send_buffer: int = limits.SEND_BUFFER
     send_buffer_bytes: int = limits.SEND_BUFFER_BYTES
@@ -142,6 +146,9 @@ class RelayConfig:
             ("BUZZ_MAX_FRAME_BYTES", "max_frame_bytes", False),
             ("BUZZ_MAX_PAST_DRIFT_S", "max_past_drift_s", True),
             ("BUZZ_MAX_CONNECTIONS", "max_connections", False),
+            ("BUZZ_MAX_HTTP_CONNECTIONS", "max_http_connections", False),
+            ("BUZZ_HTTP_HEADER_TIMEOUT_S", "http_header_timeout_s", False),
+            ("BUZZ_HTTP_BODY_TIMEOUT_S", "http_body_timeout_s", False),
             ("BUZZ_MAX_CONCURRENT_HANDLERS", "max_concurrent_handlers", False),
             ("BUZZ_SEND_BUFFER", "send_buffer", False),
             ("BUZZ_SEND_BUFFER_BYTES", "send_buffer_bytes", False),

@@ -1,7 +1,8 @@
 """The HTTP bridge (relay.md §15): `POST /events`, `POST /query`, `POST /count` with NIP-98,
 and `POST /history` (issue 16 item 3, docs/decisions.md 81).
 
-Every request: body at most 1 MiB (413) → NIP-98 header checked and verified off the event
+Every request: body at most 1 MiB (413), received within `BUZZ_HTTP_BODY_TIMEOUT_S` (408, the
+connection closed; docs/limits.md) → NIP-98 header checked and verified off the event
 loop → replay guard (an auth event id is accepted once within 120 s, on every replica and across
 restarts: the ids are kept in the store) → relay membership
 (§4.4, through `Relay.admit`, as for NIP-42) → the same code paths as EVENT, REQ and COUNT
@@ -47,6 +48,7 @@ from buzz.core.limits import (
     NIP98_REPLAY_TTL_S,
 )
 from buzz.core.nip98 import Nip98Error, request_urls, verify_request
+from buzz.relay.http_guard import BODY_TIMEOUT_STAT, close_after
 from buzz.relay.session import Session
 from buzz.store.base import StoreError
 
@@ -119,11 +121,21 @@ class Bridge:
             raise too_large
         chunks: list[bytes] = []
         size = 0
-        while chunk := await request.content.read(1 << 16):
-            size += len(chunk)
-            if size > HTTP_BODY_MAX:
-                raise too_large
-            chunks.append(chunk)
+        timeout_s = self.relay.config.http_body_timeout_s
+        try:
+            async with asyncio.timeout(timeout_s):
+                while chunk := await request.content.read(1 << 16):
+                    size += len(chunk)
+                    if size > HTTP_BODY_MAX:
+                        raise too_large
+                    chunks.append(chunk)
+        except TimeoutError:
+            # A body trickled in (or never sent) holds a connection and an open file: cut it
+            # as the headers are cut (docs/limits.md), and close rather than read the rest.
+            self.relay.stats[BODY_TIMEOUT_STAT] += 1
+            refusal = _Refusal(408, {"error": f"invalid: request body not received within {timeout_s:g} s"})
+            close_after(refusal.response)
+            raise refusal from None
         return b"".join(chunks)
 
     async def _authenticate(self, request: web.Request, body: bytes) -> str:

@@ -25,8 +25,10 @@ Names (all prefixed `buzz_`):
 | `store_seconds` | histogram | `op` (insert, query) |
 | `messages_dropped_total` | counter | (full send queue, relay.md §7.9) |
 | `huddle_rooms` / `huddle_peers` | gauge | |
-| `huddle_frames_total` | counter | `what` (in, forwarded, dropped, flushed, oversized, too_short) |
+| `huddle_frames_total` | counter | `what` (in, forwarded, dropped, flushed, oversized, too_short, over_budget) |
 | `huddle_mesh_total` | counter | `what` (fanout_envelopes, stale, unregistered, ambiguous, malformed, outbox_dropped, send_failed, leases_lost, fence_rejections, registrations_abandoned, seats_dropped): BUZZ_MESH only |
+| `http_connections` / `http_requests` | gauge | (plain HTTP connections that are not WebSockets; requests in progress, docs/limits.md) |
+| `http_refused_total` | counter | `what` (busy: 503 at the request cap, evicted: an idle connection closed for a new one, full: a new connection closed, body_timeout: 408) |
 | `redis_bus_enabled` / `redis_bus_connected` | gauge | |
 | `redis_bus_messages_total` | counter | `what` (published, publish_failed, received, echo_dropped, bad_payload) |
 | `redis_bus_reconnects_total` | counter | |
@@ -84,6 +86,7 @@ HUDDLE_FRAME_COUNTERS = (  # exported label → key in HuddleStats.counters
     ("flushed", "huddle_audio_frames_flushed_total"),  # a leaver's queued frames (issue 13)
     ("oversized", "huddle_audio_frames_oversized_total"),
     ("too_short", "huddle_audio_frames_too_short_total"),
+    ("over_budget", "huddle_audio_frames_over_budget_total"),  # beyond a seat's frame budget
 )
 MESH_COUNTERS = (  # exported label → key in Snapshot.mesh_counters (buzz.relay.huddle mesh parts)
     ("fanout_envelopes", "mesh_fanout_envelopes_total"),
@@ -99,6 +102,12 @@ MESH_COUNTERS = (  # exported label → key in Snapshot.mesh_counters (buzz.rela
     ("seats_dropped", "mesh_seats_dropped_total"),  # remote seats the owner ended (lost access, ban)
     ("control_malformed", "mesh_control_malformed_total"),
     ("batch_malformed", "mesh_batch_malformed_total"),
+)
+HTTP_COUNTERS = (  # exported label → key in Relay.stats (buzz.relay.http_guard)
+    ("busy", "http_refused_busy"),
+    ("evicted", "http_evicted_idle"),
+    ("full", "http_refused_full"),
+    ("body_timeout", "http_body_timeouts"),
 )
 BUS_COUNTERS = (  # exported label → key in Relay.stats (buzz.relay.bus)
     ("published", "bus_published"),
@@ -131,6 +140,8 @@ class Snapshot:
     bus_enabled: bool
     bus_connected: bool
     mesh_counters: dict[str, int] | None = None  # None when BUZZ_MESH is off
+    http_connections: int = 0
+    http_requests: int = 0
 
 
 class _Snapshot(Collector):
@@ -161,6 +172,16 @@ class _Snapshot(Collector):
             for label, key in MESH_COUNTERS:
                 mesh.add_metric([label], s.mesh_counters.get(key, 0))
             yield mesh
+        yield GaugeMetricFamily(
+            "buzz_http_connections", "Open HTTP connections that are not WebSockets", s.http_connections
+        )
+        yield GaugeMetricFamily("buzz_http_requests", "HTTP requests in progress (counted)", s.http_requests)
+        http = CounterMetricFamily(
+            "buzz_http_refused", "HTTP connections and requests refused", labels=["what"]
+        )
+        for label, key in HTTP_COUNTERS:
+            http.add_metric([label], s.relay_stats.get(key, 0))
+        yield http
         yield GaugeMetricFamily("buzz_redis_bus_enabled", "1 when BUZZ_REDIS_URL is set", int(s.bus_enabled))
         yield GaugeMetricFamily(
             "buzz_redis_bus_connected", "1 while the Redis listener is subscribed", int(s.bus_connected)

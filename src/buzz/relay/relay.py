@@ -23,6 +23,7 @@ from buzz.relay.bus import RedisBus
 from buzz.relay.config import RelayConfig
 from buzz.relay.emit import Emitter
 from buzz.relay.fanout import FanOut
+from buzz.relay.http_guard import HttpGuard, fd_budget, open_file_limit
 from buzz.relay.huddle import Huddles
 from buzz.relay.ingest import Ingest
 from buzz.relay.pings import PingWheel
@@ -67,6 +68,17 @@ class Relay:
         self.reads.presence = self.presence
         self.huddles = Huddles(self)  # huddle.md: audio sockets, rooms, lifecycle
         self.stats: collections.Counter[str] = collections.Counter()
+        # The open-file limit shared out between HTTP and WebSockets (docs/limits.md).
+        self.fd_budget = fd_budget(open_file_limit(), config.max_connections, config.max_http_connections)
+        if self.fd_budget.websockets < config.max_connections:
+            log.warning(
+                "BUZZ_MAX_CONNECTIONS %d is more than %d open files allow: at most %d WebSockets "
+                "(raise the limit: ulimit -n, or LimitNOFILE= in a systemd unit)",
+                config.max_connections,
+                self.fd_budget.nofile,
+                self.fd_budget.websockets,
+            )
+        self.http_guard = HttpGuard(self.fd_budget, self.stats)
         self.telemetry = Telemetry(self)  # operator log lines and /metrics
         self.fanout.metrics = self.ingest.metrics = self.reads.metrics = self.telemetry.metrics
         self.workspace_setting: str | None = None  # `buzz admin workspace`, as read at start
@@ -179,6 +191,12 @@ class Relay:
             log.warning("could not record the registered owner: %s", exc)
 
     # -- saturation (relay.md §7.1 item 6) ---------------------------------------------------
+    @property
+    def max_connections(self) -> int:
+        """WebSockets (Nostr and huddle audio) open at once: BUZZ_MAX_CONNECTIONS, or fewer when
+        the open-file limit leaves fewer (relay.md §7.1 item 5, docs/limits.md)."""
+        return self.fd_budget.websockets
+
     def try_acquire_handler(self) -> bool:
         if self._handlers_in_flight >= self.config.max_concurrent_handlers:
             return False

@@ -15,6 +15,7 @@ from aiohttp import web
 from buzz.relay import datalock
 from buzz.relay.app import build_app, build_metrics_app
 from buzz.relay.config import RelayConfig, parse_bind
+from buzz.relay.http_guard import raise_open_file_limit
 from buzz.relay.relay import Relay
 from buzz.store import sqlite_path
 
@@ -59,9 +60,18 @@ async def running_relay(config: RelayConfig) -> AsyncIterator[tuple[Relay, str]]
         if folder is not None:
             stack.enter_context(datalock.exclusive(folder))
         relay = Relay(config)
-        runner = web.AppRunner(build_app(relay), handle_signals=False, access_log=None)
+        # aiohttp's keep-alive timer is its header timeout too: it closes a connection that has
+        # not sent a whole request that long after opening or after its previous answer.
+        runner = web.AppRunner(
+            build_app(relay),
+            handle_signals=False,
+            access_log=None,
+            keepalive_timeout=config.http_header_timeout_s,
+        )
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
+        assert runner.server is not None
+        relay.http_guard.attach(runner.server)
         site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
         await site.start()
         url = _bound_url(site, config.host, config.port, "ws")
@@ -92,6 +102,7 @@ async def serve(config: RelayConfig, announce: Callable[[Relay, str], None]) -> 
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
+    raise_open_file_limit()  # before the relay shares the limit out (docs/limits.md)
     async with running_relay(config) as (relay, url):
         announce(relay, url)
         tune_gc()

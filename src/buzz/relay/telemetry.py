@@ -192,4 +192,6 @@ class Telemetry:
             bus_enabled=bus is not None,
             bus_connected=bool(bus is not None and bus.connected),
             mesh_counters=relay.huddles.mesh_counters(),
+            http_connections=relay.http_guard.connections,
+            http_requests=relay.http_guard.requests,
         )

@@ -182,7 +182,7 @@ class Huddles:
         if not is_channel_id(channel_id):
             return web.Response(status=400, text=BAD_CHANNEL_BODY)
         relay = self.relay
-        if len(relay.connections) >= relay.config.max_connections:
+        if len(relay.connections) >= relay.max_connections:
             return web.Response(status=503, text=CONNECTION_LIMIT_BODY)
         ws = AudioWebSocket()
         sock = AudioSocket(self, ws, channel_id, request.host, request.transport)

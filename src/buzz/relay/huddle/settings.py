@@ -10,7 +10,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from buzz.core.huddle_wire import AUTH_TIMEOUT, HEARTBEAT_INTERVAL, MAX_MISSED_PONGS
+from buzz.core.huddle_wire import (
+    AUTH_TIMEOUT,
+    HEARTBEAT_INTERVAL,
+    MAX_MISSED_PONGS,
+    SEAT_FRAME_BURST,
+    SEAT_FRAME_RATE,
+    SEAT_READ_BURST,
+    SEAT_READ_RATE,
+)
 from buzz.core.mesh_lease import LEASE_RENEW_INTERVAL, LEASE_TTL
 
 _OFF = frozenset({"false", "0"})
@@ -30,6 +38,8 @@ class HuddleSettings:
 
     `community_id` is the workspace (BUZZ_WORKSPACE_ID): the first key of every room (§5.1).
     `mesh` is BUZZ_MESH (parsed by RelayConfig); `lease_ttl_s` / `lease_renew_s` are §9.3/§9.5.
+    `seat_frame_*` / `seat_read_*`: each seat's budgets of frames fanned out and messages read
+    (issue 24 item 15).
     """
 
     community_id: str = "default"
@@ -41,6 +51,10 @@ class HuddleSettings:
     off_reason: str | None = None
     lease_ttl_s: float = LEASE_TTL
     lease_renew_s: float = LEASE_RENEW_INTERVAL
+    seat_frame_rate: float = SEAT_FRAME_RATE  # inbound audio frames/s per seat, on average
+    seat_frame_burst: float = SEAT_FRAME_BURST  # and at once (docs/limits.md)
+    seat_read_rate: float = SEAT_READ_RATE  # inbound messages/s read per seat, on average
+    seat_read_burst: float = SEAT_READ_BURST  # and at once
 
     @classmethod
     def from_env(

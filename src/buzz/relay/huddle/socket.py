@@ -50,6 +50,7 @@ from buzz.core.huddle_wire import (
     read_client_message,
 )
 from buzz.core.mesh_lease import Lease, RemoteOwner
+from buzz.core.token_bucket import TokenBucket
 from buzz.relay.huddle.fanout import PeerSink, forward
 from buzz.relay.huddle.membership import ChannelGrant, JoinDenied, channel_admission, relay_admission
 from buzz.relay.huddle.mesh import LOST_CLOSE
@@ -66,6 +67,7 @@ OVERSIZE_LOG_EVERY = 1000  # an oversized frame is logged once, then every 1000t
 REVOKED_CLOSE = (1008, b"channel access revoked")  # a seat whose participant lost access
 ENDED_CLOSE = (1000, b"huddle has ended")  # the huddle's channel was archived (decision 98)
 BANNED_CLOSE = (1008, b"blocked")  # a seat whose participant was banned (as the main relay closes)
+OVER_BUDGET_METRIC = "huddle_audio_frames_over_budget_total"  # beyond the seat's frame budget
 
 
 class AudioWebSocket(web.WebSocketResponse):
@@ -397,8 +399,21 @@ class AudioSocket:
         room, sink, stats = seat.slot.room, seat.sink, self.huddles.stats
         version, index, peer_id = seat.protocol_version, seat.peer_index, seat.peer_id
         remote, hub = seat.remote, self.huddles.remote
+        # The seat's budgets (docs/limits.md, issue 24 item 15): frames beyond the fan-out
+        # budget are dropped and counted; beyond the read budget the socket waits unread (its
+        # sender's TCP window closes), so a flood costs neither fan-out nor unbounded reads.
+        settings = self.huddles.settings
+        clock = time.monotonic
+        budget = TokenBucket.full(settings.seat_frame_rate, settings.seat_frame_burst, clock())
+        reads = TokenBucket.full(settings.seat_read_rate, settings.seat_read_burst, clock())
         async for msg in self.ws:
+            while not reads.take(clock()):  # a timer may fire early (uvloop counts in ms)
+                await asyncio.sleep(reads.wait())
             if msg.type == WSMsgType.BINARY:
+                if not budget.take(clock()):
+                    stats.count("huddle_audio_frames_in_total")
+                    stats.count(OVER_BUDGET_METRIC)
+                    continue
                 frame: bytes = msg.data
                 if remote is not None and hub is not None:  # §9.8: all fan-out goes through the owner
                     verdict = ingress_verdict(frame, version)
