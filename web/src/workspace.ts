@@ -20,7 +20,7 @@ export type Channel = {
   member: boolean
   peers: string[] // DM participants
 }
-export type Profile = { name: string; about: string; owner: string | null; event: NEvent }
+export type Profile = { name: string; about: string; picture: string; owner: string | null; event: NEvent }
 export type Msg = {
   ev: NEvent
   channel: string
@@ -94,11 +94,13 @@ export class Workspace {
   typing = new Map<string, Map<string, number>>()
   active: string | null = null
   thread: string | null = null
+  focus: string | null = null // the message a permalink or search result points at (highlighted)
   notice: string | null = null
   refused = new Map<string, string>() // channel id -> the relay's refusal of a read
   huddles = new Map<string, Map<string, HuddleInfo>>() // parent channel id -> room id -> huddle
   relayPubkey = ''
   private huddleSeen = new Set<string>()
+  private quiet = new Set<string>() // held for search results, not yet on a timeline
   private reactionIndex = new Map<string, { target: string; emoji: string; pubkey: string }>()
   private listeners = new Set<() => void>()
   private scheduled = false
@@ -564,27 +566,38 @@ export class Workspace {
     return t
   }
 
-  /** One page older than what is shown (paged by `until`, relay.md §6.4: inclusive bounds). */
-  async loadOlder(channel: string): Promise<void> {
+  /** One page older than what is shown (paged by `until`, relay.md §6.4: inclusive bounds);
+   * with `reach`, everything back to that created_at (at most 500 a call), for a permalink.
+   * Returns how many messages it added. */
+  async loadOlder(channel: string, reach?: number): Promise<number> {
     const t = this.timeline(channel)
-    if (t.loading || !t.hasMore) return
+    if (t.loading || !t.hasMore) return 0
     t.loading = true
     this.changed()
+    let added = 0
     try {
+      // The oldest message on the timeline, not of all held: a search hit is held without
+      // being placed (`quiet`) and must not make the next page skip what lies between.
       const all = [...this.msgs.values()].filter((m) => m.channel === channel)
-      const oldest = all.reduce((min, m) => Math.min(min, m.ev.created_at), Infinity)
+      const oldest = t.ids.reduce((min, id) => Math.min(min, this.msgs.get(id)?.ev.created_at ?? Infinity), Infinity)
       const flt: Filter = { kinds: [MESSAGE], '#h': [channel], limit: PAGE }
       if (oldest !== Infinity) {
         // Same-second neighbours of the oldest shown event come back again; ask for that many more.
         const same = all.filter((m) => m.ev.created_at === oldest).length
         flt.until = oldest
         flt.limit = Math.min(PAGE + same, 500)
+        if (reach !== undefined && reach < oldest) {
+          flt.since = reach
+          flt.limit = 500
+        }
       }
       const page = await this.relay.query([flt])
-      const fresh = page.filter((e) => !this.msgs.has(e.id))
-      for (const e of fresh) this.ingest(e, false)
+      const fresh = page.filter((e) => !this.msgs.has(e.id) || this.quiet.has(e.id))
+      for (const e of fresh) this.place(e)
+      added = fresh.length
       await this.decorate(channel, fresh.map((e) => e.id))
-      t.hasMore = page.length >= (flt.limit as number) && fresh.length > 0
+      // A page bounded by `since` says nothing about what is older: keep asking on scroll.
+      t.hasMore = flt.since !== undefined ? fresh.length > 0 || page.length >= (flt.limit as number) : page.length >= (flt.limit as number) && fresh.length > 0
       t.loaded = true
     } catch (e) {
       const text = String((e as Error).message)
@@ -595,6 +608,7 @@ export class Workspace {
       t.loading = false
       this.changed()
     }
+    return added
   }
 
   /** Edits and reactions of freshly loaded messages. */
@@ -832,8 +846,17 @@ export class Workspace {
     const channel = firstTag(e, 'h')
     if (!channel) return
     const { parent, root } = threadLinks(e)
-    this.msgs.set(e.id, { ev: e, channel, content: e.content, editedAt: null, parent, root, broadcast: false, deleted: false, replies: new Set(), reactions: new Map(), seq: this.older-- })
+    const broadcast = e.tags.some((t) => t[0] === 'broadcast')
+    this.msgs.set(e.id, { ev: e, channel, content: e.content, editedAt: null, parent, root, broadcast, deleted: false, replies: new Set(), reactions: new Map(), seq: this.older-- })
+    this.quiet.add(e.id)
     this.needProfiles([e.pubkey])
+  }
+
+  /** A message from a history page: new, or a search hit held quietly until its page came. */
+  private place(e: NEvent): void {
+    if (!this.quiet.delete(e.id)) return this.ingest(e, false)
+    const m = this.msgs.get(e.id)
+    if (m && (!m.root || m.broadcast)) insertSorted(this.timeline(m.channel), m, this.msgs)
   }
 }
 
@@ -846,7 +869,9 @@ function profileOf(e: NEvent): Profile {
     /* not JSON */
   }
   const pick = (k: string) => (typeof fields[k] === 'string' ? (fields[k] as string).trim() : '')
-  return { name: pick('display_name') || pick('name'), about: pick('about'), owner: ownerOf(e), event: e }
+  // Pictures only over https (the page's CSP allows https images and nothing else remote).
+  const picture = /^https:\/\/[^\s]{1,2000}$/.test(pick('picture')) ? pick('picture') : ''
+  return { name: pick('display_name') || pick('name'), about: pick('about'), picture, owner: ownerOf(e), event: e }
 }
 
 const byTime = (a: Msg, b: Msg) => a.ev.created_at - b.ev.created_at || a.seq - b.seq
