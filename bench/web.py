@@ -19,12 +19,14 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,19 @@ async def seed(url: str, secret: str, count: int) -> str:
     return channel
 
 
+def page_script(relay: ingest.RelayProc) -> str:
+    """The name of the script the relay's page loads (which bundle it serves)."""
+    url = relay.url.replace("ws://", "http://", 1) + "/"
+    with urllib.request.urlopen(
+        urllib.request.Request(url, headers={"Accept": "text/html"}), timeout=10
+    ) as r:
+        page = r.read().decode()
+    found = re.search(r"/app/(index-[\w-]+\.js)", page)
+    if not found:
+        raise ingest.BenchError(f"{relay.name}: the page names no script")
+    return found.group(1)
+
+
 def time_sign_in(relay: ingest.RelayProc, secret: str, newest: str, runs: int) -> dict[str, Any]:
     node = shutil.which("node")
     if (
@@ -113,12 +128,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     newest = f"message {args.count - 1:04d}"
     with tempfile.TemporaryDirectory(prefix="buzz-bench-web-") as tmp:
         relays: dict[str, ingest.RelayProc] = {}
+        bundles: dict[str, str] = {}
         try:
             for key, buzz in (("this", None), ("base", base.buzz)):
                 home = Path(tmp) / key
                 home.mkdir()
-                relays[key] = ingest.start_buzz(home, buzz=buzz, name=key)
+                # The baseline runs its own installed code: a PYTHONPATH pointing at this tree
+                # (how developers run the bench) would put this tree's page in its place.
+                saved = os.environ.pop("PYTHONPATH", None) if buzz else None
+                try:
+                    relays[key] = ingest.start_buzz(home, buzz=buzz, name=key)
+                finally:
+                    if saved is not None:
+                        os.environ["PYTHONPATH"] = saved
                 asyncio.run(seed(relays[key].url, secret, args.count))
+                bundles[key] = page_script(relays[key])
+            if (
+                bundles["this"] == bundles["base"]
+                and base.sha != ingest._git("rev-parse", "HEAD").decode().strip()
+            ):
+                raise ingest.BenchError(
+                    f"both relays serve {bundles['this']}: the baseline is not the baseline"
+                )
             times: dict[str, list[int]] = {"this": [], "base": []}
             shown: dict[str, dict[str, Any]] = {}
             for _ in range(args.rounds):
@@ -131,7 +162,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 relay.stop()
     out["load_avg_end"] = ingest.load_avg()
     for key in ("this", "base"):
-        out[key] = {"runs_ms": times[key], "median_ms": statistics.median(times[key])} | shown[key]
+        out[key] = {"runs_ms": times[key], "median_ms": statistics.median(times[key]), "bundle": bundles[key]}
+        out[key] |= shown[key]
     out["ratio"] = out["this"]["median_ms"] / out["base"]["median_ms"]
     return out
 
@@ -148,7 +180,9 @@ def render(out: dict[str, Any]) -> str:
     ]
     for key, label in (("this", "this tree"), ("base", out["baseline"]["label"])):
         r = out[key]
-        lines.append(f"{label:<22} {r['median_ms']:>6.0f} ms  {', '.join(map(str, r['runs_ms']))}")
+        lines.append(
+            f"{label:<22} {r['median_ms']:>6.0f} ms  {', '.join(map(str, r['runs_ms']))}  ({r['bundle']})"
+        )
     ok = out["ratio"] <= TARGET_RATIO
     lines += [
         "",

@@ -140,6 +140,7 @@ try {
     // The README's pictures: the Markdown showcase, the code block and Bob's grouped run at
     // the top of the view; at phone width also the newest end (the agent's folded answers).
     const frame = () => showcase.evaluate((el) => el.previousElementSibling?.scrollIntoView({ block: 'start' }))
+    await p.evaluate(() => document.activeElement?.blur())
     await p.mouse.move(0, 0)
     await frame()
     await shot(p, 'messages-desktop')

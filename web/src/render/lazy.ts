@@ -36,3 +36,10 @@ export function emojiTable(): Emoji | null {
   }
   return em
 }
+
+/** Fetch the highlighter while the person is still signing in: a channel's first page then
+ * renders once, highlighted. */
+export function warmUp(): void {
+  const idle = window.requestIdleCallback ?? ((fn: () => void) => window.setTimeout(fn, 200))
+  idle(() => void highlighter())
+}

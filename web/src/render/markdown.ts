@@ -29,6 +29,8 @@ const CACHE_MAX = 1500
 const HEX64 = /^[0-9a-f]{64}$/
 const CHANNEL_HASH = /^#([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:\/([0-9a-f]{64}))?$/
 const REF = /nostr:(?:npub|nprofile)1[02-9ac-hj-np-z]{6,}|:[a-z0-9_+-]{1,40}:|(?<![\p{L}\p{N}_@])@(?=[\p{L}\p{N}_])|(?<![\p{L}\p{N}_#&/])#(?=[\p{L}\p{N}_])/gu
+const FENCE = /(^|\n)\s{0,3}(```|~~~)/
+const SHORTCODE = /:[a-z0-9_+-]{1,40}:/
 const CHANNEL_WORD = /^[\p{L}\p{N}_-]{1,80}/u
 const WORD = /^[\p{L}\p{N}_]/u
 
@@ -198,7 +200,10 @@ const cache = new Map<string, string>()
 
 /** `text` as sanitised HTML for a message body (cached per text, context and loaded chunks). */
 export function renderMarkdown(text: string, context: RenderContext): string {
-  const key = `${generation}\u0001${context.sig}\u0001${text}`
+  // Only a text that uses a lazy chunk renders again when one arrives: the rest keep their
+  // HTML, so the page does not redo every message when the highlighter comes in.
+  const lazy = FENCE.test(text) || SHORTCODE.test(text) ? generation : 0
+  const key = `${lazy}\u0001${context.sig}\u0001${text}`
   const hit = cache.get(key)
   if (hit !== undefined) return hit
   ctx = context

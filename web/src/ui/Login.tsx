@@ -1,7 +1,8 @@
 // Sign-in: create a key, paste one (nsec or hex, or a NIP-49 ncryptsec with its passphrase),
 // use a NIP-07 extension, or unlock the ncryptsec this browser stores. A pasted or new key
 // lives in this tab's memory only.
-import { useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
+import { warmUp } from '../render/lazy'
 import { MemorySigner, extensionSigner, forgetStored, isEncrypted, newSecret, parseSecret, storedKey, unlock } from '../identity'
 import type { Signer } from '../types'
 import { humanError } from './hooks'
@@ -13,6 +14,7 @@ export function Login({ onSignedIn }: { onSignedIn: (s: Signer, fresh: boolean) 
   const [error, setError] = useState('')
   const [busy, setBusy] = useState(false)
   const [stored, setStored] = useState(storedKey())
+  useEffect(warmUp, [])
 
   const encrypted = isEncrypted(secret)
   const decrypt = (ncryptsec: string, passphrase: string) => {

@@ -10,6 +10,9 @@ import { act } from './hooks'
 import { MessageBody, copyText } from './MessageBody'
 
 const EMOJI = ['👍', '❤️', '😂', '🎉', '👀', '✅']
+// One formatter each: building one per message (toLocale…String) is most of a render.
+const TIME = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' })
+export const FULL = new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'short' })
 
 type Props = { ws: Workspace; m: Msg; onThread: (id: string) => void; inThread: boolean; grouped?: boolean }
 
@@ -24,7 +27,8 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   const canModerate = !mine && ws.isElevated(m.channel)
   const author = ws.profiles.get(m.ev.pubkey)
   const when = new Date(m.ev.created_at * 1000)
-  const time = when.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+  const time = TIME.format(when)
+  const full = FULL.format(when)
   const mentionsMe = !mine && m.ev.tags.some((t) => t[0] === 'p' && t[1] === ws.me.pubkey)
   const cls = ['msg', mine && 'mine', grouped && 'grouped', mentionsMe && 'mentions-me', ws.focus === m.ev.id && 'focus'].filter(Boolean).join(' ')
   const copyLink = () => void copyText(permalink(m.channel, m.ev.id)).then((ok) => {
@@ -36,7 +40,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
     <article class={cls} data-id={m.ev.id}>
       <div class="gutter">
         {grouped ? (
-          <time class="hover-time" dateTime={when.toISOString()} title={when.toLocaleString()}>{time}</time>
+          <time class="hover-time" dateTime={when.toISOString()} title={full}>{time}</time>
         ) : (
           <Avatar ws={ws} pubkey={m.ev.pubkey} />
         )}
@@ -46,7 +50,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
           <div class="msg-head">
             <button type="button" class="author" onClick={() => ui.openProfile(m.ev.pubkey)}>{ws.nameOf(m.ev.pubkey)}</button>
             {author?.owner && <span class="tag agent" title={`Agent of ${ws.nameOf(author.owner)}`}>agent</span>}
-            <time dateTime={when.toISOString()} title={when.toLocaleString()}>{time}</time>
+            <time dateTime={when.toISOString()} title={full}>{time}</time>
             {m.broadcast && !inThread && <span class="tag">from a thread</span>}
           </div>
         )}
@@ -68,7 +72,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
           <MessageBody ws={ws} m={m} />
         )}
         {m.editedAt !== null && !editing && (
-          <span class="edited" title={`Edited ${new Date(m.editedAt * 1000).toLocaleString()}`}>(edited)</span>
+          <span class="edited" title={`Edited ${FULL.format(new Date(m.editedAt * 1000))}`}>(edited)</span>
         )}
         {m.reactions.size > 0 && (
           <div class="reactions">

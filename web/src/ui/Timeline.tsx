@@ -82,11 +82,13 @@ function rows(msgs: Msg[]): { m: Msg; day: string; grouped: boolean }[] {
   return out
 }
 
+const DAY = new Intl.DateTimeFormat(undefined, { weekday: 'long', day: 'numeric', month: 'long' })
+const DAY_YEAR = new Intl.DateTimeFormat(undefined, { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric' })
+
 export function dayLabel(date: Date): string {
   const today = new Date()
   const yesterday = new Date(today.getFullYear(), today.getMonth(), today.getDate() - 1)
   if (date.toDateString() === today.toDateString()) return 'Today'
   if (date.toDateString() === yesterday.toDateString()) return 'Yesterday'
-  const sameYear = date.getFullYear() === today.getFullYear()
-  return date.toLocaleDateString([], { weekday: 'long', day: 'numeric', month: 'long', year: sameYear ? undefined : 'numeric' })
+  return (date.getFullYear() === today.getFullYear() ? DAY : DAY_YEAR).format(date)
 }
