@@ -37,7 +37,8 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
     window.setTimeout(() => setLinked(false), 1500)
   })
   return (
-    <article class={cls} data-id={m.ev.id}>
+    // Focusable by a click or tap (not by Tab): at phone width its actions show while it has focus.
+    <article class={cls} data-id={m.ev.id} tabIndex={-1}>
       <div class="gutter">
         {grouped ? (
           <time class="hover-time" dateTime={when.toISOString()} title={full}>{time}</time>
