@@ -60,7 +60,7 @@ test: $(VENV)/.dev tests/interop/node_modules/.installed web/node_modules/.insta
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) -m "not browser" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m browser $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-bench: $(VENV)/.dev
+bench: $(VENV)/.dev web/node_modules/.installed
 	$(BIN)/python bench/ingest.py $(BENCH_ARGS)
 	$(BIN)/python bench/fanout.py
 	$(BIN)/python bench/query.py
@@ -70,6 +70,7 @@ bench: $(VENV)/.dev
 	-$(BIN)/python bench/soak.py $(SOAK_ARGS)
 	$(BIN)/python bench/stt.py $(STT_ARGS)
 	$(BIN)/python bench/recall.py
+	$(BIN)/python bench/web.py
 
 # The import-layer rule (docs/architecture.md) is a test; lint runs it too, without servers.
 lint: $(VENV)/.dev

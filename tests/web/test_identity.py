@@ -39,6 +39,7 @@ async def test_identity_in_the_browser(sqlite_relay: RunningRelay) -> None:
             "after a reload the passphrase unlocks the same identity",
             "signing in with a pasted nsec enters at once",
             "a hex key is refused when mistyped and accepted when right",
+            "a pasted ncryptsec asks for its passphrase and unlocks",
             "a NIP-07 extension signs in without a key in the page",
             "no secret key was ever sent on the socket",
         ],

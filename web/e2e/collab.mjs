@@ -9,7 +9,11 @@ import { launch, person, signIn, send, openChannel, article, log, scenario, chec
 const run = promisify(execFile)
 const { config, report } = scenario()
 const url = config.url
-const shot = (page, name) => page.screenshot({ path: `${config.images}/${name}.png` })
+// Nothing focused in the picture: a focused message shows its toolbar.
+const shot = async (page, name) => {
+  await page.evaluate(() => document.activeElement?.blur())
+  await page.screenshot({ path: `${config.images}/${name}.png` })
+}
 const { browser, close } = await launch()
 
 async function describedBy(link) {

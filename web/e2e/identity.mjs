@@ -3,6 +3,7 @@
 import { finalizeEvent } from 'nostr-tools/pure'
 import { hexToBytes, bytesToHex } from 'nostr-tools/utils'
 import * as nip19 from 'nostr-tools/nip19'
+import * as nip49 from 'nostr-tools/nip49'
 import { launch, person, scenario, check, finish } from './lib.mjs'
 
 const { config, report } = scenario()
@@ -77,6 +78,24 @@ try {
     await h.page.getByRole('textbox', { name: 'Secret key' }).fill(config.hexSecret)
     await h.page.getByRole('button', { name: 'Sign in' }).click()
     await h.page.getByRole('banner').getByRole('button', { name: 'Hexa' }).waitFor()
+  })
+
+  const e = await person(browser, report, 'encrypted')
+  watchFrames(e.page)
+  await check(report, 'a pasted ncryptsec asks for its passphrase and unlocks', async () => {
+    const ncryptsec = nip49.encrypt(hexToBytes(config.hexSecret), 'key pass phrase', 16)
+    await e.page.goto(url)
+    const box = e.page.getByRole('textbox', { name: 'Secret key' })
+    if (await e.page.getByLabel('Key passphrase').count()) throw new Error('a passphrase field before any ncryptsec')
+    await box.fill(ncryptsec)
+    await e.page.getByLabel('Key passphrase').fill('not the pass phrase')
+    if (await e.page.getByRole('button', { name: 'Sign in' }).count()) throw new Error('Sign in still offered for an encrypted key')
+    await e.page.getByRole('button', { name: 'Unlock' }).click()
+    await e.page.getByRole('alert').filter({ hasText: 'Wrong passphrase.' }).waitFor({ timeout: 20000 })
+    await e.page.getByLabel('Key passphrase').fill('key pass phrase')
+    await e.page.getByLabel('Key passphrase').press('Enter')
+    await e.page.getByRole('banner').getByRole('button', { name: 'Hexa' }).waitFor({ timeout: 20000 })
+    if (await e.page.evaluate(() => localStorage.getItem('buzz.ncryptsec')) !== null) throw new Error('stored without being asked')
   })
 
   const sk = hexToBytes(config.extensionSecret)

@@ -26,8 +26,8 @@ export async function launch(extraArgs = []) {
 }
 
 /** A person: their own context (own localStorage) and page, watching for alerts and errors. */
-export async function person(browser, report, name, viewport = DESKTOP, init) {
-  const context = await browser.newContext({ viewport })
+export async function person(browser, report, name, viewport = DESKTOP, init, options = {}) {
+  const context = await browser.newContext({ viewport, ...options })
   if (init) await init(context)
   const page = await context.newPage()
   page.setDefaultTimeout(15000)

@@ -88,7 +88,7 @@ export function parseSecret(text: string): Uint8Array {
     }
     throw new Error('That nsec is not valid (check for a missing or extra character).')
   }
-  if (t.startsWith('ncryptsec1')) throw new Error('That is an encrypted key: use “Unlock” with its passphrase.')
+  if (isEncrypted(t)) throw new Error('That is an encrypted key: type its passphrase and press “Unlock”.')
   throw new Error('Paste an nsec1… key or 64 hexadecimal characters.')
 }
 
@@ -102,11 +102,20 @@ export function storeEncrypted(secret: Uint8Array, passphrase: string): string {
   return enc
 }
 
+/** A NIP-49 encrypted key (`ncryptsec1…`), as pasted. */
+export const isEncrypted = (text: string): boolean => text.trim().toLowerCase().startsWith('ncryptsec1')
+
+/** The secret inside a NIP-49 `ncryptsec`; throws with a sentence a person can act on (the
+ * library's own messages may quote the whole key). */
 export function unlock(ncryptsec: string, passphrase: string): Uint8Array {
   try {
-    return nip49.decrypt(ncryptsec, passphrase)
-  } catch {
-    throw new Error('Wrong passphrase.')
+    return nip49.decrypt(ncryptsec.trim().toLowerCase(), passphrase)
+  } catch (e) {
+    const text = e instanceof Error ? e.message : String(e)
+    if (/invalid tag/i.test(text)) throw new Error('Wrong passphrase.')
+    // scrypt refuses a cost (log N) above what fits in its 1 GiB memory bound.
+    if (/maxmem|memused/i.test(text)) throw new Error('This key was encrypted with a cost too high to unlock in a browser.')
+    throw new Error('That ncryptsec is not valid (check for a missing or extra character).')
   }
 }
 

@@ -5,82 +5,25 @@
 import { RelayConn, relayUrl, type Filter } from './relay'
 import { resolveNames } from './mentions'
 import { firstTag, now, type NEvent, type Signer, type Tag } from './types'
-import { ownerOf } from './nipoa'
 import { AgentDesk } from './agents'
+import { HuddleBook } from './huddle-book'
+import {
+  DELETION, EDIT, HUDDLE_ENDED, HUDDLE_JOINED, HUDDLE_KINDS, HUDDLE_LEFT, HUDDLE_STARTED, MAX_CONTENT_BYTES, MESSAGE,
+  MODERATION_DELETE, PAGE, PRESENCE, REACTION, TYPING, byTime, insertSorted, profileOf, threadLinks,
+  type Channel, type HuddleInfo, type Msg, type Profile, type Role, type Timeline,
+} from './model'
 
-export type Role = 'owner' | 'admin' | 'member' | 'guest' | 'bot'
-export type Channel = {
-  id: string
-  name: string
-  about: string
-  visibility: 'open' | 'private'
-  type: string
-  archived: boolean
-  ttl: number // seconds; > 0 for an ephemeral huddle channel (huddle.md §8.4), kept out of the sidebar
-  member: boolean
-  peers: string[] // DM participants
-}
-export type Profile = { name: string; about: string; owner: string | null; event: NEvent }
-export type Msg = {
-  ev: NEvent
-  channel: string
-  content: string
-  editedAt: number | null
-  parent: string | null
-  root: string | null
-  broadcast: boolean
-  deleted: boolean
-  replies: Set<string>
-  reactions: Map<string, Map<string, string>> // emoji -> pubkey -> reaction event id
-  seq: number // same-second order: arrival for live events, relay order for pages
-}
-type Timeline = { ids: string[]; hasMore: boolean; loading: boolean; loaded: boolean }
-/** One huddle as its lifecycle events in the parent tell it (huddle.md §8.5). `room` is the
- * channel whose audio socket it uses: its own ephemeral channel, or the parent itself. */
-export type HuddleInfo = { room: string; parent: string; startedBy: string | null; startedAt: number; startId: string; ended: boolean; inside: Set<string> }
+// Everything the views import from here as before.
+export * from './model'
 
-export const MESSAGE = 9
-export const EDIT = 40003
-export const REACTION = 7
-export const DELETION = 5
-export const MODERATION_DELETE = 9005
-export const TYPING = 20002
-export const PRESENCE = 20001
-export const PAGE = 50
-export const MAX_CONTENT_BYTES = 65_536 // agents.md §2.3 item 1, as `buzz messages send`
-export const HUDDLE_STARTED = 48100
-export const HUDDLE_JOINED = 48101
-export const HUDDLE_LEFT = 48102
-export const HUDDLE_ENDED = 48103
-export const HUDDLE_RULES = 48106
-const HUDDLE_KINDS = [HUDDLE_STARTED, HUDDLE_JOINED, HUDDLE_LEFT, HUDDLE_ENDED]
-export const HUDDLE_TTL_S = 3600
-export const MAX_HUDDLE_AGENTS = 20
-// A huddle older than this is settled: a rival 48100 that claims an earlier time (a clock far
-// behind, or backdated on purpose) no longer moves the people sitting in it (decision 81).
-export const HUDDLE_RACE_WINDOW_S = 60
-// The same words `buzz huddle start` posts (src/buzz/voice/guidelines.py), so agents get one
-// voice-mode rule whichever client started the huddle.
-export const VOICE_GUIDELINES =
-  'You are in a live voice huddle: your replies in this channel are read aloud to the people in ' +
-  'the room, and what they say reaches you as transcripts, which may contain recognition errors. ' +
-  'Answer briefly, in one to three plain spoken sentences. No markdown, no lists, no tables, no ' +
-  'code blocks, no URLs and no emoji; say numbers, dates and names the way a person would say ' +
-  'them. If something needs code or a link, say that you will post it in the channel.'
 const LIVE_KINDS = [MESSAGE, EDIT, REACTION, DELETION, MODERATION_DELETE, ...HUDDLE_KINDS]
 const TYPING_TTL_S = 6
 const LAST_READ_KEY = 'buzz.lastRead.'
 
-export function threadLinks(ev: NEvent): { parent: string | null; root: string | null } {
-  const marked = (m: string) => ev.tags.find((t) => t[0] === 'e' && t.length >= 4 && t[3] === m && /^[0-9a-f]{64}$/.test(t[1]))?.[1] ?? null
-  const parent = marked('reply')
-  if (parent === null) return { parent: null, root: null }
-  return { parent, root: marked('root') ?? parent }
-}
-
 export class Workspace {
   readonly relay: RelayConn
   readonly desk: AgentDesk = new AgentDesk(this)
+  readonly huddleBook: HuddleBook = new HuddleBook(this)
   status: 'connecting' | 'online' | 'offline' = 'connecting'
   statusDetail = ''
   channels = new Map<string, Channel>()
@@ -94,11 +37,12 @@ export class Workspace {
   typing = new Map<string, Map<string, number>>()
   active: string | null = null
   thread: string | null = null
+  focus: string | null = null // the message a permalink or search result points at (highlighted)
   notice: string | null = null
   refused = new Map<string, string>() // channel id -> the relay's refusal of a read
   huddles = new Map<string, Map<string, HuddleInfo>>() // parent channel id -> room id -> huddle
   relayPubkey = ''
-  private huddleSeen = new Set<string>()
+  private quiet = new Set<string>() // held for search results, not yet on a timeline
   private reactionIndex = new Map<string, { target: string; emoji: string; pubkey: string }>()
   private listeners = new Set<() => void>()
   private scheduled = false
@@ -163,148 +107,19 @@ export class Workspace {
     }
   }
 
+  // -- huddles (huddle-book.ts) ----------------------------------------------------------
   /** A channel's huddles from their lifecycle events (huddle.md §8.5), oldest first. */
-  async loadHuddle(channel: string): Promise<void> {
-    const found = await this.relay.query([{ kinds: HUDDLE_KINDS, '#h': [channel], limit: 500 }])
-    if (!this.huddles.has(channel)) this.huddles.set(channel, new Map())
-    found.sort((a, b) => a.created_at - b.created_at || a.kind - b.kind || (a.id < b.id ? -1 : 1))
-    for (const e of found) this.huddleEvent(e)
-    this.changed()
-  }
-
-  /** 48100 counts from anyone (the relay checked it names the author's own huddle channel);
-   * 48101/48102 only from the relay's key; 48103 from the relay or the huddle's starter. */
-  private huddleEvent(e: NEvent): void {
-    const parent = firstTag(e, 'h')
-    if (!parent || this.huddleSeen.has(e.id)) return
-    let room = ''
-    try {
-      const v = JSON.parse(e.content) as { ephemeral_channel_id?: unknown }
-      if (typeof v?.ephemeral_channel_id === 'string' && /^[0-9a-f-]{36}$/.test(v.ephemeral_channel_id)) room = v.ephemeral_channel_id
-    } catch {
-      return
-    }
-    if (!room) return
-    const byRelay = !!this.relayPubkey && e.pubkey === this.relayPubkey
-    if (e.kind !== HUDDLE_STARTED && !byRelay && !(e.kind === HUDDLE_ENDED && this.huddles.get(parent)?.get(room)?.startedBy === e.pubkey)) return
-    this.huddleSeen.add(e.id)
-    let rooms = this.huddles.get(parent)
-    if (!rooms) this.huddles.set(parent, (rooms = new Map()))
-    let h = rooms.get(room)
-    if (!h) rooms.set(room, (h = { room, parent, startedBy: null, startedAt: e.created_at, startId: '', ended: false, inside: new Set() }))
-    if (h.ended) {
-      // Events after a huddle's end are ignored (§8.5), except in a permanent channel, whose
-      // own room (its id as ephemeral_channel_id) starts again with its next participant.
-      if (room !== parent || e.kind !== HUDDLE_JOINED) return
-      h.ended = false
-      h.startedAt = e.created_at
-    }
-    const who = firstTag(e, 'p')
-    if (e.kind === HUDDLE_STARTED) {
-      h.startedBy = e.pubkey
-      h.startedAt = e.created_at
-      h.startId = e.id
-      this.needProfiles([e.pubkey])
-    } else if (e.kind === HUDDLE_ENDED) {
-      h.ended = true
-      h.inside.clear()
-    } else if (who && e.kind === HUDDLE_JOINED) h.inside.add(who)
-    else if (who) h.inside.delete(who)
-    if (who) this.needProfiles([who])
-    this.changed()
-  }
-
-  /** The live huddle of `channel` to join: the one the race rule keeps among started ones
-   * (`winningHuddle`), else the channel's own permanent room while someone is in it. */
-  liveHuddle(channel: string): HuddleInfo | null {
-    const won = this.winningHuddle(channel)
-    if (won) return won
-    const own = this.huddles.get(channel)?.get(channel)
-    return own && !own.ended && own.inside.size ? own : null
-  }
-
-  /** One live huddle per channel (decision 81, as src/buzz/core/huddle_race.py): among the
-   * started huddles that have not ended and whose channel is not archived, the one whose 48100
-   * has the earliest created_at, then the lowest event id. */
-  winningHuddle(channel: string): HuddleInfo | null {
-    let best: HuddleInfo | null = null
-    for (const h of this.huddles.get(channel)?.values() ?? []) {
-      if (h.ended || !h.startedBy || !h.startId || (h.room !== channel && this.channels.get(h.room)?.archived)) continue
-      if (!best || h.startedAt < best.startedAt || (h.startedAt === best.startedAt && h.startId < best.startId)) best = h
-    }
-    return best
-  }
-
-  /** End a huddle I started (its channel's creator may, §8.2): 48103 in the parent, then
-   * archive its channel. Best effort: the relay ends it anyway once its last person left. */
-  async endHuddle(room: string, parent: string): Promise<void> {
-    const h = this.huddles.get(parent)?.get(room)
-    if (!h || h.ended) return
-    const content = JSON.stringify({ ephemeral_channel_id: room })
-    try {
-      this.huddleEvent(await this.relay.publish({ kind: HUDDLE_ENDED, created_at: now(), tags: [['h', parent]], content }))
-      await this.archiveHuddleChannel(room)
-    } catch {
-      /* already ended by the relay, or the TTL reclaims it */
-    }
-  }
-
-  /** Archive a huddle's own channel (9002 `archived`), without reloading the channel list as
-   * `editChannel` does: the huddle channel is not in the sidebar. */
-  private async archiveHuddleChannel(room: string): Promise<void> {
-    await this.relay.publish({ kind: 9002, created_at: now(), tags: [['h', room], ['archived', 'true']], content: '' })
-  }
-
+  loadHuddle = (channel: string): Promise<void> => this.huddleBook.load(channel)
+  /** The live huddle of `channel` to join: the race's winner, else its own room while occupied. */
+  liveHuddle = (channel: string): HuddleInfo | null => this.huddleBook.live(channel)
+  /** One live huddle per channel (decision 81, as src/buzz/core/huddle_race.py). */
+  winningHuddle = (channel: string): HuddleInfo | null => this.huddleBook.winner(channel)
+  /** End a huddle I started: 48103 in the parent, then archive its channel (best effort). */
+  endHuddle = (room: string, parent: string): Promise<void> => this.huddleBook.end(room, parent)
   /** Who is in any live huddle of `channel`. */
-  inHuddle(channel: string): string[] {
-    const out = new Set<string>()
-    for (const h of this.huddles.get(channel)?.values() ?? []) if (!h.ended) for (const p of h.inside) out.add(p)
-    return [...out]
-  }
-
-  /** Start a huddle from `parent` in its own channel, in the order of huddle.md §8.4 and with
-   * the events `buzz huddle start` signs: 9007 (fresh UUID, private, stream, TTL 3600 s), 48106
-   * (best effort, p-tagged to the agents) before 9000 per agent (role bot), then 48100 in the
-   * parent. A failed step archives the orphan channel (after a 48103 once 48100 is out) and
-   * rethrows. Then the race rule (decision 81): the parent's huddles are read again and, when
-   * another one wins, ours is ended and the winner returned. Returns the huddle channel's id to
-   * join; joining its audio is `HuddleCall`'s step 5. */
-  async startHuddle(parent: string, agents: string[]): Promise<string> {
-    const invited = [...new Set(agents.map((a) => a.toLowerCase()))]
-    if (invited.some((a) => !/^[0-9a-f]{64}$/.test(a))) throw new Error('Agent keys must be 64 hex characters.')
-    if (invited.length > MAX_HUDDLE_AGENTS) throw new Error(`At most ${MAX_HUDDLE_AGENTS} agents per huddle.`)
-    const room = crypto.randomUUID()
-    const tags: Tag[] = [['h', room], ['name', `huddle-${parent.slice(0, 8)}`], ['visibility', 'private'], ['channel_type', 'stream'], ['ttl', String(HUDDLE_TTL_S)]]
-    await this.relay.publish({ kind: 9007, created_at: now(), tags, content: '' })
-    const content = JSON.stringify({ ephemeral_channel_id: room })
-    let started = false
-    try {
-      try {
-        await this.relay.publish({ kind: HUDDLE_RULES, created_at: now(), tags: [['h', room], ...invited.map((a) => ['p', a])], content: VOICE_GUIDELINES })
-      } catch {
-        /* best effort (§8.4 step 2) */
-      }
-      for (const agent of invited) await this.relay.publish({ kind: 9000, created_at: now(), tags: [['h', room], ['p', agent], ['role', 'bot']], content: '' })
-      const ev = await this.relay.publish({ kind: HUDDLE_STARTED, created_at: now(), tags: [['h', parent]], content })
-      started = true
-      this.huddleEvent(ev)
-    } catch (e) {
-      try {
-        if (started) await this.relay.publish({ kind: HUDDLE_ENDED, created_at: now(), tags: [['h', parent]], content })
-        await this.archiveHuddleChannel(room)
-      } catch {
-        /* the TTL ends the channel anyway */
-      }
-      throw e
-    }
-    await this.loadHuddle(parent)
-    const won = this.winningHuddle(parent)
-    if (won && won.room !== room) {
-      await this.endHuddle(room, parent)
-      return won.room
-    }
-    return room
-  }
+  inHuddle = (channel: string): string[] => this.huddleBook.inside(channel)
+  /** Start a huddle from `parent` in its own channel (huddle.md §8.4); the room id to join. */
+  startHuddle = (parent: string, agents: string[]): Promise<string> => this.huddleBook.start(parent, agents)
 
   private async publishPresence(): Promise<void> {
     try {
@@ -564,27 +379,38 @@ export class Workspace {
     return t
   }
 
-  /** One page older than what is shown (paged by `until`, relay.md §6.4: inclusive bounds). */
-  async loadOlder(channel: string): Promise<void> {
+  /** One page older than what is shown (paged by `until`, relay.md §6.4: inclusive bounds);
+   * with `reach`, everything back to that created_at (at most 500 a call), for a permalink.
+   * Returns how many messages it added. */
+  async loadOlder(channel: string, reach?: number): Promise<number> {
     const t = this.timeline(channel)
-    if (t.loading || !t.hasMore) return
+    if (t.loading || !t.hasMore) return 0
     t.loading = true
     this.changed()
+    let added = 0
     try {
+      // The oldest message on the timeline, not of all held: a search hit is held without
+      // being placed (`quiet`) and must not make the next page skip what lies between.
       const all = [...this.msgs.values()].filter((m) => m.channel === channel)
-      const oldest = all.reduce((min, m) => Math.min(min, m.ev.created_at), Infinity)
+      const oldest = t.ids.reduce((min, id) => Math.min(min, this.msgs.get(id)?.ev.created_at ?? Infinity), Infinity)
       const flt: Filter = { kinds: [MESSAGE], '#h': [channel], limit: PAGE }
       if (oldest !== Infinity) {
         // Same-second neighbours of the oldest shown event come back again; ask for that many more.
         const same = all.filter((m) => m.ev.created_at === oldest).length
         flt.until = oldest
         flt.limit = Math.min(PAGE + same, 500)
+        if (reach !== undefined && reach < oldest) {
+          flt.since = reach
+          flt.limit = 500
+        }
       }
       const page = await this.relay.query([flt])
-      const fresh = page.filter((e) => !this.msgs.has(e.id))
-      for (const e of fresh) this.ingest(e, false)
+      const fresh = page.filter((e) => !this.msgs.has(e.id) || this.quiet.has(e.id))
+      for (const e of fresh) this.place(e)
+      added = fresh.length
       await this.decorate(channel, fresh.map((e) => e.id))
-      t.hasMore = page.length >= (flt.limit as number) && fresh.length > 0
+      // A page bounded by `since` says nothing about what is older: keep asking on scroll.
+      t.hasMore = flt.since !== undefined ? fresh.length > 0 || page.length >= (flt.limit as number) : page.length >= (flt.limit as number) && fresh.length > 0
       t.loaded = true
     } catch (e) {
       const text = String((e as Error).message)
@@ -595,6 +421,7 @@ export class Workspace {
       t.loading = false
       this.changed()
     }
+    return added
   }
 
   /** Edits and reactions of freshly loaded messages. */
@@ -678,7 +505,7 @@ export class Workspace {
       case HUDDLE_JOINED:
       case HUDDLE_LEFT:
       case HUDDLE_ENDED:
-        return this.huddleEvent(e)
+        return this.huddleBook.event(e)
       case TYPING: {
         const ch = firstTag(e, 'h')
         if (!ch || e.pubkey === this.me.pubkey) return
@@ -832,27 +659,16 @@ export class Workspace {
     const channel = firstTag(e, 'h')
     if (!channel) return
     const { parent, root } = threadLinks(e)
-    this.msgs.set(e.id, { ev: e, channel, content: e.content, editedAt: null, parent, root, broadcast: false, deleted: false, replies: new Set(), reactions: new Map(), seq: this.older-- })
+    const broadcast = e.tags.some((t) => t[0] === 'broadcast')
+    this.msgs.set(e.id, { ev: e, channel, content: e.content, editedAt: null, parent, root, broadcast, deleted: false, replies: new Set(), reactions: new Map(), seq: this.older-- })
+    this.quiet.add(e.id)
     this.needProfiles([e.pubkey])
   }
-}
 
-function profileOf(e: NEvent): Profile {
-  let fields: Record<string, unknown> = {}
-  try {
-    const v = JSON.parse(e.content)
-    if (v && typeof v === 'object' && !Array.isArray(v)) fields = v
-  } catch {
-    /* not JSON */
+  /** A message from a history page: new, or a search hit held quietly until its page came. */
+  private place(e: NEvent): void {
+    if (!this.quiet.delete(e.id)) return this.ingest(e, false)
+    const m = this.msgs.get(e.id)
+    if (m && (!m.root || m.broadcast)) insertSorted(this.timeline(m.channel), m, this.msgs)
   }
-  const pick = (k: string) => (typeof fields[k] === 'string' ? (fields[k] as string).trim() : '')
-  return { name: pick('display_name') || pick('name'), about: pick('about'), owner: ownerOf(e), event: e }
-}
-
-const byTime = (a: Msg, b: Msg) => a.ev.created_at - b.ev.created_at || a.seq - b.seq
-
-function insertSorted(t: Timeline, m: Msg, msgs: Map<string, Msg>): void {
-  let i = t.ids.length
-  while (i > 0 && byTime(msgs.get(t.ids[i - 1])!, m) > 0) i--
-  t.ids.splice(i, 0, m.ev.id)
 }

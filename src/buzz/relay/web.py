@@ -30,13 +30,15 @@ TYPES = {
 }
 
 # 'self' covers ws:/wss: to this origin in CSP Level 3; blob: is for the audio worklet's
-# decoded buffers only (media-src), never scripts.
+# decoded buffers only (media-src), never scripts. https: images are profile pictures (kind 0
+# `picture`, which every Nostr client shows); images inside messages from other hosts are never
+# fetched, the page shows them as links (decision 162).
 CSP = "; ".join(
     [
         "default-src 'none'",
         "script-src 'self'",
         "style-src 'self'",
-        "img-src 'self' data:",
+        "img-src 'self' data: https:",
         "font-src 'self'",
         "connect-src 'self'",
         "media-src 'self' blob:",

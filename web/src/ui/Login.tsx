@@ -1,19 +1,42 @@
-// Sign-in: create a key, paste one (nsec or hex), use a NIP-07 extension, or unlock the
-// NIP-49 ncryptsec this browser stores. A pasted or new key lives in this tab's memory only.
-import { useState } from 'preact/hooks'
-import { MemorySigner, extensionSigner, forgetStored, newSecret, parseSecret, storedKey, unlock } from '../identity'
+// Sign-in: create a key, paste one (nsec or hex, or a NIP-49 ncryptsec with its passphrase),
+// use a NIP-07 extension, or unlock the ncryptsec this browser stores. A pasted or new key
+// lives in this tab's memory only.
+import { useEffect, useState } from 'preact/hooks'
+import { warmUp } from '../render/lazy'
+import { MemorySigner, extensionSigner, forgetStored, isEncrypted, newSecret, parseSecret, storedKey, unlock } from '../identity'
 import type { Signer } from '../types'
 import { humanError } from './hooks'
 
 export function Login({ onSignedIn }: { onSignedIn: (s: Signer, fresh: boolean) => void }) {
   const [secret, setSecret] = useState('')
   const [pass, setPass] = useState('')
+  const [keyPass, setKeyPass] = useState('')
   const [error, setError] = useState('')
   const [busy, setBusy] = useState(false)
   const [stored, setStored] = useState(storedKey())
+  useEffect(warmUp, [])
 
+  const encrypted = isEncrypted(secret)
+  const decrypt = (ncryptsec: string, passphrase: string) => {
+    setBusy(true)
+    setError('')
+    // scrypt blocks for about a second: let the "Unlocking…" state paint first.
+    setTimeout(() => {
+      try {
+        onSignedIn(new MemorySigner(unlock(ncryptsec, passphrase)), false)
+      } catch (err) {
+        setError(humanError(err))
+        setBusy(false)
+      }
+    }, 30)
+  }
   const signIn = (e: Event) => {
     e.preventDefault()
+    if (encrypted) {
+      if (!keyPass) setError('Type the passphrase this key was encrypted with.')
+      else decrypt(secret, keyPass)
+      return
+    }
     try {
       onSignedIn(new MemorySigner(parseSecret(secret)), false)
     } catch (err) {
@@ -22,18 +45,7 @@ export function Login({ onSignedIn }: { onSignedIn: (s: Signer, fresh: boolean) 
   }
   const doUnlock = (e: Event) => {
     e.preventDefault()
-    if (!stored) return
-    setBusy(true)
-    setError('')
-    // scrypt blocks for about a second: let the "Unlocking…" state paint first.
-    setTimeout(() => {
-      try {
-        onSignedIn(new MemorySigner(unlock(stored, pass)), false)
-      } catch (err) {
-        setError(humanError(err))
-        setBusy(false)
-      }
-    }, 30)
+    if (stored) decrypt(stored, pass)
   }
   const useExtension = async () => {
     try {
@@ -75,12 +87,22 @@ export function Login({ onSignedIn }: { onSignedIn: (s: Signer, fresh: boolean) 
             class="secret"
             autocomplete="off"
             spellcheck={false}
-            placeholder="nsec1… or 64 hex characters"
+            placeholder="nsec1…, ncryptsec1… or 64 hex characters"
             value={secret}
-            onInput={(e) => setSecret(e.currentTarget.value)}
+            onInput={(e) => { setSecret(e.currentTarget.value); setError('') }}
           />
         </label>
-        <button type="submit">Sign in</button>
+        {encrypted && (
+          <label>
+            Key passphrase
+            <input type="password" autocomplete="current-password" value={keyPass} onInput={(e) => setKeyPass(e.currentTarget.value)} />
+          </label>
+        )}
+        {encrypted ? (
+          <button type="submit" disabled={busy}>{busy ? 'Unlocking…' : 'Unlock'}</button>
+        ) : (
+          <button type="submit">Sign in</button>
+        )}
         {typeof window.nostr !== 'undefined' && (
           <button type="button" class="quiet" onClick={() => void useExtension()}>Use browser extension</button>
         )}

@@ -1,71 +1,106 @@
+// One message. The first of a group shows the avatar, the author (a button that opens their
+// card), the agent badge and the time; the next ones of the same author show their time in
+// the gutter on hover. A message that mentions me is marked; a permalink target is highlighted.
 import { useState } from 'preact/hooks'
+import { permalink } from '../navigate'
 import type { Msg, Workspace } from '../workspace'
+import { Avatar } from './Avatar'
+import { useUi } from './context'
 import { act } from './hooks'
-import { MessageText } from './Text'
+import { MessageBody, copyText } from './MessageBody'
 
 const EMOJI = ['👍', '❤️', '😂', '🎉', '👀', '✅']
+// One formatter each: building one per message (toLocale…String) is most of a render.
+const TIME = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' })
+export const FULL = new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'short' })
 
-type Props = { ws: Workspace; m: Msg; onThread: (id: string) => void; inThread: boolean }
+type Props = { ws: Workspace; m: Msg; onThread: (id: string) => void; inThread: boolean; grouped?: boolean }
 
-export function Message({ ws, m, onThread, inThread }: Props) {
+export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   const [picking, setPicking] = useState(false)
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState('')
   const [confirming, setConfirming] = useState(false)
+  const [linked, setLinked] = useState(false)
+  const ui = useUi()
   const mine = m.ev.pubkey === ws.me.pubkey
   const canModerate = !mine && ws.isElevated(m.channel)
   const author = ws.profiles.get(m.ev.pubkey)
   const when = new Date(m.ev.created_at * 1000)
+  const time = TIME.format(when)
+  const full = FULL.format(when)
+  const mentionsMe = !mine && m.ev.tags.some((t) => t[0] === 'p' && t[1] === ws.me.pubkey)
+  const cls = ['msg', mine && 'mine', grouped && 'grouped', mentionsMe && 'mentions-me', ws.focus === m.ev.id && 'focus'].filter(Boolean).join(' ')
+  const copyLink = () => void copyText(permalink(m.channel, m.ev.id)).then((ok) => {
+    if (!ok) return ws.say(`Link to the message: ${permalink(m.channel, m.ev.id)}`)
+    setLinked(true)
+    window.setTimeout(() => setLinked(false), 1500)
+  })
   return (
-    <article class={`msg ${mine ? 'mine' : ''}`} data-id={m.ev.id}>
-      <div class="msg-head">
-        <span class="author">{ws.nameOf(m.ev.pubkey)}</span>
-        {author?.owner && <span class="tag agent" title={`Agent of ${ws.nameOf(author.owner)}`}>agent</span>}
-        <time dateTime={when.toISOString()} title={when.toLocaleString()}>{when.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}</time>
-        {m.editedAt !== null && <span class="edited">(edited)</span>}
-        {m.broadcast && !inThread && <span class="tag">from a thread</span>}
+    // Focusable by a click or tap (not by Tab): at phone width its actions show while it has focus.
+    <article class={cls} data-id={m.ev.id} tabIndex={-1}>
+      <div class="gutter">
+        {grouped ? (
+          <time class="hover-time" dateTime={when.toISOString()} title={full}>{time}</time>
+        ) : (
+          <Avatar ws={ws} pubkey={m.ev.pubkey} />
+        )}
       </div>
-      {editing ? (
-        <form
-          class="edit"
-          onSubmit={(e) => {
-            e.preventDefault()
-            void act(ws, () => ws.edit(m.ev.id, draft)).then(() => setEditing(false))
-          }}
-        >
-          <textarea aria-label="Edit message" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
-          <div class="row">
-            <button type="submit">Save</button>
-            <button type="button" class="quiet" onClick={() => setEditing(false)}>Cancel</button>
+      <div class="msg-main">
+        {!grouped && (
+          <div class="msg-head">
+            <button type="button" class="author" onClick={() => ui.openProfile(m.ev.pubkey)}>{ws.nameOf(m.ev.pubkey)}</button>
+            {author?.owner && <span class="tag agent" title={`Agent of ${ws.nameOf(author.owner)}`}>agent</span>}
+            <time dateTime={when.toISOString()} title={full}>{time}</time>
+            {m.broadcast && !inThread && <span class="tag">from a thread</span>}
           </div>
-        </form>
-      ) : (
-        <MessageText text={m.content} />
-      )}
-      {m.reactions.size > 0 && (
-        <div class="reactions">
-          {[...m.reactions.entries()].map(([emoji, by]) => (
-            <button
-              type="button"
-              class={`chip ${by.has(ws.me.pubkey) ? 'on' : ''}`}
-              aria-pressed={by.has(ws.me.pubkey)}
-              aria-label={`${emoji} ${by.size}`}
-              title={[...by.keys()].map((p) => ws.nameOf(p)).join(', ')}
-              onClick={() => void act(ws, () => ws.react(m.ev.id, emoji))}
-            >
-              {emoji} {by.size}
-            </button>
-          ))}
-        </div>
-      )}
-      {!inThread && m.replies.size > 0 && (
-        <button type="button" class="link replies" onClick={() => onThread(m.ev.id)}>
-          {m.replies.size} {m.replies.size === 1 ? 'reply' : 'replies'}
-        </button>
-      )}
+        )}
+        {editing ? (
+          <form
+            class="edit"
+            onSubmit={(e) => {
+              e.preventDefault()
+              void act(ws, () => ws.edit(m.ev.id, draft)).then(() => setEditing(false))
+            }}
+          >
+            <textarea aria-label="Edit message" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
+            <div class="row">
+              <button type="submit">Save</button>
+              <button type="button" class="quiet" onClick={() => setEditing(false)}>Cancel</button>
+            </div>
+          </form>
+        ) : (
+          <MessageBody ws={ws} m={m} />
+        )}
+        {m.editedAt !== null && !editing && (
+          <span class="edited" title={`Edited ${FULL.format(new Date(m.editedAt * 1000))}`}>(edited)</span>
+        )}
+        {m.reactions.size > 0 && (
+          <div class="reactions">
+            {[...m.reactions.entries()].map(([emoji, by]) => (
+              <button
+                type="button"
+                class={`chip ${by.has(ws.me.pubkey) ? 'on' : ''}`}
+                aria-pressed={by.has(ws.me.pubkey)}
+                aria-label={`${emoji} ${by.size}`}
+                title={[...by.keys()].map((p) => ws.nameOf(p)).join(', ')}
+                onClick={() => void act(ws, () => ws.react(m.ev.id, emoji))}
+              >
+                {emoji} {by.size}
+              </button>
+            ))}
+          </div>
+        )}
+        {!inThread && m.replies.size > 0 && (
+          <button type="button" class="link replies" onClick={() => onThread(m.ev.id)}>
+            {m.replies.size} {m.replies.size === 1 ? 'reply' : 'replies'}
+          </button>
+        )}
+      </div>
       <div class="msg-actions">
         {!inThread && <button type="button" class="icon" onClick={() => onThread(m.ev.id)}>Reply in thread</button>}
         <button type="button" class="icon" aria-expanded={picking} onClick={() => setPicking(!picking)}>Add reaction</button>
+        <button type="button" class="icon" onClick={copyLink}>{linked ? 'Link copied' : 'Copy link'}</button>
         {mine && <button type="button" class="icon" onClick={() => { setDraft(m.content); setEditing(true) }}>Edit</button>}
         {(mine || canModerate) && (
           confirming ? (

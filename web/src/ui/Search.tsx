@@ -2,12 +2,12 @@
 import { useEffect, useState } from 'preact/hooks'
 import type { Msg, Workspace } from '../workspace'
 import { humanError } from './hooks'
-import { MessageText } from './Text'
+import { MessageBody } from './MessageBody'
 import { Panel } from './Panel'
 
-type Props = { ws: Workspace; query: string; onClose: () => void; onThread: (id: string) => void }
+type Props = { ws: Workspace; query: string; onClose: () => void; onJump: (m: Msg) => void }
 
-export function SearchPanel({ ws, query, onClose, onThread }: Props) {
+export function SearchPanel({ ws, query, onClose, onJump }: Props) {
   const [here, setHere] = useState(!!ws.active)
   const [hits, setHits] = useState<Msg[] | null>(null)
   const [error, setError] = useState('')
@@ -45,8 +45,8 @@ export function SearchPanel({ ws, query, onClose, onThread }: Props) {
                   <span class="author">{ws.nameOf(m.ev.pubkey)}</span>
                   <span class="where">in {ch ? ws.channelLabel(ch) : 'a channel'}</span>
                 </div>
-                <MessageText text={m.content} />
-                <button type="button" class="link" onClick={() => void (async () => { await ws.openChannel(m.channel); onThread(m.root ?? m.ev.id) })()}>Open</button>
+                <MessageBody ws={ws} m={m} compact />
+                <button type="button" class="link" onClick={() => onJump(m)}>Open</button>
               </article>
             </li>
           )

@@ -1,5 +1,9 @@
-import { useEffect, useState } from 'preact/hooks'
-import type { Workspace } from '../workspace'
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
+import { jumpTo, parseLink } from '../navigate'
+import { onLoaded } from '../render/lazy'
+import type { Msg, Workspace } from '../workspace'
+import { UiContext, type Ui } from './context'
+import { ProfileCard } from './ProfileCard'
 import { act, useWorkspace } from './hooks'
 import { Sidebar } from './Sidebar'
 import { Conversation } from './Conversation'
@@ -22,18 +26,10 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
   const [creating, setCreating] = useState(false)
   const [query, setQuery] = useState('')
 
-  // A #<channel id> link opens that channel; otherwise my first channel once the list arrives.
-  useEffect(() => {
-    if (!ws.active && ws.channelsLoaded) {
-      const linked = /^#([0-9a-f-]{36})$/.exec(location.hash)?.[1]
-      if (linked) {
-        void ws.openChannel(linked)
-        return
-      }
-      const first = ws.myChannels().filter((c) => !c.ttl).sort((a, b) => a.name.localeCompare(b.name))[0]
-      if (first) void ws.openChannel(first.id)
-    }
-  }, [ws.channelsLoaded, ws.channels])
+  const [card, setCard] = useState<string | null>(null)
+
+  // Messages render again when the highlighter or the emoji table arrives.
+  useEffect(() => onLoaded(() => ws.changed()), [ws])
 
   const open = (id: string) => {
     setMenu(false)
@@ -41,19 +37,55 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
     void act(ws, () => ws.openChannel(id))
   }
 
+  const openThread = (id: string) => {
+    setPanel('thread')
+    void act(ws, () => ws.openThread(id))
+  }
+
+  /** `#<channel>` opens it; `#<channel>/<event>` opens it at that message (or its thread). */
+  const go = (hash: string) => {
+    const link = parseLink(hash)
+    if (!link) return
+    if (!link.event) {
+      if (link.channel !== ws.active) open(link.channel)
+      return
+    }
+    setMenu(false)
+    if (panel === 'thread' || panel === 'members') setPanel(null)
+    void act(ws, async () => {
+      const root = await jumpTo(ws, link.channel, link.event as string)
+      if (root) openThread(root)
+    })
+  }
+  // The context's `go` calls the latest `go` (it closes over the panel state).
+  const latestGo = useRef(go)
+  latestGo.current = go
+  const ui: Ui = useMemo(() => ({ openProfile: setCard, go: (hash: string) => latestGo.current(hash) }), [])
+
+  // A #<channel id> link opens that channel; otherwise my first channel once the list arrives.
+  useEffect(() => {
+    if (!ws.active && ws.channelsLoaded) {
+      if (parseLink(location.hash)) {
+        go(location.hash)
+        return
+      }
+      const first = ws.myChannels().filter((c) => !c.ttl).sort((a, b) => a.name.localeCompare(b.name))[0]
+      if (first) void ws.openChannel(first.id)
+    }
+  }, [ws.channelsLoaded, ws.channels])
+
   // Editing the #<channel id> of an open tab (or following such a link) switches channel too.
   useEffect(() => {
-    const onHash = () => {
-      const linked = /^#([0-9a-f-]{36})$/.exec(location.hash)?.[1]
-      if (linked && linked !== ws.active) open(linked)
-    }
+    const onHash = () => go(location.hash)
     window.addEventListener('hashchange', onHash)
     return () => window.removeEventListener('hashchange', onHash)
   })
+  const jump = (m: Msg) => go(`#${m.channel}/${m.ev.id}`)
   const toggle = (p: Panel) => setPanel(panel === p ? null : p)
   const channel = ws.active ? ws.channels.get(ws.active) ?? null : null
 
   return (
+    <UiContext.Provider value={ui}>
     <div class={`shell ${menu ? 'menu-open' : ''} ${panel ? 'panel-open' : ''}`}>
       <header class="top">
         <button type="button" class="menu-button" aria-expanded={menu} onClick={() => setMenu(!menu)}>Menu</button>
@@ -77,10 +109,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
           <Conversation
             ws={ws}
             channel={channel}
-            onThread={(id) => {
-              setPanel('thread')
-              void act(ws, () => ws.openThread(id))
-            }}
+            onThread={openThread}
             onMembers={() => toggle('members')}
             onHuddle={() => setPanel('huddle')}
           />
@@ -98,12 +127,13 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
       </main>
       {panel === 'thread' && ws.thread && <ThreadPanel ws={ws} root={ws.thread} onClose={() => setPanel(null)} />}
       {panel === 'members' && channel && <MembersPanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
-      {panel === 'search' && <SearchPanel ws={ws} query={query} onClose={() => { setPanel(null); setQuery('') }} onThread={(id) => { setPanel('thread'); void act(ws, () => ws.openThread(id)) }} />}
+      {panel === 'search' && <SearchPanel ws={ws} query={query} onClose={() => { setPanel(null); setQuery('') }} onJump={jump} />}
       {panel === 'browse' && <BrowsePanel ws={ws} onClose={() => setPanel(null)} onOpen={open} />}
       {panel === 'agents' && <AgentsPanel ws={ws} onClose={() => setPanel(null)} />}
       {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {profile && <ProfileDialog ws={ws} fresh={fresh} onClose={() => setProfile(false)} />}
       {creating && <NewChannelDialog ws={ws} onClose={() => setCreating(false)} onCreated={(id) => { setCreating(false); open(id) }} />}
+      {card && <ProfileCard ws={ws} pubkey={card} onClose={() => setCard(null)} onProfile={setCard} onOpen={open} />}
       {ws.notice && (
         <div class="toast" role="alert">
           <span>{ws.notice}</span>
@@ -111,5 +141,6 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
         </div>
       )}
     </div>
+    </UiContext.Provider>
   )
 }

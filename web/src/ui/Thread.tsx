@@ -1,3 +1,5 @@
+import { Fragment } from 'preact'
+import { useLayoutEffect, useRef } from 'preact/hooks'
 import type { Workspace } from '../workspace'
 import { Composer } from './Composer'
 import { Message } from './Message'
@@ -6,17 +8,28 @@ import { Panel } from './Panel'
 export function ThreadPanel({ ws, root, onClose }: { ws: Workspace; root: string; onClose: () => void }) {
   const msgs = ws.threadMessages(root)
   const r = msgs[0]
+  const list = useRef<HTMLDivElement>(null)
+  const shown = useRef('')
+  // A permalink to a reply: scroll to it once it is here.
+  useLayoutEffect(() => {
+    if (!ws.focus || shown.current === ws.focus) return
+    const el = list.current?.querySelector<HTMLElement>(`article[data-id="${ws.focus}"]`)
+    if (el) {
+      el.scrollIntoView({ block: 'center' })
+      shown.current = ws.focus
+    }
+  })
   return (
     <Panel name="Thread" onClose={onClose}>
       {!r && <p class="hint">Loading thread…</p>}
       {r && (
         <>
-          <div class="thread-list">
+          <div class="thread-list" ref={list}>
             {msgs.map((m, i) => (
-              <>
-                <Message key={m.ev.id} ws={ws} m={m} onThread={() => undefined} inThread />
+              <Fragment key={m.ev.id}>
+                <Message ws={ws} m={m} onThread={() => undefined} inThread />
                 {i === 0 && <p class="divider">{msgs.length - 1} {msgs.length === 2 ? 'reply' : 'replies'}</p>}
-              </>
+              </Fragment>
             ))}
           </div>
           {ws.channels.get(r.channel)?.member && <Composer ws={ws} channel={r.channel} label="Reply" button="Send reply" placeholder="Reply in thread" replyTo={root} />}

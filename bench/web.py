@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Browser benchmark: time from *Sign in* to the newest message of a 1,000-message channel
+(issue 26), this tree's page against the page of a baseline revision, in the same run.
+
+Run by `make bench`, never by the tests. Loopback only. Each relay (`buzz relay serve`, SQLite)
+gets the same channel: 1,000 messages, three a second, every fifth with a fenced code block and
+every tenth (offset 3) with an image link, the rest a line of Markdown. web/e2e/first-message.mjs
+(playwright-core driving Debian's Chromium, a fresh context per run: no cache, no storage) signs
+in with the owner's key and times the click on *Sign in* until the newest message is on the
+screen. Rounds alternate between the two relays so that load on the shared box hits both alike;
+the figure is the median, the yardstick the baseline's median of the same run (issue 26: no
+worse than 1.5×). The baseline is buzz at `--baseline REV` (default: main before issue 26),
+installed into `.bench-baseline/<sha>/` by bench/ingest.py, so it serves its own page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import clients
+import ingest
+
+from buzz.client import RelayClient
+from buzz.core.channel_id import new_channel_id
+from buzz.core.event import Event
+from buzz.core.keys import generate_secret_key
+
+# main as it was when issue 26 was filed: the page renders every message as plain text.
+BEFORE_ISSUE_26 = "9872e6ea86de057195ae668bc106365d6f687361"
+TARGET_RATIO = 1.5
+WEB = ingest.ROOT / "web"
+CHROMIUM = os.environ.get("BUZZ_CHROMIUM", "/usr/bin/chromium")
+SCENARIO_TIMEOUT_S = 600
+PER_SECOND = 3
+
+
+def content(i: int) -> str:
+    """Message `i` of the channel: a code block every fifth, an image link every tenth (offset 3)."""
+    head = f"message {i:04d}"
+    if i % 5 == 0:
+        return (
+            f"{head}: the fix for ticket {i}\n\n```python\ndef handler(event, limit={i}):\n"
+            "    seen = set()\n    for item in event.items:\n        if item.id in seen:\n"
+            "            continue\n        seen.add(item.id)\n        yield item\n```\n"
+        )
+    if i % 10 == 3:
+        return f"{head}: screenshot of the dashboard\n\n![dashboard {i}](https://images.example/{i:04d}.png)"
+    return f"{head} with **bold**, _emphasis_ and `code`; see https://example.com/t/{i}"
+
+
+async def seed(url: str, secret: str, count: int) -> str:
+    """The channel and its `count` messages, oldest first, `PER_SECOND` per second of the past."""
+    channel = new_channel_id()
+    start = int(time.time()) - count // PER_SECOND - 5
+    async with RelayClient(url, secret) as client:
+        tags = [["h", channel], ["name", "bench"], ["visibility", "open"]]
+        result = await client.publish(Event.create(secret, 9007, "", tags))
+        if not result.accepted:
+            raise ingest.BenchError(f"channel refused: {result.message}")
+        for i in range(count):
+            event = Event.create(secret, 9, content(i), [["h", channel]], start + i // PER_SECOND)
+            result = await client.publish(event)
+            if not result.accepted:
+                raise ingest.BenchError(f"message {i} refused: {result.message}")
+    return channel
+
+
+def page_script(relay: ingest.RelayProc) -> str:
+    """The name of the script the relay's page loads (which bundle it serves)."""
+    url = relay.url.replace("ws://", "http://", 1) + "/"
+    with urllib.request.urlopen(
+        urllib.request.Request(url, headers={"Accept": "text/html"}), timeout=10
+    ) as r:
+        page = r.read().decode()
+    found = re.search(r"/app/(index-[\w-]+\.js)", page)
+    if not found:
+        raise ingest.BenchError(f"{relay.name}: the page names no script")
+    return found.group(1)
+
+
+def time_sign_in(relay: ingest.RelayProc, secret: str, newest: str, runs: int) -> dict[str, Any]:
+    node = shutil.which("node")
+    if (
+        node is None
+        or not Path(CHROMIUM).is_file()
+        or not (WEB / "node_modules" / "playwright-core").is_dir()
+    ):
+        raise ingest.BenchError("needs node, Chromium (apt-get install chromium) and `cd web && npm ci`")
+    config = {
+        "url": relay.url.replace("ws://", "http://", 1) + "/",
+        "secret": secret,
+        "newest": newest,
+        "runs": runs,
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUZZ_")} | {"BUZZ_CHROMIUM": CHROMIUM}
+    r = subprocess.run(
+        [node, str(WEB / "e2e" / "first-message.mjs"), json.dumps(config)],
+        cwd=WEB, env=env, capture_output=True, timeout=SCENARIO_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    lines = [line for line in r.stdout.decode().splitlines() if line.startswith("{")]
+    if r.returncode != 0 or not lines:
+        raise ingest.BenchError(f"{relay.name}: scenario failed: {r.stderr.decode()[-2000:]}")
+    report: dict[str, Any] = json.loads(lines[-1])
+    if not all(report["checks"].values()) or report["errors"]:
+        raise ingest.BenchError(f"{relay.name}: {report['errors'] or report['checks']}")
+    return report["numbers"]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"machine": ingest.machine_facts(), "count": args.count, "rounds": args.rounds}
+    base = ingest.ensure_baseline(args.baseline)
+    out["baseline"] = {"rev": args.baseline, "sha": base.sha, "label": base.label}
+    secret = generate_secret_key()
+    newest = f"message {args.count - 1:04d}"
+    with tempfile.TemporaryDirectory(prefix="buzz-bench-web-") as tmp:
+        relays: dict[str, ingest.RelayProc] = {}
+        bundles: dict[str, str] = {}
+        try:
+            for key, buzz in (("this", None), ("base", base.buzz)):
+                home = Path(tmp) / key
+                home.mkdir()
+                # The baseline runs its own installed code: a PYTHONPATH pointing at this tree
+                # (how developers run the bench) would put this tree's page in its place.
+                saved = os.environ.pop("PYTHONPATH", None) if buzz else None
+                try:
+                    relays[key] = ingest.start_buzz(home, buzz=buzz, name=key)
+                finally:
+                    if saved is not None:
+                        os.environ["PYTHONPATH"] = saved
+                asyncio.run(seed(relays[key].url, secret, args.count))
+                bundles[key] = page_script(relays[key])
+            if (
+                bundles["this"] == bundles["base"]
+                and base.sha != ingest._git("rev-parse", "HEAD").decode().strip()
+            ):
+                raise ingest.BenchError(
+                    f"both relays serve {bundles['this']}: the baseline is not the baseline"
+                )
+            times: dict[str, list[int]] = {"this": [], "base": []}
+            shown: dict[str, dict[str, Any]] = {}
+            for _ in range(args.rounds):
+                for key in ("this", "base"):
+                    numbers = time_sign_in(relays[key], secret, newest, args.runs)
+                    times[key] += numbers["runsMs"]
+                    shown[key] = {"articles": numbers["articles"], "code_blocks": numbers["codeBlocks"]}
+        finally:
+            for relay in relays.values():
+                relay.stop()
+    out["load_avg_end"] = ingest.load_avg()
+    for key in ("this", "base"):
+        out[key] = {"runs_ms": times[key], "median_ms": statistics.median(times[key]), "bundle": bundles[key]}
+        out[key] |= shown[key]
+    out["ratio"] = out["this"]["median_ms"] / out["base"]["median_ms"]
+    return out
+
+
+def render(out: dict[str, Any]) -> str:
+    m = out["machine"]
+    lines = [
+        f"buzz browser bench — {m['date']}",
+        f"CPU: {m['cpu']} — {m['cores']} cores — load avg {m['load_avg_start']} at start, {out['load_avg_end']} at end",
+        f"{out['count']} messages (every 5th a code block, every 10th an image link), "
+        f"{out['rounds']} rounds × {len(out['this']['runs_ms']) // out['rounds']} sign-ins per page",
+        "",
+        f"{'page':<22} {'median':>8}  {'runs (ms)'}",
+    ]
+    for key, label in (("this", "this tree"), ("base", out["baseline"]["label"])):
+        r = out[key]
+        lines.append(
+            f"{label:<22} {r['median_ms']:>6.0f} ms  {', '.join(map(str, r['runs_ms']))}  ({r['bundle']})"
+        )
+    ok = out["ratio"] <= TARGET_RATIO
+    lines += [
+        "",
+        f"shown after sign-in: {out['this']['articles']} messages, {out['this']['code_blocks']} code blocks "
+        f"(baseline: {out['base']['articles']}, {out['base']['code_blocks']})",
+        f"time to the newest message, this tree / {out['baseline']['label']}: {out['ratio']:.2f}× "
+        f"(target ≤ {TARGET_RATIO}×: {'MET' if ok else 'NOT MET'})",
+    ]
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--baseline", default=BEFORE_ISSUE_26, help="git revision whose page is the yardstick")
+    ap.add_argument("--count", type=int, default=1000, help="messages in the channel (100–5000)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (1–20)")
+    ap.add_argument("--runs", type=int, default=3, help="sign-ins per page and round (1–20)")
+    ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
+    args = ap.parse_args(argv)
+    if not 100 <= args.count <= 5000 or not 1 <= args.rounds <= 20 or not 1 <= args.runs <= 20:
+        ap.error("--count 100–5000, --rounds 1–20, --runs 1–20")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    return clients.bench_main(parse_args(argv), run, render)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
