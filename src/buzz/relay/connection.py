@@ -253,6 +253,9 @@ class Connection:
             for task in helpers:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            for queued in self._lane or ():  # frames never handled: nobody will await their checks
+                forget(queued[1])
+            self._lane = None
             self._release_all_slots()
 
     async def _read_frames(self) -> None:
@@ -416,23 +419,27 @@ class Connection:
     async def _run_lane(self) -> None:
         while self._lane:
             msg, early, size, checked = self._lane.popleft()
-            if isinstance(msg, EventMessage) and not isinstance(early, BuzzError):
-                kind = msg.event.kind
-                if kind in PIPELINABLE_KINDS:
-                    await self._pipeline(msg, early, size, checked, _writes(msg.event))
-                    continue
-                if kind in INDEPENDENT_CHANNEL_KINDS:
-                    # It reads what an event still in flight writes: that one commits first
-                    # (and every event before it: commits keep arrival order).
-                    reads = _reads(msg.event)
-                    while self._writes_inflight(reads):
-                        await self._settled_once()
-                    await self._pipeline(msg, early, size, checked, _writes(msg.event))
-                    continue
-            if self._inflight:
-                # Anything else may read what those events write: let them commit first.
-                await self._inflight_at_most(0)
-            await self._handle(msg, early, size)
+            try:
+                if isinstance(msg, EventMessage) and not isinstance(early, BuzzError):
+                    kind = msg.event.kind
+                    if kind in PIPELINABLE_KINDS:
+                        await self._pipeline(msg, early, size, checked, _writes(msg.event))
+                        continue
+                    if kind in INDEPENDENT_CHANNEL_KINDS:
+                        # It reads what an event still in flight writes: that one commits first
+                        # (and every event before it: commits keep arrival order).
+                        reads = _reads(msg.event)
+                        while self._writes_inflight(reads):
+                            await self._settled_once()
+                        await self._pipeline(msg, early, size, checked, _writes(msg.event))
+                        continue
+                if self._inflight:
+                    # Anything else may read what those events write: let them commit first.
+                    await self._inflight_at_most(0)
+                await self._handle(msg, early, size)
+            except BaseException:  # cancelled at close, maybe before its check was awaited
+                forget(early)
+                raise
 
     async def _pipeline(
         self, msg: EventMessage, early: Any, size: int, checked: tuple[Session, int], refs: tuple[object, ...]
@@ -454,6 +461,7 @@ class Connection:
             started = time.perf_counter()
             written = ingest.write_soon(plan)
         except Exception as exc:
+            forget(early)  # a recheck that failed before `await early`: nobody else will
             early = None  # the future holds `exc`, whose traceback holds this frame: break the cycle
             outcome = ingest.refusal(event.id, exc)
             self._answer(event, outcome.accepted, outcome.message)
@@ -595,6 +603,7 @@ class Connection:
             self.relay.ingest.precheck(event, self.session)
             verified = await early
         except BuzzError as exc:
+            forget(early)  # the recheck failed before `await early`: nobody else will
             early = None  # the future holds `exc`, whose traceback holds this frame: break the cycle
             return False, str(exc)
         outcome = await self.relay.ingest.submit(event, self.session, verified)
@@ -741,3 +750,15 @@ def _reads(event: Event) -> tuple[object, ...]:
 
 def _reaction_key(event: Event) -> tuple[str, str, str | None, str]:
     return ("reaction", event.pubkey, reaction_target(event), event.content)
+
+
+def forget(early: Any) -> None:
+    """Let go of a verification future nobody will await (its frame was refused before, or its
+    connection closed first): cancelled while pending, its outcome read when settled, so a
+    failed signature never ends as asyncio's "Future exception was never retrieved"."""
+    if not isinstance(early, asyncio.Future):
+        return
+    if not early.done():
+        early.cancel()
+    elif not early.cancelled():
+        early.exception()
