@@ -98,6 +98,7 @@ class Connection:
         "_writer_task",
         "challenge",
         "host",
+        "owners",
         "pubkey",
         "relay",
         "subs",
@@ -116,6 +117,7 @@ class Connection:
         self.host = host
         self._transport = transport  # aborted when a close cannot get through (`_close`)
         self.pubkey: str | None = None
+        self.owners: frozenset[str] = frozenset()  # whose ban ends this session too (`Admission`)
         self._session = Session(None, "ws")  # follows `pubkey` (see `session`)
         # The connection lives on the loop it was made on; `asyncio.get_running_loop()` costs
         # a getpid() system call per call on Python 3.11, several times per event.
@@ -623,7 +625,7 @@ class Connection:
                 await self.relay.ingest.verify(event)
             except BuzzError:
                 raise nip42.VERIFICATION_FAILED() from None  # a bad id or signature is a failed AUTH
-            pubkey = await self.relay.admit(event)  # Restricted / Blocked keep their own text
+            admitted = await self.relay.admission(event)  # Restricted / Blocked keep their own text
         except BuzzError as exc:
             self._auth_failed = True
             if isinstance(exc, AuthRequired):  # admission verdicts are logged by Relay.admit
@@ -632,7 +634,7 @@ class Connection:
             if isinstance(exc, Blocked):
                 self.close_soon(code=1008, message=b"blocked", last_words=True)
             return
-        self.pubkey = pubkey
+        self.pubkey, self.owners = admitted.pubkey, admitted.owners
         if self._auth_timer is not None:
             self._auth_timer.cancel()  # the AUTH deadline is met: its handle need not live on
             self._auth_timer = None
