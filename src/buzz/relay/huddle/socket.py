@@ -46,6 +46,7 @@ from buzz.core.huddle_wire import (
     auth_timeout_close,
     check_version,
     ingress_verdict,
+    join_rate_limited,
     parse_client_message,
     read_client_message,
 )
@@ -236,6 +237,10 @@ class AudioSocket:
         event = await self._verify(auth)  # step 1
         admitted = await relay_admission(relay, event)  # step 2
         pubkey, self.owners = admitted.pubkey, admitted.owners
+        if not huddles.joins.allow(pubkey):  # the member's join rate (docs/decisions.md 133)
+            huddles.stats.count("huddle_joins_rate_limited_total")
+            settings = huddles.settings
+            raise JoinDenied(join_rate_limited(settings.join_limit, settings.join_window_s))
         grant = await channel_admission(relay, self.channel_id, auth.parent_channel_id, pubkey)  # step 3
         community_id = huddles.settings.community_id
         fresh: Lease | None = None  # the lease this join won; released unless the join succeeds
