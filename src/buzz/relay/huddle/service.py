@@ -62,7 +62,9 @@ class Huddles:
             link_redis = Redis.from_url(config.redis_url, socket_connect_timeout=2.0, socket_timeout=5.0)
             runtime = self.mesh.runtime_id
             self.remote = RemoteHub(
-                self, runtime, lambda hub: MeshLink(link_redis, runtime, hub.on_control, hub.on_media)
+                self,
+                runtime,
+                lambda hub: MeshLink(link_redis, runtime, hub.on_control, hub.on_media, hub.on_undelivered),
             )
         self.stats = HuddleStats()
         self.joins = SlidingWindow(self.settings.join_limit, self.settings.join_window_s)  # per member
