@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 
 import click
 
-from buzz.cli import admin_backup
 from buzz.cli.common import CommandGroup, report
 from buzz.cli.output import Context, emit
 from buzz.client.errors import NetworkError, UserError, WorkspaceError
@@ -336,6 +335,8 @@ def backup(ctx: click.Context, file: Path) -> None:
       buzz admin --data-dir ./buzz-data backup ./buzz-backup-$(date +%F).tar.gz
       buzz admin --db postgresql://buzz@localhost/buzz backup ./buzz-backup.tar.gz
     """
+    from buzz.cli import admin_backup  # tarfile, hashing: loaded by the commands that use them
+
     out, target = _objs(ctx)
     sqlite_file = target.sqlite_file
     try:
@@ -361,6 +362,8 @@ def restore(ctx: click.Context, archive: Path) -> None:
       buzz admin --data-dir ./restored-data restore ./buzz-backup-2026-12-04.tar.gz
       buzz relay serve --data-dir ./restored-data
     """
+    from buzz.cli import admin_backup
+
     out, target = _objs(ctx)
     sqlite_file = target.sqlite_file
     try:
