@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -115,23 +116,16 @@ async def test_backup_and_stats_while_the_relay_runs(tmp_path: Path) -> None:
         assert stats["events_by_kind"]["9"] == 5 and stats["events_by_kind"]["9007"] == 1
         assert stats["channels"] == 1 and stats["channel_members"] == 1 and stats["store_bytes"] > 0
 
-        dest = tmp_path / "backup.sqlite3"
+        dest = tmp_path / "backup.tar.gz"
         done = admin(data, "backup", str(dest))
         assert done["backend"] == "sqlite" and done["bytes"] == dest.stat().st_size
-        with sqlite3.connect(dest) as copy:
+        with tarfile.open(dest) as archive:
+            archive.extract("data/relay.sqlite3", tmp_path / "x", filter="data")
+        with sqlite3.connect(tmp_path / "x" / "data" / "relay.sqlite3") as copy:
             assert copy.execute("SELECT COUNT(*) FROM events WHERE kind = 9").fetchone()[0] == 5
         again = buzz("admin", "--data-dir", str(data), "backup", str(dest))
         assert again.returncode == 1 and json.loads(again.stderr)["error"] == "user_error"
         await relay.stop()
-
-
-def test_postgres_backup_prints_pg_dump_without_the_password(tmp_path: Path) -> None:
-    out = admin(tmp_path, "--db", "postgresql://ops:s3cret@db.internal:5433/buzz", "backup", "/srv/b.dump")
-    assert out["backend"] == "postgresql"
-    assert (
-        out["command"] == "pg_dump --format=custom --file=/srv/b.dump postgresql://ops@db.internal:5433/buzz"
-    )
-    assert "s3cret" not in json.dumps(out)
 
 
 @pytest.mark.parametrize(

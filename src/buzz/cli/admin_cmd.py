@@ -26,7 +26,6 @@ from buzz.client.errors import NetworkError, UserError, WorkspaceError
 from buzz.client.identity import parse_pubkey
 from buzz.core import nip19
 from buzz.store import check_database_url, open_store, sqlite_path
-from buzz.store.backup import pg_dump_command, sqlite_backup
 from buzz.store.base import StoreError, StoreUnreachable
 from buzz.store.operator import RELAY_ADMIN_ROLES, RELAY_MEMBER_ROLES
 
@@ -111,7 +110,7 @@ def _with_store(target: _Target, body: Callable[[Any], Awaitable[T]]) -> T:
 )
 @click.pass_context
 def admin(ctx: click.Context, data_dir: Path, db: str | None) -> None:
-    """Operate a relay: members, open/closed workspace, bans, backups, stats.
+    """Operate a relay: members, open/closed workspace, bans, backup and restore, stats.
 
     Runs on the relay's machine against its database; a running relay applies changes at the
     next AUTH, and closes the open sessions of a banned key within 5 s.
@@ -120,7 +119,8 @@ def admin(ctx: click.Context, data_dir: Path, db: str | None) -> None:
     Example:
       buzz admin --data-dir ./buzz-data members add npub1...
       buzz admin --data-dir ./buzz-data workspace close
-      buzz admin --data-dir ./buzz-data backup ./buzz-backup.sqlite3
+      buzz admin --data-dir ./buzz-data backup ./buzz-backup.tar.gz
+      buzz admin --data-dir ./restored-data restore ./buzz-backup.tar.gz
     """
     parent: Context = ctx.obj
     ctx.obj = (parent, _Target(data_dir, db))
@@ -317,33 +317,60 @@ def bans(ctx: click.Context) -> None:
     emit(out, [{**_key(b.pubkey), "reason": b.reason, "banned_at": _when(b.banned_at)} for b in rows])
 
 
-# -- backup and stats --------------------------------------------------------------------------------
+# -- backup, restore and stats ----------------------------------------------------------------------
 @admin.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.pass_context
 def backup(ctx: click.Context, file: Path) -> None:
-    """Copy the SQLite database to FILE (a new file) while the relay runs (online backup API).
+    """Write the relay's data directory to FILE (a new .tar.gz, mode 0600) while the relay runs.
 
-    With PostgreSQL, print the pg_dump command to run instead (the password is left out: set
-    PGPASSWORD or use ~/.pgpass).
+    The archive holds a consistent snapshot of the SQLite database, the relay's secret key
+    (relay.key: keep the archive as secret as the key) and a manifest with every file's
+    SHA-256 and the database's row counts; `buzz admin restore` checks all of it. With
+    PostgreSQL the archive holds the key and the output prints the pg_dump command for the
+    database (the password is left out: set PGPASSWORD or use ~/.pgpass).
 
     \b
     Example:
-      buzz admin --data-dir ./buzz-data backup ./buzz-backup-$(date +%F).sqlite3
-      buzz admin --db postgresql://buzz@localhost/buzz backup ./buzz.dump
+      buzz admin --data-dir ./buzz-data backup ./buzz-backup-$(date +%F).tar.gz
+      buzz admin --db postgresql://buzz@localhost/buzz backup ./buzz-backup.tar.gz
     """
+    from buzz.cli import admin_backup  # tarfile, hashing: loaded by the commands that use them
+
     out, target = _objs(ctx)
-    db_file = target.sqlite_file
-    if db_file is None:
-        emit(out, {"backend": "postgresql", "command": pg_dump_command(target.db or "", file)})
-        return
+    sqlite_file = target.sqlite_file
     try:
-        size = sqlite_backup(db_file, file)
-    except (FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError) as exc:
-        report(UserError(str(exc)))
-    except Exception as exc:  # sqlite3.Error, OSError: the partial copy was removed
-        report(WorkspaceError(f"backup failed: {exc}"))
-    emit(out, {"backend": "sqlite", "source": str(db_file), "file": str(file), "bytes": size})
+        shown = admin_backup.backup(target.data_dir, target.db, sqlite_file, file)
+    except WorkspaceError as exc:
+        report(exc)
+    emit(out, shown)
+
+
+@admin.command()
+@click.argument("archive", type=click.Path(path_type=Path))
+@click.pass_context
+def restore(ctx: click.Context, archive: Path) -> None:
+    """Restore ARCHIVE (from `buzz admin backup`) into --data-dir, which must be new or empty.
+
+    Every file is checked against the archive's manifest, the relay key against the relay
+    pubkey it names, and the database (SQLite's quick_check, row counts) before anything is
+    moved into place; prints the counts. A PostgreSQL archive restores the key and prints the
+    pg_restore command for the database (give --db: the new, empty database).
+
+    \b
+    Example:
+      buzz admin --data-dir ./restored-data restore ./buzz-backup-2026-12-04.tar.gz
+      buzz relay serve --data-dir ./restored-data
+    """
+    from buzz.cli import admin_backup
+
+    out, target = _objs(ctx)
+    sqlite_file = target.sqlite_file
+    try:
+        shown = admin_backup.restore(archive, target.data_dir, target.db, sqlite_file)
+    except WorkspaceError as exc:
+        report(exc)
+    emit(out, shown)
 
 
 @admin.command()

@@ -453,6 +453,16 @@ ROOM_FULL = ErrorMessage("room participant capacity reached", code="room_full")
 ROOM_ENDED = ErrorMessage("huddle has ended", code="room_ended")
 
 
+def join_rate_limited(limit: int, window_s: float) -> ErrorMessage:
+    """This project's refusal of a member's join beyond its join rate (docs/decisions.md 133):
+    every join and leave stores a 48101 and a 48102, so churn is bounded per member. Coded
+    `rate_limited`, a code §4.3 does not list: clients do not retry it automatically."""
+    return ErrorMessage(
+        f"rate-limited: too many huddle joins ({limit} per {window_s:g} s per member); wait before joining again",
+        code="rate_limited",
+    )
+
+
 def join_rejected(fence_reason: FenceReason | None = None) -> ErrorMessage:
     """`join_rejected` (§4.2 steps 4 and 7); `fence_reason` when the owner refused on fencing."""
     return ErrorMessage("huddle join rejected", code="join_rejected", fence_reason=fence_reason)

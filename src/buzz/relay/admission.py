@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from buzz.core import nip_oa
 from buzz.core.errors import Refusal, Restricted
@@ -24,42 +25,55 @@ NIP_AA_WINDOW_S = 120  # relay.md §17
 IsMember = Callable[[str], Awaitable[bool]]
 
 
-async def nip_aa_admits(
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """Who an AUTH admitted. `owners` are the keys whose ban refuses that AUTH besides the
+    pubkey's own: its NIP-OA owner and, when NIP-AA admitted it, every owner up the chain. A
+    session keeps them, so that banning any of them ends it (relay.md §7.3 item 2.3)."""
+
+    pubkey: str
+    owners: frozenset[str] = frozenset()
+
+
+async def nip_aa_owners(
     auth_event: Event,
     store: EventStore,
     is_member: IsMember,
     max_depth: int,
     is_banned: IsMember | None = None,
-) -> bool:
+) -> frozenset[str] | None:
     """relay.md §7.3 item 3 for a verified AUTH event whose pubkey is not a member.
 
-    True when the owner chain reaches a member. Every failure (stale event, not exactly one
-    `auth` tag, a tag that does not verify, a conditional tag further up, a loop, a banned
-    owner (`is_banned`), depth beyond `max_depth`, a lookup error) is False: admission fails
-    closed.
+    The owners the chain passed through, up to and including the member it reached, when it
+    reaches one: a ban of any of them ends the session (`relay/banwatch.py`), as it would
+    refuse this AUTH. None for every failure (stale event, not exactly one `auth` tag, a tag
+    that does not verify, a conditional tag further up, a loop, a banned owner (`is_banned`),
+    depth beyond `max_depth`, a lookup error): admission fails closed.
     """
     if max_depth <= 0 or abs(int(time.time()) - auth_event.created_at) > NIP_AA_WINDOW_S:
-        return False
+        return None
     tags = nip_oa.auth_tags(auth_event)
     if len(tags) != 1:
-        return False
+        return None
     try:
         owner = nip_oa.verify_auth_tag_at(tags[0], auth_event.pubkey, auth_event.created_at)
     except nip_oa.InvalidAuthTag:
-        return False
+        return None
     visited = {auth_event.pubkey}
+    chain: list[str] = []
     depth = 1
     while True:
         if depth > max_depth or owner in visited:
-            return False
+            return None
         if is_banned is not None and await is_banned(owner):
-            return False
+            return None
         visited.add(owner)
+        chain.append(owner)
         if await is_member(owner):
-            return True
+            return frozenset(chain)
         owner_of_owner = await _unconditional_owner(store, owner)
         if owner_of_owner is None:
-            return False
+            return None
         owner, depth = owner_of_owner, depth + 1
 
 

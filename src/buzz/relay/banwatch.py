@@ -3,10 +3,14 @@
 `buzz admin ban` writes the ban list in the store from another process; the ban gate refuses
 the key's next AUTH, and this watcher closes the sessions it already holds: every `POLL_S`
 seconds it reads the ban list (one small query) and closes each authenticated WebSocket
-connection whose pubkey is on it, after a NOTICE with the ban text. A huddle seat (an audio
-socket, or on a mesh owner a seat another replica holds in its room) is ended the huddle way
-(`ban()`: huddle.md §4.2 step 2 error, close 1008; `left` to the others). The query answers
-the same on every replica, so each one closes its own connections and the seats it owns.
+connection whose pubkey is on it, after a NOTICE with the ban text. A session admitted as an
+agent is closed when its owner is banned too: the owners its AUTH named or reached (`owners`,
+from `Relay.admission`: the NIP-OA owner and a NIP-AA chain) are looked up with its pubkey,
+since a ban of any of them refuses its next AUTH. A huddle seat (an audio socket, or on a mesh
+owner a seat another replica holds in its room) is ended the huddle way (`ban()`: huddle.md §4.2
+step 2 error, close 1008; `left` to the others). The query answers the same on every replica,
+so each one closes its own connections and the seats it owns (a mesh owner knows a remote
+seat's pubkey only: an agent's seat held elsewhere is ended by the replica holding its socket).
 """
 
 from __future__ import annotations
@@ -25,12 +29,21 @@ POLL_S = 5.0
 BANNED = "blocked: you are banned from this community"
 
 
+def ban_keys(conn: object) -> frozenset[str]:
+    """The keys whose ban ends `conn`: its authenticated pubkey and the owners its admission
+    named (none before authentication)."""
+    pubkey = getattr(conn, "pubkey", None)
+    if pubkey is None:
+        return frozenset()
+    return frozenset({pubkey, *getattr(conn, "owners", ())})
+
+
 def close_banned(connections: Iterable[object], banned: frozenset[str]) -> int:
-    """Close every connection whose authenticated `pubkey` is in `banned`; returns how many."""
+    """Close every connection whose pubkey, or an owner its admission named, is in `banned`;
+    returns how many."""
     closed = 0
     for conn in list(connections):
-        pubkey = getattr(conn, "pubkey", None)
-        if pubkey is None or pubkey not in banned:
+        if banned.isdisjoint(ban_keys(conn)):
             continue
         seat = huddle_seat(conn)
         if seat is not None:
@@ -54,7 +67,7 @@ async def watch(
     AUTH gate still holds)."""
     while True:
         await asyncio.sleep(poll_s)
-        online = {p for c in list(connections) if (p := getattr(c, "pubkey", None)) is not None}
+        online = frozenset().union(*(ban_keys(c) for c in list(connections)))
         if not online:
             continue
         try:

@@ -98,6 +98,7 @@ class Connection:
         "_writer_task",
         "challenge",
         "host",
+        "owners",
         "pubkey",
         "relay",
         "subs",
@@ -116,6 +117,7 @@ class Connection:
         self.host = host
         self._transport = transport  # aborted when a close cannot get through (`_close`)
         self.pubkey: str | None = None
+        self.owners: frozenset[str] = frozenset()  # whose ban ends this session too (`Admission`)
         self._session = Session(None, "ws")  # follows `pubkey` (see `session`)
         # The connection lives on the loop it was made on; `asyncio.get_running_loop()` costs
         # a getpid() system call per call on Python 3.11, several times per event.
@@ -253,6 +255,9 @@ class Connection:
             for task in helpers:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            for queued in self._lane or ():  # frames never handled: nobody will await their checks
+                forget(queued[1])
+            self._lane = None
             self._release_all_slots()
 
     async def _read_frames(self) -> None:
@@ -416,23 +421,27 @@ class Connection:
     async def _run_lane(self) -> None:
         while self._lane:
             msg, early, size, checked = self._lane.popleft()
-            if isinstance(msg, EventMessage) and not isinstance(early, BuzzError):
-                kind = msg.event.kind
-                if kind in PIPELINABLE_KINDS:
-                    await self._pipeline(msg, early, size, checked, _writes(msg.event))
-                    continue
-                if kind in INDEPENDENT_CHANNEL_KINDS:
-                    # It reads what an event still in flight writes: that one commits first
-                    # (and every event before it: commits keep arrival order).
-                    reads = _reads(msg.event)
-                    while self._writes_inflight(reads):
-                        await self._settled_once()
-                    await self._pipeline(msg, early, size, checked, _writes(msg.event))
-                    continue
-            if self._inflight:
-                # Anything else may read what those events write: let them commit first.
-                await self._inflight_at_most(0)
-            await self._handle(msg, early, size)
+            try:
+                if isinstance(msg, EventMessage) and not isinstance(early, BuzzError):
+                    kind = msg.event.kind
+                    if kind in PIPELINABLE_KINDS:
+                        await self._pipeline(msg, early, size, checked, _writes(msg.event))
+                        continue
+                    if kind in INDEPENDENT_CHANNEL_KINDS:
+                        # It reads what an event still in flight writes: that one commits first
+                        # (and every event before it: commits keep arrival order).
+                        reads = _reads(msg.event)
+                        while self._writes_inflight(reads):
+                            await self._settled_once()
+                        await self._pipeline(msg, early, size, checked, _writes(msg.event))
+                        continue
+                if self._inflight:
+                    # Anything else may read what those events write: let them commit first.
+                    await self._inflight_at_most(0)
+                await self._handle(msg, early, size)
+            except BaseException:  # cancelled at close, maybe before its check was awaited
+                forget(early)
+                raise
 
     async def _pipeline(
         self, msg: EventMessage, early: Any, size: int, checked: tuple[Session, int], refs: tuple[object, ...]
@@ -454,6 +463,7 @@ class Connection:
             started = time.perf_counter()
             written = ingest.write_soon(plan)
         except Exception as exc:
+            forget(early)  # a recheck that failed before `await early`: nobody else will
             early = None  # the future holds `exc`, whose traceback holds this frame: break the cycle
             outcome = ingest.refusal(event.id, exc)
             self._answer(event, outcome.accepted, outcome.message)
@@ -595,6 +605,7 @@ class Connection:
             self.relay.ingest.precheck(event, self.session)
             verified = await early
         except BuzzError as exc:
+            forget(early)  # the recheck failed before `await early`: nobody else will
             early = None  # the future holds `exc`, whose traceback holds this frame: break the cycle
             return False, str(exc)
         outcome = await self.relay.ingest.submit(event, self.session, verified)
@@ -614,7 +625,7 @@ class Connection:
                 await self.relay.ingest.verify(event)
             except BuzzError:
                 raise nip42.VERIFICATION_FAILED() from None  # a bad id or signature is a failed AUTH
-            pubkey = await self.relay.admit(event)  # Restricted / Blocked keep their own text
+            admitted = await self.relay.admission(event)  # Restricted / Blocked keep their own text
         except BuzzError as exc:
             self._auth_failed = True
             if isinstance(exc, AuthRequired):  # admission verdicts are logged by Relay.admit
@@ -623,7 +634,7 @@ class Connection:
             if isinstance(exc, Blocked):
                 self.close_soon(code=1008, message=b"blocked", last_words=True)
             return
-        self.pubkey = pubkey
+        self.pubkey, self.owners = admitted.pubkey, admitted.owners
         if self._auth_timer is not None:
             self._auth_timer.cancel()  # the AUTH deadline is met: its handle need not live on
             self._auth_timer = None
@@ -741,3 +752,15 @@ def _reads(event: Event) -> tuple[object, ...]:
 
 def _reaction_key(event: Event) -> tuple[str, str, str | None, str]:
     return ("reaction", event.pubkey, reaction_target(event), event.content)
+
+
+def forget(early: Any) -> None:
+    """Let go of a verification future nobody will await (its frame was refused before, or its
+    connection closed first): cancelled while pending, its outcome read when settled, so a
+    failed signature never ends as asyncio's "Future exception was never retrieved"."""
+    if not isinstance(early, asyncio.Future):
+        return
+    if not early.done():
+        early.cancel()
+    elif not early.cancelled():
+        early.exception()

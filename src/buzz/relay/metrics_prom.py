@@ -26,7 +26,7 @@ Names (all prefixed `buzz_`):
 | `messages_dropped_total` | counter | (full send queue, relay.md §7.9) |
 | `huddle_rooms` / `huddle_peers` | gauge | |
 | `huddle_frames_total` | counter | `what` (in, forwarded, dropped, flushed, oversized, too_short, over_budget) |
-| `huddle_mesh_total` | counter | `what` (fanout_envelopes, stale, unregistered, ambiguous, malformed, outbox_dropped, send_failed, leases_lost, fence_rejections, registrations_abandoned, seats_dropped): BUZZ_MESH only |
+| `huddle_mesh_total` | counter | `what` (fanout_envelopes, stale, unregistered, ambiguous, malformed, outbox_dropped, send_failed, leases_lost, fence_rejections, registrations_abandoned, seats_dropped, control_malformed, batch_malformed, control_undelivered): BUZZ_MESH only |
 | `http_connections` / `http_requests` | gauge | (plain HTTP connections that are not WebSockets; requests in progress, docs/limits.md) |
 | `http_refused_total` | counter | `what` (busy: 503 at the request cap, evicted: an idle connection closed for a new one, full: a new connection closed, body_timeout: 408) |
 | `redis_bus_enabled` / `redis_bus_connected` | gauge | |
@@ -102,6 +102,7 @@ MESH_COUNTERS = (  # exported label → key in Snapshot.mesh_counters (buzz.rela
     ("seats_dropped", "mesh_seats_dropped_total"),  # remote seats the owner ended (lost access, ban)
     ("control_malformed", "mesh_control_malformed_total"),
     ("batch_malformed", "mesh_batch_malformed_total"),
+    ("control_undelivered", "mesh_control_undelivered_total"),  # reached no replica: stream lost
 )
 HTTP_COUNTERS = (  # exported label → key in Relay.stats (buzz.relay.http_guard)
     ("busy", "http_refused_busy"),

@@ -18,7 +18,7 @@ from buzz.core.keys import public_key
 from buzz.core.nip42 import normalize_relay_url
 from buzz.relay import banwatch, relay_key
 from buzz.relay.access import ChannelAccess
-from buzz.relay.admission import NOT_A_RELAY_MEMBER, nip_aa_admits
+from buzz.relay.admission import NOT_A_RELAY_MEMBER, Admission, nip_aa_owners
 from buzz.relay.bus import RedisBus
 from buzz.relay.config import RelayConfig
 from buzz.relay.emit import Emitter
@@ -124,8 +124,13 @@ class Relay:
         return frozenset(urls)
 
     async def admit(self, auth_event: Event, auth_tag: Sequence[str] | None = None) -> str:
+        """`admission` for a one-request session (the HTTP bridge): the admitted pubkey."""
+        return (await self.admission(auth_event, auth_tag)).pubkey
+
+    async def admission(self, auth_event: Event, auth_tag: Sequence[str] | None = None) -> Admission:
         """After a verified AUTH event: the ban gate (relay.md §7.3 item 2.3), membership gates
-        (§4.4, NIP-AA §7.3 item 3), then the registered owner (§7.3 item 4); returns the pubkey.
+        (§4.4, NIP-AA §7.3 item 3), then the registered owner (§7.3 item 4); returns who was
+        admitted and the owners whose ban would have refused them.
 
         Raises Blocked("you are banned from this community") for a banned pubkey or a NIP-OA
         tag from a banned owner, Restricted("not a relay member") for a closed workspace and a
@@ -138,7 +143,7 @@ class Relay:
             auth_event = _with_auth_tag(auth_event, auth_tag)
         try:
             try:
-                await self._gates(auth_event)
+                owners = await self._gates(auth_event)
             except StoreError as exc:  # fail closed, with an answer
                 log.warning("admission lookup failed: %s", exc)
                 raise ServerError("database error") from None
@@ -147,28 +152,33 @@ class Relay:
             raise
         self.telemetry.auth_answered(auth_event.pubkey, None)
         await self._register_owner(auth_event)
-        return auth_event.pubkey
+        return Admission(auth_event.pubkey, owners)
 
-    async def _gates(self, auth_event: Event) -> None:
+    async def _gates(self, auth_event: Event) -> frozenset[str]:
+        """Raises the refusal; returns the owners whose ban refuses this AUTH (`Admission`)."""
         pubkey = auth_event.pubkey
         store = self.store
         owner = _claimed_owner(auth_event)
-        if await store.banned_among({pubkey} if owner is None else {pubkey, owner}):  # type: ignore[attr-defined]
+        owners = frozenset() if owner is None else frozenset({owner})
+        if await store.banned_among({pubkey, *owners}):  # type: ignore[attr-defined]
             raise Blocked("you are banned from this community")
-        if await self.workspace_closed():
-            is_member = store.is_relay_member  # type: ignore[attr-defined]
+        if not await self.workspace_closed():
+            return owners
+        is_member = store.is_relay_member  # type: ignore[attr-defined]
+        if await is_member(pubkey):
+            return owners
 
-            async def is_banned(key: str) -> bool:
-                return bool(await store.banned_among({key}))  # type: ignore[attr-defined]
+        async def is_banned(key: str) -> bool:
+            return bool(await store.banned_among({key}))  # type: ignore[attr-defined]
 
-            admitted = await is_member(pubkey) or (
-                self.config.allow_nip_oa_auth
-                and await nip_aa_admits(
-                    auth_event, store, is_member, self.config.nip_aa_max_depth, is_banned=is_banned
-                )
+        chain = None
+        if self.config.allow_nip_oa_auth:
+            chain = await nip_aa_owners(
+                auth_event, store, is_member, self.config.nip_aa_max_depth, is_banned=is_banned
             )
-            if not admitted:
-                raise NOT_A_RELAY_MEMBER()
+        if chain is None:
+            raise NOT_A_RELAY_MEMBER()
+        return owners | chain
 
     async def workspace_closed(self) -> bool:
         """Closed when BUZZ_REQUIRE_RELAY_MEMBERSHIP is true or `buzz admin workspace close` said

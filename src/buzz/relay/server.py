@@ -11,11 +11,13 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.log import server_logger
 
 from buzz.relay import datalock
 from buzz.relay.app import build_app, build_metrics_app
 from buzz.relay.config import RelayConfig, parse_bind
 from buzz.relay.http_guard import raise_open_file_limit
+from buzz.relay.httplog import HttpErrorLog
 from buzz.relay.relay import Relay
 from buzz.store import sqlite_path
 
@@ -62,11 +64,14 @@ async def running_relay(config: RelayConfig) -> AsyncIterator[tuple[Relay, str]]
         relay = Relay(config)
         # aiohttp's keep-alive timer is its header timeout too: it closes a connection that has
         # not sent a whole request that long after opening or after its previous answer.
+        # A malformed request is one counted WARNING, not an ERROR traceback each (relay/httplog.py).
+        http_log = HttpErrorLog(server_logger, relay.telemetry.repeats)
         runner = web.AppRunner(
             build_app(relay),
             handle_signals=False,
             access_log=None,
             keepalive_timeout=config.http_header_timeout_s,
+            logger=http_log,
         )
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
@@ -77,7 +82,9 @@ async def running_relay(config: RelayConfig) -> AsyncIterator[tuple[Relay, str]]
         url = _bound_url(site, config.host, config.port, "ws")
         if config.metrics_bind is not None:
             host, port = parse_bind(config.metrics_bind, "BUZZ_METRICS_BIND")
-            metrics_runner = web.AppRunner(build_metrics_app(relay), handle_signals=False, access_log=None)
+            metrics_runner = web.AppRunner(
+                build_metrics_app(relay), handle_signals=False, access_log=None, logger=http_log
+            )
             await metrics_runner.setup()
             stack.push_async_callback(metrics_runner.cleanup)
             metrics_site = web.TCPSite(metrics_runner, host, port, reuse_address=True)

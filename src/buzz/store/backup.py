@@ -1,8 +1,12 @@
-"""Backups for `buzz admin backup` and what the banner may print about a database URL.
+"""The database side of `buzz admin backup` / `restore`, and what the banner may print about a
+database URL.
 
-SQLite: the online backup API (`sqlite3.Connection.backup`) copies a consistent snapshot page
-by page while the relay keeps writing (WAL readers never block the writer). PostgreSQL: the
-operator's `pg_dump` does it better than we could, so we only build its command line.
+SQLite: one consistent snapshot, copied in a single step of the online backup API. The step
+reads in one transaction; in WAL mode the relay's writer never waits for it, and nothing the
+writer commits meanwhile can restart it. (Copying N pages per step restarted the whole copy at
+every commit between two steps: under a steady 85 events/s it never finished, issue 24 item
+16.) PostgreSQL: the operator's `pg_dump` does it better than we could (consistent snapshots,
+parallel dumps, their own restore), so we only build its command lines (docs/decisions.md 130).
 """
 
 from __future__ import annotations
@@ -13,18 +17,20 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-PAGES_PER_STEP = 1024  # pages copied per backup step: the relay's writer gets the lock between steps
+# What `sqlite_counts` reports: a name → the statement that counts it. Restore compares them
+# with the archive's manifest.
+COUNTS: dict[str, str] = {
+    "events": "SELECT COUNT(*) FROM events",
+    "channels": "SELECT COUNT(*) FROM channels",
+    "channel_members": "SELECT COUNT(*) FROM channel_members",
+    "relay_members": "SELECT COUNT(*) FROM relay_members",
+    "bans": "SELECT COUNT(*) FROM relay_bans",
+}
 
 
-def sqlite_backup(source: Path, dest: Path) -> int:
-    """Copy the SQLite database `source` to the new file `dest`; returns its size in bytes.
-
-    Raises FileNotFoundError when `source` is missing, FileExistsError when `dest` exists,
-    NotADirectoryError when `dest`'s directory is missing or not a directory, PermissionError
-    when it is not writable, sqlite3.Error on a database failure (a partial `dest` is removed).
-    """
-    if not source.is_file():
-        raise FileNotFoundError(f"no SQLite database at {source}")
+def check_destination(dest: Path) -> None:
+    """Raise FileExistsError when `dest` exists, NotADirectoryError when its folder is missing,
+    PermissionError when that folder is not writable: a backup never overwrites anything."""
     if dest.exists():
         raise FileExistsError(f"{dest} already exists; choose a new file")
     folder = dest.parent
@@ -32,19 +38,66 @@ def sqlite_backup(source: Path, dest: Path) -> int:
         raise NotADirectoryError(f"cannot write the backup to {dest}: directory {folder} does not exist")
     if not os.access(folder, os.W_OK):
         raise PermissionError(f"cannot write the backup to {dest}: directory {folder} is not writable")
+
+
+def sqlite_snapshot(source: Path, dest: Path) -> int:
+    """Copy the SQLite database `source`, consistent as of one moment, to the new file `dest`
+    (a single file: rollback journal, no `-wal` beside it); returns its size in bytes.
+
+    Raises FileNotFoundError when `source` is missing, FileExistsError when `dest` exists,
+    sqlite3.Error on a database failure (a partial `dest` is removed).
+    """
+    if not source.is_file():
+        raise FileNotFoundError(f"no SQLite database at {source}")
+    if dest.exists():
+        raise FileExistsError(f"{dest} already exists; choose a new file")
     src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
     try:
         dst = sqlite3.connect(dest)
         try:
-            src.backup(dst, pages=PAGES_PER_STEP)
+            src.backup(dst, pages=-1)  # every page in one step: one read transaction, no restart
+            dst.execute("PRAGMA journal_mode = DELETE")  # the copy stands alone, WAL folded in
         finally:
             dst.close()
     except BaseException:
-        dest.unlink(missing_ok=True)
+        for leftover in (dest, dest.with_name(dest.name + "-wal"), dest.with_name(dest.name + "-shm")):
+            leftover.unlink(missing_ok=True)
         raise
     finally:
         src.close()
     return dest.stat().st_size
+
+
+def sqlite_standalone(path: Path) -> None:
+    """Turn the closed SQLite file `path` into one that stands alone (rollback journal): a
+    WAL-mode file opened read-only would leave `-wal` and `-shm` files beside it."""
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA journal_mode = DELETE")
+    finally:
+        db.close()
+
+
+def sqlite_counts(path: Path) -> dict[str, int]:
+    """Row counts of a SQLite database file (COUNTS), read-only."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return {name: int(db.execute(sql).fetchone()[0]) for name, sql in COUNTS.items()}
+    finally:
+        db.close()
+
+
+def sqlite_check(path: Path) -> str | None:
+    """None when `PRAGMA quick_check` finds `path` sound, else what it found (first lines)."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = [str(r[0]) for r in db.execute("PRAGMA quick_check(5)")]
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return str(exc)
+    return None if rows == ["ok"] else "; ".join(rows)
 
 
 def redact_url(url: str) -> str:
@@ -73,3 +126,9 @@ def pg_dump_command(url: str, dest: Path) -> str:
     format, restore with `pg_restore`). The password is left out: pg_dump reads PGPASSWORD or
     ~/.pgpass."""
     return shlex.join(["pg_dump", "--format=custom", f"--file={dest}", redact_url(url)])
+
+
+def pg_restore_command(url: str, dump: Path) -> str:
+    """The shell command that loads the `pg_dump` file `dump` into the empty database at `url`
+    (`createdb` it first); objects are owned by the user that runs it. No password, as above."""
+    return shlex.join(["pg_restore", "--no-owner", f"--dbname={redact_url(url)}", str(dump)])

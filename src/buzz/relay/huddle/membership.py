@@ -16,6 +16,7 @@ from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.huddle_wire import NOT_A_MEMBER, NOT_RELAY_MEMBER, ErrorMessage
 from buzz.core.stored import relay_signed
+from buzz.relay.admission import Admission
 from buzz.relay.emit import ChannelChange
 from buzz.store.base import SYSTEM, Channel, PutMember
 
@@ -48,13 +49,14 @@ class ChannelGrant:
         return self.channel.ttl_seconds is not None
 
 
-async def relay_admission(relay: Relay, auth_event: Event) -> str:
+async def relay_admission(relay: Relay, auth_event: Event) -> Admission:
     """§3.5 through the main relay's own gates (ban gate, relay membership, NIP-AA as they exist).
 
-    Returns the participant's pubkey. Raises JoinDenied(NOT_RELAY_MEMBER) on any refusal.
+    Returns the participant's pubkey and the owners whose ban ends the seat too. Raises
+    JoinDenied(NOT_RELAY_MEMBER) on any refusal.
     """
     try:
-        return await relay.admit(auth_event)
+        return await relay.admission(auth_event)
     except Exception as exc:
         log.info("huddle relay admission refused for %s: %s", auth_event.pubkey, exc)
         raise JoinDenied(NOT_RELAY_MEMBER) from None

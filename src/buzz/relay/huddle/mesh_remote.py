@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from buzz.core.huddle_wire import (
+    CLIENT_JOINED_TIMEOUT,
     OWNER_UNREACHABLE,
     ROOM_ENDED,
     ROOM_FULL,
@@ -60,10 +61,13 @@ log = logging.getLogger(__name__)
 
 PING_S = 5.0  # §9.9 Redis transport: `ping` on every ingress stream this often
 SILENCE_TICKS = 3  # an owner stream silent this many pings (15 s) is closed
-# §9.6 ingress step 1 gives the wait for the owner's answer no deadline of its own: it ends with
-# the answer, a `goodbye` or the stream's close, and a Redis control stream is closed after 15 s
-# of silence (§9.9). A shorter bound only turned a slow owner into a seat given up on.
-REGISTER_ANSWER_S = PING_S * SILENCE_TICKS
+# §9.6 ingress step 1 waits for the owner's answer until the answer, a `goodbye` or the stream's
+# close; a stream to a replica that is not listening is closed at once (`on_undelivered`). The
+# wait is also bounded below the client's own (CLIENT_JOINED_TIMEOUT, 5 s after its `auth`), so
+# a slow owner gets the client a coded `huddle_owner_unreachable` (retry with backoff) rather than
+# silence until it gives up; a registration given up on is unregistered at the owner (decision
+# 85), so nothing is held for it (docs/decisions.md 134).
+REGISTER_ANSWER_S = CLIENT_JOINED_TIMEOUT - 1.0
 # seq and target_index: an owner's fan-out envelope is fixed part + these + the relay → client
 # message `[author][frame]` the room already built (the same bytes as `pack_fast`, one concat).
 _SEQ_TARGET = struct.Struct(">QB")
@@ -251,6 +255,29 @@ class RemoteHub:
             if owned.last_seen < deadline:  # a seat, or a hello whose registration never came
                 log.warning("huddle remote stream %s silent: removing its peer", owned.stream)
                 await self.owner_remove(owned)
+
+    def on_undelivered(self, stream_id: str) -> None:
+        """A control message of `stream_id` reached no subscriber: the replica at the other end
+        is not listening (killed, or its listener lost Redis), so no answer can come. Ingress: a
+        registration still waiting is answered as by a `goodbye`, `huddle_owner_unreachable`
+        now rather than after the wait (a rejoin after the owner died); a joined client stays
+        until the lease check closes it, since until the dead owner's lease expires a rejoin
+        could not succeed anyway (decision 78). Owner: the stream's seat is removed, as after
+        its silence check."""
+        stream = self.ingress_streams.get(stream_id)
+        if stream is not None:
+            if not stream.answer.done():
+                log.warning(
+                    "huddle owner of %s is not listening (lease %s): join refused as unreachable",
+                    stream.session,
+                    stream.lease,
+                )
+                stream.answer.set_result({"t": "goodbye"})
+            return
+        owned = self.owner_streams.get(stream_id)
+        if owned is not None:
+            log.warning("huddle remote stream %s is not listening: removing its peer", stream_id)
+            self.spawn(self.owner_remove(owned))
 
     def seats(self) -> list[RemoteSeat]:
         """The seats other replicas hold in the rooms this replica owns."""

@@ -21,6 +21,7 @@ from buzz.relay.huddle.mesh_remote import RemoteHub, RemoteSeat
 from buzz.relay.huddle.rooms import LocalRooms, RoomSlot
 from buzz.relay.huddle.settings import HuddleSettings
 from buzz.relay.huddle.socket import AudioSocket, AudioWebSocket
+from buzz.relay.ratelimit import SlidingWindow
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,9 +62,12 @@ class Huddles:
             link_redis = Redis.from_url(config.redis_url, socket_connect_timeout=2.0, socket_timeout=5.0)
             runtime = self.mesh.runtime_id
             self.remote = RemoteHub(
-                self, runtime, lambda hub: MeshLink(link_redis, runtime, hub.on_control, hub.on_media)
+                self,
+                runtime,
+                lambda hub: MeshLink(link_redis, runtime, hub.on_control, hub.on_media, hub.on_undelivered),
             )
         self.stats = HuddleStats()
+        self.joins = SlidingWindow(self.settings.join_limit, self.settings.join_window_s)  # per member
         self.lifecycle = Lifecycle(relay)
         self.background: set[asyncio.Task[None]] = set()
         self.sockets: set[AudioSocket] = set()

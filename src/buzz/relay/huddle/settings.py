@@ -39,7 +39,7 @@ class HuddleSettings:
     `community_id` is the workspace (BUZZ_WORKSPACE_ID): the first key of every room (§5.1).
     `mesh` is BUZZ_MESH (parsed by RelayConfig); `lease_ttl_s` / `lease_renew_s` are §9.3/§9.5.
     `seat_frame_*` / `seat_read_*`: each seat's budgets of frames fanned out and messages read
-    (issue 24 item 15).
+    (issue 24 item 15); `join_limit` joins per `join_window_s` per member (docs/limits.md).
     """
 
     community_id: str = "default"
@@ -55,6 +55,11 @@ class HuddleSettings:
     seat_frame_burst: float = SEAT_FRAME_BURST  # and at once (docs/limits.md)
     seat_read_rate: float = SEAT_READ_RATE  # inbound messages/s read per seat, on average
     seat_read_burst: float = SEAT_READ_BURST  # and at once
+    # Joins per member (pubkey) per window, counted after relay admission (docs/decisions.md
+    # 133): each join and leave stores a 48101 and a 48102. Above MAX_PEERS_PER_ROOM (25), since
+    # one key may hold several seats (§5.2: devices), and far above a member's reconnects.
+    join_limit: int = 60
+    join_window_s: float = 60.0
 
     @classmethod
     def from_env(

@@ -46,6 +46,7 @@ from buzz.core.huddle_wire import (
     auth_timeout_close,
     check_version,
     ingress_verdict,
+    join_rate_limited,
     parse_client_message,
     read_client_message,
 )
@@ -126,6 +127,7 @@ class AudioSocket:
         self.host = host
         self.challenge = Challenge.fresh()
         self.seat: Seat | None = None
+        self.owners: frozenset[str] = frozenset()  # whose ban ends the seat too (`Admission`)
         self.missed_pongs = 0
         self._oversized = 0
 
@@ -233,7 +235,12 @@ class AudioSocket:
     async def _join(self, auth: Auth) -> Seat:
         relay, huddles = self.relay, self.huddles
         event = await self._verify(auth)  # step 1
-        pubkey = await relay_admission(relay, event)  # step 2
+        admitted = await relay_admission(relay, event)  # step 2
+        pubkey, self.owners = admitted.pubkey, admitted.owners
+        if not huddles.joins.allow(pubkey):  # the member's join rate (docs/decisions.md 133)
+            huddles.stats.count("huddle_joins_rate_limited_total")
+            settings = huddles.settings
+            raise JoinDenied(join_rate_limited(settings.join_limit, settings.join_window_s))
         grant = await channel_admission(relay, self.channel_id, auth.parent_channel_id, pubkey)  # step 3
         community_id = huddles.settings.community_id
         fresh: Lease | None = None  # the lease this join won; released unless the join succeeds

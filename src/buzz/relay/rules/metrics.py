@@ -20,14 +20,12 @@ result-gated by `buzz.core.visibility`, and search never indexes it (§11).
 
 from __future__ import annotations
 
-import time
 import weakref
-from collections import deque
-from collections.abc import Callable
 
 from buzz.core.errors import Invalid, RateLimited, Refusal, Restricted
 from buzz.core.event import Event
 from buzz.core.nip44 import is_plausible_nip44_payload
+from buzz.relay.ratelimit import SlidingWindow
 from buzz.relay.rules.base import KindRules, Plan, Validator
 from buzz.relay.session import Session
 
@@ -63,42 +61,6 @@ def envelope_problem(event: Event) -> str | None:
     if problem is not None:
         return f"content is not a NIP-44 v2 payload: {problem}"
     return None
-
-
-class SlidingWindow:
-    """At most `limit` hits per `window` seconds per key, counted over the trailing window.
-
-    In memory and per process (one relay process in the first release, relay.md §12.3).
-    `clock` returns seconds (monotonic by default).
-    """
-
-    def __init__(self, limit: int, window: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.limit = limit
-        self.window = window
-        self.clock = clock
-        self._hits: dict[str, deque[float]] = {}
-
-    def allow(self, key: str) -> bool:
-        """Record a hit for `key` and return True, or return False (recording nothing) when
-        `key` already has `limit` hits inside the window."""
-        now = self.clock()
-        hits = self._hits.setdefault(key, deque())
-        while hits and now - hits[0] >= self.window:
-            hits.popleft()
-        if len(hits) >= self.limit:
-            return False
-        hits.append(now)
-        self._prune(now)
-        return True
-
-    def _prune(self, now: float) -> None:
-        """Drop keys whose newest hit has left the window, so memory stays bounded by the
-        number of agents active in the last window."""
-        if len(self._hits) < 1024:
-            return
-        stale = [k for k, hits in self._hits.items() if not hits or now - hits[-1] >= self.window]
-        for key in stale:
-            del self._hits[key]
 
 
 # One window per relay (KindRules instance), dropped with it.
