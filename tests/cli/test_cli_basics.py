@@ -17,8 +17,12 @@ from tests.support.relay import Identity, RunningRelay, relay_on
 
 
 def _command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    # list_commands / get_command, not group.commands: `buzz` loads its groups lazily
     paths = [prefix] if prefix else []
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in sorted(group.list_commands(ctx)):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             paths += _command_paths(command, (*prefix, name))
         else:

@@ -12,7 +12,6 @@ database server, 4 for a database failure.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,7 +19,8 @@ from typing import Any, TypeVar
 
 import click
 
-from buzz.cli.common import CommandGroup, report
+from buzz.cli import interrupt
+from buzz.cli.groups import CommandGroup, report
 from buzz.cli.output import Context, emit
 from buzz.client.errors import NetworkError, UserError, WorkspaceError
 from buzz.client.identity import parse_pubkey
@@ -85,7 +85,7 @@ def _with_store(target: _Target, body: Callable[[Any], Awaitable[T]]) -> T:
             await store.close()
 
     try:
-        return asyncio.run(main())
+        return interrupt.run(main())
     except StoreUnreachable as exc:
         report(NetworkError(f"database unreachable: {exc}"))
     except StoreError as exc:

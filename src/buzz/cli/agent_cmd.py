@@ -22,6 +22,7 @@ import click
 
 import buzz.agent.entry as entry
 from buzz.agent.entry import FLAGS, ConfigError
+from buzz.cli import interrupt
 from buzz.cli.output import Context, fail
 
 # Root options that `agent run` inherits when not given on the subcommand itself.
@@ -81,7 +82,8 @@ def run(ctx: Context, log_level: str, **given: Any) -> None:
     except ConfigError as exc:
         _config_failure(exc)
     try:
-        code = asyncio.run(entry.run(prepared))
+        with interrupt.kept():  # the harness takes SIGINT over while it runs
+            code = asyncio.run(entry.run(prepared))
     except ConfigError as exc:  # refused by the harness itself
         _config_failure(exc)
     except entry.PreflightError as exc:  # the agent or MCP command does not start

@@ -33,8 +33,10 @@ import aiohttp
 import click
 import orjson
 
-from buzz.cli.common import CommandGroup, checked_relay_url
-from buzz.cli.common import report as report_failure
+from buzz.cli import interrupt
+from buzz.cli.common import checked_relay_url
+from buzz.cli.groups import CommandGroup
+from buzz.cli.groups import report as report_failure
 from buzz.cli.identity import IdentityError, auth_tags_for, parse_secret_key
 from buzz.cli.output import Context, emit, fail
 from buzz.client import RelayClient, RelayError
@@ -293,9 +295,10 @@ def join(
         display=None if quiet or sys.stderr.isatty() else _show_line,
     )
     if quiet or not sys.stderr.isatty():
-        report = asyncio.run(_run(options, secret, auth_tags))
+        with interrupt.kept():  # the client takes SIGINT over to leave the room and report
+            report = asyncio.run(_run(options, secret, auth_tags))
     else:
-        with LiveRoster() as live:
+        with LiveRoster() as live, interrupt.kept():
             report = asyncio.run(_run(dataclasses.replace(options, view=live.update), secret, auth_tags))
     emit(ctx, report)
 
@@ -411,7 +414,7 @@ def start(ctx: Context, channel: str, agents: tuple[str, ...], name: str | None)
     async def body(client: RelayClient, signer: KeySigner) -> object:
         return (await start_huddle(client, signer, channel, agents, name)).to_json()
 
-    emit(ctx, asyncio.run(_with_relay(ctx, body)))
+    emit(ctx, interrupt.run(_with_relay(ctx, body)))
 
 
 @huddle.command()
@@ -444,7 +447,7 @@ def leave(ctx: Context, channel: str, parent: str | None, end: bool) -> None:
             fail("leaving the huddle channel was refused", detail=result.message)
         return {"huddle_channel_id": channel, "left": True}
 
-    emit(ctx, asyncio.run(_with_relay(ctx, body)))
+    emit(ctx, interrupt.run(_with_relay(ctx, body)))
 
 
 @huddle.command(name="list")
@@ -469,7 +472,7 @@ def list_(ctx: Context, show_all: bool) -> None:
         shown = [s.to_json(now) for s in states.values() if show_all or s.live]
         return {"huddles": sorted(shown, key=lambda h: -(h["started_at"] or 0))}
 
-    emit(ctx, asyncio.run(_with_relay(ctx, body)))
+    emit(ctx, interrupt.run(_with_relay(ctx, body)))
 
 
 @huddle.command()
@@ -526,4 +529,4 @@ def status(ctx: Context, channel: str, parent: str | None) -> None:
         }
         return out
 
-    emit(ctx, asyncio.run(_with_relay(ctx, body)))
+    emit(ctx, interrupt.run(_with_relay(ctx, body)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import orjson
 
-from buzz.cli.common import CommandGroup
+from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context, emit
 from buzz.core import nip19
 from buzz.core.keys import generate_secret_key, public_key

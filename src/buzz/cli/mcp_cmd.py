@@ -15,7 +15,8 @@ from typing import Any
 
 import click
 
-from buzz.cli.common import identity_of, open_workspace, report
+from buzz.cli.common import identity_of, open_workspace
+from buzz.cli.groups import report
 from buzz.cli.output import Context
 from buzz.client.errors import UserError, WorkspaceError
 

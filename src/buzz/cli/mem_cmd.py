@@ -17,7 +17,6 @@ with no newline, `hash` its SHA-256, `ls` one compact JSON array, `set`, `search
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import os
@@ -28,7 +27,9 @@ from typing import Any, BinaryIO
 import click
 import orjson
 
-from buzz.cli.common import as_failure, open_workspace, report, usage_failure
+from buzz.cli import interrupt
+from buzz.cli.common import as_failure, open_workspace
+from buzz.cli.groups import report, usage_failure
 from buzz.cli.output import Context
 from buzz.client.errors import UserError, WorkspaceError
 from buzz.client.identity import Identity
@@ -78,7 +79,7 @@ def _command(fn: Callable[..., Awaitable[None]]) -> Callable[..., None]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> None:
         try:
-            asyncio.run(fn(*args, **kwargs))
+            interrupt.run(fn(*args, **kwargs))
         except Exception as exc:
             report(as_failure(exc))
 

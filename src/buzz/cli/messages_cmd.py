@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import click
 
-from buzz.cli.common import CommandGroup, keyed, run, stdin_or, stream
+from buzz.cli.common import keyed, run, stdin_or, stream
+from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context
 from buzz.client.messages import MAX_THREAD_FETCH, parse_kinds
 from buzz.client.values import channel_arg

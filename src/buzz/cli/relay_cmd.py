@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import click
 import orjson
 
-from buzz.cli.common import CommandGroup
+from buzz.cli.groups import CommandGroup
 from buzz.cli.output import EXIT_USAGE, fail
 from buzz.relay import banner, oplog
 from buzz.relay.config import ConfigError, RelayConfig, parse_bind
