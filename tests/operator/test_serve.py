@@ -40,7 +40,16 @@ async def test_banner_names_the_bound_url_data_dir_store_workspace_and_pubkey(tm
 async def test_banner_names_a_configured_relay_url(tmp_path: Path) -> None:
     async with served(tmp_path / "data", env={"RELAY_URL": "wss://chat.example.com"}) as relay:
         await relay.stop()
-    assert relay.banner[10].startswith("  RELAY_URL:    wss://chat.example.com (AUTH and NIP-98 may name it")
+    # wss:// (behind a TLS proxy): the bound ws:// address cannot authenticate, so the banner
+    # names RELAY_URL to connect with (issue 24 item 6; tests/operator/test_relay_url.py)
+    assert (
+        relay.banner[9]
+        == "  connect:      buzz --relay wss://chat.example.com ... (clients must AUTH, NIP-42)"
+    )
+    assert relay.banner[10] == (
+        "  RELAY_URL:    wss://chat.example.com: AUTH and NIP-98 name its scheme (wss://, https://), so "
+        f"clients connect through your TLS proxy; one that dials {relay.url} directly fails AUTH"
+    )
 
 
 async def test_banner_shows_a_workspace_closed_by_buzz_admin(tmp_path: Path) -> None:

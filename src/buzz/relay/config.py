@@ -13,6 +13,11 @@ from pathlib import Path
 from buzz.core import limits
 from buzz.core.keys import is_hex
 
+# relay.md §16's RELAY_URL default. It names no real address (the relay binds 127.0.0.1:3000
+# by default): while it is in force, clients name the host they dialled, and nothing says
+# "connect to ws://localhost:3000" (banner, bridge refusals).
+DEFAULT_RELAY_URL = "ws://localhost:3000"
+
 
 class ConfigError(ValueError):
     """A configuration value that cannot be used; the message names the variable."""
@@ -70,7 +75,7 @@ class RelayConfig:
 
     host: str = "127.0.0.1"
     port: int = 3000
-    relay_url: str = "ws://localhost:3000"
+    relay_url: str = DEFAULT_RELAY_URL
     data_dir: Path = Path("./buzz-data")
     database_url: str | None = None
     redis_url: str | None = None
