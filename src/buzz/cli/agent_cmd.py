@@ -68,8 +68,14 @@ def run(ctx: Context, log_level: str, **given: Any) -> None:
         buzz agent run --agent-command python --agent-args examples/rules_agent.py
     """
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # A root value click read from the environment is left to the harness, which reads the
+    # same variable and so names it (not --relay / --auth-tag) when the value is bad.
+    from_env = {
+        "relay": ctx.relay_source == "BUZZ_RELAY_URL",
+        "auth_tag": ctx.auth_tag_source == "BUZZ_AUTH_TAG",
+    }
     for name, attr in _INHERITED.items():
-        if given.get(name) is None and ctx is not None:
+        if given.get(name) is None and ctx is not None and not from_env.get(name, False):
             given[name] = getattr(ctx, attr, None)
     for name in [k for k, v in given.items() if v is False]:
         given[name] = None  # an unset switch leaves the environment and default in charge

@@ -75,7 +75,7 @@ def open_workspace(ctx: Context, identity: Identity) -> Workspace:
 def identity_of(ctx: Context) -> Identity:
     """`--private-key` / `--auth-tag` (or their environment variables) parsed. Raises
     AuthError / InvalidKey."""
-    return Identity.from_text(ctx.private_key, ctx.auth_tag)
+    return Identity.from_text(ctx.private_key, ctx.auth_tag, ctx.auth_tag_source)
 
 
 def run(

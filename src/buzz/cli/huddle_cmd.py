@@ -272,7 +272,7 @@ def join(
     checked_relay_url(ctx)
     try:
         secret = parse_secret_key(ctx.private_key)
-        auth_tags = auth_tags_for(ctx.auth_tag, secret)
+        auth_tags = auth_tags_for(ctx.auth_tag, secret, ctx.auth_tag_source)
     except IdentityError as exc:
         fail(str(exc), exc.category)
     if input_wav is not None:
@@ -374,7 +374,7 @@ async def _with_relay(ctx: Context, body: Callable[[RelayClient, KeySigner], Awa
     checked_relay_url(ctx)
     try:
         secret = parse_secret_key(ctx.private_key)
-        auth_tags = auth_tags_for(ctx.auth_tag, secret)
+        auth_tags = auth_tags_for(ctx.auth_tag, secret, ctx.auth_tag_source)
     except IdentityError as exc:
         fail(str(exc), exc.category)
     try:

@@ -36,6 +36,7 @@ class Context:
     fmt: str = "json"
     auth_tag: str | None = None  # raw --auth-tag / BUZZ_AUTH_TAG; resolve with buzz.cli.identity
     relay_source: str = "--relay"  # where relay_url came from, named when it is malformed
+    auth_tag_source: str = "BUZZ_AUTH_TAG"  # where auth_tag came from, named when it is invalid
 
 
 def emit(ctx: Context, value: Any) -> None:

@@ -98,11 +98,16 @@ def cli(ctx: click.Context, relay: str, private_key: str | None, auth_tag: str |
       buzz keys generate
       buzz relay serve --bind 127.0.0.1:3000
     """
-    from_env = ctx.get_parameter_source("relay") is click.core.ParameterSource.ENVIRONMENT
+
+    def from_env(param: str) -> bool:
+        return ctx.get_parameter_source(param) is click.core.ParameterSource.ENVIRONMENT
+
+    # A message about a bad value names what the user typed: the flag, or its variable.
     ctx.obj = Context(
         relay_url=relay,
         private_key=private_key,
         fmt=fmt,
         auth_tag=auth_tag,
-        relay_source="BUZZ_RELAY_URL" if from_env else "--relay",
+        relay_source="BUZZ_RELAY_URL" if from_env("relay") else "--relay",
+        auth_tag_source="BUZZ_AUTH_TAG" if from_env("auth_tag") else "--auth-tag",
     )
