@@ -18,6 +18,7 @@ def _commands(channel: str, someone: str) -> list[tuple[str, ...]]:
         ("messages", "get", "--channel", channel),
         ("messages", "send", "--channel", channel, "--content", "anyone?"),
         ("messages", "search", "--query", "anyone", "--channel", channel),
+        ("messages", "watch", "--channel", channel),  # over the WebSocket
         ("channels", "add-member", "--channel", channel, "--pubkey", someone),
         ("channels", "leave", "--channel", channel),
         ("channels", "rename", "--channel", channel, "--name", "renamed"),

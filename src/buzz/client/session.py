@@ -35,11 +35,12 @@ from buzz.client.errors import (
 )
 from buzz.client.http_bridge import BridgeClient, BridgeError
 from buzz.client.identity import Identity
-from buzz.client.relay_client import PublishResult, RelayClient, RelayError
+from buzz.client.relay_client import ConnectionLost, PublishResult, RelayClient, RelayError
 from buzz.core.event import Event
 from buzz.core.keys import is_hex
 
 DEFAULT_TIMEOUT_S = 10.0
+ACCESS_PREFIXES = ("restricted:", "auth-required:", "blocked:")  # refusals of access (relay.md §7.8)
 # The relay's answer to a non-member, for a private channel and a missing one alike (relay.md
 # §4.3 item 2, §6.3 item 1: private channels are not revealed that way); a join (9021) tells
 # them apart (§4.5, §18 item 49), which is what `explain_not_a_member` asks.
@@ -199,7 +200,10 @@ class Session:
 
 def websocket_failure(exc: Exception) -> Exception:
     """A WebSocket exchange that failed: a refusal of the connection (`RelayError`, including
-    a lost connection) is AuthError, no answer is NetworkError; anything else is returned as is."""
+    a connection closed after `blocked:`) is AuthError; no answer, or a connection that just
+    went away (a relay restarting), is NetworkError; anything else is returned as is."""
+    if isinstance(exc, ConnectionLost) and not exc.message.startswith(ACCESS_PREFIXES):
+        return NetworkError(f"cannot reach the relay: {exc.message}")
     if isinstance(exc, RelayError):  # AUTH refused (restricted:/auth-required:/blocked:)
         return AuthError(exc.message, relay_message=exc.message)
     if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
