@@ -4,7 +4,8 @@ Headless by default: `--input file.wav` is the microphone (silence without it) a
 `--record-dir` receives one WAV per remote peer plus `tts.wav` (agent replies spoken locally).
 Your own speech is transcribed offline and published as kind 9 in the channel, p-tagged to the
 agents present (role `bot`), when agents are present or `--transcribe` is given. Prints a JSON
-report when it leaves.
+report when it leaves, also when the huddle is ended while you are in it (`huddle leave --end`
+by its starter, an archive, the TTL: `"ended": true`, exit 0; decision 126).
 
 Failures follow the CLI's exit codes (one JSON line on stderr, no report on stdout): 1 a bad
 argument (an `--input` that is not a 16-bit PCM WAV with audio is refused before connecting), 2
@@ -12,8 +13,7 @@ the relay cannot be reached, or the audio socket or relay connection closed befo
 (`network_error`, "connection lost: …"; a 1012 close says the relay restarted or drained,
 decision 99), 3 access (key or tag, AUTH refused, and the relay's uncoded join errors of
 huddle.md §4.2: `auth failed`, `not a member`, …), 4 any other refusal (coded errors such as
-`room_full`), and a huddle ended while you are in it (`room_ended`: its starter ended it,
-decision 98).
+`room_full`), and `room_ended` for a huddle that had already ended when you joined.
 """
 
 from __future__ import annotations
@@ -327,10 +327,10 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
                 with contextlib.suppress(NotImplementedError):
                     loop.add_signal_handler(sig, client.stop)
             report = await client.run()
+            if report.ended and options.display is not None:
+                options.display("the huddle was ended")
     except JoinFailed as exc:
         error = exc.error
-        if client is not None and client.seated.is_set() and error is not None and error.code == "room_ended":
-            fail("the huddle was ended", "error", error_code=error.code, detail=str(exc))
         fail(
             "huddle join refused",
             _join_refused_category(error),
