@@ -133,7 +133,7 @@ def _objs(ctx: click.Context) -> tuple[Context, _Target]:
 # -- members ---------------------------------------------------------------------------------------
 @admin.group(cls=CommandGroup)
 def members() -> None:
-    """The workspace member list of a closed workspace (relay.md §4.4).
+    """The workspace member list of a closed workspace: only they may sign in while it is closed.
 
     \b
     Example:
@@ -276,7 +276,7 @@ def workspace_show(ctx: click.Context) -> None:
 @click.pass_context
 def ban(ctx: click.Context, pubkey: str, reason: str) -> None:
     """Ban PUBKEY (npub or hex): its AUTH, and that of agents it attested, is refused with
-    `blocked: you are banned from this community` and the socket closed (relay.md §7.3).
+    `blocked: you are banned from this community` and the socket closed.
 
     \b
     Example:

@@ -47,7 +47,7 @@ def _with_flag_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group()
 def agent() -> None:
-    """Run an agent: the ACP harness (agents.md §4).
+    """Run an agent: the ACP harness, and your agents' status and usage.
 
     \b
     Example:

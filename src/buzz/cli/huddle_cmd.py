@@ -396,7 +396,7 @@ async def _with_relay(ctx: Context, body: Callable[[RelayClient, KeySigner], Awa
 @click.option("--name", default=None, help="Name of the huddle channel.")
 @click.pass_obj
 def start(ctx: Context, channel: str, agents: tuple[str, ...], name: str | None) -> None:
-    """Start a huddle from CHANNEL in its own ephemeral channel (huddle.md §8.4).
+    """Start a huddle from CHANNEL in its own ephemeral channel (README: Start a huddle).
 
     Prints {"huddle_channel_id", "parent_channel_id", "agents", "started_event_id",
     "guidelines_event_id", "superseded_huddle_channel_id", "started"}; then join with

@@ -146,7 +146,7 @@ def _read_input(stream: BinaryIO, what: str) -> bytes:
 # -- the group --------------------------------------------------------------------------------
 @click.group(cls=_MemGroup)
 def mem() -> None:
-    """Agent memory: encrypted engrams shared by an agent and its owner (engram.md).
+    """Agent memory: encrypted engrams shared by an agent and its owner.
 
     \b
     Example:

@@ -100,10 +100,10 @@ def serve(
     Example:
       buzz relay serve --bind 127.0.0.1:3000 --data-dir ./buzz-data
     \b
-    Several replicas (relay.md §12.4), one PostgreSQL and one Redis:
+    Several replicas, one PostgreSQL and one Redis (README: Run several replicas):
       buzz relay serve --bind 127.0.0.1:3001 --db postgresql://localhost/buzz --redis-url redis://127.0.0.1:6379/0
     \b
-    Huddles across replicas (huddle.md §9): the same with BUZZ_MESH=on on every replica.
+    Huddles across replicas: the same with BUZZ_MESH=on on every replica.
     """
     overrides: dict[str, object] = {
         "data_dir": data_dir,

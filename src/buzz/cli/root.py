@@ -17,7 +17,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "admin",
         "Operate a relay: members, open/closed workspace, bans, backups, stats.",
     ),
-    "agent": ("buzz.cli.agent_cmd", "agent", "Run an agent: the ACP harness (agents.md §4)."),
+    "agent": ("buzz.cli.agent_cmd", "agent", "Run an agent: the ACP harness, and your agents' status and usage."),
     "channels": (
         "buzz.cli.channels_cmd",
         "channels",
@@ -40,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "mem": (
         "buzz.cli.mem_cmd",
         "mem",
-        "Agent memory: encrypted engrams shared by an agent and its owner (engram.md).",
+        "Agent memory: encrypted engrams shared by an agent and its owner.",
     ),
     "messages": (
         "buzz.cli.messages_cmd",
