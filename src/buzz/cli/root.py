@@ -17,7 +17,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "admin",
         "Operate a relay: members, open/closed workspace, bans, backups, stats.",
     ),
-    "agent": ("buzz.cli.agent_cmd", "agent", "Run an agent: the ACP harness, and your agents' status and usage."),
+    "agent": (
+        "buzz.cli.agent_cmd",
+        "agent",
+        "Run an agent: the ACP harness, and your agents' status and usage.",
+    ),
     "channels": (
         "buzz.cli.channels_cmd",
         "channels",

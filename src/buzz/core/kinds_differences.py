@@ -24,7 +24,9 @@ SCOPE_DIFFERENCES: dict[int, str] = {
     48102: "the relay spec makes huddle leaves relay-signed only; buzz lets clients send them with channels:write",
 }
 
-_WORKFLOW = "the relay spec places workflow execution records in their channel (Place H); buzz has no ingest flag"
+_WORKFLOW = (
+    "the relay spec places workflow execution records in their channel (Place H); buzz has no ingest flag"
+)
 _GLOBAL = "the relay spec forces the channel to NULL (Place G); buzz does not flag the kind global-only"
 
 # kind -> why the place differs (relay.md §3.2 "Place" column, §4.2).
