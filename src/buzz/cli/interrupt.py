@@ -22,23 +22,23 @@ stuck in a DNS lookup that asyncio.run waits for), ends the process at once. Aft
 Commands whose normal end is Ctrl-C (`messages watch`, `relay serve`, `huddle join`, `agent
 run`) take SIGINT over while they run (`kept()` puts this handler back afterwards).
 
-Imports only the standard library: it runs before anything else of buzz is loaded.
+Imports only `os` and `signal` at first: it runs before anything else of buzz is loaded, and
+every import before the handler is in place is time a Ctrl-C would still print a traceback.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import threading
-from collections.abc import Coroutine, Iterator
-from types import FrameType
-from typing import TYPE_CHECKING, Any, TypeVar
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing before the handler
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Coroutine
+    from types import FrameType, TracebackType
+    from typing import Any, TypeVar
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a process Ctrl-C ended
 CLEANUP_GRACE_S = 2.0  # after the JSON line, how long clean-up may take before the process ends
@@ -63,9 +63,13 @@ def _first_interrupt() -> None:
         os._exit(EXIT_INTERRUPTED)
     _interrupted = True
     # On a terminal the line starts on a fresh one, after the `^C` the terminal echoed; with
-    # stderr closed the exit code still says it.
-    with contextlib.suppress(OSError):
+    # stderr closed the exit code still says it. (No contextlib: not loaded this early.)
+    try:  # noqa: SIM105
         os.write(2, (b"\n" if os.isatty(2) else b"") + LINE)
+    except OSError:
+        pass
+    import threading
+
     timer = threading.Timer(CLEANUP_GRACE_S, os._exit, (EXIT_INTERRUPTED,))
     timer.daemon = True
     timer.start()
@@ -92,16 +96,18 @@ def install() -> None:
     signal.signal(signal.SIGINT, _on_sigint)
 
 
-@contextlib.contextmanager
-def kept() -> Iterator[None]:
+class kept:
     """Around an event loop that takes SIGINT over (`loop.add_signal_handler`): when the loop
     closes, asyncio puts Python's default handler back, which would print a traceback again;
     this puts ours back instead (if it was installed)."""
-    previous = signal.getsignal(signal.SIGINT)
-    try:
-        yield
-    finally:
-        if previous is _on_sigint and signal.getsignal(signal.SIGINT) is not _on_sigint:
+
+    def __enter__(self) -> None:
+        self.previous = signal.getsignal(signal.SIGINT)
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.previous is _on_sigint and signal.getsignal(signal.SIGINT) is not _on_sigint:
             signal.signal(signal.SIGINT, _on_sigint)
 
 

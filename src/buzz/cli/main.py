@@ -8,7 +8,6 @@ modules are loaded (`buzz.cli.root`; the groups themselves load when they run).
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from buzz.cli import interrupt
 
@@ -28,7 +27,7 @@ def main() -> None:
         report(UserError(install_hint(exc.name, command)))
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """`buzz.cli.main.cli`, the click group, for callers that drive it in-process (CliRunner)."""
     if name == "cli":
         from buzz.cli.root import cli
