@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from pathlib import Path
 
 import orjson
@@ -25,19 +26,23 @@ async def test_watch_reconnects_after_the_relay_restarts(tmp_path: Path) -> None
     async with served(data, port=port) as relay:
         url = relay.url
         channel = (await buzz(url, alice, "channels", "create", "--name", "ops")).json["channel_id"]
+        # --since: a message sent while the watch is still starting is stored, then served
+        since = str(int(time.time()))
         watch = await asyncio.create_subprocess_exec(
             BUZZ,
             "messages",
             "watch",
             "--channel",
             channel,
+            "--since",
+            since,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=_env(url, bob, None),
         )
         assert watch.stdout is not None and watch.stderr is not None
         try:
-            # a message sent once the watch is live shows that its subscription is open
+            # the first message shows the watch is subscribed
             sent = (await buzz(url, alice, "messages", "send", "--channel", channel, "--content", "one")).json
             assert (await _line(watch.stdout))["id"] == sent["event_id"]
             assert await relay.stop() == 0
