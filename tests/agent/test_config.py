@@ -189,8 +189,12 @@ def test_owner_resolution() -> None:
         )
     assert info.value.exit_code == 1
     other = generate_secret_key()  # a tag issued for another agent key
-    with pytest.raises(ConfigError, match="BUZZ_AUTH_TAG") as info:
+    # the message names what was used: the flag, or the variable (issue 24 item 8)
+    with pytest.raises(ConfigError, match=r"^invalid --auth-tag: ") as info:
         resolve_identity(load_config({"private_key": other, "auth_tag": json.dumps(tag)}, env={}))
+    assert info.value.exit_code == 3
+    with pytest.raises(ConfigError, match=r"^invalid BUZZ_AUTH_TAG: ") as info:
+        resolve_identity(load_config({"private_key": other}, env={"BUZZ_AUTH_TAG": json.dumps(tag)}))
     assert info.value.exit_code == 3
     for bad_key in (None, "nsec1nope", "zz"):
         with pytest.raises(ConfigError) as info:

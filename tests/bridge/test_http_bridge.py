@@ -65,7 +65,12 @@ async def test_u_tag_for_another_path_gets_401(relay: RunningRelay, alice: Ident
     body = Event.create(alice.secret, 1, "x").to_json().encode()
     headers = signed_headers(alice, relay.http_url + "/query", body)
     status, answer = await post(relay, "/events", None, alice, headers=headers, raw=body)
-    assert (status, answer) == (401, {"error": "NIP-98: u tag does not match the request URL"})
+    # the refusal says which URL it expects: the Host dialled (RELAY_URL is the default here,
+    # which names no real address, so it is not listed; issue 24 item 6)
+    assert (status, answer) == (
+        401,
+        {"error": "NIP-98: u tag does not match the request URL", "expected": [relay.http_url + "/events"]},
+    )
 
 
 @pytest.mark.parametrize(
@@ -105,7 +110,15 @@ async def test_u_tag_may_name_relay_url_host(tmp_path: Path, alice: Identity) ->
         # the scheme comes from RELAY_URL (wss → https): http:// for the Host does not match
         headers = signed_headers(alice, running.http_url + "/events", body)
         status, answer = await post(running, "/events", None, alice, headers=headers, raw=body)
-        assert (status, answer) == (401, {"error": "NIP-98: u tag does not match the request URL"})
+        host_port = running.http_url.removeprefix("http://")
+        assert (status, answer) == (
+            401,
+            {
+                "error": "NIP-98: u tag does not match the request URL",
+                "expected": [f"https://{host_port}/events", "https://relay.example.com/events"],
+                "relay_url": "wss://relay.example.com",
+            },
+        )
 
 
 # -- §18 item 96 and the transport rule ---------------------------------------------------------------

@@ -17,8 +17,12 @@ from tests.support.relay import Identity, RunningRelay, relay_on
 
 
 def _command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    # list_commands / get_command, not group.commands: `buzz` loads its groups lazily
     paths = [prefix] if prefix else []
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in sorted(group.list_commands(ctx)):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             paths += _command_paths(command, (*prefix, name))
         else:
@@ -126,13 +130,20 @@ async def test_exit_codes_and_error_shape(
     # empty stdin: exit 1 and nothing published
     empty = await buzz(url, alice, "messages", "send", "--channel", channel, "--content", "-", stdin=b"")
     check(empty, 1, "user_error")
-    # the relay's verdicts: a refused write (exit 4), a refused read (HTTP 403 → exit 3)
+    # the relay's verdicts on a private channel: a refused write (exit 4), a refused read (HTTP
+    # 403 → exit 3); a channel that does not exist is not_found (exit 1, issue 24 item 8)
+    other = Identity.new()
+    private = await buzz(url, other, "channels", "create", "--name", "closed", "--visibility", "private")
+    private_id = private.json["channel_id"]
     write = check(
-        await buzz(url, alice, "messages", "send", "--channel", channel, "--content", "hi"), 4, "error"
+        await buzz(url, alice, "messages", "send", "--channel", private_id, "--content", "hi"), 4, "error"
     )
     assert write["relay_message"] == "restricted: not a channel member" and write["retryable"] is False
-    read = check(await buzz(url, alice, "messages", "get", "--channel", channel), 3, "auth_error")
+    read = check(await buzz(url, alice, "messages", "get", "--channel", private_id), 3, "auth_error")
     assert read["relay_message"] == "restricted: not a channel member"
+    for args in (("send", "--channel", channel, "--content", "hi"), ("get", "--channel", channel)):
+        missing_channel = check(await buzz(url, alice, "messages", *args), 1, "not_found")
+        assert missing_channel["message"] == f"channel not found: {channel}", args
     check(await buzz(url, alice, "messages", "get", "--channel", channel, "--kinds", "9,x"), 1, "user_error")
     missing = await buzz(url, alice, "messages", "edit", "--event", "ab" * 32, "--content", "x")
     check(missing, 1, "not_found")

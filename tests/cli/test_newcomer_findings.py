@@ -97,8 +97,13 @@ async def test_mcp_and_the_agent_harness_refuse_a_malformed_relay_url_before_sta
         "user_error",
         f"buzz mcp --relay: {problem}",
     )
+    # the harness names what was used: the variable here (issue 24 item 8), the flag below
     harness = await buzz(bad, alice, "agent", "run", "--agent-command", "true")
-    assert (harness.code, harness.error["message"]) == (1, f"--relay / BUZZ_RELAY_URL: {problem}")
+    assert (harness.code, harness.error["message"]) == (1, f"BUZZ_RELAY_URL: {problem}")
+    harness = await buzz(None, alice, "agent", "run", "--agent-command", "true", "--relay", bad)
+    assert (harness.code, harness.error["message"]) == (1, f"--relay: {problem}")
+    harness = await buzz(None, alice, "--relay", bad, "agent", "run", "--agent-command", "true")
+    assert (harness.code, harness.error["message"]) == (1, f"--relay: {problem}")
 
 
 async def test_a_valid_url_nobody_answers_stays_a_retryable_network_error(alice: Identity) -> None:

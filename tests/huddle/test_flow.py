@@ -242,8 +242,9 @@ async def test_end_closes_the_seats_of_everyone_still_in_the_huddle(
     sqlite_relay: RunningRelay, alice: Identity, bob: Identity
 ) -> None:
     """`huddle leave --end` ends the huddle for everyone in it (README; decision 98): the relay
-    closes Bob's seat with `room_ended`, his running `huddle join` says so on stderr and exits 4
-    long before its --duration, and `huddle status` no longer lists him."""
+    closes Bob's seat with `room_ended`, and his running `huddle join` leaves long before its
+    --duration with the report the README promises, `"ended": true`, exit 0 (issue 24 item 8,
+    decision 126); `huddle status` no longer lists him."""
     parent = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
     started = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent)
     assert started.code == 0, started.stderr
@@ -260,10 +261,10 @@ async def test_end_closes_the_seats_of_everyone_still_in_the_huddle(
     )
     assert ended.code == 0 and json.loads(ended.stdout)["already_ended"] is False, ended.stderr
     done = await joined
-    assert done.code == 4, done.stderr  # before the fix: still in the room until --duration, then 0
-    line = json.loads(done.stderr.splitlines()[-1])
-    assert line["error"] == "error" and line["error_code"] == "room_ended"
-    assert line["message"] == "the huddle was ended" and done.stdout == ""
+    assert done.code == 0, done.stderr  # before decision 98: in the room until --duration
+    report = json.loads(done.stdout)
+    assert report["ended"] is True and report["peer_index"] is not None, report
+    assert done.stderr == ""  # --quiet: no live lines, and no error
     await until_joined_event(sqlite_relay, alice, parent, bob, kind=48102)  # the seat's cleanup ran
     status = await buzz(sqlite_relay.url, bob, "huddle", "status", "--channel", huddle, "--parent", parent)
     assert status.code == 0, status.stderr

@@ -219,3 +219,24 @@ async def test_export_then_import_moves_memory_to_a_new_relay(
         r.expect_error(1, "user_error", "signature does not verify")
         r = await buzz_mem(relay_b, agent, "import", str(tmp_path / "missing"), *o)
         r.expect_error(1, "user_error", "cannot read")
+
+
+async def test_export_refuses_an_existing_file_without_force(
+    sqlite_relay: RunningRelay, tmp_path: Path, alice: Identity, bob: Identity
+) -> None:
+    """As `admin backup` does: an existing FILE is left alone unless --force (issue 24 item 8)."""
+    agent, owner = alice, bob
+    o = ("--owner", owner.pubkey)
+    assert (await buzz_mem(sqlite_relay, agent, "set", "notes/a", "kept", *o)).code == 0
+    (tmp_path / "out").mkdir()
+    bundle = tmp_path / "out" / "memory.bundle"
+    bundle.write_bytes(b"yesterday's bundle")
+    r = await buzz_mem(sqlite_relay, agent, "export", str(bundle), *o)
+    r.expect_error(1, "user_error", f"{bundle} already exists", "--force")
+    assert bundle.read_bytes() == b"yesterday's bundle"
+
+    r = await buzz_mem(sqlite_relay, agent, "export", str(bundle), "--force", *o)
+    assert r.code == 0, r.stderr
+    assert r.json["heads"] == 1 and orjson.loads(bundle.read_bytes())["exported_at"] == r.json["exported_at"]
+    assert bundle.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in bundle.parent.iterdir()] == ["memory.bundle"]  # no temporary left

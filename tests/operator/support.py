@@ -67,11 +67,13 @@ async def served(
     env: dict[str, str] | None = None,
     log_name: str = "relay.log",
     nofile: int | None = None,
+    port: int | None = None,
 ) -> AsyncIterator[Served]:
-    """`buzz relay serve --bind 127.0.0.1:<free> --data-dir <data_dir> <args>`; yields once the
-    banner is printed; its stderr (the log) goes to `<data_dir>/../<log_name>`. `nofile` sets the
-    process's open-file limit (soft and hard RLIMIT_NOFILE)."""
-    port = free_port()
+    """`buzz relay serve --bind 127.0.0.1:<port, default a free one> --data-dir <data_dir>
+    <args>`; yields once the banner is printed; its stderr (the log) goes to
+    `<data_dir>/../<log_name>`. `nofile` sets the process's open-file limit (soft and hard
+    RLIMIT_NOFILE). The same `port` and `data_dir` again restart the relay."""
+    port = free_port() if port is None else port
     limit = None if nofile is None else functools.partial(_limit_open_files, nofile)
     log_path = data_dir.parent / log_name
     with open(log_path, "wb") as log_file:

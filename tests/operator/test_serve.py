@@ -40,7 +40,16 @@ async def test_banner_names_the_bound_url_data_dir_store_workspace_and_pubkey(tm
 async def test_banner_names_a_configured_relay_url(tmp_path: Path) -> None:
     async with served(tmp_path / "data", env={"RELAY_URL": "wss://chat.example.com"}) as relay:
         await relay.stop()
-    assert relay.banner[10].startswith("  RELAY_URL:    wss://chat.example.com (AUTH and NIP-98 may name it")
+    # wss:// (behind a TLS proxy): the bound ws:// address cannot authenticate, so the banner
+    # names RELAY_URL to connect with (issue 24 item 6; tests/operator/test_relay_url.py)
+    assert (
+        relay.banner[9]
+        == "  connect:      buzz --relay wss://chat.example.com ... (clients must AUTH, NIP-42)"
+    )
+    assert relay.banner[10] == (
+        "  RELAY_URL:    wss://chat.example.com: AUTH and NIP-98 name its scheme (wss://, https://), so "
+        f"clients connect through your TLS proxy; one that dials {relay.url} directly fails AUTH"
+    )
 
 
 async def test_banner_shows_a_workspace_closed_by_buzz_admin(tmp_path: Path) -> None:
@@ -145,6 +154,56 @@ def test_bind_with_an_invalid_port_is_one_line_and_exit_2(tmp_path: Path) -> Non
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and "--bind" in json.loads(lines[0])["message"], done.stderr
     assert not (tmp_path / "relay.sqlite3").exists()
+
+
+def test_an_empty_bind_or_one_with_two_colons_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """`--bind ''` served on the default address; `host:port:x` reached the resolver as the host
+    `host:port` and came back as a raw errno with exit 1 (issue 24 item 8)."""
+    for bind, says in (
+        ("", "--bind must be host:port, got ''"),
+        (
+            "127.0.0.1:3000:5",
+            "--bind must be host:port with one colon (an IPv6 address in brackets, [::1]:3000), "
+            "got '127.0.0.1:3000:5'",
+        ),
+    ):
+        assert _refusal(buzz("relay", "serve", "--bind", bind, "--data-dir", str(tmp_path))) == says
+    assert not (tmp_path / "relay.sqlite3").exists()
+
+
+def test_a_bind_host_that_does_not_resolve_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    message = _refusal(
+        buzz("relay", "serve", "--bind", "nosuchhost.invalid:3934", "--data-dir", str(tmp_path))
+    )
+    assert message.startswith("cannot listen on nosuchhost.invalid: no address of that name (")
+    assert message.endswith("); choose one with --bind, e.g. --bind 127.0.0.1:3934 (this machine only)")
+
+
+def test_a_refusal_names_the_flag_or_the_variable_that_was_used(tmp_path: Path) -> None:
+    """The operator typed --db, not BUZZ_DATABASE_URL: the message names what was typed."""
+    data = ("--bind", "127.0.0.1:0", "--data-dir", str(tmp_path))
+    for args, env, says in (
+        (("--db", "mysql://x"), {}, "--db must start with"),
+        ((), {"BUZZ_DATABASE_URL": "mysql://x"}, "BUZZ_DATABASE_URL must start with"),
+        ((), {"DATABASE_URL": "mysql://x"}, "DATABASE_URL must start with"),
+        (("--redis-url", "http://x"), {}, "--redis-url must be a redis:// URL"),
+        ((), {"REDIS_URL": "http://x"}, "REDIS_URL must be a redis:// URL"),
+        (("--redis-url", "redis://127.0.0.1:6379"), {}, "--redis-url needs PostgreSQL (--db postgresql://"),
+        (("--metrics-bind", "nope"), {}, "--metrics-bind must be host:port, got 'nope'"),
+        ((), {"BUZZ_METRICS_BIND": "nope"}, "BUZZ_METRICS_BIND must be host:port, got 'nope'"),
+        (("--log-level", "LOUD"), {}, "--log-level: unknown log level 'LOUD'"),
+        ((), {"BUZZ_LOG_LEVEL": "LOUD"}, "BUZZ_LOG_LEVEL: unknown log level 'LOUD'"),
+    ):
+        message = _refusal(buzz("relay", "serve", *data, *args, env=env))
+        assert message.startswith(says), (args, env, message)
+    assert not (tmp_path / "relay.sqlite3").exists()  # refused before anything was opened
+    message = _refusal(
+        buzz("relay", "serve", "--data-dir", str(tmp_path), env={"BUZZ_BIND_ADDR": "192.0.2.1:3934"})
+    )
+    assert message == (
+        "cannot listen on 192.0.2.1: it is not an address of this machine; choose one with BUZZ_BIND_ADDR, "
+        "e.g. BUZZ_BIND_ADDR=127.0.0.1:3934 (this machine only) or BUZZ_BIND_ADDR=0.0.0.0:3934 (all)"
+    )
 
 
 def test_a_bind_address_of_another_machine_is_one_line_and_exit_2(tmp_path: Path) -> None:

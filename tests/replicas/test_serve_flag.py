@@ -40,7 +40,7 @@ def test_redis_url_with_sqlite_is_refused(tmp_path: Path) -> None:
         timeout=30,
     )
     assert result.returncode != 0
-    assert "BUZZ_REDIS_URL needs PostgreSQL" in result.stderr
+    assert "--redis-url needs PostgreSQL" in result.stderr  # the flag that was typed (issue 24 item 8)
 
 
 async def test_serve_with_redis_url_subscribes_the_workspace_topics(

@@ -279,13 +279,13 @@ class HarnessConfig:
         return relay_urls(self.relay)[1]
 
 
-def relay_urls(url: str) -> tuple[str, str]:
+def relay_urls(url: str, where: str = "--relay / BUZZ_RELAY_URL") -> tuple[str, str]:
     """(WebSocket URL, HTTP base) for a ws/wss/http/https relay URL, by the parsers every face
-    shares (`http_base` checks scheme, host and port). Raises ConfigError."""
+    shares (`http_base` checks scheme, host and port). Raises ConfigError naming `where`."""
     try:
         base = http_base(url)
     except ValueError as exc:
-        raise ConfigError(f"--relay / BUZZ_RELAY_URL: {exc}") from None
+        raise ConfigError(f"{where}: {exc}") from None
     return websocket_url(url), base
 
 
@@ -332,6 +332,13 @@ def load_config(
     return _finish(cfg)
 
 
+def given_as(cfg: HarnessConfig, name: str) -> str:
+    """How the value of flag `name` was given, for a message: its variable when it came from
+    the environment, else its option (a default is the option's)."""
+    flag = FLAG_BY_NAME[name]
+    return flag.env if cfg.sources.get(name) == "env" else flag.option
+
+
 def _exclusive(cfg: HarnessConfig, a: str, b: str) -> None:
     if getattr(cfg, a) is not None and getattr(cfg, b) is not None:
         raise ConfigError(f"{FLAG_BY_NAME[a].option} and {FLAG_BY_NAME[b].option} are mutually exclusive")
@@ -339,7 +346,7 @@ def _exclusive(cfg: HarnessConfig, a: str, b: str) -> None:
 
 def _finish(cfg: HarnessConfig) -> HarnessConfig:
     """Cross-field checks (agents.md §4.6 item 3, §4.14, §4.16) and file reads."""
-    relay_urls(cfg.relay)
+    relay_urls(cfg.relay, given_as(cfg, "relay"))
     _exclusive(cfg, "system_prompt", "system_prompt_file")
     _exclusive(cfg, "heartbeat_prompt", "heartbeat_prompt_file")
     if cfg.heartbeat_interval and cfg.heartbeat_interval < MIN_HEARTBEAT_S:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from buzz.agent.config import EXIT_AUTH, ConfigError, HarnessConfig
+from buzz.agent.config import EXIT_AUTH, ConfigError, HarnessConfig, given_as
 from buzz.client.errors import WorkspaceError
 from buzz.client.identity import parse_secret_key, self_attested_hint
 from buzz.core import nip19
@@ -58,13 +58,14 @@ def resolve_identity(config: HarnessConfig) -> AgentIdentity:
             parsed = parse_auth_tag(normalize_auth_tag_input(config.auth_tag))
             owner = verify_auth_tag(parsed.to_list(), pubkey)
         except InvalidAuthTag as exc:
-            hint = self_attested_hint(config.auth_tag, pubkey)
-            raise ConfigError(f"invalid BUZZ_AUTH_TAG: {exc.reason}{hint}", EXIT_AUTH) from None
+            where = given_as(config, "auth_tag")
+            hint = self_attested_hint(config.auth_tag, pubkey, where)
+            raise ConfigError(f"invalid {where}: {exc.reason}{hint}", EXIT_AUTH) from None
         tag = parsed.to_list()
     if config.agent_owner is not None and config.agent_owner.strip():
         configured = _pubkey(config.agent_owner, "--agent-owner")
         if owner is not None and configured != owner:
-            raise ConfigError("--agent-owner differs from the owner named by BUZZ_AUTH_TAG")
+            raise ConfigError(f"--agent-owner differs from the owner named by {given_as(config, 'auth_tag')}")
         owner = configured
     if owner == pubkey:
         raise ConfigError("the owner must differ from the agent key")

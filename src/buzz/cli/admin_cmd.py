@@ -12,7 +12,6 @@ database server, 4 for a database failure.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,7 +19,8 @@ from typing import Any, TypeVar
 
 import click
 
-from buzz.cli.common import CommandGroup, report
+from buzz.cli import interrupt
+from buzz.cli.groups import CommandGroup, report
 from buzz.cli.output import Context, emit
 from buzz.client.errors import NetworkError, UserError, WorkspaceError
 from buzz.client.identity import parse_pubkey
@@ -84,7 +84,7 @@ def _with_store(target: _Target, body: Callable[[Any], Awaitable[T]]) -> T:
             await store.close()
 
     try:
-        return asyncio.run(main())
+        return interrupt.run(main())
     except StoreUnreachable as exc:
         report(NetworkError(f"database unreachable: {exc}"))
     except StoreError as exc:
@@ -133,7 +133,7 @@ def _objs(ctx: click.Context) -> tuple[Context, _Target]:
 # -- members ---------------------------------------------------------------------------------------
 @admin.group(cls=CommandGroup)
 def members() -> None:
-    """The workspace member list of a closed workspace (relay.md §4.4).
+    """The workspace member list of a closed workspace: only they may sign in while it is closed.
 
     \b
     Example:
@@ -276,7 +276,7 @@ def workspace_show(ctx: click.Context) -> None:
 @click.pass_context
 def ban(ctx: click.Context, pubkey: str, reason: str) -> None:
     """Ban PUBKEY (npub or hex): its AUTH, and that of agents it attested, is refused with
-    `blocked: you are banned from this community` and the socket closed (relay.md §7.3).
+    `blocked: you are banned from this community` and the socket closed.
 
     \b
     Example:

@@ -22,6 +22,7 @@ import click
 
 import buzz.agent.entry as entry
 from buzz.agent.entry import FLAGS, ConfigError
+from buzz.cli import interrupt
 from buzz.cli.output import Context, fail
 
 # Root options that `agent run` inherits when not given on the subcommand itself.
@@ -46,7 +47,7 @@ def _with_flag_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group()
 def agent() -> None:
-    """Run an agent: the ACP harness (agents.md §4).
+    """Run an agent: the ACP harness, and your agents' status and usage.
 
     \b
     Example:
@@ -67,8 +68,14 @@ def run(ctx: Context, log_level: str, **given: Any) -> None:
         buzz agent run --agent-command python --agent-args examples/rules_agent.py
     """
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # A root value click read from the environment is left to the harness, which reads the
+    # same variable and so names it (not --relay / --auth-tag) when the value is bad.
+    from_env = {
+        "relay": ctx.relay_source == "BUZZ_RELAY_URL",
+        "auth_tag": ctx.auth_tag_source == "BUZZ_AUTH_TAG",
+    }
     for name, attr in _INHERITED.items():
-        if given.get(name) is None and ctx is not None:
+        if given.get(name) is None and ctx is not None and not from_env.get(name, False):
             given[name] = getattr(ctx, attr, None)
     for name in [k for k, v in given.items() if v is False]:
         given[name] = None  # an unset switch leaves the environment and default in charge
@@ -81,7 +88,8 @@ def run(ctx: Context, log_level: str, **given: Any) -> None:
     except ConfigError as exc:
         _config_failure(exc)
     try:
-        code = asyncio.run(entry.run(prepared))
+        with interrupt.kept():  # the harness takes SIGINT over while it runs
+            code = asyncio.run(entry.run(prepared))
     except ConfigError as exc:  # refused by the harness itself
         _config_failure(exc)
     except entry.PreflightError as exc:  # the agent or MCP command does not start

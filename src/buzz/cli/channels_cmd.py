@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
-from buzz.cli.common import CommandGroup, keyed, run
+from buzz.cli.common import keyed, run
+from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context
 from buzz.client.channels import ROLES
 

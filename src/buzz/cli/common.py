@@ -12,35 +12,28 @@ JSON line on stderr plus the exit code of its category (`buzz.cli.output.EXIT_CO
 | 3 | `auth_error`, `key_error` | missing/invalid key or auth tag; HTTP 401/403 |
 | 4 | `error` | relay refusal (`OK false`, refused read), non-JSON answer |
 | 5 | `conflict` | refusal with `duplicate:` |
+| 130 | `interrupted` | Ctrl-C, at any moment (`buzz.cli.interrupt`) |
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, NoReturn
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
-import click
 import orjson
 
-from buzz.cli.output import EXIT_CODES, Context, emit
+from buzz.cli import interrupt
+from buzz.cli.groups import report
+from buzz.cli.output import Context, emit
 from buzz.client.errors import UserError, WorkspaceError
 from buzz.client.identity import Identity
 from buzz.client.values import Text
 from buzz.client.workspace import Workspace
 from buzz.core.nip98 import http_base
-
-
-def report(failure: WorkspaceError) -> NoReturn:
-    """One JSON line on stderr, then exit with the category's code (agents.md §2.1 item 2)."""
-    sys.stdout.flush()
-    sys.stderr.write(orjson.dumps(failure.to_dict()).decode() + "\n")
-    sys.stderr.flush()
-    raise SystemExit(EXIT_CODES[failure.category])
 
 
 def as_failure(exc: BaseException) -> WorkspaceError:
@@ -82,7 +75,7 @@ def open_workspace(ctx: Context, identity: Identity) -> Workspace:
 def identity_of(ctx: Context) -> Identity:
     """`--private-key` / `--auth-tag` (or their environment variables) parsed. Raises
     AuthError / InvalidKey."""
-    return Identity.from_text(ctx.private_key, ctx.auth_tag)
+    return Identity.from_text(ctx.private_key, ctx.auth_tag, ctx.auth_tag_source)
 
 
 def run(
@@ -100,7 +93,7 @@ def run(
             return await body(ws)
 
     try:
-        result = asyncio.run(main())
+        result = interrupt.run(main())
     except Exception as exc:  # agents.md §2.1: "anything else" is `error`, exit 4
         report(as_failure(exc))
     if render is not None:
@@ -140,7 +133,8 @@ def stream(ctx: Context, items: Callable[[Workspace], AsyncIterator[Any]]) -> No
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     try:
-        asyncio.run(main())
+        with interrupt.kept():  # Ctrl-C ends a stream normally (exit 0) once it runs
+            asyncio.run(main())
     except Exception as exc:
         report(as_failure(exc))
 
@@ -160,45 +154,3 @@ def stdin_or(value: str, what: str = "content") -> Text:
         return text.removesuffix("\r\n") if text.endswith("\r\n") else text.removesuffix("\n")
 
     return read
-
-
-# The options of `buzz` itself (cli/main.py): given after a command group, click refuses them.
-GLOBAL_OPTIONS = ("--relay", "--private-key", "--auth-tag", "--format")
-
-
-def usage_failure(exc: click.UsageError) -> UserError:
-    """A click usage error as a `user_error` (exit 1). A global option given after the command
-    group (`buzz channels list --private-key …`) says where it goes, not click's "No such option"."""
-    if isinstance(exc, click.NoSuchOption) and exc.option_name in GLOBAL_OPTIONS:
-        path = exc.ctx.command_path if exc.ctx is not None else "buzz <group> <command>"
-        where = path.replace("buzz", f"buzz {exc.option_name} …", 1)
-        return UserError(
-            f"{exc.option_name} is an option of buzz itself: give it before the command group ({where})"
-        )
-    return UserError(exc.format_message())
-
-
-@contextlib.contextmanager
-def _parser_errors(group: str) -> Iterator[None]:
-    try:
-        yield
-    except click.exceptions.NoArgsIsHelpError:
-        where = "buzz" if group in ("", "buzz") else f"buzz {group}"
-        report(UserError(f"missing command (see {where} --help)"))
-    except click.UsageError as exc:
-        report(usage_failure(exc))
-
-
-class CommandGroup(click.Group):
-    """A command group whose argument-parser errors are a JSON `user_error` with exit 1, never
-    click's exit 2, which means "network" here (agents.md §2.1 item 2)."""
-
-    def make_context(
-        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
-    ) -> click.Context:
-        with _parser_errors(self.name or ""):
-            return super().make_context(info_name, args, parent, **extra)
-
-    def invoke(self, ctx: click.Context) -> Any:
-        with _parser_errors(self.name or ""):
-            return super().invoke(ctx)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import click
 
-from buzz.cli.common import CommandGroup, keyed, run
+from buzz.cli.common import keyed, run
+from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context
 
 

@@ -4,7 +4,8 @@ Headless by default: `--input file.wav` is the microphone (silence without it) a
 `--record-dir` receives one WAV per remote peer plus `tts.wav` (agent replies spoken locally).
 Your own speech is transcribed offline and published as kind 9 in the channel, p-tagged to the
 agents present (role `bot`), when agents are present or `--transcribe` is given. Prints a JSON
-report when it leaves.
+report when it leaves, also when the huddle is ended while you are in it (`huddle leave --end`
+by its starter, an archive, the TTL: `"ended": true`, exit 0; decision 126).
 
 Failures follow the CLI's exit codes (one JSON line on stderr, no report on stdout): 1 a bad
 argument (an `--input` that is not a 16-bit PCM WAV with audio is refused before connecting), 2
@@ -12,8 +13,7 @@ the relay cannot be reached, or the audio socket or relay connection closed befo
 (`network_error`, "connection lost: …"; a 1012 close says the relay restarted or drained,
 decision 99), 3 access (key or tag, AUTH refused, and the relay's uncoded join errors of
 huddle.md §4.2: `auth failed`, `not a member`, …), 4 any other refusal (coded errors such as
-`room_full`), and a huddle ended while you are in it (`room_ended`: its starter ended it,
-decision 98).
+`room_full`), and `room_ended` for a huddle that had already ended when you joined.
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ import aiohttp
 import click
 import orjson
 
-from buzz.cli.common import CommandGroup, checked_relay_url
-from buzz.cli.common import report as report_failure
+from buzz.cli import interrupt
+from buzz.cli.common import checked_relay_url
+from buzz.cli.groups import CommandGroup
+from buzz.cli.groups import report as report_failure
 from buzz.cli.identity import IdentityError, auth_tags_for, parse_secret_key
 from buzz.cli.output import Context, emit, fail
 from buzz.client import RelayClient, RelayError
@@ -270,7 +272,7 @@ def join(
     checked_relay_url(ctx)
     try:
         secret = parse_secret_key(ctx.private_key)
-        auth_tags = auth_tags_for(ctx.auth_tag, secret)
+        auth_tags = auth_tags_for(ctx.auth_tag, secret, ctx.auth_tag_source)
     except IdentityError as exc:
         fail(str(exc), exc.category)
     if input_wav is not None:
@@ -293,9 +295,10 @@ def join(
         display=None if quiet or sys.stderr.isatty() else _show_line,
     )
     if quiet or not sys.stderr.isatty():
-        report = asyncio.run(_run(options, secret, auth_tags))
+        with interrupt.kept():  # the client takes SIGINT over to leave the room and report
+            report = asyncio.run(_run(options, secret, auth_tags))
     else:
-        with LiveRoster() as live:
+        with LiveRoster() as live, interrupt.kept():
             report = asyncio.run(_run(dataclasses.replace(options, view=live.update), secret, auth_tags))
     emit(ctx, report)
 
@@ -324,10 +327,10 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
                 with contextlib.suppress(NotImplementedError):
                     loop.add_signal_handler(sig, client.stop)
             report = await client.run()
+            if report.ended and options.display is not None:
+                options.display("the huddle was ended")
     except JoinFailed as exc:
         error = exc.error
-        if client is not None and client.seated.is_set() and error is not None and error.code == "room_ended":
-            fail("the huddle was ended", "error", error_code=error.code, detail=str(exc))
         fail(
             "huddle join refused",
             _join_refused_category(error),
@@ -371,7 +374,7 @@ async def _with_relay(ctx: Context, body: Callable[[RelayClient, KeySigner], Awa
     checked_relay_url(ctx)
     try:
         secret = parse_secret_key(ctx.private_key)
-        auth_tags = auth_tags_for(ctx.auth_tag, secret)
+        auth_tags = auth_tags_for(ctx.auth_tag, secret, ctx.auth_tag_source)
     except IdentityError as exc:
         fail(str(exc), exc.category)
     try:
@@ -393,7 +396,7 @@ async def _with_relay(ctx: Context, body: Callable[[RelayClient, KeySigner], Awa
 @click.option("--name", default=None, help="Name of the huddle channel.")
 @click.pass_obj
 def start(ctx: Context, channel: str, agents: tuple[str, ...], name: str | None) -> None:
-    """Start a huddle from CHANNEL in its own ephemeral channel (huddle.md §8.4).
+    """Start a huddle from CHANNEL in its own ephemeral channel (README: Start a huddle).
 
     Prints {"huddle_channel_id", "parent_channel_id", "agents", "started_event_id",
     "guidelines_event_id", "superseded_huddle_channel_id", "started"}; then join with
@@ -411,7 +414,7 @@ def start(ctx: Context, channel: str, agents: tuple[str, ...], name: str | None)
     async def body(client: RelayClient, signer: KeySigner) -> object:
         return (await start_huddle(client, signer, channel, agents, name)).to_json()
 
-    emit(ctx, asyncio.run(_with_relay(ctx, body)))
+    emit(ctx, interrupt.run(_with_relay(ctx, body)))
 
 
 @huddle.command()
@@ -444,7 +447,7 @@ def leave(ctx: Context, channel: str, parent: str | None, end: bool) -> None:
             fail("leaving the huddle channel was refused", detail=result.message)
         return {"huddle_channel_id": channel, "left": True}
 
-    emit(ctx, asyncio.run(_with_relay(ctx, body)))
+    emit(ctx, interrupt.run(_with_relay(ctx, body)))
 
 
 @huddle.command(name="list")
@@ -469,7 +472,7 @@ def list_(ctx: Context, show_all: bool) -> None:
         shown = [s.to_json(now) for s in states.values() if show_all or s.live]
         return {"huddles": sorted(shown, key=lambda h: -(h["started_at"] or 0))}
 
-    emit(ctx, asyncio.run(_with_relay(ctx, body)))
+    emit(ctx, interrupt.run(_with_relay(ctx, body)))
 
 
 @huddle.command()
@@ -526,4 +529,4 @@ def status(ctx: Context, channel: str, parent: str | None) -> None:
         }
         return out
 
-    emit(ctx, asyncio.run(_with_relay(ctx, body)))
+    emit(ctx, interrupt.run(_with_relay(ctx, body)))

@@ -50,10 +50,10 @@ parse_pubkey = _cli(api.parse_pubkey)
 resolve_auth_tag = _cli(api.resolve_auth_tag)
 
 
-def auth_tags_for(auth_tag: str | None, secret_key: str) -> list[list[str]]:
+def auth_tags_for(auth_tag: str | None, secret_key: str, source: str = "BUZZ_AUTH_TAG") -> list[list[str]]:
     """`RelayClient(..., auth_tags=…)` for a CLI identity: `[tag]` or `[]` (agents.md §1.5).
-    Raises IdentityError like `resolve_auth_tag`."""
-    tag = resolve_auth_tag(auth_tag, secret_key)
+    Raises IdentityError like `resolve_auth_tag`, naming `source`."""
+    tag = resolve_auth_tag(auth_tag, secret_key, source)
     return [tag] if tag is not None else []
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import orjson
 
-from buzz.cli.common import CommandGroup
+from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context, emit
 from buzz.core import nip19
 from buzz.core.keys import generate_secret_key, public_key
@@ -66,11 +66,11 @@ def show(ctx: Context, only: str | None) -> None:
     "--conditions",
     default="",
     show_default=True,
-    help="NIP-OA conditions, e.g. 'created_at<1767225600'; empty = unconditional (agents.md §1.3 item 4).",
+    help="NIP-OA conditions, e.g. 'created_at<1767225600' (valid until then); empty = unconditional.",
 )
 @click.pass_obj
 def attest(ctx: Context, agent: str, conditions: str) -> None:
-    """Sign a NIP-OA attestation for an agent key, as its owner (agents.md §1.2, §1.4 step 2).
+    """Sign a NIP-OA attestation for an agent key, as its owner (README: Add an agent to your workspace).
 
     Signs with --private-key / BUZZ_PRIVATE_KEY (the owner) and prints
     {"auth_tag": [...], "owner", "agent"}; how to export it as BUZZ_AUTH_TAG goes to stderr.
@@ -98,6 +98,6 @@ def attest(ctx: Context, agent: str, conditions: str) -> None:
     emit(ctx, {"auth_tag": tag, "owner": owner, "agent": agent_pub})
     compact = orjson.dumps(tag).decode()
     click.echo(
-        f"# give the agent this tag (agents.md §1.4 step 4):\nexport BUZZ_AUTH_TAG='{compact}'",
+        f"# give the agent this tag as its BUZZ_AUTH_TAG:\nexport BUZZ_AUTH_TAG='{compact}'",
         err=True,
     )

@@ -15,7 +15,8 @@ from typing import Any
 
 import click
 
-from buzz.cli.common import identity_of, open_workspace, report
+from buzz.cli.common import identity_of, open_workspace
+from buzz.cli.groups import report
 from buzz.cli.output import Context
 from buzz.client.errors import UserError, WorkspaceError
 
@@ -53,6 +54,8 @@ def mcp(ctx: Context, relay: str | None, private_key: str | None, auth_tag: str 
     ctx = dataclasses.replace(ctx, **{k: v for k, v in overrides.items() if v is not None})
     if relay is not None:
         ctx = dataclasses.replace(ctx, relay_source="buzz mcp --relay")
+    if auth_tag is not None:
+        ctx = dataclasses.replace(ctx, auth_tag_source="buzz mcp --auth-tag")
     try:
         ws = open_workspace(ctx, identity_of(ctx))
     except WorkspaceError as exc:

@@ -17,18 +17,20 @@ with no newline, `hash` its SHA-256, `ls` one compact JSON array, `set`, `search
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import os
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, BinaryIO
 
 import click
 import orjson
 
-from buzz.cli.common import as_failure, open_workspace, report, usage_failure
+from buzz.cli import interrupt
+from buzz.cli.common import as_failure, open_workspace
+from buzz.cli.groups import report, usage_failure
 from buzz.cli.output import Context
 from buzz.client.errors import UserError, WorkspaceError
 from buzz.client.identity import Identity
@@ -78,7 +80,7 @@ def _command(fn: Callable[..., Awaitable[None]]) -> Callable[..., None]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> None:
         try:
-            asyncio.run(fn(*args, **kwargs))
+            interrupt.run(fn(*args, **kwargs))
         except Exception as exc:
             report(as_failure(exc))
 
@@ -91,7 +93,8 @@ async def _memory(ctx: Context, owner: str | None, agent: str | None = None) -> 
     The flags are checked before the key, as the commands always did."""
     check_perspective(owner, agent)
     raw_tag = getattr(ctx, "auth_tag", None) or os.environ.get("BUZZ_AUTH_TAG")
-    identity = Identity.from_text(ctx.private_key, raw_tag)
+    source = ctx.auth_tag_source if getattr(ctx, "auth_tag", None) else "BUZZ_AUTH_TAG"
+    identity = Identity.from_text(ctx.private_key, raw_tag, source)
     async with open_workspace(ctx, identity) as ws:
         yield ws.memory(owner, agent)
 
@@ -106,6 +109,33 @@ def _note(text: str) -> None:
     sys.stderr.flush()
 
 
+def _write_new(file: str, data: bytes, force: bool) -> None:
+    """Write `data` to `file` (mode 0600) through a temporary file beside it, so `file` is whole
+    or untouched: renamed over an existing one with `force`, else linked, which refuses a file
+    that appeared meanwhile. Raises UserError."""
+    folder = os.path.dirname(os.path.abspath(file))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".buzz-export-", dir=folder)  # mode 0600
+    except OSError as exc:
+        raise UserError(f"cannot write {file}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        if force:
+            os.replace(tmp, file)
+        else:
+            os.link(tmp, file)
+    except FileExistsError:
+        raise UserError(
+            f"{file} already exists; choose a new file, or pass --force to overwrite it"
+        ) from None
+    except OSError as exc:
+        raise UserError(f"cannot write {file}: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
 def _read_input(stream: BinaryIO, what: str) -> bytes:
     data = stream.read(INPUT_MAX + 1)
     if len(data) > INPUT_MAX:
@@ -116,7 +146,7 @@ def _read_input(stream: BinaryIO, what: str) -> bytes:
 # -- the group --------------------------------------------------------------------------------
 @click.group(cls=_MemGroup)
 def mem() -> None:
-    """Agent memory: encrypted engrams shared by an agent and its owner (engram.md).
+    """Agent memory: encrypted engrams shared by an agent and its owner.
 
     \b
     Example:
@@ -413,26 +443,27 @@ async def orphans_cmd(ctx: Context, owner: str | None, agent: str | None) -> Non
 
 @mem.command("export")
 @click.argument("file", type=click.Path(dir_okay=False, writable=True))
+@click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 @_owner_option
 @click.pass_obj
 @_command
-async def export_cmd(ctx: Context, file: str, owner: str | None) -> None:
+async def export_cmd(ctx: Context, file: str, force: bool, owner: str | None) -> None:
     """Write every head of the agent's memory to FILE as an encrypted bundle signed by the agent
     (mode 0600): {"file", "heads", "exported_at"}. Move memory to a new relay with `import`.
+
+    An existing FILE is left alone (user_error, exit 1) unless --force is given; FILE appears
+    whole or not at all.
 
     \b
     Example:
       buzz mem export memory.bundle
       BUZZ_RELAY_URL=wss://new.example buzz mem import memory.bundle
     """
+    if not force and os.path.lexists(file):  # before asking the relay: nothing to undo
+        raise UserError(f"{file} already exists; choose a new file, or pass --force to overwrite it")
     async with _memory(ctx, owner) as memory:
         data, count, exported_at = await memory.export()
-    try:
-        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-    except OSError as exc:
-        raise UserError(f"cannot write {file}: {exc.strerror or exc}") from None
+    _write_new(file, data, force)
     _write_stdout(orjson.dumps({"file": file, "heads": count, "exported_at": exported_at}) + b"\n")
 
 

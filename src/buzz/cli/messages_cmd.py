@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import click
 
-from buzz.cli.common import CommandGroup, keyed, run, stdin_or, stream
+from buzz.cli.common import keyed, run, stdin_or, stream
+from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context
 from buzz.client.messages import MAX_THREAD_FETCH, parse_kinds
 from buzz.client.values import channel_arg
@@ -174,10 +175,18 @@ def search(
 def watch(ctx: Context, channel: str, since: int | None) -> None:
     """Stream a channel's new messages until Ctrl-C: one compact JSON message per line.
 
-    Exits 0 on Ctrl-C / SIGTERM; 3 without access to the channel, 2 when the connection drops.
+    A lost connection (the relay restarting) is waited for: it reconnects (1 s, then up to 5 s
+    apart) and resumes where it was, messages sent meanwhile included; a line on stderr says
+    so. Exits 0 on Ctrl-C / SIGTERM; 3 without access to the channel (or when it is taken
+    away), 1 for a channel that does not exist, 2 when the relay cannot be reached at start.
 
     \b
     Example:
       buzz messages watch --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b | jq -r .content
     """
-    stream(ctx, lambda ws: ws.messages.watch(channel, since))
+    stream(ctx, lambda ws: ws.messages.watch(channel, since, notify=note))
+
+
+def note(text: str) -> None:
+    """A progress line on stderr (agents.md §2.1 item 1: stdout carries only the messages)."""
+    click.echo(f"buzz messages watch: {text}", err=True)

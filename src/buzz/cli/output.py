@@ -8,6 +8,8 @@ from typing import Any, NoReturn
 
 import orjson
 
+from buzz.cli import interrupt
+
 # `relay serve` refusing its own configuration (a bad --bind): not a workspace failure, so it
 # has no category; the exit code is the one operators expect from a usage error.
 EXIT_USAGE = 2
@@ -21,6 +23,9 @@ EXIT_CODES: dict[str, int] = {
     "key_error": 3,
     "error": 4,
     "conflict": 5,
+    # Ctrl-C (SIGINT): 128 + 2, as a shell reports it; written by buzz.cli.interrupt, which
+    # runs before this module is loaded and so keeps the number itself (EXIT_INTERRUPTED).
+    "interrupted": 130,
 }
 
 
@@ -31,6 +36,7 @@ class Context:
     fmt: str = "json"
     auth_tag: str | None = None  # raw --auth-tag / BUZZ_AUTH_TAG; resolve with buzz.cli.identity
     relay_source: str = "--relay"  # where relay_url came from, named when it is malformed
+    auth_tag_source: str = "BUZZ_AUTH_TAG"  # where auth_tag came from, named when it is invalid
 
 
 def emit(ctx: Context, value: Any) -> None:
@@ -43,7 +49,10 @@ def emit(ctx: Context, value: Any) -> None:
 
 def fail(message: str, category: str = "user_error", **details: Any) -> NoReturn:
     """Write `{"error": <category>, "message": …, "retryable": …, **details}` to stderr and exit
-    with the category's code (EXIT_CODES); `retryable` is true only for network failures."""
+    with the category's code (EXIT_CODES); `retryable` is true only for network failures.
+    After Ctrl-C its line is the one: exit 130 without another."""
+    if interrupt.interrupted():
+        raise SystemExit(interrupt.EXIT_INTERRUPTED)
     payload = {"error": category, "message": message, "retryable": category == "network_error", **details}
     sys.stderr.write(orjson.dumps(payload).decode() + "\n")
     raise SystemExit(EXIT_CODES[category])

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import click
 
-from buzz.cli.common import CommandGroup, run
+from buzz.cli.common import run
+from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context
 
 _event_option = click.option("--event", "event_id", required=True, help="The event reacted to.")

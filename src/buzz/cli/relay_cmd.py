@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import click
 import orjson
 
-from buzz.cli.common import CommandGroup
+from buzz.cli.groups import CommandGroup
 from buzz.cli.output import EXIT_USAGE, fail
 from buzz.relay import banner, oplog
 from buzz.relay.config import ConfigError, RelayConfig, parse_bind
@@ -100,10 +100,10 @@ def serve(
     Example:
       buzz relay serve --bind 127.0.0.1:3000 --data-dir ./buzz-data
     \b
-    Several replicas (relay.md §12.4), one PostgreSQL and one Redis:
+    Several replicas, one PostgreSQL and one Redis (README: Run several replicas):
       buzz relay serve --bind 127.0.0.1:3001 --db postgresql://localhost/buzz --redis-url redis://127.0.0.1:6379/0
     \b
-    Huddles across replicas (huddle.md §9): the same with BUZZ_MESH=on on every replica.
+    Huddles across replicas: the same with BUZZ_MESH=on on every replica.
     """
     overrides: dict[str, object] = {
         "data_dir": data_dir,
@@ -111,12 +111,24 @@ def serve(
         "redis_url": redis_url,
         "metrics_bind": metrics_bind,
     }
+    # A refusal names what the operator typed: the flag, or the variable click read it from.
+    flags = {
+        "data_dir": "--data-dir",
+        "database_url": "--db",
+        "redis_url": "--redis-url",
+        "metrics_bind": _given("metrics_bind", "--metrics-bind", "BUZZ_METRICS_BIND"),
+        "host": "--bind",
+        "port": "--bind",
+    }
     try:
-        oplog.configure(log_level, log_format)
-        if bind:
+        try:
+            oplog.configure(log_level, log_format)
+        except ValueError as exc:
+            raise ConfigError(f"{_given('log_level', '--log-level', 'BUZZ_LOG_LEVEL')}: {exc}") from None
+        if bind is not None:  # `--bind ''` is a bad address, not "the default"
             overrides["host"], overrides["port"] = parse_bind(bind, "--bind")
-        config = RelayConfig.from_env(**overrides)
-    except (ConfigError, ValueError) as exc:
+        config = RelayConfig.from_env(flags=flags, **overrides)
+    except ConfigError as exc:
         _refuse(str(exc))
 
     from buzz.relay.server import serve as run_server
@@ -134,6 +146,8 @@ def serve(
             _refuse(port_in_use(exc, config))
         if exc.errno == errno.EADDRNOTAVAIL:
             _refuse(address_not_here(config))
+        if isinstance(exc, socket.gaierror):  # a --bind host name that does not resolve
+            _refuse(address_unknown(config, exc))
         fail(os_error_text(exc))
     except StoreUnreachable as exc:  # the database server does not answer: as `buzz admin --db`
         fail(str(exc), "network_error")
@@ -141,11 +155,35 @@ def serve(
         fail(str(exc))
 
 
+def _given(param: str, flag: str, variable: str) -> str:
+    """`variable` when click read `param` from the environment, else `flag`."""
+    ctx = click.get_current_context(silent=True)
+    from_env = ctx is not None and ctx.get_parameter_source(param) is click.core.ParameterSource.ENVIRONMENT
+    return variable if from_env else flag
+
+
+def _setting(where: str, value: str) -> str:
+    """How to give `value` the way the operator gave it: `--bind 127.0.0.1:3000` for a flag,
+    `BUZZ_BIND_ADDR=127.0.0.1:3000` for a variable."""
+    return f"{where} {value}" if where.startswith("--") else f"{where}={value}"
+
+
+def address_unknown(config: RelayConfig, exc: socket.gaierror) -> str:
+    """The usage error for a listen host that does not resolve (getaddrinfo failed)."""
+    where = config.named("host", "--bind")
+    return (
+        f"cannot listen on {config.host}: no address of that name ({exc.strerror or exc}); choose "
+        f"one with {where}, e.g. {_setting(where, f'127.0.0.1:{config.port}')} (this machine only)"
+    )
+
+
 def address_not_here(config: RelayConfig) -> str:
-    """The usage error for a --bind host that is no address of this machine (EADDRNOTAVAIL)."""
+    """The usage error for a listen host that is no address of this machine (EADDRNOTAVAIL)."""
+    where = config.named("host", "--bind")
     return (
         f"cannot listen on {config.host}: it is not an address of this machine; choose one with "
-        f"--bind, e.g. --bind 127.0.0.1:{config.port} (this machine only) or --bind 0.0.0.0:{config.port} (all)"
+        f"{where}, e.g. {_setting(where, f'127.0.0.1:{config.port}')} (this machine only) or "
+        f"{_setting(where, f'0.0.0.0:{config.port}')} (all)"
     )
 
 
@@ -169,15 +207,18 @@ def port_in_use(exc: OSError, config: RelayConfig) -> str:
     PORT_SCAN binds, the message says so and gives no example."""
     found = re.search(r"\('?\[?([^',\]]*)\]?'?, (\d+)", str(exc))
     host, port = (found.group(1), int(found.group(2))) if found else (config.host, config.port)
-    flag = "--bind"
+    flag = config.named("host", "--bind")
     if config.metrics_bind is not None and port != config.port:
-        flag = "--metrics-bind"
+        flag = config.named("metrics_bind", "--metrics-bind")
     shown = f"[{host}]" if ":" in host else host
     taken = f"port {port} on {host} is already in use (another relay or program listens there)"
     free = free_port_after(host, port)
     if free is None:
-        return f"{taken}; choose another with {flag} {shown}:<port> (no free port found just above it)"
-    return f"{taken}; choose another with {flag} {shown}:<port>, e.g. {flag} {shown}:{free} (free just now)"
+        return f"{taken}; choose another with {_setting(flag, f'{shown}:<port>')} (no free port found just above it)"
+    return (
+        f"{taken}; choose another with {_setting(flag, f'{shown}:<port>')}, "
+        f"e.g. {_setting(flag, f'{shown}:{free}')} (free just now)"
+    )
 
 
 def free_port_after(host: str, port: int, scan: int = PORT_SCAN) -> int | None:

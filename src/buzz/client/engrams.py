@@ -293,7 +293,7 @@ class Engrams:
         """Sign `body` as the agent (the reader must be the agent). Raises EngramError
         (BodyTooLarge, InvalidKey, InvalidBody)."""
         if not self.pair.is_agent:
-            raise ValueError("only the agent writes its memory (engram.md §1 item 2)")
+            raise ValueError("only the agent writes its memory")
         return engram.build_event(self.pair.secret, self.pair.owner, body, created_at)
 
     async def publish(self, event: Event) -> PublishResult:

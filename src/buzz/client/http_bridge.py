@@ -211,7 +211,7 @@ def _unexpected(status: int, body: Any, base: str) -> BridgeError:
     not the relay's JSON means nothing at `base` serves the bridge's routes: most often a
     relay URL with a path (`ws://host:3000/foo`), so the message says where the relay is."""
     if isinstance(body, dict) and isinstance(body.get("error"), str):
-        return BridgeError(body["error"], status, body["error"])
+        return BridgeError(_with_expected_url(body), status, body["error"])
     if status == 404 and isinstance(body, _NotJson):
         return BridgeError(
             f"HTTP 404: no buzz relay answers at {base} (a relay is served at the root of its "
@@ -221,6 +221,21 @@ def _unexpected(status: int, body: Any, base: str) -> BridgeError:
     if isinstance(body, _NotJson):
         return BridgeError(f"HTTP {status}: {body.text or 'empty body'}", status, malformed=status == 200)
     return BridgeError(f"HTTP {status}: unexpected answer", status, malformed=status == 200)
+
+
+def _with_expected_url(body: dict[str, Any]) -> str:
+    """The refusal's `error`, and for a NIP-98 `u` the relay does not accept, the URLs it does
+    (`expected`) and its RELAY_URL (`relay_url`, when configured): a relay whose RELAY_URL is
+    wss:// refuses a client that dialled its ws:// address directly, and this says what to use."""
+    error = str(body["error"])
+    expected = body.get("expected")
+    if not (isinstance(expected, list) and expected and all(isinstance(u, str) for u in expected)):
+        return error
+    text = f"{error}: the relay expects {' or '.join(expected)}"
+    relay_url = body.get("relay_url")
+    if isinstance(relay_url, str) and relay_url:
+        text += f" (its RELAY_URL is {relay_url}: connect with --relay {relay_url})"
+    return text
 
 
 def _describe(exc: BaseException) -> str:

@@ -66,11 +66,12 @@ def parse_pubkey(value: str, what: str = "pubkey", *, on_curve: bool = True) -> 
     return key
 
 
-def resolve_auth_tag(raw: str | None, secret_key: str) -> list[str] | None:
+def resolve_auth_tag(raw: str | None, secret_key: str, source: str = "BUZZ_AUTH_TAG") -> list[str] | None:
     """The verified NIP-OA tag for the holder of `secret_key`, or None when `raw` is unset/blank.
 
     Steps of engram.md §14.6: trim, rewrite the unquoted shorthand, `parse_auth_tag`, then
-    `verify_auth_tag(tag, own pubkey)`. Raises AuthError for a value that fails either step.
+    `verify_auth_tag(tag, own pubkey)`. Raises AuthError for a value that fails either step,
+    naming `source`, where the text came from (`--auth-tag` or `BUZZ_AUTH_TAG`).
     """
     if raw is None or not raw.strip():
         return None
@@ -79,20 +80,22 @@ def resolve_auth_tag(raw: str | None, secret_key: str) -> list[str] | None:
         tag = parse_auth_tag(normalize_auth_tag_input(raw))
         verify_auth_tag(tag.to_list(), own)
     except InvalidAuthTag as exc:
-        raise AuthError(f"invalid BUZZ_AUTH_TAG: {exc.reason}{self_attested_hint(raw, own)}") from None
+        raise AuthError(f"invalid {source}: {exc.reason}{self_attested_hint(raw, own, source)}") from None
     return tag.to_list()
 
 
-def self_attested_hint(raw: str, own_pubkey: str) -> str:
+def self_attested_hint(raw: str, own_pubkey: str, source: str = "BUZZ_AUTH_TAG") -> str:
     """The fix to append when the tag names `own_pubkey` as its owner: the usual cause is the
-    agent's tag still exported in a shell that now holds the owner's key. "" otherwise."""
+    agent's tag still exported in a shell that now holds the owner's key. "" otherwise.
+    `source` is where the tag came from: a variable to unset, or a flag to leave out."""
     try:
         owner = parse_auth_tag(normalize_auth_tag_input(raw)).owner
     except InvalidAuthTag:
         return ""
     if owner != own_pubkey:
         return ""
-    return "; this key is the tag's owner: unset BUZZ_AUTH_TAG when acting as the owner"
+    fix = f"leave out {source}" if source.startswith("-") else f"unset {source}"
+    return f"; this key is the tag's owner: {fix} when acting as the owner"
 
 
 @dataclass(frozen=True)
@@ -104,11 +107,13 @@ class Identity:
     auth_tag: list[str] | None = None
 
     @classmethod
-    def from_text(cls, private_key: str | None, auth_tag: str | None = None) -> Identity:
+    def from_text(
+        cls, private_key: str | None, auth_tag: str | None = None, auth_tag_source: str = "BUZZ_AUTH_TAG"
+    ) -> Identity:
         """Parse `--private-key` / `BUZZ_PRIVATE_KEY` and `--auth-tag` / `BUZZ_AUTH_TAG` text.
         Raises AuthError / InvalidKey as `parse_secret_key` and `resolve_auth_tag`."""
         secret = parse_secret_key(private_key)
-        return cls(secret, resolve_auth_tag(auth_tag, secret))
+        return cls(secret, resolve_auth_tag(auth_tag, secret, auth_tag_source))
 
     @property
     def pubkey(self) -> str:

@@ -8,17 +8,21 @@ HTTP bridge; failures are `buzz.client.errors`.
 
 from __future__ import annotations
 
+import asyncio
+import random
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from itertools import zip_longest
 from typing import Any
+
+import aiohttp
 
 from buzz.client.errors import AuthError, NetworkError, NotFound, Refused, UserError, WorkspaceError
 from buzz.client.lookups import channel_members, profiles
 from buzz.client.mentions import resolve_names, uri_mentions
 from buzz.client.models import Deleted, Edited, Message, SentMessage, Thread
 from buzz.client.relay_client import RelayError
-from buzz.client.session import Session
+from buzz.client.session import ACCESS_PREFIXES, Session
 from buzz.client.values import Text, channel_arg, event_id_arg, first_channel, pubkey_arg, text_arg
 from buzz.client.views import EDIT_KIND, display_name, message_view, newest_edits, thread_links
 from buzz.core.event import Event
@@ -29,13 +33,17 @@ MAX_CONTENT_BYTES = 65_536  # agents.md §2.3 item 1 (the relay's own limit is 2
 MAX_MENTIONS = 50
 MAX_THREAD_FETCH = 1000
 WATCH_SEEN_MAX = 1000
-_ACCESS_PREFIXES = ("restricted:", "auth-required:", "blocked:")  # relay.md §7.8
+# `messages watch` after a lost connection: the agent harness's backoff (agent/relay_link.py)
+# and resume overlap, so both come back alike after a relay restart.
+WATCH_BACKOFF_MIN_S = 1.0
+WATCH_BACKOFF_MAX_S = 5.0
+WATCH_RESUME_OVERLAP_S = 5
 
 
 def _closed(reason: str, lost: bool) -> WorkspaceError:
     """A live subscription ended by the relay: access refusals are AuthError (like a refused
     bridge read), a dropped connection NetworkError, anything else Refused."""
-    if reason.startswith(_ACCESS_PREFIXES):  # also when the relay closed after saying why (a ban)
+    if reason.startswith(ACCESS_PREFIXES):  # also when the relay closed after saying why (a ban)
         return AuthError(reason, relay_message=reason)
     if lost:
         return NetworkError(f"connection lost: {reason}")
@@ -295,29 +303,65 @@ class Messages:
         ]
         return kept[:limit]
 
-    async def watch(self, channel: str, since: int | None = None) -> AsyncIterator[Message]:
+    async def watch(
+        self, channel: str, since: int | None = None, notify: Callable[[str], None] | None = None
+    ) -> AsyncIterator[Message]:
         """New kind 9 messages of `channel` as they arrive (a live REQ over WebSocket), from
         `since` (unix seconds; default now, so the stored ones of the current second too),
-        each once. Ends only when the caller stops iterating; raises AuthError (no access),
-        NetworkError (connection lost) or Refused (another CLOSED)."""
+        each once. Ends only when the caller stops iterating.
+
+        A lost connection (a relay restart) is not the end: as the agent harness does, it
+        reconnects with jittered backoff from 1 s to WATCH_BACKOFF_MAX_S, re-authenticates and
+        resumes from the newest message seen (less WATCH_RESUME_OVERLAP_S; what was seen is
+        not yielded again), so messages sent meanwhile arrive too; `notify` gets one line per
+        loss and per recovery. Raises NetworkError when the first connection fails, AuthError
+        (no access, AUTH refused, a ban), NotFound (no such channel) or Refused (another
+        CLOSED)."""
         channel_id = channel_arg(channel)
-        flt = {
-            "kinds": [MESSAGE_KIND],
-            "#h": [channel_id],
-            "since": int(time.time()) if since is None else since,
-        }
+        start = int(time.time()) if since is None else since
+        newest: int | None = None
         seen: dict[str, None] = {}  # ids already yielded (stored and live can overlap), bounded
-        async with self._s.websocket() as client:
-            sub = await client.subscribe([flt])
+        backoff, lost_at, connected = WATCH_BACKOFF_MIN_S, None, False
+        while True:
+            resume = start if newest is None else max(start, newest - WATCH_RESUME_OVERLAP_S)
+            flt = {"kinds": [MESSAGE_KIND], "#h": [channel_id], "since": resume}
             try:
-                async for event in sub:
-                    if event.id not in seen:
-                        seen[event.id] = None
-                        if len(seen) > WATCH_SEEN_MAX:
-                            del seen[next(iter(seen))]
-                        yield message_view(event)
-            except RelayError as exc:
-                raise _closed(exc.message, client.closed) from None
-            finally:
-                await sub.close()
-            raise _closed("the relay ended the subscription", client.closed)
+                async with self._s.websocket() as client:
+                    try:
+                        sub = await client.subscribe([flt])
+                    except (aiohttp.ClientError, OSError) as exc:  # the socket went at once
+                        raise NetworkError(f"connection lost: {exc or type(exc).__name__}") from None
+                    connected = True
+                    if lost_at is not None and notify is not None:
+                        notify(f"reconnected after {time.monotonic() - lost_at:.1f} s")
+                    backoff, lost_at = WATCH_BACKOFF_MIN_S, None
+                    reason = "the relay ended the subscription"
+                    try:
+                        async for event in sub:
+                            if event.id not in seen:
+                                seen[event.id] = None
+                                if len(seen) > WATCH_SEEN_MAX:
+                                    del seen[next(iter(seen))]
+                                newest = max(newest or 0, event.created_at)
+                                yield message_view(event)
+                    except RelayError as exc:
+                        reason = exc.message
+                    finally:
+                        await sub.close()
+                    # A relay that went away, or closed the subscription with `error:` (shutting
+                    # down), is waited for; an access refusal (a ban too) or another CLOSED is
+                    # the relay's answer.
+                    if reason.startswith(ACCESS_PREFIXES) or not (
+                        client.closed or reason.startswith("error:")
+                    ):
+                        raise await self._s.explain_not_a_member(_closed(reason, False), [channel_id])
+            except NetworkError as exc:
+                if not connected:  # the first connection: a wrong URL or a relay that is down
+                    raise
+                reason = exc.message
+            lost_at = lost_at if lost_at is not None else time.monotonic()
+            delay = backoff * (0.5 + random.random() / 2)  # jittered, as the harness does
+            if notify is not None:
+                notify(f"connection lost ({reason}); reconnecting in {delay:.1f} s")
+            await asyncio.sleep(delay)
+            backoff = min(backoff * 2, WATCH_BACKOFF_MAX_S)

@@ -35,11 +35,18 @@ from buzz.client.errors import (
 )
 from buzz.client.http_bridge import BridgeClient, BridgeError
 from buzz.client.identity import Identity
-from buzz.client.relay_client import PublishResult, RelayClient, RelayError
+from buzz.client.relay_client import ConnectionLost, PublishResult, RelayClient, RelayError
 from buzz.core.event import Event
 from buzz.core.keys import is_hex
 
 DEFAULT_TIMEOUT_S = 10.0
+ACCESS_PREFIXES = ("restricted:", "auth-required:", "blocked:")  # refusals of access (relay.md §7.8)
+# The relay's answer to a non-member, for a private channel and a missing one alike (relay.md
+# §4.3 item 2, §6.3 item 1: private channels are not revealed that way); a join (9021) tells
+# them apart (§4.5, §18 item 49), which is what `explain_not_a_member` asks.
+NOT_A_MEMBER = "restricted: not a channel member"
+JOIN_KIND = 9021
+CHANNEL_NOT_FOUND = "invalid: channel not found"
 _WS_SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
 
 
@@ -110,21 +117,48 @@ class Session:
 
     async def publish(self, event: Event) -> PublishResult:
         """`POST /events`; an accepted answer (`duplicate:` included) is returned, a refusal
-        raises Refused / Conflict."""
+        raises Refused / Conflict (NotFound for a channel that does not exist)."""
         try:
             result = await self.bridge.publish(event)
-        except BridgeError as exc:
-            raise from_bridge_error(exc) from None
-        if not result.accepted:
-            raise refused(result)
-        return result
+        except BridgeError as exc:  # a refusal answered with an HTTP error status (relay.md §15 item 2)
+            failure = from_bridge_error(exc)
+        else:
+            if result.accepted:
+                return result
+            failure = refused(result)
+        raise await self.explain_not_a_member(failure, event.tag_values("h")[:1])
 
     async def query(self, filters: Iterable[Mapping[str, Any]]) -> list[Event]:
-        """`POST /query`: the stored events visible to me, the relay's order (newest first)."""
+        """`POST /query`: the stored events visible to me, the relay's order (newest first).
+        A refused read raises AuthError / Refused (NotFound for a channel that does not exist)."""
+        filters = list(filters)
         try:
             return await self.bridge.query(filters)
         except BridgeError as exc:
-            raise from_bridge_error(exc) from None
+            named = [c for f in filters for c in (f.get("#h") or ()) if isinstance(c, str)]
+            raise await self.explain_not_a_member(from_bridge_error(exc), named) from None
+
+    async def explain_not_a_member(self, failure: WorkspaceError, channels: Iterable[str]) -> WorkspaceError:
+        """`failure` made precise when it is the relay's `restricted: not a channel member` for
+        one channel `C`: NotFound `channel not found: C` (exit 1) when no such channel exists;
+        for a private channel the refusal stands. The relay gives that answer for both cases
+        (relay.md §4.3, §6.3) but tells them apart to anyone who joins (9021: `invalid: channel
+        not found` / `restricted: channel is private`, §4.5), so asking it a join reveals nothing
+        its rules hide (docs/decisions.md 123). The join changes nothing: `not a channel member`
+        means `C` is missing or private, and both refuse it; a channel made open in between
+        would be joined, as anyone may. Any other failure is returned as is."""
+        named = set(channels)
+        if failure.relay_message != NOT_A_MEMBER or len(named) != 1:
+            return failure
+        (channel,) = named
+        try:
+            answer = await self.bridge.publish(self.sign(JOIN_KIND, "", [["h", channel]]))
+            verdict = "" if answer.accepted else answer.message
+        except BridgeError as exc:  # refusals come with HTTP 400; no answer leaves the first
+            verdict = exc.relay_message or ""
+        if verdict == CHANNEL_NOT_FOUND:
+            return NotFound(f"channel not found: {channel}", relay_message=failure.relay_message)
+        return failure  # private (`restricted: channel is private`): the refusal says it
 
     async def get_event(self, event_id: str) -> Event:
         """One stored event visible to me, else NotFound."""
@@ -166,7 +200,10 @@ class Session:
 
 def websocket_failure(exc: Exception) -> Exception:
     """A WebSocket exchange that failed: a refusal of the connection (`RelayError`, including
-    a lost connection) is AuthError, no answer is NetworkError; anything else is returned as is."""
+    a connection closed after `blocked:`) is AuthError; no answer, or a connection that just
+    went away (a relay restarting), is NetworkError; anything else is returned as is."""
+    if isinstance(exc, ConnectionLost) and not exc.message.startswith(ACCESS_PREFIXES):
+        return NetworkError(f"cannot reach the relay: {exc.message}")
     if isinstance(exc, RelayError):  # AUTH refused (restricted:/auth-required:/blocked:)
         return AuthError(exc.message, relay_message=exc.message)
     if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):

@@ -17,17 +17,21 @@ and the agent harness (`buzz.agent`) are faces over this API and never import ea
 
 from __future__ import annotations
 
+import functools
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from buzz.client.channels import Channels
 from buzz.client.dms import Dms
-from buzz.client.huddles import Huddles
 from buzz.client.identity import Identity
-from buzz.client.memory import Memory, resolve_pair
 from buzz.client.messages import Messages
 from buzz.client.reactions import Reactions
 from buzz.client.session import DEFAULT_TIMEOUT_S, Session
 from buzz.client.users import Users
+
+if TYPE_CHECKING:
+    from buzz.client.huddles import Huddles
+    from buzz.client.memory import Memory
 
 
 class Workspace:
@@ -44,7 +48,14 @@ class Workspace:
         self.reactions = Reactions(self.session)
         self.dms = Dms(self.session)
         self.users = Users(self.session)
-        self.huddles = Huddles(self.session)
+
+    # Huddles and memory (engram crypto, unified diffs) load when first used: a CLI command
+    # that sends a message does not import them.
+    @functools.cached_property
+    def huddles(self) -> Huddles:
+        from buzz.client.huddles import Huddles
+
+        return Huddles(self.session)
 
     async def __aenter__(self) -> Workspace:
         await self.session.__aenter__()
@@ -67,4 +78,6 @@ class Workspace:
         """The engram memory of one pair (engram.md §12.3): agent side by default (owner from
         `owner`, 64 hex, else the identity's NIP-OA tag), owner side with `agent`. Raises
         UserError (both given, bad key, no owner known, `agent` is myself)."""
+        from buzz.client.memory import Memory, resolve_pair
+
         return Memory(self.session, resolve_pair(self.session, owner, agent))

@@ -18,14 +18,16 @@ DELIBERATE_DIFFERENCES: dict[int, str] = {}
 
 # kind -> why the write scope differs (relay.md §3.2 "Scope" column).
 SCOPE_DIFFERENCES: dict[int, str] = {
-    40099: "relay.md lets an agent with a registered owner sign control outcomes (m:w, §9 item 11); "
+    40099: "the relay spec lets an agent with a registered owner sign control outcomes (m:w, §9 item 11); "
     "buzz has no client scope for system messages",
-    48101: "relay.md makes huddle joins relay-signed only; buzz lets clients send them with channels:write",
-    48102: "relay.md makes huddle leaves relay-signed only; buzz lets clients send them with channels:write",
+    48101: "the relay spec makes huddle joins relay-signed only; buzz lets clients send them with channels:write",
+    48102: "the relay spec makes huddle leaves relay-signed only; buzz lets clients send them with channels:write",
 }
 
-_WORKFLOW = "relay.md places workflow execution records in their channel (Place H); buzz has no ingest flag"
-_GLOBAL = "relay.md forces the channel to NULL (Place G); buzz does not flag the kind global-only"
+_WORKFLOW = (
+    "the relay spec places workflow execution records in their channel (Place H); buzz has no ingest flag"
+)
+_GLOBAL = "the relay spec forces the channel to NULL (Place G); buzz does not flag the kind global-only"
 
 # kind -> why the place differs (relay.md §3.2 "Place" column, §4.2).
 PLACE_DIFFERENCES: dict[int, str] = {
@@ -33,9 +35,9 @@ PLACE_DIFFERENCES: dict[int, str] = {
     1984: _GLOBAL + " (reports are global until the moderation queue exists)",
     44100: _GLOBAL + " (relay-signed notices are global so the target sees them, §4.6 item 3)",
     44101: _GLOBAL + " (relay-signed notices are global so the target sees them, §4.6 item 3)",
-    9007: "relay.md requires h (the new channel's id); buzz checks it in the command handler instead",
-    9021: "relay.md requires h (the channel to join); buzz checks it in the command handler instead",
-    30620: "relay.md requires h (the workflow's channel); buzz treats it as a command kind",
-    40099: "relay.md requires h (system messages live in a channel); buzz emits them internally only",
+    9007: "the relay spec requires h (the new channel's id); buzz checks it in the command handler instead",
+    9021: "the relay spec requires h (the channel to join); buzz checks it in the command handler instead",
+    30620: "the relay spec requires h (the workflow's channel); buzz treats it as a command kind",
+    40099: "the relay spec requires h (system messages live in a channel); buzz emits them internally only",
     **dict.fromkeys((46001, 46002, 46003, 46004, 46005, 46006, 46007, 46010, 46011, 46012), _WORKFLOW),
 }

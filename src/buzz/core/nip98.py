@@ -42,6 +42,18 @@ class Nip98Error(ValueError):
         return f"NIP-98: {self.reason}"
 
 
+class UrlMismatch(Nip98Error):
+    """The `u` tag names no URL this request may name; `expected` holds those it may name
+    (normalized, sorted), so the refusal can say which URL the relay expects."""
+
+    def __init__(self, expected: Iterable[str]) -> None:
+        super().__init__("u tag does not match the request URL")
+        self.expected = tuple(sorted(expected))
+
+    def __reduce__(self) -> tuple[type[UrlMismatch], tuple[tuple[str, ...]]]:
+        return (UrlMismatch, (self.expected,))
+
+
 def http_base(relay_url: str) -> str:
     """The HTTP base of a relay URL: `ws`→`http`, `wss`→`https`, http(s) unchanged; no trailing `/`.
 
@@ -159,7 +171,7 @@ def check_auth_event(
     except ValueError:
         raise Nip98Error("u tag is not a URL") from None
     if named not in frozenset(urls):
-        raise Nip98Error("u tag does not match the request URL")
+        raise UrlMismatch(urls)
     methods = event.tag_values("method")
     if len(methods) != 1 or methods[0].upper() != method.upper():
         raise Nip98Error("method tag does not match the request method")

@@ -8,19 +8,16 @@ their passwords, the relay key shows only its public half.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from buzz.core import nip19
-from buzz.relay.config import RelayConfig
+from buzz.relay.config import DEFAULT_RELAY_URL
 from buzz.store import sqlite_path
 from buzz.store.backup import describe_postgres
 
 if TYPE_CHECKING:
     from buzz.relay.relay import Relay
-
-
-DEFAULT_RELAY_URL = next(f.default for f in dataclasses.fields(RelayConfig) if f.name == "relay_url")
 
 
 def workspace_state(relay: Relay) -> str:
@@ -30,6 +27,15 @@ def workspace_state(relay: Relay) -> str:
     if relay.workspace_setting == "closed":
         return "closed: members only (buzz admin workspace close)"
     return "open: any key that authenticates (buzz admin workspace close to restrict)"
+
+
+def connect_url(relay_url: str, url: str) -> str:
+    """The URL the banner tells clients to use, one that authenticates: the bound `url`
+    (always ws://, the relay speaks no TLS), unless RELAY_URL is wss://. NIP-42 and NIP-98
+    take the scheme from RELAY_URL (relay.md §7.3 item 2, §15 item 1), so a client dialling the
+    bound address signs ws:// / http:// URLs the relay refuses; RELAY_URL (the TLS proxy in
+    front of it) is then the one that works (issue 24 item 6)."""
+    return relay_url if urlsplit(relay_url).scheme.lower() == "wss" else url
 
 
 def lines(relay: Relay, url: str) -> list[str]:
@@ -57,6 +63,7 @@ def lines(relay: Relay, url: str) -> list[str]:
             "replicas without BUZZ_MESH=on" if config.redis_url else "BUZZ_HUDDLE_AUDIO_AVAILABLE=false"
         )
     metrics = relay.metrics_url or "off (--metrics-bind host:port to serve /metrics)"
+    connect = connect_url(config.relay_url, url)
     out = [
         f'buzz relay "{config.relay_name}" listening on {url}',
         f"  NIP-11:       curl -H 'Accept: application/nostr+json' {http}/",
@@ -67,9 +74,14 @@ def lines(relay: Relay, url: str) -> list[str]:
         f"  workspace:    {workspace_state(relay)}",
         f"  relay pubkey: {relay.pubkey} ({nip19.npub(relay.pubkey)})",
         f"  metrics:      {metrics}",
-        f"  connect:      buzz --relay {url} ... (clients must AUTH, NIP-42)",
+        f"  connect:      buzz --relay {connect} ... (clients must AUTH, NIP-42)",
     ]
-    if config.relay_url != DEFAULT_RELAY_URL:
+    if connect != url:
+        out.append(
+            f"  RELAY_URL:    {config.relay_url}: AUTH and NIP-98 name its scheme (wss://, https://), so "
+            f"clients connect through your TLS proxy; one that dials {url} directly fails AUTH"
+        )
+    elif config.relay_url != DEFAULT_RELAY_URL:
         out.append(
             f"  RELAY_URL:    {config.relay_url} (AUTH and NIP-98 may name it or the host the client dialled)"
         )

@@ -5,6 +5,7 @@ Invalid values stop startup with ConfigError (never a silent default).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,6 +13,11 @@ from pathlib import Path
 
 from buzz.core import limits
 from buzz.core.keys import is_hex
+
+# relay.md §16's RELAY_URL default. It names no real address (the relay binds 127.0.0.1:3000
+# by default): while it is in force, clients name the host they dialled, and nothing says
+# "connect to ws://localhost:3000" (banner, bridge refusals).
+DEFAULT_RELAY_URL = "ws://localhost:3000"
 
 
 class ConfigError(ValueError):
@@ -54,14 +60,28 @@ def _positive_int(name: str, value: str, allow_zero: bool = False) -> int:
 
 def parse_bind(value: str, name: str = "BUZZ_BIND_ADDR") -> tuple[str, int]:
     """`host:port` (IPv6 as `[::1]:3000`, port 0–65535, 0 = any free port) → (host, port).
-    Raises ConfigError naming `name`."""
+    Raises ConfigError naming `name`: for an empty value, a missing host or port, and a host
+    with a colon that is neither bracketed nor an IPv6 address (`127.0.0.1:3000:5`, which
+    would otherwise reach the resolver as the host `127.0.0.1:3000`)."""
     host, sep, port = value.rpartition(":")
     if not sep or not host:
         raise ConfigError(f"{name} must be host:port, got {value!r}")
+    if ":" in host and not (host.startswith("[") and host.endswith("]")) and not _is_ipv6(host):
+        raise ConfigError(
+            f"{name} must be host:port with one colon (an IPv6 address in brackets, [::1]:3000), got {value!r}"
+        )
     n = _positive_int(f"{name} port", port, allow_zero=True)
     if n > 65535:
         raise ConfigError(f"{name} port must be 0-65535, got {n}")
     return host.strip("[]"), n
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -70,7 +90,7 @@ class RelayConfig:
 
     host: str = "127.0.0.1"
     port: int = 3000
-    relay_url: str = "ws://localhost:3000"
+    relay_url: str = DEFAULT_RELAY_URL
     data_dir: Path = Path("./buzz-data")
     database_url: str | None = None
     redis_url: str | None = None
@@ -100,39 +120,50 @@ class RelayConfig:
     redis_timeout_ms: int = limits.REDIS_REQUEST_TIMEOUT_MS
     metrics_bind: str | None = None  # host:port of the separate /metrics listener; None = off
     mesh: bool = False  # BUZZ_MESH: huddles across replicas (huddle.md §9); needs redis_url
+    # attribute → the variable or flag that set it (`BUZZ_DATABASE_URL`, `DATABASE_URL`, `--db`):
+    # a refusal names what the operator actually typed, never a variable they did not set.
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> RelayConfig:
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        flags: Mapping[str, str] | None = None,
+        **overrides: object,
+    ) -> RelayConfig:
         """Read relay.md §16 variables from `env` (default os.environ); `overrides` (CLI flags,
-        None = not given) win. Raises ConfigError for an invalid value."""
+        None = not given) win, and `flags` names the flag of each (`{"database_url": "--db"}`)
+        for the messages. Raises ConfigError for an invalid value, naming where it came from."""
         env = os.environ if env is None else env
         kw: dict[str, object] = {}
+        sources: dict[str, str] = {}
 
-        def get(*names: str) -> str | None:
+        def get(attribute: str, *names: str) -> str | None:
             for n in names:
                 if env.get(n):
+                    sources[attribute] = n
                     return env[n]
             return None
 
-        if (v := get("BUZZ_BIND_ADDR")) is not None:
+        if (v := get("host", "BUZZ_BIND_ADDR")) is not None:
             kw["host"], kw["port"] = parse_bind(v)
-        if (v := get("RELAY_URL")) is not None:
+        if (v := get("relay_url", "RELAY_URL")) is not None:
             kw["relay_url"] = v
-        if (v := get("BUZZ_DATA_DIR")) is not None:
+        if (v := get("data_dir", "BUZZ_DATA_DIR")) is not None:
             kw["data_dir"] = Path(v)
-        if (v := get("BUZZ_DATABASE_URL", "DATABASE_URL")) is not None:
+        if (v := get("database_url", "BUZZ_DATABASE_URL", "DATABASE_URL")) is not None:
             kw["database_url"] = v
-        if (v := get("BUZZ_REDIS_URL", "REDIS_URL")) is not None:
+        if (v := get("redis_url", "BUZZ_REDIS_URL", "REDIS_URL")) is not None:
             kw["redis_url"] = v
-        if (v := get("BUZZ_METRICS_BIND")) is not None:
+        if (v := get("metrics_bind", "BUZZ_METRICS_BIND")) is not None:
             kw["metrics_bind"] = v
         if (v := env.get("BUZZ_MESH")) is not None:
             kw["mesh"] = parse_mesh(v)
-        if (v := get("BUZZ_WORKSPACE_ID")) is not None:
+        if (v := get("workspace_id", "BUZZ_WORKSPACE_ID")) is not None:
             kw["workspace_id"] = v
-        if (v := get("BUZZ_RELAY_PRIVATE_KEY")) is not None:
+        if (v := get("relay_private_key", "BUZZ_RELAY_PRIVATE_KEY")) is not None:
             kw["relay_private_key"] = v
-        if (v := get("RELAY_OWNER_PUBKEY")) is not None:
+        if (v := get("owner_pubkey", "RELAY_OWNER_PUBKEY")) is not None:
             kw["owner_pubkey"] = v
         for var, attr in (
             ("BUZZ_REQUIRE_RELAY_MEMBERSHIP", "require_relay_membership"),
@@ -165,10 +196,16 @@ class RelayConfig:
         ):
             if (v := env.get(var)) is not None:
                 kw[attr] = v
-        kw.update({k: v for k, v in overrides.items() if v is not None})
-        cfg = cls(**kw)  # type: ignore[arg-type]
+        given = {k: v for k, v in overrides.items() if v is not None}
+        kw.update(given)
+        sources.update({k: (flags or {}).get(k, k) for k in given})
+        cfg = cls(**kw, sources=sources)  # type: ignore[arg-type]
         cfg.validate()
         return cfg
+
+    def named(self, attribute: str, variable: str) -> str:
+        """What set `attribute`: the flag or variable in `sources`, else its variable's name."""
+        return self.sources.get(attribute, variable)
 
     def validate(self) -> None:
         """Raise ConfigError for values relay.md §16 says must stop startup."""
@@ -181,12 +218,18 @@ class RelayConfig:
         if self.database_url and not self.database_url.startswith(
             ("postgres://", "postgresql://", "sqlite:")
         ):
-            raise ConfigError("BUZZ_DATABASE_URL must start with postgres://, postgresql:// or sqlite:")
+            raise ConfigError(
+                f"{self.named('database_url', 'BUZZ_DATABASE_URL')} must start with postgres://, "
+                "postgresql:// or sqlite:"
+            )
         if self.redis_url and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
-            raise ConfigError("BUZZ_REDIS_URL must be a redis:// URL")
+            raise ConfigError(f"{self.named('redis_url', 'BUZZ_REDIS_URL')} must be a redis:// URL")
         if self.metrics_bind is not None:
-            parse_bind(self.metrics_bind, "BUZZ_METRICS_BIND")
+            parse_bind(self.metrics_bind, self.named("metrics_bind", "BUZZ_METRICS_BIND"))
         if self.redis_url and not (self.database_url or "").startswith(("postgres://", "postgresql://")):
-            raise ConfigError("BUZZ_REDIS_URL needs PostgreSQL: SQLite is single-process (relay.md §13.1)")
+            raise ConfigError(
+                f"{self.named('redis_url', 'BUZZ_REDIS_URL')} needs PostgreSQL (--db postgresql://… or "
+                "BUZZ_DATABASE_URL): SQLite is single-process"
+            )
         if self.mesh and not self.redis_url:
             raise ConfigError("BUZZ_MESH=on needs BUZZ_REDIS_URL (--redis-url): the mesh runs through Redis")

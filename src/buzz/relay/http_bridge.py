@@ -47,7 +47,8 @@ from buzz.core.limits import (
     MAX_FILTERS,
     NIP98_REPLAY_TTL_S,
 )
-from buzz.core.nip98 import Nip98Error, request_urls, verify_request
+from buzz.core.nip98 import Nip98Error, UrlMismatch, request_urls, verify_request
+from buzz.relay.config import DEFAULT_RELAY_URL
 from buzz.relay.http_guard import BODY_TIMEOUT_STAT, close_after
 from buzz.relay.session import Session
 from buzz.store.base import StoreError
@@ -149,7 +150,7 @@ class Bridge:
             )
         except Nip98Error as exc:
             self.relay.telemetry.auth_answered(None, str(exc))
-            raise _Refusal(401, {"error": str(exc)}) from None
+            raise _Refusal(401, self._nip98_refusal(exc, request)) from None
         try:
             first_use = await self.relay.store.claim_auth_event(event.id, NIP98_REPLAY_TTL_S)
         except StoreError:
@@ -161,6 +162,26 @@ class Bridge:
             return await self.relay.admit(event, auth_tag=_header_auth_tag(request))
         except BuzzError as exc:
             raise _Refusal(403, {"error": str(exc)}) from None
+
+    def _nip98_refusal(self, exc: Nip98Error, request: web.Request) -> dict[str, Any]:
+        """The 401 body: `error` as relay.md §15 item 1 words it; for a `u` that names another
+        URL also the URLs this request may name (`expected`) and the configured RELAY_URL, so a
+        client that dialled the bound ws:// address of a relay whose RELAY_URL is wss:// learns
+        which URL to use (issue 24 item 6). Nothing here is secret: RELAY_URL is the relay's
+        public name. While RELAY_URL is the default, which names no real address, only the URL
+        of the Host the client dialled is listed."""
+        body: dict[str, Any] = {"error": str(exc)}
+        if not isinstance(exc, UrlMismatch):
+            return body
+        relay_url = self.relay.config.relay_url
+        expected = list(exc.expected)
+        if relay_url == DEFAULT_RELAY_URL:
+            named = request_urls(relay_url, None, request.raw_path)
+            expected = [u for u in expected if u not in named] or expected
+        else:
+            body["relay_url"] = relay_url
+        body["expected"] = expected
+        return body
 
     async def _prepare(self, request: web.Request) -> tuple[bytes, str]:
         body = await self._body(request)

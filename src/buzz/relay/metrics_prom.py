@@ -157,7 +157,7 @@ class _Snapshot(Collector):
         )
         yield CounterMetricFamily(
             "buzz_messages_dropped",
-            "Messages dropped on a full send queue (relay.md 7.9)",
+            "Messages dropped on a full send queue (a slow consumer: BUZZ_SEND_BUFFER)",
             s.relay_stats.get("dropped_messages", 0),
         )
         yield GaugeMetricFamily("buzz_huddle_rooms", "Huddle rooms with a registry entry", s.huddle_rooms)

@@ -37,7 +37,9 @@ TxnFn = Callable[Concatenate[Conn, P], Awaitable[T]]
 def _check_storable(stored: StoredEvent) -> None:
     require_verified(stored)
     if is_ephemeral(stored.event.kind):
-        raise ValueError(f"ephemeral kind {stored.event.kind} is never stored (relay.md §3.1 item 6)")
+        raise ValueError(
+            f"ephemeral kind {stored.event.kind} is never stored (ephemeral kinds are only fanned out)"
+        )
 
 
 class SqlStore(ABC):

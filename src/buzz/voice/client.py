@@ -137,6 +137,16 @@ class HuddleReport:
     guidelines: list[dict[str, object]] = field(default_factory=list)  # 48106 posted: id, agents
     stt_dropped: int = 0
     recordings: list[str] = field(default_factory=list)
+    # The huddle was ended while this client sat in it (`huddle leave --end`, an archive, the
+    # TTL): the relay's `room_ended`. A normal way to leave, so the report is still the answer.
+    ended: bool = False
+
+
+def _room_ended(failure: BaseException | None) -> bool:
+    """Whether the audio socket ended with the relay's `room_ended` (decision 98)."""
+    return (
+        isinstance(failure, JoinFailed) and failure.error is not None and failure.error.code == "room_ended"
+    )
 
 
 def _who(pubkey: str, agents: frozenset[str], names: Mapping[str, str] | None = None) -> str:
@@ -336,9 +346,11 @@ class HuddleClient:
             waiting = {tasks[0], capture, stopper, nostr_gone}
             deadline = self.options.duration_s
             done, _ = await asyncio.wait(waiting, timeout=deadline, return_when=asyncio.FIRST_COMPLETED)
-            if tasks[0] in done and tasks[0].exception() is not None:
-                raise tasks[0].exception()  # type: ignore[misc]
-            if stopper not in done and (tasks[0] in done or nostr_gone in done):
+            failure = tasks[0].exception() if tasks[0] in done else None
+            self.report.ended = _room_ended(failure)
+            if failure is not None and not self.report.ended:
+                raise failure
+            if stopper not in done and not self.report.ended and (tasks[0] in done or nostr_gone in done):
                 raise NetworkError(
                     f"connection lost: {lost_reason(ws.close_code, self._close_reason, audio=tasks[0] in done)}"
                 )
