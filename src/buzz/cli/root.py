@@ -15,7 +15,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "admin": (
         "buzz.cli.admin_cmd",
         "admin",
-        "Operate a relay: members, open/closed workspace, bans, backups, stats.",
+        "Operate a relay: members, open/closed workspace, bans, backup and restore, stats.",
     ),
     "agent": (
         "buzz.cli.agent_cmd",
