@@ -274,3 +274,66 @@ async def test_no_owner_with_owner_only_is_said_loudly_at_start(
         pass
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("this agent answers nobody" in w and "BUZZ_AUTH_TAG" in w for w in warnings), warnings
+
+
+def _presented_as_new(ws: Workspace, event: Event) -> int:
+    """In how many prompts `event` was new work (an event block, not `[Interrupted work`)."""
+    needle = f"Event ID: {event.id}"
+    return sum(
+        any(needle in b and b.startswith(("[Buzz event", "[New events")) for b in r["blocks"])
+        for r in ws.records("prompt")
+    )
+
+
+def _failed_attempts(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "failed (attempt" in r.getMessage()]
+
+
+async def test_a_mention_stream_to_an_agent_that_answers_cancels_with_errors(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 24 item 2: an agent that answers a cancelled prompt with a JSON-RPC error and
+    streams no `session/update` (the error-on-cancel agent), 16 mentions 0.4 s apart, each
+    needing 0.6 s of work. Every cancel is the harness's own (steering): an interrupted batch is
+    folded into the next steered prompt, never sent again alone, never a failed attempt."""
+    caplog.set_level(logging.DEBUG, logger="buzz.agent")
+    monkeypatch.setenv("RULES_AGENT_QUIRKS", "cancel-error,no-updates")
+    async with ws.harness(agent_args=QUIRK_AGENT) as harness:
+        stream = []
+        for i in range(16):
+            stream.append(await ws.post(ws.owner, f"sleep 0.6{i:02d}", mention=ws.agent.pubkey))
+            await asyncio.sleep(0.4)
+        await _queued(ws, stream[-1])
+        await _idle(harness, timeout=60)
+    said = [e.content for e in ws.watcher.of(9, ws.agent.pubkey)]
+    slept = [f"slept {float(f'0.6{i:02d}'):g}" for i in range(16)]
+    # the rules agent answers the new events of a prompt (interrupted work is context to it)
+    answers = [sum(len(re.findall(rf"{re.escape(s)}\b", t)) for t in said) for s in slept]
+    assert max(answers) == 1 and answers[-1] == 1  # nothing answered twice, the last answered
+    assert [_presented_as_new(ws, e) for e in stream] == [1] * 16  # never re-sent as new work
+    assert ws.records("cancelled")  # it did steer, and each steer was answered with an error
+    assert _notices(ws) == [] and _failed_attempts(caplog) == []
+    assert not [r for r in caplog.records if "stale" in r.getMessage()]
+
+
+async def test_a_held_cancel_answered_with_an_error_is_no_failure(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 24 item 2: a steering cancel that crosses the answer (`cross-cancel`: the agent
+    finishes the prompt as if the cancel came after it) is kept by an agent that then aborts
+    the next prompt with a JSON-RPC error. That cancel is the harness's own: the aborted prompt
+    is sent again at once, never counted as a failed attempt, and nobody is told of a failure."""
+    caplog.set_level(logging.INFO, logger="buzz.agent")
+    monkeypatch.setenv("RULES_AGENT_QUIRKS", "sticky-cancel,cross-cancel,cancel-error")
+    async with ws.harness(agent_args=QUIRK_AGENT) as harness:
+        slow = await ws.post(ws.owner, "sleep 3", mention=ws.agent.pubkey)
+        await _prompt_started(ws, slow)
+        newer = await ws.post(ws.owner, "echo newer", mention=ws.agent.pubkey)
+        await ws.watcher.wait_for(_answered(ws, newer), what="the newer mention's answer")
+        await _idle(harness)
+    assert len(ws.records("idle_cancel")) == 1  # the steering cancel crossed the slow answer ...
+    assert len(ws.records("sticky_abort")) == 1  # ... and aborted the next prompt with an error
+    assert [a.content.split(" [")[0] for a in ws.watcher.answers_to(slow, ws.agent.pubkey)] == ["slept 3"]
+    assert [a.content.split(" [")[0] for a in ws.watcher.answers_to(newer, ws.agent.pubkey)] == ["newer"]
+    assert len(ws.records("prompt")) == 2  # the slow one, and the newer one sent again
+    assert _notices(ws) == [] and _failed_attempts(caplog) == []
