@@ -324,7 +324,7 @@ class Dispatcher:
         )
         prompt_tag = str(items[0].meta.get("prompt_tag", "@mention"))
         names = [rt.agent_name] if rt.agent_name else []
-        voice = rt.voice_guidelines.get(channel.id)
+        voice = rt.voice_text(channel.id)
         blocks = turn_blocks(
             events, channel, people, prompt_tag, rt.identity.pubkey, history, old, names, voice
         )
@@ -424,7 +424,10 @@ class Dispatcher:
                     await self._settle(items)
             session = turn.session
             turns_done = session.turns if session is not None else 0
-            if turn.drop_session or drops_session(end, turns_done, rt.config.max_turns_per_session):
+            # an owner's !rotate / !cancel that came after the agent answered (the turn was still
+            # ending) drops the session too: its outcome already said so
+            late = turn.requested is not None and drops_session(turn.requested, 0, 0)
+            if turn.drop_session or late or drops_session(end, turns_done, rt.config.max_turns_per_session):
                 dropped = rt.sessions.drop(turn.worker, turn.channel)
                 await self.retire([dropped] if dropped is not None else [], idle_worker=turn.worker)
         finally:
