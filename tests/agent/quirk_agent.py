@@ -5,7 +5,8 @@ by `RULES_AGENT_QUIRKS` (comma list). Test-only; every quirk is recorded to
 
 | quirk | behaviour |
 |---|---|
-| `cancel-error` | a cancelled prompt is answered with a JSON-RPC error, not `cancelled` |
+| `cancel-error` | a prompt ended by a cancel (a pending one, or one kept by `sticky-cancel`) is answered with a JSON-RPC error, not `cancelled` (Gemini CLI does) |
+| `no-updates` | sends no `session/update` at all (its answers are only the prompt results) |
 | `sticky-cancel` | a `session/cancel` with no prompt pending is kept and aborts the next prompt |
 | `stale-end-turn` | after a cancelled prompt, the next prompt gets an empty `end_turn` at once |
 | `cross-cancel` | a `session/cancel` of a pending prompt is taken as if it came after that prompt's answer (the cancel crossed the answer on the wire): the prompt is answered and the cancel finds the session idle |
@@ -39,6 +40,19 @@ from rules_agent import RulesAgent
 QUIRKS = frozenset(q.strip() for q in os.environ.get("RULES_AGENT_QUIRKS", "").split(",") if q.strip())
 
 
+class _Quiet:
+    """The client connection without `session/update` (an agent that streams nothing)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    async def session_update(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
 class QuirkAgent(RulesAgent):
     def __init__(self) -> None:
         super().__init__()
@@ -46,6 +60,9 @@ class QuirkAgent(RulesAgent):
         self.sticky: set[str] = set()
         self.stale: set[str] = set()
         self.pending: set[str] = set()
+
+    def on_connect(self, conn: Any) -> None:
+        super().on_connect(_Quiet(conn) if "no-updates" in QUIRKS else conn)
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
         caps = AgentCapabilities()
@@ -85,6 +102,8 @@ class QuirkAgent(RulesAgent):
         if session_id in self.sticky:
             self.sticky.discard(session_id)
             self.record({"type": "sticky_abort", "session_id": session_id})
+            if "cancel-error" in QUIRKS:
+                raise RequestError.internal_error({"details": "interrupted"})
             return PromptResponse(stop_reason="cancelled")
         if session_id in self.stale:
             self.stale.discard(session_id)

@@ -131,3 +131,22 @@ def test_agent_tracebacks_are_debug_lines() -> None:
         level, state = stderr_level(line, state)
         levels.append(level)
     assert levels == [logging.INFO] + [logging.DEBUG] * 6 + [logging.INFO]
+
+
+def test_a_cancel_of_the_harness_is_never_an_unasked_one() -> None:
+    """Issue 24 item 2: a prompt the harness cancelled itself, or one that a cancel of the
+    harness held from the previous prompt ended, is interrupted (never stale, never failed)."""
+
+    def verdict(**kw: object) -> Verdict:
+        args = {"failed": False, "alive": True, "stop_reason": "end_turn", "cancel_sent": False}
+        return prompt_verdict(**{**args, "updates": 1, "after_cancel": False, **kw})  # type: ignore[arg-type]
+
+    # a cancel held from the previous prompt (it crossed that answer) ended this one
+    assert verdict(cancel_held=True, stop_reason="cancelled") is Verdict.INTERRUPTED
+    assert verdict(cancel_held=True, failed=True, stop_reason=None) is Verdict.INTERRUPTED
+    assert verdict(cancel_held=True, failed=True, alive=False) is Verdict.FAILED
+    assert verdict(cancel_held=True) is Verdict.ANSWERED
+    # our cancel of this very prompt: an end_turn with no update is an answer, not a stale one
+    assert verdict(cancel_sent=True, updates=0) is Verdict.ANSWERED
+    # ... unless the agent's previous answer was `cancelled` (a stale answer): fold it
+    assert verdict(cancel_sent=True, updates=0, after_cancel=True) is Verdict.INTERRUPTED

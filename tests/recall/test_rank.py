@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from buzz.recall import embed
-from buzz.recall.rank import MAX_LIMIT, RecallIndex, snippet
+from buzz.recall.rank import MAX_LIMIT, RecallIndex, identifier_terms, snippet, written_as_name
 
 NOTES = [
     ("dana-reviews", "Dana prefers async reviews over meetings"),
@@ -129,3 +129,51 @@ def test_only_the_top_candidates_are_ordered_and_ties_go_by_slug() -> None:
     docs = [(f"s{i:02d}", "identical text") for i in range(12)]
     index = RecallIndex(docs)
     assert [h.slug for h in index.search("identical text", 3)] == ["s00", "s01", "s02"]
+
+
+# -- issue 24 item 3: the lexical side takes identifiers only -----------------------------------
+def test_identifier_terms_are_the_words_a_query_writes_as_names_or_codes() -> None:
+    assert identifier_terms("how does Dana like to get feedback?") == {"dana"}
+    assert identifier_terms("Where is the GDPR note for Atlas-17?") == {"gdpr", "atlas", "17"}
+    assert identifier_terms("what do visitors type to get online?") == set()
+    assert identifier_terms("Dana") == set()  # a sentence's first word says nothing either way
+    assert identifier_terms("ok. Where is the UniFi controller?\nWho set up Q3?") == {"unifi", "q3"}
+
+
+def test_written_names_are_capitalised_mid_sentence_and_never_lower_case() -> None:
+    texts = [
+        "Dana Kowal prefers async reviews",
+        "Fire evacuation: the lamp post across the road",
+        "the fire door stays shut",
+        "- Tool tags: red means induction",
+        "Ravi rotates it on the UniFi controller",
+    ]
+    words = {"dana", "kowal", "fire", "evacuation", "tool", "tags", "ravi", "unifi", "lamp"}
+    assert {w for w in words if written_as_name(w, texts)} == {"kowal", "unifi"}
+
+
+def test_a_common_word_shared_with_another_memory_does_not_outvote_the_meaning() -> None:
+    # The question shares only "someone" with the rota note and no word with the laser note:
+    # that word is no evidence the embeddings lacked, so the order is exactly theirs.
+    docs = [
+        (
+            "laser-lens",
+            "Trotec laser: wipe the focus lens and mirrors with optic wipes every 20 h of cutting",
+        ),
+        ("rota", "Changing a rota session: post in the channel and wait until someone confirms cover"),
+        ("kitchen", "The fridge is cleared every Sunday evening; label food with a name and date"),
+        ("parking", "The yard bays are for loading only, 30 minutes at most"),
+    ]
+    index = RecallIndex(docs)
+    query = "how often should someone clean the glass in the beam engraver?"
+    assert index.lexical_scores(query)[1] == ["someone"] and index.lexical_terms(query) == []
+    hybrid = [(h.slug, h.score) for h in index.search(query, len(docs))]
+    assert hybrid == [(h.slug, h.score) for h in index.search(query, len(docs), mode="embedding")]
+    assert hybrid[0][0] == "laser-lens"
+
+
+def test_a_name_typed_in_lower_case_is_found_as_the_memories_write_it() -> None:
+    docs = [("tea", "Dana Kowal drinks green tea"), ("runs", "Omar Berg runs marathons")]
+    index = RecallIndex(docs)
+    assert index.lexical_terms("what does dana kowal drink?") == ["kowal"]
+    assert index.lexical_terms("what does Dana Kowal drink?") == ["dana", "kowal"]

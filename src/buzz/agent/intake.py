@@ -119,7 +119,7 @@ class Intake:
         if is_notice(event):
             return  # another harness's retrying / failure / not-admitted notice (item 6)
         if event.kind == VOICE_GUIDELINES_KIND:  # the channel is a voice huddle: prompt context only
-            rt.voice_guidelines[channel] = event.content
+            rt.note_voice_guidelines(channel, event)
             return
         command = control_command(event, agent, owner)
         if command is not None:

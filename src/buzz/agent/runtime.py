@@ -19,6 +19,7 @@ from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
 from buzz.agent.sessions import SessionTable
 from buzz.agent.status import StatusPublisher
+from buzz.core.event import Event
 
 
 @dataclass
@@ -40,7 +41,18 @@ class Runtime:
     claims: Claims
     channels: dict[str, ChannelInfo] = field(default_factory=dict)
     agent_name: str | None = None
-    voice_guidelines: dict[str, str] = field(default_factory=dict)  # channel → latest 48106 text
+    voice_guidelines: dict[str, Event] = field(default_factory=dict)  # channel → newest 48106 seen
+
+    def note_voice_guidelines(self, channel_id: str, event: Event) -> None:
+        """Keep `event` (a 48106 of the channel) when it is the newest seen there."""
+        known = self.voice_guidelines.get(channel_id)
+        if known is None or (event.created_at, event.id) > (known.created_at, known.id):
+            self.voice_guidelines[channel_id] = event
+
+    def voice_text(self, channel_id: str) -> str | None:
+        """The channel's voice guidelines (its newest 48106), None when it is no voice huddle."""
+        known = self.voice_guidelines.get(channel_id)
+        return known.content if known is not None else None
 
     def channel(self, channel_id: str) -> ChannelInfo:
         """Known metadata of `channel_id`, else a placeholder of type `unknown`."""

@@ -2,6 +2,7 @@
 
 Steps for a new channel session, in order:
 
+0. the channel's newest voice guidelines (48106), read from the relay (`fetch_voice_guidelines`);
 1. core memory fetch (`buzz.agent.core_memory.fetch_core_memory`, bounded by 3 s) when memory
    is enabled and an owner is known; its section (found / nudge / nothing on failure) is cached
    with the session and never refreshed mid-session;
@@ -24,11 +25,14 @@ from typing import Any
 
 from buzz.agent.acp_pool import AgentProcess
 from buzz.agent.core_memory import fetch_core_memory
+from buzz.agent.gates import VOICE_GUIDELINES_KIND
 from buzz.agent.prompts import ChannelInfo, join_sections, system_prompt_sections
 from buzz.agent.runtime import Runtime
 from buzz.agent.sessions import SessionState
 
 log = logging.getLogger(__name__)
+
+VOICE_FETCH_TIMEOUT_S = 5.0
 
 
 def resolve_transport(configured: str, agent_command: str, protocol_version: int) -> str:
@@ -78,10 +82,29 @@ async def _memory_section(runtime: Runtime) -> str | None:
     return memory.section
 
 
+async def fetch_voice_guidelines(runtime: Runtime, channel_id: str) -> None:
+    """Read the channel's newest 48106 into `runtime`. The starter of a huddle posts it before
+    adding agents and with no `p` tag (huddle.md §8.4 step 2, §8.1), so an agent added later, or
+    a harness started later, never receives it on its subscription; it is read whenever a channel
+    session is created: the first prompt in the channel and the first after a rotation (issue
+    24 item 1). A failed read keeps what was known and is logged."""
+    flt = {"kinds": [VOICE_GUIDELINES_KIND], "#h": [channel_id], "limit": 1}
+    try:
+        events = await runtime.link.query([flt], timeout=VOICE_FETCH_TIMEOUT_S)
+    except Exception as exc:
+        log.warning("could not read the voice guidelines (48106) of %s: %s", channel_id, exc)
+        return
+    for event in events:
+        if event.kind == VOICE_GUIDELINES_KIND and channel_id in event.tag_values("h"):
+            runtime.note_voice_guidelines(channel_id, event)
+
+
 async def create_session(runtime: Runtime, proc: AgentProcess, channel: ChannelInfo | None) -> SessionState:
     """Create a session on `proc` for `channel` (None: the worker's heartbeat session).
     Raises what `proc.request` raises (AgentGone, RequestError, TimeoutError)."""
     cfg = runtime.config
+    if channel is not None:
+        await fetch_voice_guidelines(runtime, channel.id)
     memory = await _memory_section(runtime) if channel is not None else None
     sections = system_prompt_sections(
         runtime.cwd, cfg.base_prompt, cfg.system_prompt, cfg.team_instructions, memory

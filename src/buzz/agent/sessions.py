@@ -74,28 +74,44 @@ class Verdict(enum.Enum):
     """What one `session/prompt` result means for the batch (issue 14 items 8 and 11)."""
 
     ANSWERED = "answered"  # the agent answered this prompt
-    INTERRUPTED = "interrupted"  # we cancelled it; whatever it answered, nobody failed
+    INTERRUPTED = "interrupted"  # a cancel of ours ended it; whatever it answered, nobody failed
     STALE = "stale"  # the result belongs to an earlier prompt: send this one again
     FAILED = "failed"  # error, crash or timeout: the batch is retried with backoff
 
 
 def prompt_verdict(
-    *, failed: bool, alive: bool, stop_reason: str | None, cancel_sent: bool, updates: int, after_cancel: bool
+    *,
+    failed: bool,
+    alive: bool,
+    stop_reason: str | None,
+    cancel_sent: bool,
+    updates: int,
+    after_cancel: bool,
+    cancel_held: bool = False,
 ) -> Verdict:
-    """Match a prompt's result to that prompt only. A prompt we cancelled is interrupted
-    when the agent answered `cancelled` or with an error (the error answers our cancel, it is
-    no failure), as long as the subprocess lives (a timeout kills it, so timeouts stay
-    failures); any other stop reason means the agent finished before it saw the cancel. A
-    `cancelled` stop reason we never asked for, or an `end_turn` with no `session/update` at
-    all right after a cancelled prompt, is a stale answer to that earlier prompt."""
-    if cancel_sent and alive and (failed or stop_reason == "cancelled"):
+    """Match a prompt's result to that prompt only.
+
+    A cancel of ours is one sent while this prompt was pending (`cancel_sent`) or one sent
+    while the previous prompt of the session was pending that the agent answered without
+    honouring it (`cancel_held`: the cancel crossed that answer, and an agent that keeps it
+    aborts this prompt). A prompt ended by a cancel of ours is interrupted when the agent
+    answered `cancelled` or with an error (the error answers our cancel, it is no failure), as
+    long as the subprocess lives (a timeout kills it, so timeouts stay failures); any other stop
+    reason of a prompt we cancelled means the agent finished before it saw the cancel, which is
+    never a stale answer (issue 24 item 2). A `cancelled` with no cancel of ours behind it is a
+    stale answer to an earlier prompt; so is an `end_turn` with no `session/update` at all right
+    after a prompt the agent answered `cancelled` (`after_cancel`; an agent that answers a
+    cancel with an error has answered it in full). A stale answer to a prompt we cancelled as
+    well is taken as interrupted: its work is folded into the next prompt, never dropped."""
+    ours = cancel_sent or cancel_held
+    if ours and alive and (failed or stop_reason == "cancelled"):
         return Verdict.INTERRUPTED
     if failed:
         return Verdict.FAILED
     if stop_reason == "cancelled":
         return Verdict.STALE
     if after_cancel and updates == 0 and stop_reason == "end_turn":
-        return Verdict.STALE
+        return Verdict.INTERRUPTED if cancel_sent else Verdict.STALE
     return Verdict.ANSWERED
 
 
@@ -117,7 +133,8 @@ class SessionState:
     memory_section: str | None = None
     preamble: list[str] = field(default_factory=list)
     turns: int = 0
-    after_cancel: bool = False  # the previous prompt of this session was cancelled
+    after_cancel: bool = False  # the agent answered the previous prompt `cancelled` to our cancel
+    cancel_held: bool = False  # a cancel of ours crossed the previous prompt's answer
     model: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
 

@@ -244,16 +244,19 @@ class Dispatcher:
                 cancel_sent=outcome.cancel_requested,
                 updates=outcome.updates,
                 after_cancel=session.after_cancel,
+                cancel_held=session.cancel_held,
             )
             log.debug(
-                "prompt in %s: %s (stop %s, cancel sent %s, %d updates)",
+                "prompt in %s: %s (stop %s, cancel sent %s, cancel held %s, %d updates)",
                 turn.channel,
                 verdict.value,
                 outcome.stop_reason,
                 outcome.cancel_requested,
+                session.cancel_held,
                 outcome.updates,
             )
-            session.after_cancel = outcome.cancel_requested
+            session.after_cancel = verdict is Verdict.INTERRUPTED and outcome.stop_reason == "cancelled"
+            session.cancel_held = outcome.cancel_requested and verdict is Verdict.ANSWERED
             requested = turn.requested
             if verdict is Verdict.FAILED:
                 if not proc.alive:
@@ -274,24 +277,27 @@ class Dispatcher:
             turn.answered = verdict is Verdict.ANSWERED
             if verdict is Verdict.INTERRUPTED and outcome.failed:
                 log.info("the agent answered a cancel in %s with an error: %s", turn.channel, outcome.failure)
-            if requested is TurnEnd.STEERED:
+            if verdict is Verdict.INTERRUPTED and requested in (None, TurnEnd.STEERED):
+                # a cancel of ours ended the prompt: for steering (or one held from an earlier
+                # prompt) the same session is prompted again with the interrupted work and the
+                # events that arrived meanwhile (§4.8); an interrupted batch is never retried
+                # alone and never counts as a failed attempt (issue 14 item 8, issue 24 item 2)
                 turn.requested = None
-                if verdict is Verdict.INTERRUPTED:
-                    # re-prompt the same session: interrupted work + new events (§4.8); an
-                    # interrupted batch is merged, never retried alone (issue 14 item 8)
-                    arrived = rt.queue.take_pending(turn.channel)
-                    turn.batch.items.extend(arrived)
-                    if arrived:
-                        interrupted = [*interrupted, *items]
-                        items = arrived
-                    continue
+                if requested is None:
+                    log.info("a cancel held from an earlier prompt ended the prompt in %s", turn.channel)
+                arrived = rt.queue.take_pending(turn.channel) if requested is TurnEnd.STEERED else []
+                turn.batch.items.extend(arrived)
+                if arrived:
+                    interrupted = [*interrupted, *items]
+                    items = arrived
+                continue
+            if requested is TurnEnd.STEERED:
                 # the agent finished before it saw the cancel: this turn is complete and the
                 # new events are the channel's next batch (item 11: a result is its prompt's)
+                turn.requested = None
                 requested = None
             if requested is not None:
                 return requested, None
-            if verdict is Verdict.INTERRUPTED:
-                return TurnEnd.FAILED, outcome.failure or "the prompt was cancelled"
             session.turns += 1
             return TurnEnd.COMPLETED, None
 
@@ -318,7 +324,7 @@ class Dispatcher:
         )
         prompt_tag = str(items[0].meta.get("prompt_tag", "@mention"))
         names = [rt.agent_name] if rt.agent_name else []
-        voice = rt.voice_guidelines.get(channel.id)
+        voice = rt.voice_text(channel.id)
         blocks = turn_blocks(
             events, channel, people, prompt_tag, rt.identity.pubkey, history, old, names, voice
         )
@@ -418,7 +424,10 @@ class Dispatcher:
                     await self._settle(items)
             session = turn.session
             turns_done = session.turns if session is not None else 0
-            if turn.drop_session or drops_session(end, turns_done, rt.config.max_turns_per_session):
+            # an owner's !rotate / !cancel that came after the agent answered (the turn was still
+            # ending) drops the session too: its outcome already said so
+            late = turn.requested is not None and drops_session(turn.requested, 0, 0)
+            if turn.drop_session or late or drops_session(end, turns_done, rt.config.max_turns_per_session):
                 dropped = rt.sessions.drop(turn.worker, turn.channel)
                 await self.retire([dropped] if dropped is not None else [], idle_worker=turn.worker)
         finally:
