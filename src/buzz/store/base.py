@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal, Protocol
 
-from buzz.core.errors import Duplicate
+from buzz.core.errors import Duplicate, Invalid
 from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent
 
@@ -80,6 +80,23 @@ class Member:
     @property
     def active(self) -> bool:
         return self.removed_at is None
+
+
+@dataclass(frozen=True, slots=True)
+class BlobRow:
+    """A stored blob's metadata (media.md §10.1): `type` and `ext` are authoritative; `width`,
+    `height` and `blurhash` are set for images; times are unix seconds."""
+
+    sha256: str
+    type: str
+    ext: str
+    size: int
+    width: int | None = None
+    height: int | None = None
+    blurhash: str | None = None
+    has_thumb: bool = False
+    created_at: int = 0
+    last_upload_at: int = 0
 
 
 # -- effects applied in the same transaction as the insert ------------------------------------
@@ -203,6 +220,16 @@ class SetDmHidden:
     hidden: bool
 
 
+@dataclass(frozen=True, slots=True)
+class PutMediaRefs:
+    """Record that the event references these blobs (media.md §9.3 item 1). Each blob's row is
+    locked (PostgreSQL `FOR SHARE`) so a collection cannot remove it before the commit; a blob
+    gone by then raises MediaBlobMissing and the whole insert is rolled back."""
+
+    event_id: str
+    hashes: tuple[str, ...]
+
+
 Effect = (
     SoftDelete
     | DeleteAddress
@@ -215,6 +242,7 @@ Effect = (
     | PutReaction
     | RegisterDm
     | SetDmHidden
+    | PutMediaRefs
 )
 
 Accept = Callable[[StoredEvent], bool]
@@ -377,6 +405,15 @@ class ReactionExists(StoreError, Duplicate):
 
     def __init__(self) -> None:
         Duplicate.__init__(self, "reaction already exists")
+
+
+class MediaBlobMissing(StoreError, Invalid):
+    """PutMediaRefs named a blob that is not stored (collected in between): the event is
+    refused `invalid: imeta blob not found: <x>` (media.md §9.2 item 3; its `str`)."""
+
+    def __init__(self, sha256: str) -> None:
+        Invalid.__init__(self, f"imeta blob not found: {sha256}")
+        self.sha256 = sha256
 
 
 class DmExists(StoreError):
