@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -76,13 +77,16 @@ def auth_event(
     created_at: int | None = None,
 ) -> Event:
     """A signed kind 24242 for `verb` (`upload` or `get`) valid until `expiration` (unix
-    seconds), scoped to `hashes` (`x` tags) and/or a host (`server` tag)."""
+    seconds), scoped to `hashes` (`x` tags) and/or a host (`server` tag). An upload
+    authorization carries a random `nonce` tag, so each one signed is a new event."""
     if verb not in VERBS:
         raise ValueError(f"unknown Blossom verb {verb!r}")
     tags: list[list[str]] = [["t", verb], ["expiration", str(expiration)]]
     tags += [["x", h] for h in hashes]
     if server is not None:
         tags.append(["server", server])
+    if verb == "upload":  # the relay accepts an upload authorization once (decision 190): two
+        tags.append(["nonce", secrets.token_hex(8)])  # signed in one second must still differ
     text = content if content is not None else f"{verb.capitalize()} blob"
     return Event.create(secret_key, KIND_BLOSSOM_AUTH, text, tags, created_at)
 

@@ -12,6 +12,7 @@ IMAGE_WORKERS of them at once (each may hold a 25-megapixel frame) with a 30 s l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import threading
 import warnings
@@ -145,7 +146,8 @@ class ImageWorker:
                 result: ImageFacts | BaseException = inspect(path)
             except BaseException as exc:
                 result = exc
-            loop.call_soon_threadsafe(_settle, done, result, slots)
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (shutdown)
+                loop.call_soon_threadsafe(_settle, done, result, slots)
 
         threading.Thread(target=work, name="media-image", daemon=True).start()
         try:

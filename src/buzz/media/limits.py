@@ -41,6 +41,7 @@ TMP_MAX_AGE_S = 3600
 ACCESS_CACHE_TTL_S = 10
 ACCESS_CACHE_ENTRIES = 10_000
 DB_CHUNK_BYTES = MIB
+UPLOAD_IDLE_TIMEOUT_S = 30.0  # no body byte for this long: the upload is incomplete (slots are few)
 UPLOAD_BUFFER_BYTES = MIB  # body bytes an upload holds before they are hashed and written
 SERVE_CHUNK_BYTES = 256 * KIB  # bytes read from a file per write of a served blob
 JSON_SNIFF_MAX_BYTES = 16 * MIB  # a declared application/json larger than this is text/plain (decision 191)
@@ -90,6 +91,7 @@ class MediaSettings:
     uploads_per_replica: int = UPLOADS_PER_REPLICA
     uploads_per_pubkey: int = UPLOADS_PER_PUBKEY
     uploads_per_minute: int = UPLOADS_PER_MINUTE
+    upload_idle_timeout_s: float = UPLOAD_IDLE_TIMEOUT_S
 
     @property
     def max_cap(self) -> int:

@@ -53,7 +53,6 @@ SERVED_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Accept-Ranges": "bytes",
 }
-UPLOAD_IDLE_TIMEOUT_S = 30.0  # no body byte for this long: the upload is incomplete (slots are few)
 UPLOAD_REPLAY_TTL_S = UPLOAD_AUTH_WINDOW_S + AUTH_FUTURE_SKEW_S
 _TICKET: web.RequestKey[Ticket] = web.RequestKey("media_ticket", Ticket)
 NOT_FOUND = "blob not found"
@@ -189,7 +188,8 @@ class MediaRoutes:
 
     async def _upload(self, request: web.Request, ticket: Ticket) -> web.Response:
         try:
-            body = await receive(_chunks(request), ticket.length, ticket.sha256, self.media.blobs.tmp_dir)
+            chunks = _chunks(request, self.relay.config.media.upload_idle_timeout_s)
+            body = await receive(chunks, ticket.length, ticket.sha256, self.media.blobs.tmp_dir)
         except BodyTooLong:
             return refusal(413, f"file too large (more than {ticket.length} bytes)", close=True)
         except (BodyIncomplete, HttpProcessingError, aiohttp.ClientPayloadError, ConnectionError):
@@ -277,11 +277,11 @@ class MediaRoutes:
         return response
 
 
-async def _chunks(request: web.Request) -> AsyncIterator[bytes]:
-    """The request body as it arrives; a pause of UPLOAD_IDLE_TIMEOUT_S ends it (incomplete)."""
+async def _chunks(request: web.Request, idle_s: float) -> AsyncIterator[bytes]:
+    """The request body as it arrives; a pause of `idle_s` ends it (incomplete)."""
     while True:
         try:
-            chunk = await asyncio.wait_for(request.content.readany(), UPLOAD_IDLE_TIMEOUT_S)
+            chunk = await asyncio.wait_for(request.content.readany(), idle_s)
         except TimeoutError:
             raise BodyIncomplete() from None
         if not chunk:
