@@ -13,6 +13,7 @@ import aiohttp
 import pytest
 
 from buzz.core.event import Event
+from buzz.media.limits import MediaSettings
 from tests.media.support import auth, header, png, put, sha, unique_png, upload
 from tests.support.relay import Identity, RunningRelay, relay_on
 
@@ -214,8 +215,7 @@ async def wait_for(condition: Any, what: str, timeout: float = 10.0) -> None:
 async def test_truncated_body_stores_nothing(tmp_path: Any, alice: Identity) -> None:
     """Issue 26 item 6: a body that stops short and then stalls answers 400 `incomplete body`;
     one whose connection drops leaves nothing either (the slot comes back)."""
-    async with relay_on(tmp_path) as running:
-        running.relay.config.media.__dict__["upload_idle_timeout_s"] = 0.5
+    async with relay_on(tmp_path, media=MediaSettings(upload_idle_timeout_s=0.5)) as running:
         port = int(running.http_url.rsplit(":", 1)[1])
         data = os.urandom(300_000)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -306,9 +306,7 @@ async def test_preflight(sqlite_relay: RunningRelay, alice: Identity) -> None:
 async def test_quota_and_collection(tmp_path: Any, alice: Identity, bob: Identity) -> None:
     """Checklist 37: past the quota 413 `quota exceeded`; after the blob is collected the same
     upload succeeds. Bob's quota is his own."""
-    os.environ.pop("BUZZ_MEDIA_QUOTA_BYTES", None)
-    async with relay_on(tmp_path) as running:
-        running.relay.config.media.__dict__["quota_bytes"] = 150_000  # a small quota for this relay
+    async with relay_on(tmp_path, media=MediaSettings(quota_bytes=150_000)) as running:
         first, second = os.urandom(100_000), os.urandom(100_000)
         await upload(running.http_url, alice, first)
         refused = await put(running.http_url, alice, second)

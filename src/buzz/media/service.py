@@ -189,6 +189,11 @@ class MediaService:
         self._access[key] = (now + ACCESS_CACHE_TTL_S, ok)
         return ok
 
+    def forget_access(self, channel_id: str | None = None) -> None:
+        """Drop cached access answers: channel membership or visibility changed (any channel:
+        the cache is keyed by blob, and one blob may be referenced from several channels)."""
+        self._access.clear()
+
     async def readable(self, sha256: str, reader: str) -> BlobRow | None:
         """The blob's row when it exists and `reader` may read it, else None (one answer for
         both: §7.1 item 2)."""

@@ -76,6 +76,7 @@ class Relay:
         )
         self.media = MediaService(config.media, config.media_base_url, self.store, blobs)  # type: ignore[arg-type]
         self.rules.media = self.media
+        self.access.on_forget.append(self.media.forget_access)  # a membership change, anywhere
         self.reads.presence = self.presence
         self.huddles = Huddles(self)  # huddle.md: audio sockets, rooms, lifecycle
         self.stats: collections.Counter[str] = collections.Counter()
