@@ -11,6 +11,7 @@ from buzz.cli import (
     agent_cmd,
     channels_cmd,
     dms_cmd,
+    files_cmd,
     keys_cmd,
     messages_cmd,
     reactions_cmd,
@@ -85,6 +86,7 @@ cli.add_command(channels_cmd.channels)
 cli.add_command(messages_cmd.messages)
 cli.add_command(reactions_cmd.reactions)
 cli.add_command(dms_cmd.dms)
+cli.add_command(files_cmd.files)
 cli.add_command(users_cmd.users)
 cli.add_command(huddle)
 cli.add_command(agent_cmd.agent)
