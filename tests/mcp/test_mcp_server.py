@@ -316,7 +316,9 @@ async def test_unreadable_lines_are_answered_and_the_session_goes_on(
 
 
 # -- media.md §14.2: attach and fetch files -------------------------------------------------------
-async def test_files_through_mcp(sqlite_relay: RunningRelay, alice: Identity, bob: Identity, tmp_path: Path) -> None:
+async def test_files_through_mcp(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity, tmp_path: Path
+) -> None:
     """`send_message` with `files`, `upload_file` (a descriptor usable as a NIP-AJ media artifact)
     and `get_file` (hash-checked), as an agent's MCP client calls them."""
     from tests.media.support import png

@@ -46,7 +46,10 @@ async def test_unreferenced_blob_collected_after_grace(relay: RunningRelay, alic
 async def test_deleting_the_last_reference(relay: RunningRelay, alice: Identity) -> None:
     """Checklist 35: deleting the only message frees the blob at the next sweep after the
     grace; a blob another live message references stays."""
-    one, two = await upload(relay.http_url, alice, unique_png()), await upload(relay.http_url, alice, unique_png())
+    one, two = (
+        await upload(relay.http_url, alice, unique_png()),
+        await upload(relay.http_url, alice, unique_png()),
+    )
     async with relay.client(alice) as ca:
         ch = await create_channel(ca, alice, "open")
         m1 = Event.create(alice.secret, 9, one["url"], [["h", ch], imeta_of(one)])

@@ -56,7 +56,9 @@ async def test_thousand_parallel_uploads(tmp_path: Path) -> None:
         async def one(session: aiohttp.ClientSession, who: Identity) -> tuple[int, str | None, str | None]:
             headers = {"X-SHA-256": digest, "Content-Type": "application/octet-stream"}
             headers |= header(auth(who, "upload", digest))
-            async with session.put(relay.http_url + "/upload", data=body, headers=headers, expect100=True) as r:
+            async with session.put(
+                relay.http_url + "/upload", data=body, headers=headers, expect100=True
+            ) as r:
                 await r.read()
                 return r.status, r.headers.get("X-Reason"), r.headers.get("Retry-After")
 
@@ -78,4 +80,6 @@ async def test_thousand_parallel_uploads(tmp_path: Path) -> None:
         assert sorted(p.name for p in blob_dir.iterdir()) == [digest]
         tmp = data_dir / "media" / "tmp"
         assert not tmp.exists() or list(tmp.iterdir()) == []
-        print(f"peak RSS growth {(peak - baseline) >> 20} MiB (bound {(bound - baseline) >> 20} MiB); {dict(counts)}")
+        print(
+            f"peak RSS growth {(peak - baseline) >> 20} MiB (bound {(bound - baseline) >> 20} MiB); {dict(counts)}"
+        )

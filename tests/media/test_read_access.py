@@ -35,7 +35,11 @@ async def test_served_headers_ext_and_etag(relay: RunningRelay, alice: Identity)
     head = await get(relay.http_url, alice, h, method="HEAD")
     assert (head.status, head.headers["Content-Length"], head.body) == (200, str(len(data)), b"")
     thumb = await get(relay.http_url, alice, f"{h}.thumb.jpg")
-    assert thumb.status == 200 and thumb.headers["Content-Type"] == "image/jpeg" and thumb.body[:3] == b"\xff\xd8\xff"
+    assert (
+        thumb.status == 200
+        and thumb.headers["Content-Type"] == "image/jpeg"
+        and thumb.body[:3] == b"\xff\xd8\xff"
+    )
     pdf = b"%PDF-1.4\n" + os.urandom(2000)
     p = await upload(relay.http_url, alice, pdf)
     served = await get(relay.http_url, alice, f"{p['sha256']}.pdf")
@@ -79,7 +83,11 @@ async def test_ranges(relay: RunningRelay, alice: Identity) -> None:
     d = await upload(relay.http_url, alice, data)
     h = d["sha256"]
     part = await get(relay.http_url, alice, h, extra={"Range": "bytes=0-99"})
-    assert (part.status, part.headers["Content-Range"], part.body) == (206, f"bytes 0-99/{len(data)}", data[:100])
+    assert (part.status, part.headers["Content-Range"], part.body) == (
+        206,
+        f"bytes 0-99/{len(data)}",
+        data[:100],
+    )
     mid = await get(relay.http_url, alice, h, extra={"Range": "bytes=1048570-1048589"})
     assert mid.body == data[1048570:1048590]  # across a 1 MiB chunk boundary
     tail = await get(relay.http_url, alice, h, extra={"Range": "bytes=-7"})
@@ -99,7 +107,9 @@ async def refused_event(client: Any, event: Event, message: str) -> None:
     assert (result.accepted, result.message) == (False, message)
 
 
-async def test_private_channel_blob(relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity) -> None:
+async def test_private_channel_blob(
+    relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity
+) -> None:
     """Checklist 23, 24, 26, 27, 29: served to members and the uploader; a non-member with a
     valid authorization gets the very answer of an unknown hash; removal takes effect; an
     outsider cannot widen the audience; posting it in an open channel does."""
@@ -111,12 +121,18 @@ async def test_private_channel_blob(relay: RunningRelay, alice: Identity, bob: I
     async with relay.client(alice) as ca, relay.client(bob) as cb, relay.client(carol) as cc:
         private = await create_channel(ca, alice, "private", name="design")
         await put_user(ca, alice, private, bob.pubkey)
-        msg = Event.create(alice.secret, 9, f"mockup\n{d['url']}", [["h", private], imeta_of(d, name="m.png")])
+        msg = Event.create(
+            alice.secret, 9, f"mockup\n{d['url']}", [["h", private], imeta_of(d, name="m.png")]
+        )
         await accepted(ca, msg)
         member = await get(base, bob, h)
         assert (member.status, member.body[:8]) == (200, b"\x89PNG\r\n\x1a\n")
         outsider, missing = await get(base, carol, h), await get(base, carol, unknown)
-        assert (outsider.status, outsider.reason, outsider.body) == (missing.status, missing.reason, missing.body)
+        assert (outsider.status, outsider.reason, outsider.body) == (
+            missing.status,
+            missing.reason,
+            missing.body,
+        )
         assert dict(outsider.headers).keys() - {"Date"} == dict(missing.headers).keys() - {"Date"}
         thumb = await get(base, carol, f"{h}.thumb.jpg")
         assert thumb.status == 404
@@ -135,7 +151,9 @@ async def test_private_channel_blob(relay: RunningRelay, alice: Identity, bob: I
         assert (await get(base, bob, h)).status == 200
 
 
-async def test_dm_blob_and_profile_picture(relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity) -> None:
+async def test_dm_blob_and_profile_picture(
+    relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity
+) -> None:
     """Checklist 25 and 33."""
     base = relay.http_url
     d = await upload(base, alice, unique_png())
@@ -171,20 +189,40 @@ async def test_imeta_ingest_refusals(relay: RunningRelay, alice: Identity) -> No
         ch = await create_channel(ca, alice, "open")
         missing = "ef" * 32
         fake = dict(d, url=d["url"].replace(d["sha256"], missing), sha256=missing)
-        await refused_event(ca, Event.create(alice.secret, 9, "x", [["h", ch], imeta_of(fake)]), f"invalid: imeta blob not found: {missing}")
-        bad_x = imeta_of(d)[:3] + [f"x {'cd' * 32}"] + imeta_of(d)[4:]
-        await refused_event(ca, Event.create(alice.secret, 9, "x", [["h", ch], bad_x]), "invalid: imeta x does not match url")
+        await refused_event(
+            ca,
+            Event.create(alice.secret, 9, "x", [["h", ch], imeta_of(fake)]),
+            f"invalid: imeta blob not found: {missing}",
+        )
+        bad_x = [*imeta_of(d)[:3], f"x {'cd' * 32}", *imeta_of(d)[4:]]
+        await refused_event(
+            ca, Event.create(alice.secret, 9, "x", [["h", ch], bad_x]), "invalid: imeta x does not match url"
+        )
         wrong_size = [t if not t.startswith("size ") else "size 1" for t in imeta_of(d)]
-        await refused_event(ca, Event.create(alice.secret, 9, "x", [["h", ch], wrong_size]), "invalid: imeta size does not match the stored blob")
+        await refused_event(
+            ca,
+            Event.create(alice.secret, 9, "x", [["h", ch], wrong_size]),
+            "invalid: imeta size does not match the stored blob",
+        )
         no_dim = [t for t in imeta_of(d) if not t.startswith("dim ")]
-        await refused_event(ca, Event.create(alice.secret, 9, "x", [["h", ch], no_dim]), "invalid: imeta missing dim")
+        await refused_event(
+            ca, Event.create(alice.secret, 9, "x", [["h", ch], no_dim]), "invalid: imeta missing dim"
+        )
         many = [["imeta", f"url https://elsewhere.example/{i}.png"] for i in range(21)]
-        await refused_event(ca, Event.create(alice.secret, 9, "x", [["h", ch], *many]), "invalid: too many imeta tags (max 20)")
-        foreign = Event.create(alice.secret, 9, "x", [["h", ch], ["imeta", "url https://elsewhere.example/a.png", "m image/png"]])
+        await refused_event(
+            ca,
+            Event.create(alice.secret, 9, "x", [["h", ch], *many]),
+            "invalid: too many imeta tags (max 20)",
+        )
+        foreign = Event.create(
+            alice.secret, 9, "x", [["h", ch], ["imeta", "url https://elsewhere.example/a.png", "m image/png"]]
+        )
         await accepted(ca, foreign)
         blossom = Event.create(alice.secret, 24242, "Upload", [["t", "upload"], ["x", d["sha256"]]])
         await refused_event(ca, blossom, "restricted: unknown event kind")
-        ok = Event.create(alice.secret, 9, d["url"], [["h", ch], imeta_of(d, name="shot.png", alt="a red square")])
+        ok = Event.create(
+            alice.secret, 9, d["url"], [["h", ch], imeta_of(d, name="shot.png", alt="a red square")]
+        )
         await accepted(ca, ok)
 
 

@@ -19,6 +19,7 @@ from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
 from buzz.agent.sessions import SessionTable
 from buzz.agent.status import StatusPublisher
+from buzz.client.files import Files
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Runtime:
     channels: dict[str, ChannelInfo] = field(default_factory=dict)
     agent_name: str | None = None
     voice_guidelines: dict[str, str] = field(default_factory=dict)  # channel → latest 48106 text
+    files: Files | None = None  # downloads attached files for the agent (media.md §14.1)
 
     def channel(self, channel_id: str) -> ChannelInfo:
         """Known metadata of `channel_id`, else a placeholder of type `unknown`."""

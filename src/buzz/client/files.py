@@ -35,7 +35,15 @@ from typing import Any
 import aiohttp
 import orjson
 
-from buzz.client.errors import AuthError, NetworkError, NotFound, Refused, RelayUnavailable, UserError, WorkspaceError
+from buzz.client.errors import (
+    AuthError,
+    NetworkError,
+    NotFound,
+    Refused,
+    RelayUnavailable,
+    UserError,
+    WorkspaceError,
+)
 from buzz.client.identity import Identity
 from buzz.core.blossom import (
     BlobName,
@@ -89,7 +97,9 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def attachment_tag(descriptor: Mapping[str, Any], name: str | None = None, alt: str | None = None) -> list[str]:
+def attachment_tag(
+    descriptor: Mapping[str, Any], name: str | None = None, alt: str | None = None
+) -> list[str]:
     """The imeta tag of an uploaded blob (media.md §9.1, §13): url, m, x, size, dim, blurhash,
     thumb from the descriptor, and the original file `name`."""
     fields: dict[str, object] = {
@@ -195,23 +205,27 @@ class Files:
         try:
             async with self._http().get(url, headers=self._headers("get", blob.sha256)) as resp:
                 if resp.status != 200:
-                    raise http_error(resp.status, resp.headers.get("X-Reason") or _error_text(await resp.read()))
+                    raise http_error(
+                        resp.status, resp.headers.get("X-Reason") or _error_text(await resp.read())
+                    )
                 mime = resp.headers.get("Content-Type", "application/octet-stream").split(";", 1)[0]
                 async for piece in resp.content.iter_chunked(READ_CHUNK):
                     yield mime, piece
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise NetworkError(f"cannot download from {self.base}: {exc or type(exc).__name__}") from None
 
-    async def get(self, url: str | None = None, sha256: str | None = None, output: str | None = None) -> Fetched:
+    async def get(
+        self, url: str | None = None, sha256: str | None = None, output: str | None = None
+    ) -> Fetched:
         """Download a blob to `output` (a file path; default `./<sha256>.<ext>`; `-` = stdout)
         and check its hash. Raises UserError, NotFound, AuthError, NetworkError, and Refused
         when the bytes do not hash to the blob's name (nothing is left behind then)."""
         blob = self.blob_of(url, sha256)
-        digest = hashlib.sha256()
-        size, mime = 0, "application/octet-stream"
         if output == "-":
+            digest, size, mime = hashlib.sha256(), 0, "application/octet-stream"
             sink = sys.stdout.buffer
-            async for mime, piece in self.stream(blob):
+            async for served, piece in self.stream(blob):
+                mime = served
                 digest.update(piece)
                 size += len(piece)
                 sink.write(piece)
@@ -220,18 +234,30 @@ class Files:
             return Fetched(None, blob.sha256, size, mime)
         dest = Path(output) if output else None
         folder = (dest.parent if dest is not None else Path.cwd()).resolve()
+        return await self.download(blob, folder, dest.name if dest is not None else None)
+
+    async def download(
+        self, blob: BlobName, folder: Path, name: str | None = None, max_bytes: int | None = None
+    ) -> Fetched:
+        """Download `blob` into `folder` as `name` (default `<sha256>.<ext>`), through a temporary
+        file renamed into place once the hash is right. Raises UserError (no such folder; more
+        than `max_bytes`), and what `get` raises."""
         if not folder.is_dir():
-            raise UserError(f"cannot write to {output}: directory {folder} does not exist")
+            raise UserError(f"cannot write to {folder}: no such directory")
+        digest, size, mime = hashlib.sha256(), 0, "application/octet-stream"
         fd, tmp_name = tempfile.mkstemp(prefix=".buzz-download-", dir=folder)
         tmp = Path(tmp_name)
         try:
             with os.fdopen(fd, "wb") as fh:
-                async for mime, piece in self.stream(blob):
-                    digest.update(piece)
+                async for served, piece in self.stream(blob):
+                    mime = served
                     size += len(piece)
+                    if max_bytes is not None and size > max_bytes:
+                        raise UserError(f"larger than {max_bytes} bytes")
+                    digest.update(piece)
                     fh.write(piece)
             self._check(blob, digest.hexdigest())
-            final = dest if dest is not None else folder / f"{blob.sha256}.{_ext_for(mime, blob)}"
+            final = folder / (name or f"{blob.sha256}.{_ext_for(mime, blob)}")
             os.replace(tmp, final)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

@@ -14,9 +14,9 @@ from itertools import zip_longest
 from typing import Any
 
 from buzz.client.errors import AuthError, NetworkError, NotFound, Refused, UserError, WorkspaceError
+from buzz.client.files import MAX_FILES_PER_MESSAGE, attachment_tag
 from buzz.client.lookups import channel_members, profiles
 from buzz.client.mentions import resolve_names, uri_mentions
-from buzz.client.files import MAX_FILES_PER_MESSAGE, attachment_tag
 from buzz.client.models import Deleted, Edited, Message, SentMessage, SentWithFiles, Thread
 from buzz.client.relay_client import RelayError
 from buzz.client.session import Session

@@ -238,7 +238,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Returns {path, sha256, size, type}.",
         _obj(
             {
-                "url": {"type": "string", "minLength": 1, "description": "The file's URL (…/media/<sha256>.<ext>)."},
+                "url": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The file's URL (…/media/<sha256>.<ext>).",
+                },
                 "sha256": {**_EVENT_ID, "description": "The file's SHA-256 (64 hex)."},
                 "path": {
                     "type": "string",
