@@ -149,3 +149,16 @@ async def test_files_upload_and_hash_check(
     assert bad.code == 1 and bad.error["error"] == "user_error"
     no_auth = await buzz(sqlite_relay.url, Identity.new(), "files", "get", "--sha256", d["sha256"])
     assert no_auth.code == 1 and no_auth.error["error"] == "not_found"
+
+
+async def test_quota_refusal_reaches_the_cli(tmp_path: Path, alice: Identity) -> None:
+    """A file over the member's quota: exit 1 with the relay's `quota exceeded`, sent before the
+    body (the client asks `Expect: 100-continue`), not a reset connection."""
+    from buzz.media.limits import MediaSettings
+    from tests.support.relay import relay_on
+
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(3 << 20))
+    async with relay_on(tmp_path / "data", media=MediaSettings(quota_bytes=1 << 20)) as running:
+        result = await buzz(running.url, alice, "files", "upload", "--file", str(big))
+    assert result.code == 1 and result.error["relay_message"] == "quota exceeded"

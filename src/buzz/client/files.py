@@ -159,7 +159,9 @@ class Files:
         headers["Content-Length"] = str(size)
         try:
             with file.open("rb") as fh:
-                async with self._http().put(self.base + "/upload", data=fh, headers=headers) as resp:
+                # Expect: 100-continue: a refusal (quota, size, type) arrives before the body is sent
+                put = self._http().put(self.base + "/upload", data=fh, headers=headers, expect100=True)
+                async with put as resp:
                     raw = await resp.read()
                     status, reason = resp.status, resp.headers.get("X-Reason")
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:

@@ -259,8 +259,12 @@ def _statements(script: str) -> tuple[str, ...]:
 
 
 SQLITE = _statements(_TABLES.format(**_SQLITE_TYPES) + ";" + _SQLITE_SEARCH)
+# Blob chunks are stored as given: compressing already-compressed media (pglz on every 1 MiB
+# row) costs CPU and saves nothing.
+_POSTGRES_CHUNK_STORAGE = "ALTER TABLE media_chunks ALTER COLUMN data SET STORAGE EXTERNAL"
 POSTGRES = (
     *_statements(_TABLES.format(**_POSTGRES_TYPES) + ";" + _POSTGRES_SEARCH),
     _POSTGRES_SEARCH_MIGRATION,
     *_POSTGRES_TAG_MIGRATION,
+    _POSTGRES_CHUNK_STORAGE,
 )
