@@ -27,8 +27,7 @@ from weakref import WeakValueDictionary
 
 from buzz.core.blossom import THUMB_SUFFIX
 from buzz.media.limits import DB_CHUNK_BYTES, MEDIA_ORPHAN_GRACE_S, SERVE_CHUNK_BYTES, TMP_MAX_AGE_S
-from buzz.store.base import BlobRow
-from buzz.store.sqlbase import SqlStore
+from buzz.store.base import BlobRow, EventStore
 
 
 class ByteStore(Protocol):
@@ -73,7 +72,7 @@ class _KeyedLocks:
 class FileBlobs:
     kind = "files"
 
-    def __init__(self, store: SqlStore, root: Path) -> None:
+    def __init__(self, store: EventStore, root: Path) -> None:
         self._store = store
         self.root = root
         self._locks = _KeyedLocks()
@@ -176,7 +175,7 @@ class FileBlobs:
 class DbBlobs:
     kind = "db"
 
-    def __init__(self, store: SqlStore, tmp_dir: Path) -> None:
+    def __init__(self, store: EventStore, tmp_dir: Path) -> None:
         self._store = store
         self._tmp = tmp_dir
 

@@ -35,8 +35,7 @@ from buzz.media.limits import (
 from buzz.media.rates import UploadSlots
 from buzz.media.receive import Received
 from buzz.media.sniff import IMAGE_TYPES, TYPES, Refused, cap_class, check_declared, sniff
-from buzz.store.base import BlobRow, PutMediaRefs, StoreError
-from buzz.store.sqlbase import SqlStore
+from buzz.store.base import BlobRow, EventStore, PutMediaRefs, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +66,7 @@ class Ticket:
 
 
 class MediaService:
-    def __init__(self, settings: MediaSettings, base: str, store: SqlStore, blobs: ByteStore) -> None:
+    def __init__(self, settings: MediaSettings, base: str, store: EventStore, blobs: ByteStore) -> None:
         self.settings = settings
         self.base = base
         self.store = store

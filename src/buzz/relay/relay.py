@@ -70,11 +70,11 @@ class Relay:
         # media.md: blobs under <data>/media, or in PostgreSQL rows (`BUZZ_MEDIA_STORE`)
         media_root = config.data_dir / "media"
         blobs = (
-            DbBlobs(self.store, media_root / "tmp")  # type: ignore[arg-type]
+            DbBlobs(self.store, media_root / "tmp")
             if config.media_store == "db"
-            else FileBlobs(self.store, media_root)  # type: ignore[arg-type]
+            else FileBlobs(self.store, media_root)
         )
-        self.media = MediaService(config.media, config.media_base_url, self.store, blobs)  # type: ignore[arg-type]
+        self.media = MediaService(config.media, config.media_base_url, self.store, blobs)
         self.rules.media = self.media
         self.access.on_forget.append(self.media.forget_access)  # a membership change, anywhere
         self.reads.presence = self.presence

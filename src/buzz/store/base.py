@@ -381,6 +381,50 @@ class EventStore(Protocol):
     async def is_healthy(self) -> bool:
         """True when the database answers a trivial query."""
 
+    # -- media (media.md §9.3, §10–§12; `buzz.store.media`) ------------------------------------
+    async def media_blob(self, sha256: str) -> BlobRow | None:
+        """The blob's metadata row, or None."""
+
+    async def media_put(
+        self,
+        row: BlobRow,
+        pubkey: str,
+        now: int,
+        chunk_files: Iterable[tuple[str, str]] = (),
+        chunk_bytes: int = 1 << 20,
+    ) -> tuple[BlobRow, int]:
+        """Commit a verified upload: the metadata row when new (with the `db` chunks read from
+        `chunk_files`, (key, path) pairs), else `last_upload_at` = now; the uploader row.
+        Returns the stored row and this uploader's `uploaded_at`."""
+        ...
+
+    async def media_uploaded_at(self, sha256: str, pubkey: str) -> int | None:
+        """When `pubkey` became an uploader of the blob, None when it is not one."""
+
+    async def media_usage(self, pubkey: str | None) -> int:
+        """Bytes of the blobs `pubkey` holds, or of every blob when None."""
+        ...
+
+    async def media_readable_refs(self, sha256: str, reader: Reader, limit: int) -> list[StoredEvent]:
+        """At most `limit` live events referencing the blob, global or in channels `reader`
+        may read (§4.3 item 1); the per-event sets are the caller's."""
+        ...
+
+    async def media_chunks(self, key: str, first: int, last: int) -> list[bytes]:
+        """The `db` chunks `first`..`last` of `key` (`<sha256>` or `<sha256>.thumb.jpg`)."""
+        ...
+
+    async def media_collectable(self, cutoff: int, limit: int = 1000) -> list[str]:
+        """Blobs with no live reference, last uploaded before `cutoff`."""
+        ...
+
+    async def media_collect(self, sha256: str, cutoff: int) -> BlobRow | None:
+        """Delete one blob if it is still collectable, in one transaction; its row, else None."""
+
+    async def media_known(self, hashes: Iterable[str]) -> frozenset[str]:
+        """Which of `hashes` have a metadata row."""
+        ...
+
 
 class StoreError(Exception):
     """A backend failure (connection lost, constraint surprise). Maps to `error: database error`."""

@@ -220,7 +220,7 @@ class MediaStoreMixin:
 
     async def media_blob(self, sha256: str) -> BlobRow | None:
         """The blob's metadata row, or None."""
-        return await self._read(blob_txn, sha256)
+        return await self._point_read(blob_txn, sha256)
 
     async def media_put(
         self,
@@ -235,7 +235,7 @@ class MediaStoreMixin:
 
     async def media_uploaded_at(self, sha256: str, pubkey: str) -> int | None:
         """When `pubkey` became an uploader of the blob, or None when it is not one."""
-        return await self._read(uploaded_at_txn, sha256, pubkey)
+        return await self._point_read(uploaded_at_txn, sha256, pubkey)
 
     async def media_usage(self, pubkey: str | None) -> int:
         """Bytes held by `pubkey` (media.md §11 item 1), or by everyone when None (item 2)."""
