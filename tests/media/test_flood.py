@@ -70,9 +70,11 @@ async def test_thousand_parallel_uploads(tmp_path: Path) -> None:
         done.set()
         await watcher
         counts = Counter((status, reason) for status, reason, _ in answers)
-        assert set(counts) <= {(200, None), (429, "too many uploads")}, counts
+        # 429 from the upload slots; 503 from the relay's HTTP guard when more requests are in
+        # progress than its open-file budget allows (decision 150): both say retry, no third kind
+        assert set(counts) <= {(200, None), (429, "too many uploads"), (503, None)}, counts
         assert counts[(200, None)] >= UPLOADS_PER_REPLICA
-        assert all(after == "1" for status, _, after in answers if status == 429)
+        assert all(after is not None for status, _, after in answers if status != 200)
         assert peak <= bound, f"peak RSS {peak >> 20} MiB over the bound {bound >> 20} MiB"
         naive = UPLOADS * BODY_BYTES
         assert peak - baseline < naive // 4  # far below holding every body at once

@@ -117,16 +117,17 @@ class MediaRoutes:
         return event
 
     # -- upload (media.md §4) ------------------------------------------------------------------
-    async def _admit(self, request: web.Request, preflight: bool) -> Ticket:
-        """§4.1 items 1–5 (for HEAD /upload with the X-Content-* headers, §4.2)."""
+    async def _admit(self, request: web.Request, preflight: bool, take: bool) -> Ticket:
+        """§4.1 items 1–5 (for HEAD /upload with the X-Content-* headers, §4.2); with `take`
+        the upload's slot is taken (release it with `MediaService.release`). A PUT's
+        authorization is claimed (used once, decision 190) once everything else passed."""
         sha256 = request.headers.get("X-SHA-256", "")
         if not is_sha256(sha256):
             raise MediaRefusal(400, "missing or malformed X-SHA-256")
         if not preflight or "Authorization" in request.headers:
-            event = await self._authorize(request, "upload", sha256, query_ok=False)
-            pubkey = event.pubkey
+            event: Event | None = await self._authorize(request, "upload", sha256, query_ok=False)
         else:
-            event, pubkey = None, ""
+            event = None
         if preflight:
             length = _int_header(request.headers.get("X-Content-Length"))
             declared = declared_type(request.headers.get("X-Content-Type"))
@@ -139,33 +140,35 @@ class MediaRoutes:
             if length > (cap := self.media.cap_for(declared)):
                 raise too_large(length, cap)
             return Ticket("", sha256, length, declared)
-        ticket = await self.media.admit(pubkey, sha256, length, declared, take=not preflight)
+        ticket = await self.media.admit(event.pubkey, sha256, length, declared, take=take)
         if not preflight:
             try:
                 first_use = await self.relay.store.claim_auth_event(event.id, UPLOAD_REPLAY_TTL_S)
             except StoreError:
                 self.media.release(ticket)
                 raise MediaRefusal(500, "database error") from None
-            if not first_use:  # decision 190: an upload authorization is used once
+            if not first_use:
                 self.media.release(ticket)
                 raise MediaRefusal(401, "authorization already used")
         return ticket
 
-    async def _admitted(self, request: web.Request) -> Ticket | web.Response:
+    async def _admitted(self, request: web.Request, take: bool) -> Ticket | web.Response:
         if not self.relay.config.media.enabled:
             return refusal(404, "not found", close=True)
         try:
-            return await self._admit(request, preflight=False)
+            return await self._admit(request, preflight=False, take=take)
         except MediaRefusal as exc:
             return refusal(exc.status, exc.reason, exc.headers, close=True)
         except StoreError:
             return refusal(500, "database error", close=True)
 
     async def expect_upload(self, request: web.Request) -> web.StreamResponse | None:
-        """`Expect: 100-continue`: run items 1–5 before the client sends the body."""
+        """`Expect: 100-continue`: run items 1–5 before the client sends the body. The slot is
+        not taken here: the handler may never run (the HTTP guard can still refuse the
+        request), and a slot taken here would then never come back; the handler takes it."""
         if request.headers.get("Expect", "").lower() != "100-continue":
             return refusal(417, f"unknown Expect: {request.headers.get('Expect')}", close=True)
-        outcome = await self._admitted(request)
+        outcome = await self._admitted(request, take=False)
         if isinstance(outcome, web.Response):
             return outcome
         request[_TICKET] = outcome
@@ -175,12 +178,21 @@ class MediaRoutes:
         return None
 
     async def put_upload(self, request: web.Request) -> web.Response:
-        ticket = request.get(_TICKET)
-        if ticket is None:
-            outcome = await self._admitted(request)
+        checked = request.get(_TICKET)
+        if checked is None:
+            outcome = await self._admitted(request, take=True)
             if isinstance(outcome, web.Response):
                 return outcome
             ticket = outcome
+        else:  # authorized and claimed before 100 Continue: now take the slot
+            try:
+                ticket = await self.media.admit(
+                    checked.pubkey, checked.sha256, checked.length, checked.declared, take=True
+                )
+            except MediaRefusal as exc:
+                return refusal(exc.status, exc.reason, exc.headers, close=True)
+            except StoreError:
+                return refusal(500, "database error", close=True)
         try:
             return await self._upload(request, ticket)
         finally:
@@ -213,7 +225,7 @@ class MediaRoutes:
         if not self.relay.config.media.enabled:
             return refusal(404, "not found")
         try:
-            await self._admit(request, preflight=True)
+            await self._admit(request, preflight=True, take=False)
         except MediaRefusal as exc:
             return refusal(exc.status, exc.reason, exc.headers)
         except StoreError:
