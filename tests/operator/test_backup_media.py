@@ -25,7 +25,9 @@ async def test_blobs_survive_backup_and_restore(tmp_path: Path) -> None:
         pdf = await upload(relay.http_url, alice, report)
         async with RelayClient(relay.url, alice.secret) as client:
             channel = await create_channel(client, alice, "private")
-            await accepted(client, Event.create(alice.secret, 9, shot["url"], [["h", channel], imeta_of(shot)]))
+            await accepted(
+                client, Event.create(alice.secret, 9, shot["url"], [["h", channel], imeta_of(shot)])
+            )
         shown = admin(data, "backup", str(archive))
         await relay.stop()
     assert shown["files"] == ["relay.sqlite3", "relay.key"] and shown["media_files"] == 3
@@ -33,7 +35,11 @@ async def test_blobs_survive_backup_and_restore(tmp_path: Path) -> None:
     with tarfile.open(archive) as tar:
         names = set(tar.getnames())
     h1, h2 = shot["sha256"], pdf["sha256"]
-    assert {f"data/media/{h1[:2]}/{h1}", f"data/media/{h1[:2]}/{h1}.thumb.jpg", f"data/media/{h2[:2]}/{h2}"} <= names
+    assert {
+        f"data/media/{h1[:2]}/{h1}",
+        f"data/media/{h1[:2]}/{h1}.thumb.jpg",
+        f"data/media/{h2[:2]}/{h2}",
+    } <= names
 
     done = admin(restored, "restore", str(archive))
     assert done["media_files"] == 3
