@@ -18,6 +18,8 @@ example of what an ACP agent in a buzz workspace does:
   | `fail`                             | answers the prompt with a JSON-RPC error (a failed turn) |
   | `silent`                           | no reply at all                                |
   | `probe`                            | asks the client for a file and a terminal, answers with the error codes |
+  | `files` (URL lines may follow)     | lists the files the prompt carried: `files: <name> (<type>, <blocks>); …` |
+  | `attach <name>`                    | writes `OUTBOX/<name>` and replies with it attached (`--file`) |
   | anything else                      | `heard: <content>`                             |
 
 - it replies itself by running `buzz messages send --channel … --reply-to … --content …` as a
@@ -29,10 +31,12 @@ example of what an ACP agent in a buzz workspace does:
 - it records what it received when `RULES_AGENT_RECORD` names a file: one JSON line per
   `session/new` (with the system prompt from whichever transport carried it: top-level
   `systemPrompt`, `_meta.systemPrompt.append`, or the leading `[Workspace]`… blocks of the
-  first prompt) and one per prompt (all its text blocks).
+  first prompt) and one per prompt (all its text blocks, and a summary of every other content
+  block: `resource_link`, `image`, `resource`, as attached files reach it, media.md §14.1).
 
 Environment: `BUZZ_PRIVATE_KEY`, `BUZZ_RELAY_URL`, `BUZZ_AUTH_TAG` (set by the harness);
-`RULES_AGENT_RECORD` (optional record file); `BUZZ_CLI` (optional path of the `buzz`
+`RULES_AGENT_RECORD` (optional record file); `RULES_AGENT_PROMPT_CAPS` (optional, `image`
+and/or `embeddedContext`, comma-separated: the prompt capabilities `initialize` advertises); `BUZZ_CLI` (optional path of the `buzz`
 executable; default: the `buzz` next to this Python, else on PATH).
 
 Run it under the harness:
@@ -43,6 +47,7 @@ Run it under the harness:
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -61,12 +66,38 @@ from acp.schema import (
     Implementation,
     InitializeResponse,
     NewSessionResponse,
+    PromptCapabilities,
     PromptResponse,
     Usage,
     UsageUpdate,
 )
 
 SYSTEM_HEADERS = ("[Workspace]", "[Base]", "[System]", "[Team Instructions]", "<core-memory>")
+PROMPT_CAPS = frozenset(
+    c.strip() for c in os.environ.get("RULES_AGENT_PROMPT_CAPS", "").split(",") if c.strip()
+)
+
+
+def prompt_capabilities() -> PromptCapabilities:
+    return PromptCapabilities(image="image" in PROMPT_CAPS, embedded_context="embeddedContext" in PROMPT_CAPS)
+
+
+def content_summary(block: Any) -> dict[str, Any]:
+    """A non-text prompt block as recorded: its type and what names it (image data by length)."""
+    raw = block.model_dump(by_alias=True, exclude_none=True) if hasattr(block, "model_dump") else dict(block)
+    out = {k: raw[k] for k in ("type", "uri", "name", "mimeType", "size") if k in raw}
+    if raw.get("type") == "image":
+        out["data_bytes"] = len(base64.b64decode(raw.get("data", "")))
+    if raw.get("type") == "resource":
+        resource = raw.get("resource") or {}
+        out |= {
+            "uri": resource.get("uri"),
+            "mimeType": resource.get("mimeType"),
+            "text": resource.get("text"),
+        }
+    return out
+
+
 COST_PER_TOKEN_USD = 0.000001
 
 
@@ -106,6 +137,19 @@ def parse_prompt(blocks: list[str]) -> Parsed:
         elif head.startswith("[Buzz event"):
             parsed.events = parse_event_block(block)
     return parsed
+
+
+def describe_files(content: list[dict[str, Any]]) -> str:
+    """`files: <name> (<type>, resource_link+image); …` for the prompt's non-text blocks."""
+    names: dict[str, list[str]] = {}
+    kinds: dict[str, list[str]] = {}
+    for block in content:
+        uri = str(block.get("uri"))
+        if block["type"] == "resource_link":
+            names[uri] = [str(block.get("name")), str(block.get("mimeType"))]
+        kinds.setdefault(uri, []).append(block["type"])
+    listed = [f"{n} ({m}, {'+'.join(kinds[u])})" for u, (n, m) in names.items()]
+    return "files: " + ("; ".join(listed) if listed else "none")
 
 
 def strip_mention(content: str) -> str:
@@ -151,7 +195,7 @@ class RulesAgent:
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(),
+            agent_capabilities=AgentCapabilities(prompt_capabilities=prompt_capabilities()),
             agent_info=Implementation(name="rules-agent", version="1"),
         )
 
@@ -166,6 +210,7 @@ class RulesAgent:
         if isinstance(meta_prompt, dict) and meta_prompt.get("append"):
             system_prompt, transport = meta_prompt["append"], "claude-meta"
         self.sessions[session_id] = {
+            "cwd": cwd,
             "turns": 0,
             "cost": 0.0,
             "system_prompt": system_prompt,
@@ -193,7 +238,8 @@ class RulesAgent:
         state = self.sessions.setdefault(
             session_id, {"turns": 0, "cost": 0.0, "system_prompt": None, "transport": None}
         )
-        blocks = [getattr(b, "text", "") for b in prompt]
+        blocks = [getattr(b, "text", "") for b in prompt if getattr(b, "type", "text") == "text"]
+        content = [content_summary(b) for b in prompt if getattr(b, "type", "text") != "text"]
         parsed = parse_prompt(blocks)
         if parsed.system_blocks and state["system_prompt"] is None:
             state["system_prompt"], state["transport"] = "\n\n".join(parsed.system_blocks), "user"
@@ -206,12 +252,21 @@ class RulesAgent:
                 }
             )
         state["turns"] += 1
-        self.record({"type": "prompt", "session_id": session_id, "turn": state["turns"], "blocks": blocks})
+        self.record(
+            {
+                "type": "prompt",
+                "session_id": session_id,
+                "turn": state["turns"],
+                "blocks": blocks,
+                "content": content,
+            }
+        )
         cancel = self.cancels[session_id] = asyncio.Event()
         try:
             answers = []
-            for _event_id, content in parsed.events:
-                text = strip_mention(content)
+            attach: list[str] = []
+            for _event_id, said in parsed.events:
+                text = strip_mention(said)
                 if text == "fail":
                     raise RequestError.internal_error({"details": "told to fail"})
                 if text.startswith("sleep "):
@@ -232,6 +287,11 @@ class RulesAgent:
                     answers.append(await self.probe(session_id))
                 elif text.startswith("echo "):
                     answers.append(text[5:])
+                elif text.split("\n", 1)[0].strip() == "files":  # URL lines may follow
+                    answers.append(describe_files(content))
+                elif text.startswith("attach "):
+                    attach.append(self.make_file(session_id, text[7:].strip()))
+                    answers.append(f"attached {text[7:].strip()}")
                 elif text != "silent":
                     answers.append(f"heard: {text}")
             if cancel.is_set():
@@ -239,7 +299,7 @@ class RulesAgent:
             if answers and parsed.channel:
                 prefix = "steered: " if parsed.steered else ""
                 tail = f"[session={session_id} turn={state['turns']} events={len(parsed.events)}]"
-                await self.reply(parsed, prefix + " | ".join(answers) + " " + tail)
+                await self.reply(parsed, prefix + " | ".join(answers) + " " + tail, attach)
             output_tokens = sum(len(a) for a in answers) // 4 + 1
             state["cost"] += (sum(len(b) for b in blocks) // 4 + output_tokens) * COST_PER_TOKEN_USD
             await self.conn.session_update(
@@ -276,7 +336,16 @@ class RulesAgent:
             input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens
         )
 
-    async def reply(self, parsed: Parsed, content: str) -> None:
+    def make_file(self, session_id: str, name: str) -> str:
+        """`OUTBOX/<name>` in the session's working directory, with a line saying who made it."""
+        cwd = Path(self.sessions.get(session_id, {}).get("cwd") or os.getcwd())
+        outbox = cwd / "OUTBOX"
+        outbox.mkdir(parents=True, exist_ok=True)
+        path = outbox / Path(name).name
+        path.write_text(f"made by rules-agent for {session_id}\n", encoding="utf-8")
+        return str(path)
+
+    async def reply(self, parsed: Parsed, content: str, files: list[str] | None = None) -> None:
         anchor = parsed.anchor or (parsed.events[-1][0] if parsed.events else None)
         args = [
             buzz_cli(),
@@ -291,6 +360,8 @@ class RulesAgent:
         ]
         if anchor:
             args += ["--reply-to", anchor]
+        for path in files or []:
+            args += ["--file", path]
         proc = await asyncio.create_subprocess_exec(
             *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=dict(os.environ)
         )

@@ -21,7 +21,9 @@ LAYERS: dict[str, frozenset[str]] = {
     "buzz.store": frozenset({"buzz.core"}),
     "buzz.recall": frozenset({"buzz.core"}),  # client-side search over decrypted engrams
     "buzz.client": frozenset({"buzz.core", "buzz.recall"}),
-    "buzz.relay": frozenset({"buzz.core", "buzz.store"}),
+    # files (issue 26): pure checks over core, byte stores and metadata over the store's interface
+    "buzz.media": frozenset({"buzz.core", "buzz.store"}),
+    "buzz.relay": frozenset({"buzz.core", "buzz.store", "buzz.media"}),
     "buzz.workflows": frozenset({"buzz.core"}),  # the engine's pure core (issue 28); its runner comes later
     "buzz.agent": frozenset({"buzz.core", "buzz.client"}),
     "buzz.mcp": frozenset({"buzz.core", "buzz.client"}),

@@ -20,8 +20,8 @@ from tests.workspace.helpers import create_channel
 
 TOOLS = {
     "send_message": (
-        {"channel_id", "content", "reply_to", "mentions", "broadcast"},
-        {"channel_id", "content"},
+        {"channel_id", "content", "reply_to", "mentions", "broadcast", "files"},
+        {"channel_id"},  # and content or files (anyOf)
     ),
     "get_messages": ({"channel_id", "limit", "before", "since", "kinds"}, {"channel_id"}),
     "get_thread": ({"channel_id", "event_id", "limit", "depth_limit"}, {"channel_id", "event_id"}),
@@ -33,6 +33,8 @@ TOOLS = {
     "mem_set": ({"slug", "value"}, {"slug", "value"}),
     "mem_ls": (set(), set()),
     "mem_search": ({"text", "limit"}, {"text"}),
+    "upload_file": ({"path"}, {"path"}),
+    "get_file": ({"url", "sha256", "path"}, set()),  # url or sha256 (oneOf)
 }
 SEND_KEYS = {"event_id", "channel_id", "created_at", "reply_to", "root", "mention_pubkeys"}
 MESSAGE_KEYS = {"id", "pubkey", "created_at", "kind", "tags", "content", "sig"}
@@ -58,8 +60,8 @@ def test_readme_names_exactly_the_tools_the_server_lists() -> None:
     assert listed is not None and re.findall(r"'(\w+)'", listed.group(0)) == list(TOOLS)
 
 
-# -- item 37: exactly the eleven tools with their parameter schemas --------------------------------
-async def test_lists_exactly_the_eleven_tools(sqlite_relay: RunningRelay, alice: Identity) -> None:
+# -- item 37: exactly the tools with their parameter schemas --------------------------------
+async def test_lists_exactly_the_tools(sqlite_relay: RunningRelay, alice: Identity) -> None:
     async with mcp_server(sqlite_relay.url, alice) as server:
         assert server.init.server_info.name == "buzz"
         assert server.init.server_info.version == buzz.__version__
@@ -311,3 +313,37 @@ async def test_unreadable_lines_are_answered_and_the_session_goes_on(
     finally:
         proc.stdin.close()
         await asyncio.wait_for(proc.wait(), 30)
+
+
+# -- media.md §14.2: attach and fetch files -------------------------------------------------------
+async def test_files_through_mcp(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity, tmp_path: Path
+) -> None:
+    """`send_message` with `files`, `upload_file` (a descriptor usable as a NIP-AJ media artifact)
+    and `get_file` (hash-checked), as an agent's MCP client calls them."""
+    from tests.media.support import png
+
+    async with sqlite_relay.client(bob) as b:
+        channel = await create_channel(b, bob, "open", name="files")
+    shot = tmp_path / "chart.png"
+    shot.write_bytes(png(90, 60))
+    log = tmp_path / "build.log"
+    log.write_text("ok\n")
+    async with mcp_server(sqlite_relay.url, alice) as server:
+        await server.ok("join_channel", {"channel_id": channel})
+        sent = await server.ok("send_message", {"channel_id": channel, "files": [str(shot), str(log)]})
+        assert set(sent) == SEND_KEYS | {"files"}
+        assert [f["name"] for f in sent["files"]] == ["chart.png", "build.log"]
+        stored = await _stored(sqlite_relay, bob, sent["event_id"])
+        assert stored.content == "\n".join(f["url"] for f in sent["files"])
+        descriptor = await server.ok("upload_file", {"path": str(log)})
+        assert descriptor["sha256"] == sent["files"][1]["sha256"] and descriptor["type"] == "text/plain"
+        target = tmp_path / "copy.png"
+        got = await server.ok("get_file", {"url": sent["files"][0]["url"], "path": str(target)})
+        assert got["path"] == str(target) and target.read_bytes() == shot.read_bytes()
+        neither = await server.error("get_file", {})
+        assert neither["error"] == "user_error"
+        missing = await server.error("upload_file", {"path": str(tmp_path / "nope")})
+        assert missing["error"] == "user_error" and "no such file" in missing["message"]
+        empty = await server.error("send_message", {"channel_id": channel})
+        assert empty["error"] == "user_error"

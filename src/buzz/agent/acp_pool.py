@@ -45,6 +45,10 @@ RESPAWN_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 CLIENT_NAME = "buzz-agent-harness"
 
 
+Block = str | dict[str, Any]
+"""One ACP prompt content block: text, or a ready block (`resource_link`, `image`, `resource`)."""
+
+
 class AgentGone(Exception):
     """The subprocess is not running (never started, exited, or killed)."""
 
@@ -111,6 +115,14 @@ class AgentProcess:
         caps = self.init_result.get("agentCapabilities")
         sessions = caps.get("sessionCapabilities") if isinstance(caps, dict) else None
         return isinstance(sessions, dict) and sessions.get("close") is not None
+
+    @property
+    def prompt_capabilities(self) -> dict[str, Any]:
+        """`agentCapabilities.promptCapabilities` of the `initialize` answer (`image`,
+        `embeddedContext`, …), {} when not given."""
+        caps = self.init_result.get("agentCapabilities")
+        prompt = caps.get("promptCapabilities") if isinstance(caps, dict) else None
+        return prompt if isinstance(prompt, dict) else {}
 
     @property
     def protocol_version(self) -> int:
@@ -256,10 +268,12 @@ class AgentProcess:
         return True
 
     async def prompt(
-        self, session_id: str, blocks: Sequence[str], idle_timeout: float, max_duration: float
+        self, session_id: str, blocks: Sequence[Block], idle_timeout: float, max_duration: float
     ) -> PromptOutcome:
-        """`session/prompt` with text blocks, enforcing the idle timeout and max duration."""
-        params = {"sessionId": session_id, "prompt": [{"type": "text", "text": b} for b in blocks]}
+        """`session/prompt` with the content blocks (a string is a text block), enforcing the
+        idle timeout and max duration."""
+        content = [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks]
+        params = {"sessionId": session_id, "prompt": content}
         if not self.alive or self.conn is None:
             return PromptOutcome(failure=f"agent[{self.index}] is not running")
         watch = _PromptWatch()

@@ -50,6 +50,8 @@ from buzz.agent.runtime import Runtime
 from buzz.agent.sessions import SessionTable
 from buzz.agent.status import StatusPublisher
 from buzz.agent.turns import Dispatcher
+from buzz.client.files import Files
+from buzz.client.identity import Identity as ClientIdentity
 from buzz.core.event import Event
 
 log = logging.getLogger(__name__)
@@ -137,6 +139,7 @@ class Harness:
             profiles=Profiles(link.query),
             members=Members(link.query),
             claims=Claims(link.query, link.publish, identity.secret, identity.pubkey, config.claim_lease),
+            files=Files(config.ws_url, ClientIdentity(identity.secret, identity.auth_tag)),
         )
         self.dispatcher = Dispatcher(self.runtime)
         self.intake = Intake(self.runtime, self.dispatcher, self.request_shutdown)
@@ -353,6 +356,8 @@ class Harness:
             await rt.status.presence("offline")
         await rt.link.stop()
         await rt.pool.close()
+        if rt.files is not None:
+            await rt.files.close()
         for task in self._tasks:
             task.cancel()
             with contextlib.suppress(BaseException):

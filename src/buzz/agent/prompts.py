@@ -144,7 +144,13 @@ def history_section(lines: Sequence[HistoryLine], total: int, people: Mapping[st
     return "\n".join(out)
 
 
-def _event_lines(event: Event, channel: ChannelInfo, people: Mapping[str, Person]) -> list[str]:
+Attached = Mapping[str, Sequence[str]]
+"""Event id → its `Attachment:` lines (media.md §14.1 item 3; `buzz.agent.attachments`)."""
+
+
+def _event_lines(
+    event: Event, channel: ChannelInfo, people: Mapping[str, Person], attached: Attached | None = None
+) -> list[str]:
     who = people.get(event.pubkey, Person(event.pubkey))
     refs = thread_refs(event)
     tags = orjson.dumps([list(t) for t in event.tags]).decode()
@@ -159,6 +165,7 @@ def _event_lines(event: Event, channel: ChannelInfo, people: Mapping[str, Person
         event.content,
         f"Tags: {tags}",
         f"Parsed: {parsed}",
+        *((attached or {}).get(event.id, ())),
     ]
 
 
@@ -168,21 +175,27 @@ def event_block(
     people: Mapping[str, Person],
     prompt_tag: str,
     header: str | None = None,
+    attached: Attached | None = None,
 ) -> str:
     """`[Buzz event: <tag>]` for one event, `[Buzz events — N events]` with numbered
-    sub-blocks for several (§4.12 step 3). `header` replaces the first line when given."""
+    sub-blocks for several (§4.12 step 3). `header` replaces the first line when given;
+    `attached` adds each event's `Attachment:` lines."""
     if len(events) == 1:
-        lines = [header or f"[Buzz event: {prompt_tag}]", *_event_lines(events[0], channel, people)]
+        lines = [header or f"[Buzz event: {prompt_tag}]", *_event_lines(events[0], channel, people, attached)]
         return "\n".join(lines)
     lines = [header or f"[Buzz events — {len(events)} events]"]
     for i, event in enumerate(events, start=1):
         lines.append(f"--- event {i} of {len(events)} ---")
-        lines.extend(_event_lines(event, channel, people))
+        lines.extend(_event_lines(event, channel, people, attached))
     return "\n".join(lines)
 
 
 def steer_sections(
-    interrupted: Sequence[Event], arrived: Sequence[Event], channel: ChannelInfo, people: Mapping[str, Person]
+    interrupted: Sequence[Event],
+    arrived: Sequence[Event],
+    channel: ChannelInfo,
+    people: Mapping[str, Person],
+    attached: Attached | None = None,
 ) -> list[str]:
     """The two extra sections of a steered re-prompt (§4.8 `steer`): the interrupted batch as
     work in progress, and the new events as having arrived during that work."""
@@ -196,6 +209,7 @@ def steer_sections(
             "events arrived; your turn was interrupted. Continue this work, taking the new events "
             "into account."
         ),
+        attached=attached,
     )
     new = event_block(
         arrived,
@@ -206,6 +220,7 @@ def steer_sections(
             f"[New events during that work — {len(arrived)} event{'s' if len(arrived) != 1 else ''}]\n"
             "These arrived while you were working on the interrupted work above."
         ),
+        attached=attached,
     )
     return [wip, new]
 
@@ -252,9 +267,11 @@ def turn_blocks(
     interrupted: Sequence[Event] = (),
     agent_names: Sequence[str] = (),
     voice: str | None = None,
+    attached: Attached | None = None,
 ) -> list[str]:
     """All text blocks of one turn (§4.12), steering sections included when `interrupted`;
-    a `[Voice]` section after `[Context]` when the channel is a voice huddle (`voice` = its 48106)."""
+    a `[Voice]` section after `[Context]` when the channel is a voice huddle (`voice` = its 48106);
+    `attached` gives events their `Attachment:` lines."""
     trigger = events[-1]
     any_human = any(not people.get(e.pubkey, Person(e.pubkey)).is_agent for e in (*interrupted, *events))
     blocks: list[str] = []
@@ -267,7 +284,7 @@ def turn_blocks(
     if history:
         blocks.append(history)
     if interrupted:
-        blocks.extend(steer_sections(interrupted, events, channel, people))
+        blocks.extend(steer_sections(interrupted, events, channel, people, attached))
     else:
-        blocks.append(event_block(events, channel, people, prompt_tag))
+        blocks.append(event_block(events, channel, people, prompt_tag, attached=attached))
     return blocks

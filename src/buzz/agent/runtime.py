@@ -19,6 +19,7 @@ from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
 from buzz.agent.sessions import SessionTable
 from buzz.agent.status import StatusPublisher
+from buzz.client.files import Files
 from buzz.core.event import Event
 
 
@@ -53,6 +54,8 @@ class Runtime:
         """The channel's voice guidelines (its newest 48106), None when it is no voice huddle."""
         known = self.voice_guidelines.get(channel_id)
         return known.content if known is not None else None
+
+    files: Files | None = None  # downloads attached files for the agent (media.md §14.1)
 
     def channel(self, channel_id: str) -> ChannelInfo:
         """Known metadata of `channel_id`, else a placeholder of type `unknown`."""

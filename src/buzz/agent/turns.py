@@ -26,8 +26,10 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from buzz.agent.acp_pool import AgentGone, AgentProcess, PromptOutcome
+from buzz.agent import attachments
+from buzz.agent.acp_pool import AgentGone, AgentProcess, Block, PromptOutcome
 from buzz.agent.event_view import reply_anchor
 from buzz.agent.history import build_history
 from buzz.agent.metrics import TurnUsage, build_metric_event, build_payload, is_all_null, map_stop_reason
@@ -211,7 +213,7 @@ class Dispatcher:
         turn.proc = proc
         interrupted: list[Item] = []
         items = list(turn.batch.items)
-        resend: list[str] | None = None
+        resend: list[Block] | None = None
         stale_left = STALE_RESENDS
         while True:
             if turn.requested is not None and turn.requested is not TurnEnd.STEERED:
@@ -308,7 +310,7 @@ class Dispatcher:
         channel: ChannelInfo,
         items: list[Item],
         interrupted: list[Item],
-    ) -> list[str]:
+    ) -> list[Block]:
         rt = self.rt
         events = [i.event for i in items]
         old = [i.event for i in interrupted]
@@ -325,16 +327,22 @@ class Dispatcher:
         prompt_tag = str(items[0].meta.get("prompt_tag", "@mention"))
         names = [rt.agent_name] if rt.agent_name else []
         voice = rt.voice_text(channel.id)
-        blocks = turn_blocks(
-            events, channel, people, prompt_tag, rt.identity.pubkey, history, old, names, voice
+        files: list[attachments.Attachment] = []
+        if rt.files is not None:  # media.md §14.1: attached files, downloaded for the agent
+            files = await attachments.fetch(rt.files, Path(rt.cwd), [*old, *events])
+        lines = {eid: attachments.attachment_lines(a) for eid, a in attachments.by_event(files).items()}
+        text = turn_blocks(
+            events, channel, people, prompt_tag, rt.identity.pubkey, history, old, names, voice, lines
         )
+        caps = turn.proc.prompt_capabilities if turn.proc is not None else {}
+        blocks: list[Block] = [*text, *attachments.content_blocks(files, caps)]
         if session.preamble:
             blocks = [*session.preamble, *blocks]
             session.preamble = []
         return blocks
 
     async def _prompt(
-        self, proc: AgentProcess, session: SessionState, channel: str, blocks: list[str]
+        self, proc: AgentProcess, session: SessionState, channel: str, blocks: list[Block]
     ) -> PromptOutcome:
         rt = self.rt
         key = (proc.index, session.session_id)

@@ -1,12 +1,20 @@
 """`buzz admin backup` and `buzz admin restore`: a relay's data directory in one archive
-(`buzz.store.archive`: manifest, SQLite snapshot, relay key) and back, checked at both ends.
+(`buzz.store.archive`: manifest, SQLite snapshot, relay key, the blob files under `media/`) and
+back, checked at both ends.
+
+Blobs (media.md §10.2 `files` store) go in as `media/<sha256[0:2]>/<sha256>` and its
+`.thumb.jpg`: with SQLite, exactly the blobs of the snapshot's `media_blobs` rows (hard-linked
+beside the snapshot right after it, so a collection running meanwhile cannot take them away);
+with PostgreSQL, every blob file of the data directory (with the `db` store the bytes are rows of
+the database, in its `pg_dump`). A file listed by the snapshot but already gone (collected
+between the two steps) is counted in `media_missing` and left out.
 
 Backup never overwrites a file and writes the archive with mode 0600 (it holds the relay's
 secret key). Restore only fills a new or empty data directory: it extracts into a private
 folder beside it, checks every file against the manifest, the key against the relay pubkey it
 names and the database (`PRAGMA quick_check`, row counts) against the counts it recorded, and
 only then moves that folder into place, so a failed restore leaves nothing behind. With
-PostgreSQL the archive holds what lives outside the database (the key; later, files) and the
+PostgreSQL the archive holds what lives outside the database (the key, blob files) and the
 database is the operator's `pg_dump` / `pg_restore`, whose command lines are printed
 (docs/decisions.md 130).
 """
@@ -39,6 +47,7 @@ from buzz.store.backup import (
     sqlite_standalone,
 )
 
+MEDIA_DIR = "media"  # the blob files of the `files` store (buzz.media.blobs.FileBlobs)
 SQLITE_MAGIC = b"SQLite format 3\x00"  # a plain database file: what `admin backup` wrote before archives
 NO_KEY = (
     "{dir} holds no {key}: a relay started with BUZZ_RELAY_PRIVATE_KEY keeps its key in its "
@@ -61,7 +70,8 @@ def backup(data_dir: Path, db: str | None, sqlite_file: Path | None, dest: Path)
         if sqlite_file is None:
             dump = _dump_path(dest)
             manifest = Manifest("postgresql", now, __version__, pubkey, None, dump.name)
-            written = write_archive(dest, manifest, keys)
+            media, missing = _media_files(data_dir, None)
+            written = write_archive(dest, manifest, [*keys, *media])
             shown = _shown(written, dest, None)
             shown["database"] = "not in the archive: run `command` to dump it beside the archive"
             shown["command"] = pg_dump_command(db or "", dump)
@@ -71,11 +81,15 @@ def backup(data_dir: Path, db: str | None, sqlite_file: Path | None, dest: Path)
             with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".buzz-backup-") as work:
                 snapshot = Path(work) / SQLITE_FILENAME
                 sqlite_snapshot(sqlite_file, snapshot)
+                media, missing = _media_files(data_dir, snapshot, Path(work))
                 manifest = Manifest("sqlite", now, __version__, pubkey, sqlite_counts(snapshot))
-                written = write_archive(dest, manifest, [Source(SQLITE_FILENAME, snapshot, 0o600), *keys])
+                sources = [Source(SQLITE_FILENAME, snapshot, 0o600), *keys, *media]
+                written = write_archive(dest, manifest, sources)
             shown = _shown(written, dest, sqlite_file)
     except (sqlite3.Error, OSError) as exc:  # the partial archive was removed
         raise WorkspaceError(f"backup failed: {exc}") from None
+    if missing:
+        shown["media_missing"] = missing
     if pubkey is None:
         shown["warning"] = NO_KEY.format(dir=data_dir, key=KEY_FILE)
     return shown
@@ -114,7 +128,8 @@ def restore(archive: Path, data_dir: Path, db: str | None, sqlite_file: Path | N
         "created_at": _when(manifest.created_at),
         "relay_pubkey": manifest.relay_pubkey,
         "counts": counts,
-        "files": [m.path for m in manifest.files],
+        "files": [m.path for m in manifest.files if not m.path.startswith(MEDIA_DIR + "/")],
+        "media_files": sum(m.path.startswith(MEDIA_DIR + "/") for m in manifest.files),
     }
     if manifest.backend == "postgresql":
         dump = archive.parent / (manifest.pg_dump_file or "")
@@ -160,9 +175,54 @@ def _shown(manifest: Manifest, dest: Path, source: Path | None) -> dict[str, Any
         "format": f"{manifest.format} v{manifest.version}",
         "relay_pubkey": manifest.relay_pubkey,
         "counts": dict(manifest.counts) if manifest.counts is not None else None,
-        "files": [m.path for m in manifest.files],
+        "files": [m.path for m in manifest.files if not m.path.startswith(MEDIA_DIR + "/")],
+        "media_files": sum(m.path.startswith(MEDIA_DIR + "/") for m in manifest.files),
     }
     return shown
+
+
+def _media_files(data_dir: Path, snapshot: Path | None, work: Path | None = None) -> tuple[list[Source], int]:
+    """The blob files to archive and how many the snapshot names that are gone (module doc)."""
+    root = data_dir / MEDIA_DIR
+    if snapshot is None:
+        found = (
+            sorted(p for p in root.glob("??/*") if p.is_file() and len(p.parent.name) == 2)
+            if root.is_dir()
+            else []
+        )
+        return [Source(p.relative_to(data_dir).as_posix(), p, 0o600) for p in found], 0
+    db = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT sha256, has_thumb FROM media_blobs ORDER BY sha256").fetchall()
+    except sqlite3.OperationalError:  # a database from before files: no blobs
+        rows = []
+    finally:
+        db.close()
+    sources, missing = [], 0
+    for sha256, has_thumb in rows:
+        for name in (sha256, *((sha256 + ".thumb.jpg",) if has_thumb else ())):
+            rel = f"{MEDIA_DIR}/{sha256[:2]}/{name}"
+            kept = _keep(data_dir / rel, work)
+            if kept is None:
+                missing += 1
+                continue
+            sources.append(Source(rel, kept, 0o600))
+    return sources, missing
+
+
+def _keep(path: Path, work: Path | None) -> Path | None:
+    """`path`, hard-linked into `work` when it can be (same file system); None when it is gone."""
+    if work is None:
+        return path if path.is_file() else None
+    link = work / "media" / path.name
+    link.parent.mkdir(exist_ok=True)
+    try:
+        os.link(path, link)
+        return link
+    except FileNotFoundError:
+        return None
+    except OSError:  # another file system: archive it from where it is
+        return path if path.is_file() else None
 
 
 # -- restore helpers -------------------------------------------------------------------------

@@ -42,7 +42,8 @@ class _McpCommand(click.Command):
 @click.pass_obj
 def mcp(ctx: Context, relay: str | None, private_key: str | None, auth_tag: str | None) -> None:
     """Serve the workspace to an MCP client over stdio (tools: send_message, get_messages,
-    get_thread, search, list_channels, join_channel, add_reaction, mem_get, mem_set, mem_ls, mem_search).
+    get_thread, search, list_channels, join_channel, add_reaction, mem_get, mem_set, mem_ls, mem_search,
+    upload_file, get_file).
 
     A missing or invalid key or BUZZ_AUTH_TAG exits 3 before serving. Logs go to stderr.
 

@@ -8,7 +8,7 @@ import click
 
 from buzz.cli.common import keyed, run, stdin_or, stream
 from buzz.cli.groups import CommandGroup
-from buzz.cli.output import Context
+from buzz.cli.output import Context, fail
 from buzz.client.messages import MAX_THREAD_FETCH, parse_kinds
 from buzz.client.values import channel_arg
 
@@ -27,26 +27,41 @@ def messages() -> None:
 @messages.command()
 @click.option("--channel", required=True, help="Channel id (UUID).")
 @click.option(
-    "--content", required=True, help="Message text, or - to read stdin (its one final newline dropped)."
+    "--content",
+    default=None,
+    help="Message text, or - to read stdin (its one final newline dropped); optional with --file.",
 )
 @click.option("--reply-to", "reply_to", default=None, help="Parent event id (makes a thread reply).")
 @click.option("--mention", "mentions", multiple=True, help="Pubkey to mention (hex or npub); repeatable.")
 @click.option("--broadcast", is_flag=True, help="Also show a thread reply on the channel timeline.")
+@click.option("--file", "files", multiple=True, help="A file to attach (uploaded first); repeatable, 1-10.")
 @click.pass_obj
 def send(
-    ctx: Context, channel: str, content: str, reply_to: str | None, mentions: tuple[str, ...], broadcast: bool
+    ctx: Context,
+    channel: str,
+    content: str | None,
+    reply_to: str | None,
+    mentions: tuple[str, ...],
+    broadcast: bool,
+    files: tuple[str, ...],
 ) -> None:
-    """Send a message (kind 9) to a channel, optionally as a thread reply.
+    """Send a message (kind 9) to a channel, optionally as a thread reply, with files attached.
 
-    `@Name` in the text is resolved against the members' display names. Prints
-    {"event_id", "channel_id", "created_at", "reply_to", "root", "mention_pubkeys"}.
+    `@Name` in the text is resolved against the members' display names. Each --file is
+    uploaded to the relay and attached (a URL line and an imeta tag); a refused file sends
+    nothing. Prints {"event_id", "channel_id", "created_at", "reply_to", "root",
+    "mention_pubkeys"}, plus "files": [{"url", "sha256", "size", "type", "name"}] with --file.
 
     \b
     Example:
       buzz messages send --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b --content "ship it?" --mention npub1...
       echo "long text" | buzz messages send --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b --content -
+      buzz messages send --channel 3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b --content "logs" --file run.log --file shot.png
     """
-    run(ctx, lambda ws: ws.messages.send(channel, stdin_or(content), reply_to, mentions, broadcast))
+    if content is None and not files:
+        fail("give --content (or --file to send only files)")
+    text = stdin_or(content) if content is not None else ""
+    run(ctx, lambda ws: ws.messages.send(channel, text, reply_to, mentions, broadcast, files))
 
 
 @messages.command()

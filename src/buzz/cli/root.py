@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Channels: create, list, inspect, join, manage members, rename, archive and delete.",
     ),
     "dms": ("buzz.cli.dms_cmd", "dms", "Direct messages."),
+    "files": ("buzz.cli.files_cmd", "files", "Files on the relay: upload one, or get one by URL or hash."),
     "huddle": (
         "buzz.cli.huddle_cmd",
         "huddle",
@@ -39,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "mcp",
         "Serve the workspace to an MCP client over stdio (tools: send_message, get_messages, "
         "get_thread, search, list_channels, join_channel, add_reaction, mem_get, mem_set, "
-        "mem_ls, mem_search).",
+        "mem_ls, mem_search, upload_file, get_file).",
     ),
     "mem": (
         "buzz.cli.mem_cmd",

@@ -18,9 +18,10 @@ from typing import Any
 import aiohttp
 
 from buzz.client.errors import AuthError, NetworkError, NotFound, Refused, UserError, WorkspaceError
+from buzz.client.files import MAX_FILES_PER_MESSAGE, attachment_tag
 from buzz.client.lookups import channel_members, profiles
 from buzz.client.mentions import resolve_names, uri_mentions
-from buzz.client.models import Deleted, Edited, Message, SentMessage, Thread
+from buzz.client.models import Deleted, Edited, Message, SentMessage, SentWithFiles, Thread
 from buzz.client.relay_client import RelayError
 from buzz.client.session import ACCESS_PREFIXES, Session
 from buzz.client.values import Text, channel_arg, event_id_arg, first_channel, pubkey_arg, text_arg
@@ -130,19 +131,25 @@ class Messages:
         reply_to: str | None = None,
         mentions: Sequence[str] = (),
         broadcast: bool = False,
+        files: Sequence[str] = (),
     ) -> SentMessage:
         """Publish a kind 9 (agents.md §2.3, §3.2), a thread reply with `reply_to`.
 
         `content` is at most 65 536 UTF-8 bytes; `@Name` is resolved against the members'
-        names, `mentions` (hex or npub) and `nostr:npub1…` URIs are explicit. Raises UserError
-        (bad values, unresolved mentions, a parent in another channel), NotFound (parent or
-        channel) or the relay's refusal.
+        names, `mentions` (hex or npub) and `nostr:npub1…` URIs are explicit. `files` (1–10
+        paths) are uploaded first; the message then carries one URL line and one `imeta` tag
+        each, and `content` may be empty (media.md §13). Raises UserError (bad values,
+        unresolved mentions, a parent in another channel, a refused file), NotFound (parent or
+        channel) or the relay's refusal; a failed upload publishes nothing.
         """
         channel_id = channel_arg(channel)
         if broadcast and reply_to is None:
             raise UserError("--broadcast requires --reply-to")
+        if len(files) > MAX_FILES_PER_MESSAGE:
+            raise UserError(f"too many files: {len(files)} (max {MAX_FILES_PER_MESSAGE})")
         parent_id = event_id_arg(reply_to, "--reply-to") if reply_to is not None else None
-        text = text_arg(content, "content", MAX_CONTENT_BYTES)
+        given = content() if callable(content) else content
+        text = text_arg(given, "content", MAX_CONTENT_BYTES) if given or not files else ""
         tags: list[list[str]] = [["h", channel_id]]
         root: str | None = None
         if parent_id is not None:
@@ -159,9 +166,19 @@ class Messages:
         tags += [["p", pk] for pk in await self._mentions(channel_id, text, mentions)]
         if broadcast:
             tags.append(["broadcast", "1"])
+        attached = await self._s.files.upload_many(files) if files else []
+        if attached:
+            lines = "\n".join(d["url"] for _, d in attached)
+            text = f"{text}\n{lines}" if text else lines
+            text_arg(text, "content", MAX_CONTENT_BYTES)
+            tags += [attachment_tag(d, name) for name, d in attached]
         event = self._s.sign(MESSAGE_KIND, text, tags)
         await self._s.publish(event)
-        return SentMessage(event.id, channel_id, event.created_at, parent_id, root, event.tag_values("p"))
+        sent = (event.id, channel_id, event.created_at, parent_id, root, event.tag_values("p"))
+        if not attached:
+            return SentMessage(*sent)
+        listed = [{k: d[k] for k in ("url", "sha256", "size", "type")} | {"name": n} for n, d in attached]
+        return SentWithFiles(*sent, files=listed)
 
     async def get(
         self,

@@ -134,6 +134,13 @@ class SentMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class SentWithFiles(SentMessage):
+    """A sent message that attached files: `files` lists {url, sha256, size, type, name}."""
+
+    files: list[dict[str, object]]
+
+
+@dataclass(frozen=True, slots=True)
 class Thread:
     """A root id and its messages, oldest first."""
 

@@ -33,6 +33,7 @@ from buzz.client.errors import (
     WorkspaceError,
     refusal,
 )
+from buzz.client.files import Files
 from buzz.client.http_bridge import BridgeClient, BridgeError
 from buzz.client.identity import Identity
 from buzz.client.relay_client import ConnectionLost, PublishResult, RelayClient, RelayError
@@ -95,6 +96,7 @@ class Session:
             )
         except ValueError as exc:
             raise UserError(str(exc)) from None
+        self.files = Files(relay_url, identity, connect_timeout=timeout)  # media.md: Blossom routes
 
     async def __aenter__(self) -> Session:
         await self.bridge.__aenter__()
@@ -103,6 +105,7 @@ class Session:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        await self.files.close()
         await self.bridge.__aexit__(exc_type, exc, tb)
 
     @property

@@ -8,7 +8,8 @@
 
 Areas (each a small class over the same `Session`): `channels` (and members), `messages`
 (threads, edits, deletion, search), `reactions`, `dms`, `users` (profiles, presence),
-`huddles` (start, list, status) and `memory(owner=…, agent=…)` (engrams). Values are the
+`huddles` (start, list, status), `files` (blob upload and download, media.md §13) and
+`memory(owner=…, agent=…)` (engrams). Values are the
 dataclasses of `buzz.client.models`; every failure is a `buzz.client.errors.WorkspaceError`.
 Transports are the API's choice: the HTTP bridge (NIP-98) for one-shot reads and writes, a
 NIP-42 WebSocket for presence and engrams. The CLI (`buzz.cli`), the MCP server (`buzz.mcp`)
@@ -48,6 +49,7 @@ class Workspace:
         self.reactions = Reactions(self.session)
         self.dms = Dms(self.session)
         self.users = Users(self.session)
+        self.files = self.session.files  # upload and download blobs (media.md §13)
 
     # Huddles and memory (engram crypto, unified diffs) load when first used: a CLI command
     # that sends a message does not import them.

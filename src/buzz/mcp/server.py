@@ -1,6 +1,6 @@
 """`buzz mcp`: the workspace as an MCP server over stdio (agents.md §7).
 
-Built on the official `mcp` SDK's low-level `Server`: `tools/list` answers the eleven tools of
+Built on the official `mcp` SDK's low-level `Server`: `tools/list` answers the tools of
 `buzz.mcp.tools`, `tools/call` validates the arguments against the tool's JSON Schema and then
 calls the workspace client API (`buzz.client.workspace.Workspace`: `messages.send`, …,
 `memory().set`), the same calls the CLI makes, so validation, mention rules, limits and relay
@@ -58,9 +58,22 @@ Handler = Callable[[Workspace, dict[str, Any]], Awaitable[dict[str, Any]]]
 # -- handlers: one per tool, each one call of the client API ---------------------------------------
 async def _send_message(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
     sent = await ws.messages.send(
-        a["channel_id"], a["content"], a.get("reply_to"), a.get("mentions", ()), a["broadcast"]
+        a["channel_id"],
+        a.get("content", ""),
+        a.get("reply_to"),
+        a.get("mentions", ()),
+        a["broadcast"],
+        a.get("files", ()),
     )
     return as_json(sent)
+
+
+async def _upload_file(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    return await ws.files.upload(a["path"])
+
+
+async def _get_file(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    return as_json(await ws.files.get(a.get("url"), a.get("sha256"), a.get("path")))
 
 
 async def _get_messages(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
@@ -138,6 +151,8 @@ HANDLERS: dict[str, Handler] = {
     "mem_set": _mem_set,
     "mem_ls": _mem_ls,
     "mem_search": _mem_search,
+    "upload_file": _upload_file,
+    "get_file": _get_file,
 }
 assert set(HANDLERS) == set(TOOLS_BY_NAME)
 

@@ -1,4 +1,4 @@
-"""The ten tools of `buzz mcp` (agents.md §7): names, descriptions and JSON Schemas. Pure data.
+"""The tools of `buzz mcp` (agents.md §7): names, descriptions and JSON Schemas. Pure data.
 
 Each `ToolSpec.input_schema` is a JSON Schema object (draft 2020-12) with
 `additionalProperties: false`; `defaults` fills the `default` of every absent property so a
@@ -55,9 +55,10 @@ class ToolSpec:
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "send_message",
-        "Post a message (kind 9) to a channel, optionally as a thread reply. `@Name` in the content is "
-        "resolved against the channel members; `mentions` lists pubkeys to notify (they wake agents). "
-        "Returns {event_id, channel_id, created_at, reply_to, root, mention_pubkeys}.",
+        "Post a message (kind 9) to a channel, optionally as a thread reply, optionally with files. `@Name` "
+        "in the content is resolved against the channel members; `mentions` lists pubkeys to notify (they "
+        "wake agents). Returns {event_id, channel_id, created_at, reply_to, root, mention_pubkeys} (and "
+        "files: [{url, sha256, size, type, name}] when files were attached).",
         _obj(
             {
                 "channel_id": _CHANNEL,
@@ -79,9 +80,17 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "default": False,
                     "description": "Also show a thread reply on the channel timeline (needs reply_to).",
                 },
+                "files": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "minItems": 1,
+                    "maxItems": 10,
+                    "description": "Local file paths to attach (uploaded first; an image, a log, a report).",
+                },
             },
-            ("channel_id", "content"),
-        ),
+            ("channel_id",),
+        )
+        | {"anyOf": [{"required": ["content"]}, {"required": ["files"]}]},
     ),
     ToolSpec(
         "get_messages",
@@ -215,6 +224,34 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             ("text",),
         ),
+    ),
+    ToolSpec(
+        "upload_file",
+        "Upload a local file to the relay. Returns its blob descriptor {url, sha256, size, type, uploaded, "
+        "dim?, blurhash?, thumb?} (for an imeta tag, a NIP-AJ media artifact or a job result). To post a "
+        "file in a channel, prefer send_message with files.",
+        _obj({"path": {"type": "string", "minLength": 1, "description": "Local file path."}}, ("path",)),
+    ),
+    ToolSpec(
+        "get_file",
+        "Download a file attached to a message you can read (by its URL or SHA-256) and check its hash. "
+        "Returns {path, sha256, size, type}.",
+        _obj(
+            {
+                "url": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The file's URL (…/media/<sha256>.<ext>).",
+                },
+                "sha256": {**_EVENT_ID, "description": "The file's SHA-256 (64 hex)."},
+                "path": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Where to write it (default: ./<sha256>.<ext> in the working directory).",
+                },
+            }
+        )
+        | {"oneOf": [{"required": ["url"]}, {"required": ["sha256"]}]},
     ),
 )
 

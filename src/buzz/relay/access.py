@@ -32,6 +32,9 @@ class ChannelAccess:
         self.on_invalidate: Callable[[str, str | None], None] | None = None
         # The Redis bus turns this off while it misses other replicas' access changes.
         self.cache_enabled = True
+        # Other caches of answers that depend on membership (the media access cache): told
+        # whenever this one drops answers, here or on another replica.
+        self.on_forget: list[Callable[[str | None], None]] = []
 
     def _cached(self, channel_id: str, reader: str | None) -> bool | None:
         """The cached `readable` answer, None when there is none (or it expired)."""
@@ -123,6 +126,8 @@ class ChannelAccess:
     def forget(self, channel_id: str | None = None) -> None:
         """Drop cached answers for one channel (or all), announcing nothing (a change another
         replica made, relay.md §12.4 item 5)."""
+        for listener in self.on_forget:
+            listener(channel_id)
         if channel_id is None:
             self._cache.clear()
             return

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from buzz.core import limits
 from buzz.core.keys import is_hex
+from buzz.core.nip98 import http_base
+from buzz.media.limits import MediaSettings, settings_from_env
 
 # relay.md §16's RELAY_URL default. It names no real address (the relay binds 127.0.0.1:3000
 # by default): while it is in force, clients name the host they dialled, and nothing says
@@ -123,6 +125,7 @@ class RelayConfig:
     # attribute → the variable or flag that set it (`BUZZ_DATABASE_URL`, `DATABASE_URL`, `--db`):
     # a refusal names what the operator actually typed, never a variable they did not set.
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    media: MediaSettings = field(default_factory=MediaSettings)  # BUZZ_MEDIA_* (media.md §16)
 
     @classmethod
     def from_env(
@@ -196,6 +199,10 @@ class RelayConfig:
         ):
             if (v := env.get(var)) is not None:
                 kw[attr] = v
+        try:
+            kw["media"] = settings_from_env(env)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         given = {k: v for k, v in overrides.items() if v is not None}
         kw.update(given)
         sources.update({k: (flags or {}).get(k, k) for k in given})
@@ -233,3 +240,30 @@ class RelayConfig:
             )
         if self.mesh and not self.redis_url:
             raise ConfigError("BUZZ_MESH=on needs BUZZ_REDIS_URL (--redis-url): the mesh runs through Redis")
+        try:
+            self.media.validate()
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if self.media_store == "db" and not self.on_postgres:
+            raise ConfigError("BUZZ_MEDIA_STORE=db needs PostgreSQL (--db postgresql://…)")
+        if self.media_store == "files" and self.redis_url and not self.media.shared_dir:
+            raise ConfigError(
+                "several replicas (BUZZ_REDIS_URL) with BUZZ_MEDIA_STORE=files need a shared media"
+                " directory: set BUZZ_MEDIA_SHARED_DIR=true once it is shared, or use the db store"
+            )
+
+    @property
+    def on_postgres(self) -> bool:
+        return (self.database_url or "").startswith(("postgres://", "postgresql://"))
+
+    @property
+    def media_store(self) -> str:
+        """`files` or `db`: BUZZ_MEDIA_STORE with `auto` resolved (media.md §10.2)."""
+        if self.media.store == "auto":
+            return "db" if self.on_postgres else "files"
+        return self.media.store
+
+    @property
+    def media_base_url(self) -> str:
+        """BUZZ_MEDIA_BASE_URL, else RELAY_URL's HTTP form plus `/media` (media.md §16)."""
+        return self.media.base_url or http_base(self.relay_url) + "/media"

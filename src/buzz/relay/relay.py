@@ -16,6 +16,8 @@ from buzz.core.errors import Blocked, BuzzError, ServerError
 from buzz.core.event import Event
 from buzz.core.keys import public_key
 from buzz.core.nip42 import normalize_relay_url
+from buzz.media.blobs import DbBlobs, FileBlobs
+from buzz.media.service import MediaService
 from buzz.relay import banwatch, relay_key
 from buzz.relay.access import ChannelAccess
 from buzz.relay.admission import NOT_A_RELAY_MEMBER, Admission, nip_aa_owners
@@ -65,6 +67,16 @@ class Relay:
         self.presence = Presence()
         self.rules.emitter = self.emitter
         self.rules.presence = self.presence
+        # media.md: blobs under <data>/media, or in PostgreSQL rows (`BUZZ_MEDIA_STORE`)
+        media_root = config.data_dir / "media"
+        blobs = (
+            DbBlobs(self.store, media_root / "tmp")
+            if config.media_store == "db"
+            else FileBlobs(self.store, media_root)
+        )
+        self.media = MediaService(config.media, config.media_base_url, self.store, blobs)
+        self.rules.media = self.media
+        self.access.on_forget.append(self.media.forget_access)  # a membership change, anywhere
         self.reads.presence = self.presence
         self.huddles = Huddles(self)  # huddle.md: audio sockets, rooms, lifecycle
         self.stats: collections.Counter[str] = collections.Counter()
@@ -98,6 +110,8 @@ class Relay:
         if self.bus is not None:
             await self.bus.start()
         await self.huddles.start()  # the mesh listener, when BUZZ_MESH is on
+        if self.config.media.enabled:
+            self.media.start()  # the collection of unreferenced blobs, now and hourly
         # A crash between a channel change's commit and its follow-ups left state behind.
         await self.emitter.repair_all()
         self._ban_watch = asyncio.get_running_loop().create_task(
@@ -107,6 +121,7 @@ class Relay:
 
     async def stop(self) -> None:
         self.pings.stop()
+        await self.media.stop()
         await banwatch.stop(self._ban_watch)
         if self.bus is not None:
             await self.bus.stop()

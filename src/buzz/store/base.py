@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal, Protocol
 
-from buzz.core.errors import Duplicate
+from buzz.core.errors import Duplicate, Invalid
 from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent
 
@@ -80,6 +80,23 @@ class Member:
     @property
     def active(self) -> bool:
         return self.removed_at is None
+
+
+@dataclass(frozen=True, slots=True)
+class BlobRow:
+    """A stored blob's metadata (media.md §10.1): `type` and `ext` are authoritative; `width`,
+    `height` and `blurhash` are set for images; times are unix seconds."""
+
+    sha256: str
+    type: str
+    ext: str
+    size: int
+    width: int | None = None
+    height: int | None = None
+    blurhash: str | None = None
+    has_thumb: bool = False
+    created_at: int = 0
+    last_upload_at: int = 0
 
 
 # -- effects applied in the same transaction as the insert ------------------------------------
@@ -203,6 +220,16 @@ class SetDmHidden:
     hidden: bool
 
 
+@dataclass(frozen=True, slots=True)
+class PutMediaRefs:
+    """Record that the event references these blobs (media.md §9.3 item 1). Each blob's row is
+    locked (PostgreSQL `FOR SHARE`) so a collection cannot remove it before the commit; a blob
+    gone by then raises MediaBlobMissing and the whole insert is rolled back."""
+
+    event_id: str
+    hashes: tuple[str, ...]
+
+
 Effect = (
     SoftDelete
     | DeleteAddress
@@ -215,6 +242,7 @@ Effect = (
     | PutReaction
     | RegisterDm
     | SetDmHidden
+    | PutMediaRefs
 )
 
 Accept = Callable[[StoredEvent], bool]
@@ -353,6 +381,50 @@ class EventStore(Protocol):
     async def is_healthy(self) -> bool:
         """True when the database answers a trivial query."""
 
+    # -- media (media.md §9.3, §10–§12; `buzz.store.media`) ------------------------------------
+    async def media_blob(self, sha256: str) -> BlobRow | None:
+        """The blob's metadata row, or None."""
+
+    async def media_put(
+        self,
+        row: BlobRow,
+        pubkey: str,
+        now: int,
+        chunk_files: Iterable[tuple[str, str]] = (),
+        chunk_bytes: int = 1 << 20,
+    ) -> tuple[BlobRow, int]:
+        """Commit a verified upload: the metadata row when new (with the `db` chunks read from
+        `chunk_files`, (key, path) pairs), else `last_upload_at` = now; the uploader row.
+        Returns the stored row and this uploader's `uploaded_at`."""
+        ...
+
+    async def media_uploaded_at(self, sha256: str, pubkey: str) -> int | None:
+        """When `pubkey` became an uploader of the blob, None when it is not one."""
+
+    async def media_usage(self, pubkey: str | None) -> int:
+        """Bytes of the blobs `pubkey` holds, or of every blob when None."""
+        ...
+
+    async def media_readable_refs(self, sha256: str, reader: Reader, limit: int) -> list[StoredEvent]:
+        """At most `limit` live events referencing the blob, global or in channels `reader`
+        may read (§4.3 item 1); the per-event sets are the caller's."""
+        ...
+
+    async def media_chunks(self, key: str, first: int, last: int) -> list[bytes]:
+        """The `db` chunks `first`..`last` of `key` (`<sha256>` or `<sha256>.thumb.jpg`)."""
+        ...
+
+    async def media_collectable(self, cutoff: int, limit: int = 1000) -> list[str]:
+        """Blobs with no live reference, last uploaded before `cutoff`."""
+        ...
+
+    async def media_collect(self, sha256: str, cutoff: int) -> BlobRow | None:
+        """Delete one blob if it is still collectable, in one transaction; its row, else None."""
+
+    async def media_known(self, hashes: Iterable[str]) -> frozenset[str]:
+        """Which of `hashes` have a metadata row."""
+        ...
+
 
 class StoreError(Exception):
     """A backend failure (connection lost, constraint surprise). Maps to `error: database error`."""
@@ -377,6 +449,15 @@ class ReactionExists(StoreError, Duplicate):
 
     def __init__(self) -> None:
         Duplicate.__init__(self, "reaction already exists")
+
+
+class MediaBlobMissing(StoreError, Invalid):
+    """PutMediaRefs named a blob that is not stored (collected in between): the event is
+    refused `invalid: imeta blob not found: <x>` (media.md §9.2 item 3; its `str`)."""
+
+    def __init__(self, sha256: str) -> None:
+        Invalid.__init__(self, f"imeta blob not found: {sha256}")
+        self.sha256 = sha256
 
 
 class DmExists(StoreError):

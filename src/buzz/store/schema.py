@@ -24,6 +24,12 @@ rows written before it existed): PostgreSQL's `#h` window reads the others from 
 Workspace tables (`buzz.store.workspace`): `event_threads` (root and depth of each reply, §9
 item 1), `reactions` (the active-reaction index, §9 item 3), `dm_channels` (participant set →
 DM channel, the sorted pubkeys joined by `,`, §4.8) and `dm_hidden` (§4.8 item 4).
+
+Media tables (`buzz.store.media`, media.md §10): `media_blobs` (one row per stored blob, the
+authority for its type and extension), `media_uploaders` (who holds which blob, for access and
+quota), `media_refs` (blob → referencing event; a reference counts while its event is live,
+decision 194) and `media_chunks` (the bytes in 1 MiB rows when `BUZZ_MEDIA_STORE=db`; keys
+`<sha256>` and `<sha256>.thumb.jpg`).
 """
 
 from __future__ import annotations
@@ -139,7 +145,39 @@ CREATE TABLE IF NOT EXISTS nip98_seen (
     event_id {key} PRIMARY KEY,
     expires_at {int} NOT NULL
 );
-CREATE INDEX IF NOT EXISTS nip98_seen_by_expiry ON nip98_seen (expires_at)
+CREATE INDEX IF NOT EXISTS nip98_seen_by_expiry ON nip98_seen (expires_at);
+CREATE TABLE IF NOT EXISTS media_blobs (
+    sha256 {key} PRIMARY KEY,
+    type {text} NOT NULL,
+    ext {text} NOT NULL,
+    size {int} NOT NULL,
+    width {int},
+    height {int},
+    blurhash {text},
+    has_thumb {int} NOT NULL DEFAULT 0,
+    created_at {int} NOT NULL,
+    last_upload_at {int} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS media_blobs_by_upload ON media_blobs (last_upload_at);
+CREATE TABLE IF NOT EXISTS media_uploaders (
+    sha256 {key} NOT NULL REFERENCES media_blobs (sha256),
+    pubkey {key} NOT NULL,
+    uploaded_at {int} NOT NULL,
+    PRIMARY KEY (sha256, pubkey)
+);
+CREATE INDEX IF NOT EXISTS media_uploaders_by_pubkey ON media_uploaders (pubkey, sha256);
+CREATE TABLE IF NOT EXISTS media_refs (
+    sha256 {key} NOT NULL,
+    event_id {key} NOT NULL,
+    PRIMARY KEY (sha256, event_id)
+);
+CREATE INDEX IF NOT EXISTS media_refs_by_event ON media_refs (event_id);
+CREATE TABLE IF NOT EXISTS media_chunks (
+    key {key} NOT NULL,
+    seq {int} NOT NULL,
+    data {bytes} NOT NULL,
+    PRIMARY KEY (key, seq)
+)
 """
 
 _SQLITE_TYPES = {
@@ -148,6 +186,7 @@ _SQLITE_TYPES = {
     "int": "INTEGER",
     "utf8": "TEXT",
     "json": "TEXT",
+    "bytes": "BLOB",
     "event_key": "seq INTEGER PRIMARY KEY,\n    id TEXT NOT NULL UNIQUE",
     "channel_index": "CREATE INDEX IF NOT EXISTS events_by_channel_id ON events (channel_id, created_at)"
     " WHERE channel_id IS NOT NULL",
@@ -158,6 +197,7 @@ _POSTGRES_TYPES = {
     "int": "bigint",
     "utf8": "bytea",
     "json": "json",
+    "bytes": "bytea",
     "event_key": 'id text COLLATE "C" PRIMARY KEY',
     # A channel's events in exactly the §6.4 order (created_at DESC, id ASC), so a `#h` window
     # reads one page of index entries, and ids without the heap (clauses._h_by_channel_page).
@@ -219,8 +259,12 @@ def _statements(script: str) -> tuple[str, ...]:
 
 
 SQLITE = _statements(_TABLES.format(**_SQLITE_TYPES) + ";" + _SQLITE_SEARCH)
+# Blob chunks are stored as given: compressing already-compressed media (pglz on every 1 MiB
+# row) costs CPU and saves nothing.
+_POSTGRES_CHUNK_STORAGE = "ALTER TABLE media_chunks ALTER COLUMN data SET STORAGE EXTERNAL"
 POSTGRES = (
     *_statements(_TABLES.format(**_POSTGRES_TYPES) + ";" + _POSTGRES_SEARCH),
     _POSTGRES_SEARCH_MIGRATION,
     *_POSTGRES_TAG_MIGRATION,
+    _POSTGRES_CHUNK_STORAGE,
 )

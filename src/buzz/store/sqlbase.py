@@ -27,6 +27,7 @@ from buzz.store import operator, reads, workspace
 from buzz.store.base import Accept, Channel, Effect, History, InsertOutcome, Member, Reader, StoreError
 from buzz.store.bulk import insert_many_txn
 from buzz.store.dialect import Conn
+from buzz.store.media import MediaStoreMixin
 from buzz.store.writes import claim_auth_event_txn, insert_txn, put_relay_member_txn, set_agent_owner_txn
 
 P = ParamSpec("P")
@@ -42,7 +43,7 @@ def _check_storable(stored: StoredEvent) -> None:
         )
 
 
-class SqlStore(ABC):
+class SqlStore(MediaStoreMixin, ABC):
     """The EventStore methods; subclasses implement open/close, `_write` and `_read`."""
 
     @abstractmethod

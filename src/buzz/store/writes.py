@@ -26,6 +26,7 @@ from buzz.store.base import (
     DeleteChannel,
     Effect,
     InsertOutcome,
+    PutMediaRefs,
     PutMember,
     PutReaction,
     RecordThread,
@@ -36,6 +37,7 @@ from buzz.store.base import (
     UpdateChannel,
 )
 from buzz.store.dialect import Conn, Dialect, Params
+from buzz.store.media import put_refs_txn
 from buzz.store.workspace import (
     forget_reaction_txn,
     put_reaction_txn,
@@ -248,6 +250,8 @@ async def _apply_txn(conn: Conn, effect: Effect, now: int) -> None:
             await register_dm_txn(conn, effect)
         case SetDmHidden():
             await set_dm_hidden_txn(conn, effect)
+        case PutMediaRefs():
+            await put_refs_txn(conn, effect)
         case _:
             assert_never(effect)
 

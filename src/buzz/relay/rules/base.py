@@ -24,6 +24,7 @@ from buzz.relay.session import Session
 from buzz.store.base import SYSTEM, Channel, Effect, EventStore
 
 if TYPE_CHECKING:
+    from buzz.media.service import MediaService
     from buzz.relay.emit import Emitter
     from buzz.relay.presence import Presence
 
@@ -54,6 +55,7 @@ class KindRules:
         # and the presence register (§12.2 item 2). None in a bare KindRules: no follow-ups.
         self.emitter: Emitter | None = None
         self.presence: Presence | None = None
+        self.media: MediaService | None = None  # imeta checks and references (media.md §9.2)
         self._validators: dict[int, Validator] | None = None  # `buzz.relay.rules.VALIDATORS`
 
     # -- ephemeral (relay.md §12.2) ----------------------------------------------------------
@@ -83,6 +85,10 @@ class KindRules:
         validator = validators.get(stored.event.kind)
         if validator is not None:
             await validator(self, plan, session)
+        if self.media is not None:  # §8 item 14: local imeta tags of every stored kind
+            refs = await self.media.refs_effect(plan.stored, effective_author(plan.stored, self.relay_pubkey))
+            if refs is not None:
+                plan.effects.append(refs)
         return plan
 
     async def channel_checks(self, stored: StoredEvent) -> None:
