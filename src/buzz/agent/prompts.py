@@ -144,8 +144,8 @@ def history_section(lines: Sequence[HistoryLine], total: int, people: Mapping[st
     return "\n".join(out)
 
 
+# Event id → its `Attachment:` lines (media.md §14.1 item 3; `buzz.agent.attachments`).
 Attached = Mapping[str, Sequence[str]]
-"""Event id → its `Attachment:` lines (media.md §14.1 item 3; `buzz.agent.attachments`)."""
 
 
 def _event_lines(
