@@ -37,6 +37,7 @@ class Observed:
         self.challenges: list[str] = []
         self.oks: dict[str, tuple[bool, str]] = {}
         self.closed: list[tuple[str, str]] = []
+        self.eose: set[str] = set()
         self.live: dict[str, list[str]] = defaultdict(list)
         self.changed = asyncio.Event()
         self.task = asyncio.create_task(self._read())
@@ -56,6 +57,8 @@ class Observed:
                     self.oks[msg.event_id.to_hex()] = (msg.status, msg.message)
                 elif msg.is_closed():
                     self.closed.append((msg.subscription_id, msg.message))
+                elif msg.is_end_of_stored_events():
+                    self.eose.add(msg.subscription_id)
             self.changed.set()
 
     async def until(self, done: Any, what: str) -> Any:
@@ -148,6 +151,7 @@ async def main(url: str, out: dict[str, Any]) -> None:
     check("#k without kinds", by_k == [generic.id().to_hex()], by_k)
     sub = await b.subscribe(n.ReqTarget.auto([n.Filter().author(pka).limit(0)]))
     sub_id = sub.id if isinstance(sub.id, str) else str(sub.id)
+    await seen_b.until(lambda: sub_id in seen_b.eose, "EOSE")  # live from here on
     fresh = event(ka, 1, "live for limit 0", [])
     await send(a, fresh)
     live = await seen_b.until(lambda: fresh.id().to_hex() in seen_b.live[sub_id], "live event")
