@@ -68,7 +68,10 @@ class Observed:
                 await self.changed.wait()
             return value
 
-        return await asyncio.wait_for(wait(), 5)
+        try:
+            return await asyncio.wait_for(wait(), 5)
+        except TimeoutError:
+            raise TimeoutError(f"no {what} in 5 s; live {dict(self.live)}, closed {self.closed}") from None
 
 
 async def connect(url: str, keys: n.Keys) -> tuple[n.Client, Observed]:
@@ -77,6 +80,8 @@ async def connect(url: str, keys: n.Keys) -> tuple[n.Client, Observed]:
     await client.add_relay(n.RelayUrl.parse(url))
     await client.connect(and_wait=TIMEOUT)
     await seen.until(lambda: seen.challenges, "challenge")
+    # The sdk answers the challenge on its own; its AUTH's OK is the first OK of the connection.
+    await seen.until(lambda: any(ok for ok, _ in seen.oks.values()), "AUTH accepted")
     return client, seen
 
 
@@ -156,6 +161,24 @@ async def main(url: str, out: dict[str, Any]) -> None:
     await send(a, fresh)
     live = await seen_b.until(lambda: fresh.id().to_hex() in seen_b.live[sub_id], "live event")
     check("authors + limit 0 gets EOSE then live", live)
+    await b.unsubscribe(sub_id)  # the sdk reports an event once per client: later ones go below
+    gated = await b.subscribe(n.ReqTarget.auto([n.Filter().kind(n.Kind(30024))]))
+    gated_id = gated.id if isinstance(gated.id, str) else str(gated.id)
+    reason = await seen_b.until(lambda: next((m for i, m in seen_b.closed if i == gated_id), None), "CLOSED")
+    check(
+        "only-gated kinds are CLOSED",
+        reason == "restricted: author-only kinds require authors=[self]",
+        reason,
+    )
+
+    # -- item 7: the ephemeral range --------------------------------------------------------------
+    signals = await b.subscribe(n.ReqTarget.auto([n.Filter().kind(n.Kind(24133)).pubkey(pkb)]))
+    signals_id = signals.id if isinstance(signals.id, str) else str(signals.id)
+    await seen_b.until(lambda: signals_id in seen_b.eose, "EOSE")
+    signal = event(ka, 24133, "encrypted request", [["p", pkb.to_hex()]])
+    await send(a, signal)
+    relayed = await seen_b.until(lambda: signal.id().to_hex() in seen_b.live[signals_id], "ephemeral")
+    check("24133 relayed live", relayed and await fetch(b, n.Filter().id(signal.id())) == [])
 
     # -- item 2: two AUTHs on one socket ----------------------------------------------------------
     relay = await a.relay(n.RelayUrl.parse(url))
@@ -183,6 +206,15 @@ async def main(url: str, out: dict[str, Any]) -> None:
     wraps = found.to_vec() if hasattr(found, "to_vec") else found
     texts = sorted([(await n.UnwrappedGift.from_gift_wrap_async(kb, w)).rumor().content() for w in wraps])
     check("NIP-17 wraps read by the recipient", texts == ["dated 36 h back", "from the sdk's nip17"], texts)
+    c, seen_c = await connect(url, n.Keys.generate())  # neither A nor B
+    other = await c.subscribe(n.ReqTarget.auto([n.Filter().kind(n.Kind(1059)).pubkey(pkb)]))
+    other_id = other.id if isinstance(other.id, str) else str(other.id)
+    reason = await seen_c.until(lambda: next((m for i, m in seen_c.closed if i == other_id), None), "CLOSED")
+    check(
+        "wraps gated to their p",
+        reason == "restricted: p-gated events require #p matching your pubkey",
+        reason,
+    )
     both = await fetch(a, n.Filter().kind(n.Kind(1059)).pubkeys([pka, pkb]))
     check("reads with the union of both keys", both == sorted(w.id().to_hex() for w in wraps), both)
 
