@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import aiohttp
+import orjson
 import pytest
 
 from buzz.client import RelayError
@@ -13,6 +14,7 @@ from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.nip42 import build_auth_event
 from buzz.core.stored import relay_signed
+from buzz.relay.banwatch import BANNED, close_banned
 from buzz.relay.config import ConfigError, RelayConfig
 from tests.support.relay import Identity, RunningRelay, relay_on
 from tests.workspace.helpers import (
@@ -336,3 +338,24 @@ async def test_state_without_h_is_republished_at_start(relay: RunningRelay, alic
         assert await relay.relay.emitter.repair_all() >= 1
         (newest,) = await a.query([{"kinds": [39000], "#h": [c]}])
     assert ["h", c] in [list(t) for t in newest.tags] and newest.created_at > legacy.created_at
+
+
+async def test_a_ban_of_the_second_key_closes_the_socket(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity, carol: Identity
+) -> None:
+    """The ban watch closes a connection when any key it authenticated is banned."""
+    async with aiohttp.ClientSession() as s, s.ws_connect(sqlite_relay.url) as ws:
+        challenge = orjson.loads((await ws.receive(5)).data)[1]
+        for who in (alice, bob):
+            await ws.send_str(
+                orjson.dumps(
+                    ["AUTH", build_auth_event(who.secret, challenge, sqlite_relay.url).to_dict()]
+                ).decode()
+            )
+            assert orjson.loads((await ws.receive(5)).data)[2] is True
+        connections = sqlite_relay.relay.connections
+        assert close_banned(connections, frozenset({carol.pubkey})) == 0
+        assert close_banned(connections, frozenset({bob.pubkey})) == 1
+        assert orjson.loads((await ws.receive(5)).data) == ["NOTICE", BANNED]
+        assert (await ws.receive(5)).type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+        assert ws.close_code == 1008
