@@ -31,8 +31,10 @@ Run by `make bench` (never by the tests), loopback only. One run:
    (EVENT→OK, all accepted).
 4. Over one authenticated WebSocket, `--reqs` times each (after `--warmup`): authors+kinds limit
    100, a channel window (`#h`, limit 50) paged three times by `until`, a thread fetch
-   (`#e` root), an `ids` batch of 100, a NIP-50 search, and COUNT of a channel. Every answer is
-   checked against the generated data (counts and ids).
+   (`#e` root), an `ids` batch of 100, a NIP-50 search, COUNT of a channel, and the two
+   filters without `kinds` of issue 25 item 3: `{}` and `{"authors":[pk]}` (no limit: the
+   relay's 1,000). Every answer is checked against the generated data (counts and ids; `{}`:
+   1,000 events in order).
 5. The same on PostgreSQL, and on nostr-relay, whose answers are checked against its prefix.
 
 Reports p50/p95 per query, load rates, store bytes per event, relay start time and the
@@ -103,6 +105,7 @@ class Dataset:
     # Derived from `events` (`describe`): what the queries' answers are checked against.
     by_channel: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # (created_at, id) kind 9
     by_author_k9: dict[str, int] = field(default_factory=dict)
+    by_author: dict[str, int] = field(default_factory=dict)  # every kind, the generated authors
     threads: dict[str, int] = field(default_factory=dict)  # root id → replies
     search: dict[str, set[str]] = field(default_factory=dict)
     cached: str = ""  # how the signed events were obtained (report line)
@@ -159,9 +162,10 @@ def verify_sample(ds: Dataset, n: int = 2000) -> None:
 def describe(ds: Dataset, events: list[Item]) -> None:
     """Fill the derived fields from `events` (the whole set, or the prefix the peer gets)."""
     ds.by_channel = {c: [] for c in ds.channels}
-    ds.by_author_k9, ds.threads = {}, {}
+    ds.by_author_k9, ds.threads, ds.by_author = {}, {}, {}
     ds.search = {w: set() for w in SEARCH_WORDS}
     for ev, ch, _ in events:
+        ds.by_author[ev.pubkey] = ds.by_author.get(ev.pubkey, 0) + 1
         if ev.kind != 9:
             continue
         ds.by_author_k9[ev.pubkey] = ds.by_author_k9.get(ev.pubkey, 0) + 1
@@ -518,6 +522,29 @@ async def run_queries(
         n = await _count(ws, {"kinds": [9], "#h": [c]}, f"c{i}")
         _expect(n == len(ds.by_channel[c]), f"COUNT {n}, expected {len(ds.by_channel[c])}")
 
+    # Issue 25 item 3: filters without kinds (the reader may read every event of this store).
+    prolific = sorted((a for a in ds.authors if a in ds.by_author), key=ds.by_author.get, reverse=True)[:20]
+
+    def in_order(got: list[dict[str, Any]]) -> bool:
+        keys = [(-e["created_at"], e["id"]) for e in got]
+        return keys == sorted(keys) and len(set(keys)) == len(keys)
+
+    async def everything(ws: Any, i: int) -> None:
+        got = await _req(ws, {}, f"e{i}")
+        want = min(1000, len(ds.events))
+        _expect(
+            len(got) == want and in_order(got), f"{{}} returned {len(got)} events, expected {want} in order"
+        )
+
+    async def authors_only(ws: Any, i: int) -> None:
+        a = prolific[i % len(prolific)]
+        got = await _req(ws, {"authors": [a]}, f"o{i}")
+        want = min(1000, ds.by_author[a])
+        _expect(
+            len(got) == want and in_order(got) and {e["pubkey"] for e in got} == {a},
+            f"authors-only returned {len(got)}, expected {want}",
+        )
+
     queries = {
         "authors+kinds limit 100": authors_kinds,
         WINDOW: channel_window,
@@ -525,6 +552,8 @@ async def run_queries(
         "ids batch of 100": ids_batch,
         "NIP-50 search": search,
         "COUNT #h": count,
+        "{} (no kinds, limit 1000)": everything,
+        "authors only, no kinds (limit 1000)": authors_only,
     }
     out: dict[str, Any] = {}
     async with aiohttp.ClientSession() as session:

@@ -9,15 +9,21 @@ from buzz.core import nip19, nip44
 from tests.agent.support import EYES, SPEECH, Workspace
 
 
+# Status reactions and their removals carry the channel's h (docs/decisions.md 174).
 def _reaction_on(ws: Workspace, target: str, emoji: str):
     return lambda e: (
-        e.kind == 7 and e.pubkey == ws.agent.pubkey and e.content == emoji and e.tag_values("e") == [target]
+        e.kind == 7
+        and e.pubkey == ws.agent.pubkey
+        and e.content == emoji
+        and [list(t) for t in e.tags] == [["e", target], ["h", ws.channel]]
     )
 
 
 def _removal_of(ws: Workspace, reaction_id: str):
     return lambda e: (
-        e.kind == 5 and e.pubkey == ws.agent.pubkey and [list(t) for t in e.tags] == [["e", reaction_id]]
+        e.kind == 5
+        and e.pubkey == ws.agent.pubkey
+        and [list(t) for t in e.tags] == [["e", reaction_id], ["h", ws.channel]]
     )
 
 

@@ -112,7 +112,7 @@ def test_no_fields_matches_everything() -> None:
 def test_empty_list_matches_nothing(key: str) -> None:
     f = _f({key: []})
     assert f.is_empty_match
-    assert not f.matches(EVENT, channel_id=CHANNEL)
+    assert not f.matches(EVENT)
 
 
 def test_since_until_inclusive() -> None:
@@ -165,30 +165,24 @@ def test_or_across_filters() -> None:
 
 
 def test_h_rule_explicit_tag() -> None:
-    # relay.md §6.2 item 1: an h value listed in #h matches, whatever the derived channel.
+    # An h value listed in #h matches, like any tag filter of NIP-01.
     ev = _ev(9, [["h", CHANNEL]])
-    assert _f({"#h": [CHANNEL]}).matches(ev, channel_id=CHANNEL)
-    assert _f({"#h": [CHANNEL]}).matches(ev, channel_id=None)
+    assert _f({"#h": [CHANNEL]}).matches(ev)
+    assert matches_any([_f({"#h": [OTHER_CHANNEL, CHANNEL]})], ev)
 
 
-def test_h_rule_fallback_to_channel() -> None:
-    # Item 2 and §18 item 35: no h tag at all, so the derived channel decides.
+def test_h_rule_has_no_fallback_to_the_channel() -> None:
+    # Issue 25 item 5 (docs/decisions.md 174): relay.md §6.2 item 2's fallback is gone, an event
+    # without an h tag never matches #h (channel reactions and deletions carry their h instead).
     reaction = _ev(7, [["e", "c" * 64]])
-    f = _f({"#h": [CHANNEL]})
-    assert f.matches(reaction, channel_id=CHANNEL)
-    assert not f.matches(reaction, channel_id=OTHER_CHANNEL)
-    assert not f.matches(reaction, channel_id=None)
-    assert matches_any([f], reaction, channel_id=CHANNEL)
+    assert not _f({"#h": [CHANNEL]}).matches(reaction)
+    assert not matches_any([_f({"#h": [CHANNEL]})], reaction)
 
 
 def test_h_rule_explicit_tag_is_authoritative() -> None:
-    # Item 3 and §18 item 36: a kind 7 with ["h", D] whose target is in C does not reach #h:[C].
+    # §18 item 36: a kind 7 with ["h", D] does not reach #h:[C].
     reaction = _ev(7, [["h", OTHER_CHANNEL], ["e", "c" * 64]])
-    assert not _f({"#h": [CHANNEL]}).matches(reaction, channel_id=CHANNEL)
-
-
-def test_channel_fallback_only_for_h() -> None:
-    assert not _f({"#t": [CHANNEL]}).matches(_ev(), channel_id=CHANNEL)
+    assert not _f({"#h": [CHANNEL]}).matches(reaction)
 
 
 # -- differential run against nostr-sdk ------------------------------------------------------------

@@ -61,7 +61,7 @@ def test_global_only_and_needs_h_disjoint() -> None:
 
 
 def test_named_sets_match_relay_md_5_1() -> None:
-    assert {30179, 30300, 30350} == kinds.AUTHOR_ONLY_KINDS
+    assert {30024, 30179, 30300, 30350} == kinds.AUTHOR_ONLY_KINDS  # 30024: issue 25, decision 170
     assert {1059, 24200, 44100, 44101, 44200} == kinds.P_GATED_KINDS
     assert {44200} == kinds.RESULT_GATED_KINDS
     assert {30175, 30178} == kinds.SHARED_GATED_KINDS

@@ -219,7 +219,10 @@ async def test_imeta_ingest_refusals(relay: RunningRelay, alice: Identity) -> No
         )
         await accepted(ca, foreign)
         blossom = Event.create(alice.secret, 24242, "Upload", [["t", "upload"], ["x", d["sha256"]]])
-        await refused_event(ca, blossom, "restricted: unknown event kind")
+        # An authorization token is never published (docs/decisions.md 170): the refusal says where it goes.
+        await refused_event(
+            ca, blossom, "invalid: Blossom auth events are sent in an Authorization header, never published"
+        )
         ok = Event.create(
             alice.secret, 9, d["url"], [["h", ch], imeta_of(d, name="shot.png", alt="a red square")]
         )

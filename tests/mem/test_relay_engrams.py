@@ -18,7 +18,6 @@ from tests.bridge.helpers import post
 from tests.support.relay import Identity, RunningRelay
 
 GATE = "restricted: agent-engram reads require authors=[self] or #p=[self]"
-P_GATE = "restricted: p-gated events require #p matching your pubkey"
 
 
 def _now() -> int:
@@ -65,11 +64,13 @@ async def test_same_d_replaces_and_different_d_coexist(
             r = await c.publish(e)
             assert (r.accepted, r.message) == (True, "")
         assert {e.id for e in await _mine(c, alice)} == {v2.id, other.id}
-        # A dominated version and a repeated id are answered duplicate: and change nothing.
+        # A dominated version and a repeated id are answered duplicate: and change nothing; the
+        # dominated one is never served, so it is `OK false` (issue 25 item 4).
         older = _memory(alice, bob, "mem/a", "zero", t - 20)
-        for e in (older, v2):
-            r = await c.publish(e)
-            assert r.accepted and r.message.startswith("duplicate:")
+        r = await c.publish(older)
+        assert (r.accepted, r.message) == (False, "duplicate: have a newer version")
+        r = await c.publish(v2)
+        assert (r.accepted, r.message) == (True, "duplicate:")
         assert {e.id for e in await _mine(c, alice)} == {v2.id, other.id}
 
 
@@ -181,12 +182,14 @@ async def test_read_gate(relay: RunningRelay, alice: Identity, bob: Identity, ca
     async with relay.client(third) as c:
         other = agent.pubkey
         assert await _refused(c, {"kinds": [30174]}) == GATE
-        assert await _refused(c, {"kinds": [1, 30174], "authors": [other]}) == GATE
+        # Issue 25 item 3 (decision 171): a filter that can match an ungated kind is served, the
+        # engram dropped for this reader.
+        assert await c.query([{"kinds": [1, 30174], "authors": [other]}]) == []
         assert await _refused(c, {"kinds": [30174], "authors": [third.pubkey, other]}) == GATE
         assert await _refused(c, {"kinds": [30174], "#p": [owner.pubkey]}) == GATE
         assert await _refused(c, {"kinds": [30174], "search": "x"}) == GATE
         assert await _refused(c, {"ids": [event.id], "kinds": [30174]}) == GATE
-        assert await _refused(c, {}) == P_GATE  # the p-gate runs first (relay.md §5.4)
+        assert event.id not in {e.id for e in await c.query([{}])}  # served, without the engram
         assert await c.query([{"authors": [other], "#p": [third.pubkey]}]) == []  # #p=[self] passes
         assert await _count_refused(c, {"kinds": [30174]}) == GATE
         assert await _count_refused(c, {"kinds": [30174], "authors": [other]}) == GATE

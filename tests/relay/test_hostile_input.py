@@ -7,6 +7,7 @@ import asyncio
 import aiohttp
 import orjson
 
+from buzz.client import RelayClient
 from buzz.core.event import Event
 from buzz.core.nip42 import build_auth_event
 from tests.support.relay import Identity, RunningRelay, relay_on
@@ -82,17 +83,34 @@ async def test_auth_with_an_unparseable_relay_url_fails_cleanly(
         assert (r.accepted, r.message) == (False, "auth-required: verification failed")
 
 
-async def test_a_malformed_auth_uses_up_the_attempt(sqlite_relay: RunningRelay, alice: Identity) -> None:
+async def test_malformed_auths_count_as_failed_attempts(sqlite_relay: RunningRelay, alice: Identity) -> None:
+    """Issue 25 item 2: failed attempts are rate-limited, not final. One malformed AUTH leaves
+    the next valid one accepted; five in a row make the sixth attempt wait, valid or not."""
+
+    async def malformed(c: RelayClient, event_id: str) -> tuple[bool, str]:
+        fut = asyncio.get_running_loop().create_future()
+        c._ok[event_id] = fut
+        await c.send_raw(["AUTH", {"id": event_id, "kind": 22242}])
+        r = await asyncio.wait_for(fut, 5)
+        return r.accepted, r.message
+
     async with sqlite_relay.client(alice, auth=False) as c:
         challenge = await c.challenge  # type: ignore[misc]
-        fut = asyncio.get_running_loop().create_future()
-        c._ok["a" * 64] = fut
-        await c.send_raw(["AUTH", {"id": "a" * 64, "kind": 22242}])
-        r = await asyncio.wait_for(fut, 5)
-        assert not r.accepted and r.message.startswith("invalid: malformed event:")
+        accepted, message = await malformed(c, "a" * 64)
+        assert not accepted and message.startswith("invalid: malformed event:")
         good = build_auth_event(alice.secret, challenge, sqlite_relay.url)
         r = await c._send_and_wait_ok("AUTH", good)
-        assert (r.accepted, r.message) == (False, "auth-required: authentication already failed")
+        assert (r.accepted, r.message) == (True, "")
+    async with sqlite_relay.client(alice, auth=False) as c:
+        challenge = await c.challenge  # type: ignore[misc]
+        for i in range(5):
+            accepted, message = await malformed(c, f"{i:x}" * 64)
+            assert not accepted and message.startswith("invalid: malformed event:")
+        good = build_auth_event(alice.secret, challenge, sqlite_relay.url)
+        r = await c._send_and_wait_ok("AUTH", good)
+        assert not r.accepted and r.message.startswith(
+            "rate-limited: too many failed AUTH attempts; retry in "
+        )
 
 
 async def test_nan_is_not_json(sqlite_relay: RunningRelay) -> None:
@@ -110,8 +128,12 @@ async def test_an_event_id_that_cannot_be_echoed_gets_one_answer_that_does_not_e
         for frame in ('["EVENT",{"id":"\\ud800","kind":1}]', '["AUTH",{"id":"ab\\udfff"}]'):
             await ws.send_str(frame)
             assert orjson.loads((await ws.receive(5)).data) == expected
-        await ws.send_str('["CLOSE","next"]')  # nothing else was queued, and the connection serves on
-        assert orjson.loads((await ws.receive(5)).data) == ["CLOSED", "next", ""]
+        await ws.send_str('["REQ","next",{}]')  # nothing else was queued, and the connection serves on
+        assert orjson.loads((await ws.receive(5)).data) == [
+            "CLOSED",
+            "next",
+            "auth-required: not authenticated",
+        ]
 
 
 async def test_binary_frames_are_read_as_text_and_a_refused_one_says_it_was_binary(

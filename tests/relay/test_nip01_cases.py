@@ -24,20 +24,27 @@ async def test_replaceable_tie_keeps_lowest_id_in_both_orders(relay: RunningRela
         first, second = (Event.create(who.secret, 0, e.content, created_at=ts) for e in order)
         async with relay.client(who) as c:
             r1, r2 = await c.publish(first), await c.publish(second)
-            assert r1.accepted and r2.accepted
             got = await c.query([{"kinds": [0], "authors": [who.pubkey]}])
         assert [e.id for e in got] == [min(first.id, second.id)]
-        loser = max(first, second, key=lambda e: e.id)
-        assert (r2 if loser is second else r1).message.startswith("duplicate:") or loser is first
+        assert (r1.accepted, r1.message) == (True, "")
+        if second.id > first.id:  # the loser arrived second: never stored, and says so (issue 25)
+            assert (r2.accepted, r2.message) == (False, "duplicate: have a newer version")
+        else:
+            assert (r2.accepted, r2.message) == (True, "")
 
 
-async def test_newer_replaceable_wins_older_is_duplicate(relay: RunningRelay, alice: Identity) -> None:
+async def test_newer_replaceable_wins_older_is_refused_as_duplicate(
+    relay: RunningRelay, alice: Identity
+) -> None:
+    """Issue 25 item 4: a version that will never be served is `OK false`, not stored."""
     async with relay.client(alice) as c:
         new = Event.create(alice.secret, 0, '{"v":2}', created_at=NOW)
         old = Event.create(alice.secret, 0, '{"v":1}', created_at=NOW - 10)
         assert (await c.publish(new)).accepted
         r = await c.publish(old)
-        assert r.accepted and r.message.startswith("duplicate:")
+        assert (r.accepted, r.message) == (False, "duplicate: have a newer version")
+        r = await c.publish(new)
+        assert (r.accepted, r.message) == (True, "duplicate:")  # the served version again
         got = await c.query([{"kinds": [0], "authors": [alice.pubkey]}])
         assert [e.id for e in got] == [new.id]
 
@@ -123,7 +130,9 @@ async def test_delete_by_address_hides_and_blocks_older(relay: RunningRelay, ali
         assert await c.query([flt]) == []
         older = Event.create(alice.secret, 30023, "v0.5", [["d", "post"]], created_at=ts + 5)
         r = await c.publish(older)
-        assert r.accepted and r.message.startswith("duplicate:")
+        assert (r.accepted, r.message) == (False, "blocked: deleted")
+        r = await c.publish(art)
+        assert (r.accepted, r.message) == (False, "blocked: deleted")
         assert await c.query([flt]) == []
         newer = Event.create(alice.secret, 30023, "v2", [["d", "post"]], created_at=ts + 20)
         r = await c.publish(newer)
@@ -141,7 +150,7 @@ async def test_delete_by_id_blocks_resubmission(relay: RunningRelay, alice: Iden
         assert r.accepted, r.message
         assert await c.query([{"ids": [note.id]}]) == []
         again = await c.publish(note)
-        assert again.accepted and again.message.startswith("duplicate:")
+        assert (again.accepted, again.message) == (False, "blocked: deleted")  # issue 25 item 4
         assert await c.query([{"ids": [note.id]}]) == []
         assert await c.count([{"kinds": [1], "authors": [alice.pubkey]}]) == 0
 

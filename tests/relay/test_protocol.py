@@ -51,11 +51,13 @@ async def test_unauthenticated_requests_are_refused(sqlite_relay: RunningRelay, 
         assert err.value.message == "auth-required: not authenticated"
 
 
-async def test_second_auth_and_auth_after_failure(sqlite_relay: RunningRelay, alice: Identity) -> None:
+async def test_auth_again_and_auth_after_failure(sqlite_relay: RunningRelay, alice: Identity) -> None:
+    """NIP-42 (issue 25 item 2): the same key again is accepted, and a failed attempt is not
+    final: a valid AUTH after it authenticates the connection."""
     async with sqlite_relay.client(alice) as c:
         again = build_auth_event(alice.secret, await c.challenge, sqlite_relay.url)  # type: ignore[arg-type]
         r = await c._send_and_wait_ok("AUTH", again)
-        assert (r.accepted, r.message) == (False, "auth-required: already authenticated")
+        assert (r.accepted, r.message) == (True, "")
     async with sqlite_relay.client(alice, auth=False) as c:
         challenge = await c.challenge  # type: ignore[misc]
         stale = build_auth_event(alice.secret, challenge, sqlite_relay.url, created_at=int(time.time()) - 61)
@@ -63,7 +65,8 @@ async def test_second_auth_and_auth_after_failure(sqlite_relay: RunningRelay, al
         assert (r.accepted, r.message) == (False, "auth-required: verification failed")
         good = build_auth_event(alice.secret, challenge, sqlite_relay.url)
         r = await c._send_and_wait_ok("AUTH", good)
-        assert (r.accepted, r.message) == (False, "auth-required: authentication already failed")
+        assert (r.accepted, r.message) == (True, "")
+        assert (await c.publish(Event.create(alice.secret, 1, "after a failed AUTH"))).accepted
 
 
 async def test_auth_with_wrong_relay_tag_fails(sqlite_relay: RunningRelay, alice: Identity) -> None:
@@ -267,15 +270,21 @@ async def test_req_with_existing_id_replaces_it(sqlite_relay: RunningRelay, alic
         assert second.queue.empty()
 
 
-async def test_close_answers_closed(sqlite_relay: RunningRelay, alice: Identity) -> None:
+async def test_close_is_not_answered(sqlite_relay: RunningRelay, alice: Identity) -> None:
+    """NIP-01: CLOSED is the relay ending a subscription; a client's CLOSE gets no answer (issue
+    25 item 8), for an open subscription and for an id never opened."""
     session, ws = await _raw(sqlite_relay.url)
     try:
         challenge = (await _recv(ws))[1]
         auth = build_auth_event(alice.secret, challenge, sqlite_relay.url)
         await ws.send_str(orjson.dumps(["AUTH", auth.to_dict()]).decode())
         assert (await _recv(ws))[2] is True
+        await ws.send_str('["REQ","open",{"kinds":[1],"authors":["' + alice.pubkey + '"]}]')
+        assert await _recv(ws) == ["EOSE", "open"]
+        await ws.send_str('["CLOSE","open"]')
         await ws.send_str('["CLOSE","never-opened"]')
-        assert await _recv(ws) == ["CLOSED", "never-opened", ""]
+        await ws.send_str('["COUNT","after",{"kinds":[1],"authors":["' + alice.pubkey + '"]}]')
+        assert await _recv(ws) == ["COUNT", "after", {"count": 0}]  # the first answer after the CLOSEs
     finally:
         await ws.close()
         await session.close()

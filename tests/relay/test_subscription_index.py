@@ -54,11 +54,14 @@ def test_channel_events_only_reach_filters_naming_the_channel() -> None:
     index.add(unnamed)
     msg = Event.create(sk, 9, "in channel", [["h", CHANNEL]])
     assert [s.sub_id for s in index.matching(msg, CHANNEL)] == ["named"]
-    # A reaction carries no h tag: it reaches #h subscriptions through its channel (§6.2).
-    reaction = Event.create(sk, 7, "+", [["e", "a" * 64]])
+    # `#h` matches by the event's own h tags (NIP-01, decision 174): a channel reaction
+    # reaches it with its h tag, and one stored without (before the rule) reaches nothing.
+    reaction = Event.create(sk, 7, "+", [["e", "a" * 64], ["h", CHANNEL]])
+    untagged = Event.create(sk, 7, "-", [["e", "a" * 64]])
     react_sub = _sub("react", {"kinds": [7], "#h": [CHANNEL]})
     index.add(react_sub)
     assert [s.sub_id for s in index.matching(reaction, CHANNEL)] == ["react"]
+    assert [s.sub_id for s in index.matching(untagged, CHANNEL)] == []
 
 
 def test_a_subscription_is_yielded_once_even_when_several_filters_match() -> None:

@@ -28,6 +28,7 @@ from buzz.store.base import (
 T0 = 1_700_000_000
 _nonce = itertools.count()
 STORED, DUPLICATE = InsertOutcome.STORED, InsertOutcome.DUPLICATE
+SUPERSEDED, DELETED = InsertOutcome.SUPERSEDED, InsertOutcome.DELETED  # never served (issue 25 item 4)
 
 
 @dataclass(frozen=True)

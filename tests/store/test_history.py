@@ -7,7 +7,19 @@ import pytest
 
 from buzz.core.stored import StoredEvent
 from buzz.store.base import DeleteAddress, EventStore, SoftDelete
-from tests.store.helpers import BOB, DUPLICATE, STORED, T0, by_id, flt, ids, insert_all, make, query_ids
+from tests.store.helpers import (
+    BOB,
+    DELETED,
+    STORED,
+    SUPERSEDED,
+    T0,
+    by_id,
+    flt,
+    ids,
+    insert_all,
+    make,
+    query_ids,
+)
 
 KIND = 30174
 D = "ab" * 32
@@ -61,7 +73,7 @@ async def test_tie_order_and_losing_versions(store: EventStore) -> None:
     older = version(0)
     assert await insert_all(store, older, high, low) == [STORED, STORED, STORED]
     # a version that loses on arrival is never stored, so it has no history either
-    assert await insert_all(store, make(KIND, "late", [["d", D]], created_at=T0)) == [DUPLICATE]
+    assert await insert_all(store, make(KIND, "late", [["d", D]], created_at=T0)) == [SUPERSEDED]
     assert await history_ids(store) == ids([low, high, older])
 
 
@@ -72,7 +84,7 @@ async def test_address_deletion_hides_every_covered_version(store: EventStore) -
     effect = DeleteAddress(KIND, v1.event.pubkey, D, T0 + 3)
     assert await store.insert(deletion, [effect]) == STORED
     assert await history_ids(store) == []
-    assert await insert_all(store, version(2)) == [DUPLICATE]  # still not revived
+    assert await insert_all(store, version(2)) == [DELETED]  # still not revived
     v4 = version(4)
     assert await insert_all(store, v4) == [STORED]
     assert await history_ids(store) == ids([v4])

@@ -21,8 +21,10 @@ from buzz.store.base import (
 from tests.store.helpers import (
     ALICE,
     BOB,
+    DELETED,
     DUPLICATE,
     STORED,
+    SUPERSEDED,
     T0,
     by_id,
     create_channel,
@@ -89,12 +91,13 @@ async def test_newer_version_wins_older_loses(store: EventStore, kind: int) -> N
     """relay.md §3.1 item 4, §18 item 9."""
     tags = [["d", "slug"]]
     old, new, older = (make(kind, str(t), tags, created_at=T0 + t) for t in (1, 2, 0))
-    assert await insert_all(store, old, new, older) == [STORED, STORED, DUPLICATE]
+    assert await insert_all(store, old, new, older) == [STORED, STORED, SUPERSEDED]
     assert await query_ids(store, flt(kinds=[kind])) == [new.event.id]
     assert await store.get(old.event.id) is None
     superseded = await store.get(old.event.id, include_deleted=True)
     assert superseded is not None and superseded.event == old.event
-    assert await store.insert(old) is DUPLICATE  # a superseded version is never revived
+    assert await store.insert(old) is SUPERSEDED  # a superseded version is never revived
+    assert await store.insert(new) is DUPLICATE  # the served version again
 
 
 @pytest.mark.parametrize("kind", [0, 30023])
@@ -103,7 +106,7 @@ async def test_equal_created_at_keeps_lowest_id(store: EventStore, kind: int, lo
     """relay.md §3.1 item 4, §18 item 10: whatever the arrival order."""
     low, high = by_id(make(kind, "a", [["d", "x"]]), make(kind, "b", [["d", "x"]]))
     outcomes = await insert_all(store, *((low, high) if low_first else (high, low)))
-    assert outcomes == ([STORED, DUPLICATE] if low_first else [STORED, STORED])
+    assert outcomes == ([STORED, SUPERSEDED] if low_first else [STORED, STORED])
     assert await query_ids(store, flt(kinds=[kind])) == [low.event.id]
 
 
@@ -129,7 +132,7 @@ async def test_addressable_versions_by_d_coexist(store: EventStore) -> None:
     assert served == {a2.event.id, b1.event.id, empty_d.event.id, other_author.event.id}
 
 
-async def test_kind5_e_deletion_then_resubmission_is_duplicate(store: EventStore) -> None:
+async def test_kind5_e_deletion_then_resubmission_is_deleted(store: EventStore) -> None:
     """relay.md §10.1 items 4–5, §10.4."""
     target = make(1, "to delete")
     await store.insert(target)
@@ -137,7 +140,7 @@ async def test_kind5_e_deletion_then_resubmission_is_duplicate(store: EventStore
     assert await store.insert(deletion, [SoftDelete(target.event.id)]) is STORED
     assert await query_ids(store, flt()) == [deletion.event.id]
     assert await store.get(target.event.id) is None
-    assert await store.insert(target) is DUPLICATE
+    assert await store.insert(target) is DELETED
     assert await store.get(target.event.id) is None
     assert await store.get(target.event.id, include_deleted=True) is not None
 
@@ -147,7 +150,8 @@ async def test_deleted_replaceable_is_not_revived_by_older(store: EventStore) ->
     older, live = make(0, "v1", created_at=T0), make(0, "v2", created_at=T0 + 1)
     await insert_all(store, older, live)
     await store.insert(make(5, tags=[["e", live.event.id]], created_at=T0 + 2), [SoftDelete(live.event.id)])
-    assert await store.insert(older) is DUPLICATE
+    assert await store.insert(older) is SUPERSEDED  # the deleted v2 is still the newer version
+    assert await store.insert(live) is DELETED
     assert await query_ids(store, flt(kinds=[0])) == []
     newer = make(0, "v3", created_at=T0 + 3)
     assert await store.insert(newer) is STORED
@@ -166,7 +170,8 @@ async def test_address_deletion_blocks_older_accepts_newer(store: EventStore) ->
     before = make(30023, "v2", [["d", "post"]], created_at=T0 + 150)
     at = make(30023, "v3", [["d", "post"]], created_at=T0 + 200)
     after = make(30023, "v4", [["d", "post"]], created_at=T0 + 201)
-    assert await insert_all(store, before, at, after) == [DUPLICATE, DUPLICATE, STORED]
+    assert await insert_all(store, before, at, after) == [DELETED, DELETED, STORED]
+    assert await store.insert(v1) is DELETED
     assert await query_ids(store, flt(kinds=[30023])) == [after.event.id, other_d.event.id]
 
 
@@ -175,7 +180,7 @@ async def test_address_deletion_of_replaceable_ignores_d(store: EventStore) -> N
     await store.insert(profile)
     await store.insert(make(5, created_at=T0 + 5), [DeleteAddress(0, ALICE.pubkey, "", T0 + 5)])
     assert await query_ids(store, flt(kinds=[0])) == []
-    assert await store.insert(make(0, "again", created_at=T0 + 4)) is DUPLICATE
+    assert await store.insert(make(0, "again", created_at=T0 + 4)) is DELETED
     assert await store.insert(make(0, "later", created_at=T0 + 6)) is STORED
 
 

@@ -44,7 +44,7 @@ async def _corpus(store: EventStore) -> list[StoredEvent]:
 
 
 def _expected(events: list[StoredEvent], f: Filter) -> list[str]:
-    hits = [s for s in events if f.matches(s.event, s.channel_id)]
+    hits = [s for s in events if f.matches(s.event)]
     return ids(sorted(hits, key=lambda s: (-s.event.created_at, s.event.id)))[: f.effective_limit]
 
 

@@ -142,18 +142,22 @@ async def test_deleted_rows_never_returned(store: EventStore) -> None:
     assert await store.count([flt(kinds=[1])], None) == 1
 
 
-async def test_h_filter_falls_back_to_channel_only_without_h_tag(store: EventStore) -> None:
-    """relay.md §6.2, §18 items 35–36."""
+async def test_h_filter_matches_h_tags_only(store: EventStore) -> None:
+    """`#h` is a NIP-01 tag filter (issue 25 item 5, docs/decisions.md 174): an event of a
+    channel without an h tag (stored before reactions carried one) no longer reaches it."""
     c, d = await create_channel(store), await create_channel(store)
     message = make(9, "hi", [["h", c]], channel=c)
-    reaction = make(7, "+", [["e", message.event.id]], channel=c)  # no h: reaches #h via channel
-    explicit = make(7, "-", [["e", message.event.id], ["h", d]], channel=c)  # explicit h wins
+    reaction = make(7, "+", [["e", message.event.id]], channel=c)  # no h: not a match
+    tagged = make(7, "*", [["e", message.event.id], ["h", c]], channel=c)
+    explicit = make(7, "-", [["e", message.event.id], ["h", d]], channel=c)  # its h names d
     global_with_h = make(0, "profile", [["h", c]])  # global, but its h tag names c
     global_reaction = make(7, "+", [["e", "ab" * 32]], who=BOB)
-    await insert_all(store, message, reaction, explicit, global_with_h, global_reaction)
+    await insert_all(store, message, reaction, tagged, explicit, global_with_h, global_reaction)
     got = set(await query_ids(store, flt(tag_h=[c], kinds=[0, 7, 9]), reader=ALICE.pubkey))
-    assert got == {message.event.id, reaction.event.id, global_with_h.event.id}
+    assert got == {message.event.id, tagged.event.id, global_with_h.event.id}
+    assert await store.count([flt(tag_h=[c], kinds=[0, 7, 9])], ALICE.pubkey) == 3
     assert await query_ids(store, flt(tag_h=[d], kinds=[7]), reader=ALICE.pubkey) == [explicit.event.id]
+    assert reaction.event.id in await query_ids(store, flt(kinds=[7]), reader=ALICE.pubkey)  # still stored
 
 
 def _every_third(stored: StoredEvent) -> bool:
@@ -205,9 +209,10 @@ async def _forget_in_channel_txn(conn: Conn) -> None:
 
 @pytest.mark.parametrize("rows", ["new", "older"])
 async def test_h_filter_pages_in_order_across_channels_and_foreign_h_tags(store: SqlStore, rows: str) -> None:
-    """relay.md §6.2, §6.4 item 2, §6.5 item 3: an `#h` read over several channels, events with an
+    """relay.md §6.4 item 2, §6.5 item 3: an `#h` read over several channels, events with an
     h tag naming another channel than their own, global events with an h tag and events with no
-    h tag, paged by the accept predicate through equal timestamps, is exactly the sorted match.
+    h tag (which never match: decision 174), paged by the accept predicate through equal
+    timestamps, is exactly the sorted match.
     `older`: tag rows written before `event_tags.in_channel` existed (NULL, decision 101)."""
     c, d = await create_channel(store), await create_channel(store)
     hidden = await create_channel(store, "private")  # BOB is no member: out of scope
@@ -218,7 +223,7 @@ async def test_h_filter_pages_in_order_across_channels_and_foreign_h_tags(store:
             case 0:
                 events.append(make(9, str(i), [["h", c]], at, channel=c))
             case 1:
-                events.append(make(7, str(i), [["e", "ab" * 32]], at, channel=c))  # no h: by channel
+                events.append(make(7, str(i), [["e", "ab" * 32]], at, channel=c))  # no h: no match
             case 2:
                 events.append(make(7, str(i), [["e", "ab" * 32], ["h", d]], at, channel=c))  # h names d
             case 3:
@@ -238,7 +243,7 @@ async def test_h_filter_pages_in_order_across_channels_and_foreign_h_tags(store:
     def matches(stored: StoredEvent, channels: set[str]) -> bool:
         h = {t[1] for t in stored.event.tags if t[0] == "h" and len(t) > 1}
         in_scope = stored.channel_id is None or stored.channel_id in (c, d)
-        return in_scope and (bool(h & channels) if h else stored.channel_id in channels)
+        return in_scope and bool(h & channels)
 
     for channels in ({c}, {d}, {c, d}):
         expected = ids(

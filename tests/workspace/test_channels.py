@@ -50,6 +50,7 @@ async def test_create_makes_owner_and_publishes_signed_state(relay: RunningRelay
     assert {metadata.pubkey, admins.pubkey, members.pubkey, roles.pubkey} == {self_key}
     assert [list(t) for t in metadata.tags] == [
         ["d", c],
+        ["h", c],  # so `#h` filters match it by NIP-01 (decision 174)
         ["name", "general"],
         ["about", "our room"],
         ["public"],
@@ -57,8 +58,9 @@ async def test_create_makes_owner_and_publishes_signed_state(relay: RunningRelay
         ["t", "stream"],
         ["topic", "planning"],
     ]
-    assert [list(t) for t in admins.tags] == [["d", c], ["p", alice.pubkey, "owner"]]
-    assert [list(t) for t in members.tags] == [["d", c], ["p", alice.pubkey, "", "owner"]]
+    assert [list(t) for t in admins.tags] == [["d", c], ["h", c], ["p", alice.pubkey, "owner"]]
+    assert [list(t) for t in members.tags] == [["d", c], ["h", c], ["p", alice.pubkey, "", "owner"]]
+    assert [list(t) for t in roles.tags][:2] == [["d", c], ["h", c]]
     assert [t[1] for t in roles.tags if t[0] == "role"] == ["owner", "admin", "member", "guest", "bot"]
     channel = await relay.relay.store.get_channel(c)
     member = await relay.relay.store.get_member(c, alice.pubkey)
@@ -272,7 +274,11 @@ async def test_join_and_leave(relay: RunningRelay, alice: Identity, bob: Identit
         again = Event.create(bob.secret, 9022, "", [["h", opened], ["x", "1"]])
         await refused(relay, b, again, "invalid: actor is not an active member")
         members = await _state(a, opened, 39002)
-        assert [list(t) for t in members.tags] == [["d", opened], ["p", alice.pubkey, "", "owner"]]
+        assert [list(t) for t in members.tags] == [
+            ["d", opened],
+            ["h", opened],
+            ["p", alice.pubkey, "", "owner"],
+        ]
 
 
 # -- §18 items 51, 52 and the 9002 rules ----------------------------------------------------------

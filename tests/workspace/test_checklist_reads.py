@@ -46,8 +46,14 @@ async def test_p_gated_reads(relay: RunningRelay, alice: Identity, bob: Identity
         assert await ids(a, {"kinds": [1059], "#p": [alice.pubkey]}) == {to_alice.id}
         assert await ids(b, {"ids": [to_alice.id]}) == set()  # 58
         assert await ids(a, {"ids": [to_alice.id]}) == {to_alice.id}
-        assert await _closed(a, {"authors": [alice.pubkey]}) == P_GATE  # 59
-        assert await _closed(a, {"since": 0}, count=True) == P_GATE
+        # 59, changed by issue 25 item 3 (decision 171): a filter without kinds is served, each
+        # gift wrap dropped for a reader it does not name.
+        assert await ids(a, {"authors": [throwaway.pubkey]}) == {to_alice.id}
+        assert await ids(b, {"authors": [throwaway.pubkey]}) == {to_bob.id}
+        assert await ids(a, {}) == {to_alice.id}
+        assert (await a.count([{"since": 0}]), await b.count([{"since": 0}])) == (1, 1)
+        assert await _closed(a, {"kinds": [1059, 44200]}) == P_GATE  # every kind it names is gated
+        assert await ids(a, {"kinds": [1059, 1], "authors": [throwaway.pubkey]}) == {to_alice.id}
 
 
 async def test_turn_metrics_are_result_gated(relay: RunningRelay, alice: Identity) -> None:
@@ -106,23 +112,24 @@ async def test_kind_5_deletes_everywhere(relay: RunningRelay, alice: Identity, b
         view = {"kinds": [9], "#h": [c]}
         assert await ids(b, view) == {note.id} and await b.count([view]) == 1
         await refused(
-            relay, b, Event.create(bob.secret, 5, "", [["e", note.id]]), "invalid: must be event author"
+            relay,
+            b,
+            Event.create(bob.secret, 5, "", [["e", note.id], ["h", c]]),
+            "invalid: must be event author",
         )  # 75
         two = Event.create(alice.secret, 5, "", [["e", note.id], ["e", note.id]])
         await refused(
-            relay,
-            a,
-            two,
-            "invalid: deletion events must reference exactly one target via e or a tag (got e=2, a=0)",
-        )  # 76
-        deletion = Event.create(alice.secret, 5, "", [["e", note.id]])
+            relay, a, two, f'invalid: deletions of a channel event must carry its channel: add ["h","{c}"]'
+        )  # 76, changed by issue 25 items 5–6: a repeated target counts once, the h is required
+        deletion = Event.create(alice.secret, 5, "", [["e", note.id], ["h", c]])
         await accepted(a, deletion)  # 74
         assert await ids(b, view) == set()
         assert await ids(b, {"ids": [note.id]}) == set()
         assert await b.count([view]) == 0
         assert await ids(b, {"search": "pineapple", "kinds": [9]}) == set()
         assert await ids(b, {"ids": [deletion.id]}) == {deletion.id}
-        assert (await a.publish(note)).message.startswith("duplicate:")  # not restored
+        resubmitted = await a.publish(note)  # not restored, and says so (issue 25 item 4)
+        assert (resubmitted.accepted, resubmitted.message) == (False, "blocked: deleted")
 
 
 async def test_registered_owner_may_delete(relay: RunningRelay, alice: Identity) -> None:
@@ -146,7 +153,7 @@ async def test_address_deletion(relay: RunningRelay, alice: Identity) -> None:
         assert await ids(a, flt) == set()  # 77
         stale = Event.create(alice.secret, 30023, "v2", [["d", "essay"]], created_at=now - 5)
         answer = await a.publish(stale)
-        assert answer.accepted and answer.message.startswith("duplicate:")
+        assert (answer.accepted, answer.message) == (False, "blocked: deleted")  # issue 25 item 4
         assert await ids(a, flt) == set()
         fresh = Event.create(alice.secret, 30023, "v3", [["d", "essay"]], created_at=now - 4)
         await accepted(a, fresh)
@@ -163,5 +170,5 @@ async def test_deleted_profile_is_not_revived(relay: RunningRelay, alice: Identi
         await accepted(a, Event.create(alice.secret, 5, "", [["e", live_profile.id]]))  # 99
         older = Event.create(alice.secret, 0, '{"name":"older"}', created_at=now - 15)
         answer = await a.publish(older)
-        assert answer.accepted and answer.message.startswith("duplicate:")
+        assert (answer.accepted, answer.message) == (False, "duplicate: have a newer version")  # issue 25
         assert await ids(a, {"kinds": [0], "authors": [alice.pubkey]}) == set()

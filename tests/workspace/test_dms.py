@@ -60,8 +60,12 @@ async def test_open_creates_then_reuses(
         ]
         hello = await message(c, carol, dm, "hi both")
         assert hello.id in {e.id for e in await b.query([{"kinds": [9], "#h": [dm]}])}
-        opened = await a.query([{"kinds": [41010], "#h": [dm]}])
-        assert len(opened) == 3  # every 41010 of that set is stored in the DM (no h: §6.2 fallback)
+        opened = await a.query([{"kinds": [41010], "authors": [alice.pubkey, bob.pubkey]}])
+        assert len(opened) == 3  # every 41010 of that set is stored in the DM
+        for event in opened:
+            stored = await relay.relay.store.get(event.id)
+            assert stored is not None and stored.channel_id == dm
+        assert await a.query([{"kinds": [41010], "#h": [dm]}]) == []  # no h tag: no #h match (NIP-01)
     outsider = Identity.new()
     async with relay.client(outsider) as o:
         with pytest.raises(RelayError) as err:

@@ -5,7 +5,9 @@ Rows: every registered kind whose visibility sets are non-empty (shared-gated ki
 §5.2 tag shapes) plus one channel-scoped kind (kind 9 in a private channel). Columns: the read
 paths (stored REQ, live subscription, ids lookup with and without `kinds`, COUNT, NIP-50 search)
 × the readers (author, p-target, channel member, non-member, unauthenticated), each path with the
-filters a client would use. The expected outcome is computed here from the spec's rules (the
+filters a client would use — with their `kinds`, and the same filters without `kinds` (issue 25
+item 3: served, each gated event dropped for a reader who may not see it), and on the stored
+REQ path also `{}`. The expected outcome is computed here from the spec's rules (the
 `spec_*` functions re-state §5.2–§5.4, §6.3 and §11 from the text), never from the relay's
 code; only the registry's set column is read. A kind given a set in the registry joins the
 matrix without any change here.
@@ -168,21 +170,30 @@ def _all_are(values: list[str] | None, reader: str) -> bool:
     return bool(values) and all(x == reader for x in values)
 
 
+P_REFUSAL = "restricted: p-gated events require #p matching your pubkey"
+EG_REFUSAL = "restricted: agent-engram reads require authors=[self] or #p=[self]"
+AO_REFUSAL = "restricted: author-only kinds require authors=[self]"
+
+
 def spec_gate(flt: dict[str, Any], reader: str) -> str | None:
-    """§5.4 gates on a filter without `#h`, in order; the refusal message or None."""
-    if "#h" in flt:
+    """§5.4 gates on a filter without `#h`, as issue 25 item 3 restates them: the filter is
+    refused only when every kind it can match is gated for the reader (a filter without
+    `kinds` can match ungated kinds: never); then with the first gate, in the order
+    p-gate → engram gate → author-only gate, that refuses one of its kinds."""
+    if "#h" in flt or not flt.get("kinds"):
         return None
-    kinds = set(flt["kinds"]) if "kinds" in flt else None
     ids, authors, p = flt.get("ids"), flt.get("authors"), flt.get("#p")
-    if kinds is None or kinds & PG:
-        if not (_all_are(p, reader) or (ids and (kinds is None or not kinds & RG))):
-            return "restricted: p-gated events require #p matching your pubkey"
-    if (kinds is not None and kinds & EG) or (kinds is None and not ids):
-        if not (_all_are(authors, reader) or _all_are(p, reader)):
-            return "restricted: agent-engram reads require authors=[self] or #p=[self]"
-    if kinds and kinds <= AO and not _all_are(authors, reader):
-        return "restricted: author-only kinds require authors=[self]"
-    return None
+    refused: set[str] = set()
+    for kind in flt["kinds"]:
+        if kind in PG and not (_all_are(p, reader) or (ids and kind not in RG)):
+            refused.add(P_REFUSAL)
+        elif kind in EG and not (_all_are(authors, reader) or _all_are(p, reader)):
+            refused.add(EG_REFUSAL)
+        elif kind in AO and not _all_are(authors, reader):
+            refused.add(AO_REFUSAL)
+        else:
+            return None  # a kind the filter may read: served
+    return next(m for m in (P_REFUSAL, EG_REFUSAL, AO_REFUSAL) if m in refused)
 
 
 def spec_matches(world: World, v: Variant, flt: dict[str, Any]) -> bool:
@@ -247,6 +258,11 @@ def broad(world: World, v: Variant) -> dict[str, Any]:
     return {"kinds": [v.kind], "authors": [world.events[v.name].pubkey], "#t": [v.tag]}
 
 
+def without_kinds(flt: dict[str, Any]) -> dict[str, Any]:
+    """The same filter naming no kinds (`{"authors":[pk]}`, `{"#p":[me]}`, …: issue 25 item 3)."""
+    return {k: v for k, v in flt.items() if k != "kinds"}
+
+
 def filters(world: World, v: Variant, path: str, role: str) -> list[dict[str, Any]]:
     reader = world.who[world.reader(v, role)].pubkey
     event = world.events[v.name]
@@ -255,8 +271,11 @@ def filters(world: World, v: Variant, path: str, role: str) -> list[dict[str, An
     if path == "ids+kinds":
         return [{"ids": [event.id], "kinds": [v.kind]}]
     shapes = [narrow(world, v, reader), broad(world, v)]
+    shapes += [without_kinds(f) for f in shapes]
     if path == "search":
         return [{**f, "search": v.word} for f in shapes]
+    if path == "req":
+        shapes.append({})  # every event the reader may see, newest first (the world holds < 1000)
     return shapes
 
 
@@ -287,7 +306,9 @@ async def _observe(client: RelayClient, flt: dict[str, Any], path: str, event_id
 async def world(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[World]:
-    async for running in _start(request.param, tmp_path_factory.mktemp("gates")):
+    # The unauthenticated reader's socket must outlive the whole matrix, however slow the box:
+    # the relay's 5 s authentication deadline would otherwise close it mid-run.
+    async for running in _start(request.param, tmp_path_factory.mktemp("gates"), auth_timeout_s=3600):
         relay = running.relay
         # "S": another agent whose registered owner is the p-target (the engram's owner)
         who = {key: Identity.new() for key in "APMNUS"}
@@ -426,7 +447,7 @@ async def test_superseded_version_is_served_on_no_other_path(world: World) -> No
                 shapes += filters(world, v, path, role)
             for flt in shapes:
                 try:
-                    if "search" not in flt and "ids" not in flt:
+                    if flt and "search" not in flt and "ids" not in flt:  # `{}`: by its query below
                         n = await client.count([flt])
                         if n > 1:
                             served.append(f"{role} count {flt}: {n}")

@@ -93,21 +93,40 @@ async def test_reply_depth_101_is_refused(relay: RunningRelay, alice: Identity) 
         await refused(relay, a, too_deep, "invalid: thread depth exceeds 100")
 
 
-# -- #h fallback and live scope (§6.2, §6.3; §18 items 35–38) --------------------------------------
-async def test_reaction_reaches_channel_filter_through_its_channel(
-    relay: RunningRelay, alice: Identity
-) -> None:
+# -- #h matching and live scope (§6.3; issue 25 item 5, decision 174) ------------------------------
+async def test_channel_reactions_carry_their_channel(relay: RunningRelay, alice: Identity) -> None:
+    """A reaction or deletion of a channel event must name that channel in `h` (with a reason
+    that says to add it), so a `#h` filter matches it by NIP-01's tag rule, stored and live."""
     async with relay.client(alice) as a:
         c = await create_channel(a, alice)
         d = await create_channel(a, alice, name="other")
         note = await message(a, alice, c, "react to me")
+        feed = await live(a, {"kinds": [7, 5], "#h": [c]})
         plain = Event.create(alice.secret, 7, "👍", [["e", note.id]])
-        tagged = Event.create(alice.secret, 7, "🎉", [["e", note.id], ["h", d]])
-        await accepted(a, plain)
+        await refused(
+            relay, a, plain, f'invalid: reactions of a channel event must carry its channel: add ["h","{c}"]'
+        )
+        elsewhere = Event.create(alice.secret, 7, "🎉", [["e", note.id], ["h", d]])
+        await refused(relay, a, elsewhere, f"invalid: h tag must name the target's channel {c}")
+        tagged = Event.create(alice.secret, 7, "🎉", [["e", note.id], ["h", c]])
         await accepted(a, tagged)
-        found = await ids(a, {"kinds": [7], "#h": [c]})
-        assert found == {plain.id}  # the explicit h of `tagged` is authoritative
-    stored = await relay.relay.store.get(tagged.id)
+        assert await ids(a, {"kinds": [7], "#h": [c]}) == {tagged.id}
+        assert (await feed.next()).id == tagged.id
+        undo = Event.create(alice.secret, 5, "", [["e", tagged.id]])
+        await refused(
+            relay, a, undo, f'invalid: deletions of a channel event must carry its channel: add ["h","{c}"]'
+        )
+        undo = Event.create(alice.secret, 5, "", [["e", tagged.id], ["h", c]])
+        await accepted(a, undo)
+        assert (await feed.next()).id == undo.id
+        note_1 = Event.create(alice.secret, 1, "global")
+        await accepted(a, note_1)
+        global_tagged = Event.create(alice.secret, 7, "+", [["e", note_1.id], ["h", c]])
+        await refused(
+            relay, a, global_tagged, "invalid: reactions of events outside channels carry no h tag: remove it"
+        )
+        await accepted(a, Event.create(alice.secret, 7, "+", [["e", note_1.id]]))
+    stored = await relay.relay.store.get(tagged.id, include_deleted=True)
     assert stored is not None and stored.channel_id == c
 
 
@@ -144,20 +163,21 @@ async def test_reactions(relay: RunningRelay, alice: Identity, bob: Identity) ->
     async with relay.client(alice) as a, relay.client(bob) as b:
         c = await create_channel(a, alice)
         note = await message(a, alice, c, "react")
-        first = Event.create(bob.secret, 7, "👍", [["e", note.id]])
+        h = ["h", c]
+        first = Event.create(bob.secret, 7, "👍", [["e", note.id], h])
         await accepted(b, first)
-        second = Event.create(bob.secret, 7, "👍", [["e", note.id], ["x", "another event"]])
+        second = Event.create(bob.secret, 7, "👍", [["e", note.id], h, ["x", "another event"]])
         await refused(relay, b, second, "duplicate: reaction already exists")
-        await accepted(b, Event.create(bob.secret, 7, "🎉", [["e", note.id]]))
-        await accepted(a, Event.create(alice.secret, 7, "👍", [["e", note.id]]))
-        missing = Event.create(bob.secret, 7, "👍", [["e", "cd" * 32]])
+        await accepted(b, Event.create(bob.secret, 7, "🎉", [["e", note.id], h]))
+        await accepted(a, Event.create(alice.secret, 7, "👍", [["e", note.id], h]))
+        missing = Event.create(bob.secret, 7, "👍", [["e", "cd" * 32], h])
         await refused(relay, b, missing, "invalid: reaction target event not found")
-        no_target = Event.create(bob.secret, 7, "👍", [["p", alice.pubkey]])
+        no_target = Event.create(bob.secret, 7, "👍", [["p", alice.pubkey], h])
         await refused(relay, b, no_target, "invalid: reaction must reference a target event via e tag")
-        long = Event.create(bob.secret, 7, "x" * 65, [["e", note.id]])
+        long = Event.create(bob.secret, 7, "x" * 65, [["e", note.id], h])
         await refused(relay, b, long, "invalid: reaction content too long (max 64)")
-        await accepted(b, Event.create(bob.secret, 7, "😀" * 64, [["e", note.id]]))  # 64 code points
-        await accepted(b, Event.create(bob.secret, 5, "", [["e", first.id]]))  # removing the reaction
+        await accepted(b, Event.create(bob.secret, 7, "😀" * 64, [["e", note.id], h]))  # 64 code points
+        await accepted(b, Event.create(bob.secret, 5, "", [["e", first.id], h]))  # removing the reaction
         assert await relay.relay.store.has_reaction(bob.pubkey, note.id, "👍") is False
         await accepted(b, second)  # the same reaction may be given again
 
@@ -169,7 +189,10 @@ async def test_reaction_in_private_channel_needs_membership(
         c = await create_channel(a, alice, "private")
         note = await message(a, alice, c, "members only")
         await refused(
-            relay, b, Event.create(bob.secret, 7, "👀", [["e", note.id]]), "restricted: not a channel member"
+            relay,
+            b,
+            Event.create(bob.secret, 7, "👀", [["e", note.id], ["h", c]]),
+            "restricted: not a channel member",
         )
 
 

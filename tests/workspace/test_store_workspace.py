@@ -21,7 +21,7 @@ from buzz.store.base import (
     SoftDelete,
     UpdateChannel,
 )
-from tests.store.helpers import ALICE, BOB, CAROL, DUPLICATE, STORED, T0, create_channel, make, remove_member
+from tests.store.helpers import ALICE, BOB, CAROL, STORED, SUPERSEDED, T0, create_channel, make, remove_member
 
 
 async def test_update_channel(store: EventStore) -> None:
@@ -131,5 +131,5 @@ async def test_latest_created_at_counts_superseded_versions(store: EventStore) -
     assert [await store.insert(old), await store.insert(new)] == [STORED, STORED]
     assert await store.latest_created_at(39000, ALICE.pubkey, channel_id) == T0 + 20
     older = make(39000, "", [["d", channel_id], ["name", "y"]], created_at=T0 + 15, channel=channel_id)
-    assert await store.insert(older) is DUPLICATE
+    assert await store.insert(older) is SUPERSEDED
     assert await store.latest_created_at(39000, ALICE.pubkey, channel_id) == T0 + 20

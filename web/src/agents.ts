@@ -100,7 +100,10 @@ export class AgentDesk {
     const head = engram.selectHead([...engram.heads(found, agent, me, key).values()])
     const body: engram.Body = slug === engram.CORE ? { slug: engram.CORE, profile: text ?? '' } : { slug, value: text }
     const ev = await held.signer.sign(engram.engramTemplate(key, me, body, engram.monotonicCreatedAt(now(), head)))
-    const answer = await held.conn.publishSigned(ev)
+    // A lost write is `OK false "duplicate: have a newer version"` (the same event again: `OK true "duplicate:"`).
+    const answer = await held.conn.publishSigned(ev).catch((e: Error) => {
+      throw e.message.startsWith('duplicate:') ? new Error(`conflict: ${e.message}`) : e
+    })
     if (answer.startsWith('duplicate:')) throw new Error(`conflict: ${answer}`)
     await this.load(agent)
   }

@@ -1,9 +1,8 @@
 // One WebSocket to the relay that served the page: NIP-42 AUTH first, then REQ/EVENT/COUNT.
 //
-// Our own small client rather than nostr-tools' Relay: that one re-checks every EVENT against
-// the filter on the client, which drops what relay.md §6.2 delivers on purpose (a reaction has
-// no `h` tag, yet reaches an `#h` subscription through its target's channel). Signatures are
-// still checked here with nostr-tools' verifyEvent. Nothing is sent before AUTH succeeds, so
+// Our own small client rather than nostr-tools' Relay: it keeps the subscriptions of a page
+// across reconnects and sends nothing before AUTH. Signatures are checked here with
+// nostr-tools' verifyEvent. Nothing is sent before AUTH succeeds, so
 // no request meets `auth-required:`; a dropped socket reconnects, re-authenticates and
 // re-opens live subscriptions from the last event seen.
 import { verifyEvent } from 'nostr-tools/pure'

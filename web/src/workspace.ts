@@ -638,11 +638,12 @@ export class Workspace {
     if (!m) return
     const mine = m.reactions.get(emoji)?.get(this.me.pubkey)
     if (mine) {
-      const ev = await this.relay.publish({ kind: DELETION, created_at: now(), tags: [['e', mine]], content: '' })
+      const ev = await this.relay.publish({ kind: DELETION, created_at: now(), tags: [['e', mine], ['h', m.channel]], content: '' })
       this.ingest(ev, true)
       return
     }
-    const ev = await this.relay.publish({ kind: REACTION, created_at: now(), tags: [['e', id]], content: emoji })
+    // A reaction carries its target's channel (`h`): the relay requires it (decision 174).
+    const ev = await this.relay.publish({ kind: REACTION, created_at: now(), tags: [['e', id], ['h', m.channel]], content: emoji })
     this.ingest(ev, true)
   }
 

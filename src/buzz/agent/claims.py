@@ -6,8 +6,9 @@ addressable, signed by the agent A) at the address `(30078, A, "buzz-agent-claim
 The first claim is deterministic: content `claimed`, tags `[["d", …], ["e", <event id>]]` and
 `created_at` = the event's own `created_at` (or one second after the address's newest state),
 so every harness process holding A's key builds the *same* event id. The relay stores an id
-once: the first publisher gets `OK true`, every other one `OK true "duplicate:"` and knows
-the event is taken.
+once: the first publisher gets `OK true`, every other one `OK true "duplicate:"` (or, once the
+holder's heartbeat replaced it, `OK false "duplicate: have a newer version"`) and knows the
+event is taken.
 
 The lease: while a claim is held (queued or in a turn) the holder republishes `claimed` every
 `lease / 4` seconds with a newer `created_at` (the heartbeat). Another process (a replica, or
@@ -90,7 +91,9 @@ def next_claim_at(state: State | None, event_created_at: int, stale: State | Non
 
 
 def is_duplicate(result: PublishResult) -> bool:
-    return result.accepted and result.message.startswith("duplicate")
+    """The claim is someone else's: the same claim event again (`OK true "duplicate:"`) or a
+    version that lost to a newer one (`OK false "duplicate: have a newer version"`)."""
+    return result.message.startswith("duplicate")
 
 
 class Claims:

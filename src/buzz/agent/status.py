@@ -47,14 +47,15 @@ OUTCOME_ROTATED = "agent_session_rotated"
 OUTCOME_ROTATE_NOOP = "agent_rotate_noop"
 
 
-def reaction(secret: str, target_id: str, emoji: str) -> Event:
-    """Kind 7 (§3.6): content one emoji, tags `[["e", target]]`, no `h`."""
-    return Event.create(secret, 7, emoji, [["e", target_id]])
+def reaction(secret: str, target_id: str, emoji: str, channel: str) -> Event:
+    """Kind 7 (§3.6): content one emoji, tags `[["e", target], ["h", C]]` — the target's
+    channel, which the relay requires of a reaction in a channel (docs/decisions.md 174)."""
+    return Event.create(secret, 7, emoji, [["e", target_id], ["h", channel]])
 
 
-def removal(secret: str, reaction_id: str) -> Event:
-    """Kind 5 whose only tag is `["e", <reaction id>]` (§3.6)."""
-    return Event.create(secret, 5, "", [["e", reaction_id]])
+def removal(secret: str, reaction_id: str, channel: str) -> Event:
+    """Kind 5 with `["e", <reaction id>]` and the reaction's channel `["h", C]` (§3.6)."""
+    return Event.create(secret, 5, "", [["e", reaction_id], ["h", channel]])
 
 
 def typing(secret: str, channel: str) -> Event:
@@ -123,7 +124,7 @@ class StatusPublisher:
         for item in items:
             if emoji in item.reactions:
                 continue
-            event = reaction(self._secret, item.event.id, emoji)
+            event = reaction(self._secret, item.event.id, emoji, item.channel)
             if await self.send(event, f"{emoji} reaction"):
                 item.reactions[emoji] = event.id
 
@@ -134,7 +135,7 @@ class StatusPublisher:
             for emoji in wanted:
                 reaction_id = item.reactions.pop(emoji, None)
                 if reaction_id is not None:
-                    await self.send(removal(self._secret, reaction_id), f"{emoji} removal")
+                    await self.send(removal(self._secret, reaction_id, item.channel), f"{emoji} removal")
 
     async def presence(self, status: str) -> None:
         if self.presence_enabled:

@@ -305,5 +305,7 @@ class Engrams:
 
 
 def is_duplicate(result: PublishResult) -> bool:
-    """An accepted write that lost to a newer head (engram.md §12.4): a conflict."""
-    return result.accepted and (result.message == "duplicate" or result.message.startswith("duplicate:"))
+    """A write that lost to a newer head (engram.md §12.4): a conflict. The relay answers it
+    `OK false "duplicate: have a newer version"` (issue 25 item 4; `OK true "duplicate:"` for
+    the same event again)."""
+    return result.message == "duplicate" or result.message.startswith("duplicate:")

@@ -232,12 +232,12 @@ async def _write(engrams: Engrams, slug: str, value: str | None, head_created_at
     except engram.EngramError as exc:
         raise WorkspaceError(f"build event failed: {exc.reason}") from None
     result = await engrams.publish(event)
-    if not result.accepted:
-        raise Refused(f"relay rejected the write: {result.message}", relay_message=result.message)
     if is_duplicate(result):
         raise Conflict(
             f"write lost to a newer head of {slug}: {result.message}", relay_message=result.message
         )
+    if not result.accepted:
+        raise Refused(f"relay rejected the write: {result.message}", relay_message=result.message)
     return EngramWrite(slug, event.id, event.created_at)
 
 

@@ -1,13 +1,14 @@
-"""Reactions (agents.md §3.6): kind 7 with `["e", <target>]` (no `h`; the relay takes the
-channel from the target) and optional `["emoji", <shortcode>, <url>]`; removal is a kind 5
-whose only tag is `["e", <my reaction id>]`."""
+"""Reactions (agents.md §3.6): kind 7 with `["e", <target>]`, the target's channel as
+`["h", C]` when it is in one (the relay requires it: docs/decisions.md 174) and optional
+`["emoji", <shortcode>, <url>]`; removal is a kind 5 with `["e", <my reaction id>]` and the
+same `h`."""
 
 from __future__ import annotations
 
 from buzz.client.errors import NotFound, UserError, WorkspaceError
 from buzz.client.models import ReactionAdded, ReactionRemoved
 from buzz.client.session import Session
-from buzz.client.values import event_id_arg
+from buzz.client.values import event_id_arg, first_channel
 
 REACTION_KIND = 7
 MAX_REACTION_CHARS = 64
@@ -24,12 +25,18 @@ class Reactions:
         target_id = event_id_arg(event_id, "--event")
         if not emoji or len(emoji) > MAX_REACTION_CHARS:
             raise UserError(f"--emoji must be 1-{MAX_REACTION_CHARS} characters")
-        tags = [["e", target_id]]
+        extra: list[list[str]] = []
         if emoji_url is not None:
             shortcode = emoji.strip(":")
             if not shortcode or emoji != f":{shortcode}:":
                 raise UserError("--emoji-url needs --emoji in the :shortcode: form")
-            tags.append(["emoji", shortcode, emoji_url])
+            extra.append(["emoji", shortcode, emoji_url])
+        try:
+            target = await self._s.get_event(target_id)
+        except NotFound:  # agents.md §2.1: an unknown event is not_found
+            raise NotFound(f"no event {target_id} to react to") from None
+        channel_id = first_channel(target)
+        tags = [["e", target_id], *([["h", channel_id]] if channel_id else []), *extra]
         event = self._s.sign(REACTION_KIND, emoji, tags)
         try:
             await self._s.publish(event)
@@ -48,6 +55,9 @@ class Reactions:
         reaction = next((r for r in mine if r.content == emoji), None)
         if reaction is None:
             raise NotFound(f"no {emoji} reaction of yours on {target_id}")
-        event = self._s.sign(5, "", [["e", reaction.id]])
+        channel_id = first_channel(reaction)
+        if channel_id is None:  # a reaction stored before reactions carried their channel
+            channel_id = first_channel(await self._s.get_event(target_id))
+        event = self._s.sign(5, "", [["e", reaction.id], *([["h", channel_id]] if channel_id else [])])
         await self._s.publish(event)
         return ReactionRemoved(event.id, reaction.id, target_id)

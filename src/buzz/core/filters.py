@@ -1,8 +1,10 @@
 """NIP-01 filters: strict parsing and one matching function for stored and live paths.
 
 Source rules: relay.md §6.1 (fields, AND within a filter, OR across filters, a present empty
-list matches nothing, bad `#` keys refused), §6.2 (the `#h` rule), §6.4 (inclusive bounds,
-ids prefix), §6.5 (limit clamp).
+list matches nothing, bad `#` keys refused), §6.4 (inclusive bounds, ids prefix), §6.5 (limit
+clamp). `#h` is a tag filter like any other (NIP-01): relay.md §6.2's fallback, which let an
+event without `h` reach `#h` through its channel, is gone (issue 25 item 5, docs/decisions.md
+174): channel reactions and deletions carry their channel's `h` instead.
 
 A field is None when absent and a frozenset when present: "absent" and "present but empty"
 are different filters and the difference is decided here, in `Filter.matches`.
@@ -141,10 +143,9 @@ class Filter:
         return self.tags.get("h", frozenset())
 
     # -- matching --------------------------------------------------------------------------
-    def matches(self, event: Event, channel_id: str | None = None, index: TagIndex | None = None) -> bool:
-        """Does `event` satisfy every present field (relay.md §6.1, §6.2)?
+    def matches(self, event: Event, index: TagIndex | None = None) -> bool:
+        """Does `event` satisfy every present field (relay.md §6.1; NIP-01 tag rules)?
 
-        `channel_id` is the event's derived channel (only the `#h` fallback uses it);
         `index` is `tag_index(event)` when the caller already built it. `limit` and `search`
         are not matching clauses.
         """
@@ -162,12 +163,8 @@ class Filter:
             idx = tag_index(event) if index is None else index
             for name, wanted in self.tags.items():
                 have = idx.get(name)
-                if have is not None and not have.isdisjoint(wanted):
-                    continue
-                # relay.md §6.2: an event without any h tag reaches #h through its channel.
-                if name == "h" and have is None and channel_id is not None and channel_id in wanted:
-                    continue
-                return False
+                if have is None or have.isdisjoint(wanted):
+                    return False
         return True
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,7 +190,7 @@ def parse_filters(objs: Iterable[Any]) -> list[Filter]:
     return [Filter.parse(o) for o in objs]
 
 
-def matches_any(filters: Iterable[Filter], event: Event, channel_id: str | None = None) -> bool:
+def matches_any(filters: Iterable[Filter], event: Event) -> bool:
     """OR across filters (relay.md §6.1 item 1)."""
     idx = tag_index(event)
-    return any(f.matches(event, channel_id, idx) for f in filters)
+    return any(f.matches(event, idx) for f in filters)

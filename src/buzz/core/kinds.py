@@ -1,8 +1,14 @@
 """The kind registry: one table of every kind the relay knows, and the range predicates.
 
 Source rules: relay.md §3.1 (storage classes by range), §3.2 (the first-release registry),
-§5.1 (visibility sets), §4.2 (place: where a kind's channel comes from), §11 (searchable).
+§5.1 (visibility sets), §4.2 (place: where a kind's channel comes from), §11 (searchable);
+issue 25 item 7 (the NIP-01 ephemeral range and the common kinds of third-party clients) and
+the operator's `BUZZ_OPEN_KINDS` (kinds opened without code, `parse_open_kinds`).
 Every path (ingest, read gates, search, fan-out) reads these tables; nothing re-states them.
+
+`KindTable` is the table a relay serves: the built-in rows, the ranges, and the kinds its
+operator opened. `BUILTIN` is the table without operator kinds; the module-level names
+(`lookup`, `is_known`, the named sets) are its.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ class Scope(Enum):
     R_W = "repos:write"
     RELAY = "relay"  # only the relay key emits it
     RESERVED = "reserved"  # refused in the first release
-    AUTH = "auth"  # NIP-42 only, refused in EVENT
+    AUTH = "auth"  # an authorization token (NIP-42, NIP-98, Blossom): never published, refused in EVENT
 
 
 REGULAR, REPLACEABLE, EPHEMERAL, ADDRESSABLE = (
@@ -108,9 +114,12 @@ _TABLE: tuple[tuple[int, str, StorageClass, str, Scope, Place], ...] = (
     (1, "text note", REGULAR, "", M_W, G),
     (3, "contact list", REPLACEABLE, "", U_W, G),
     (5, "deletion", REGULAR, "", M_W, T),
+    (6, "repost", REGULAR, "", M_W, G),
     (7, "reaction", REGULAR, "", M_W, T),
     (9, "stream message", REGULAR, "", M_W, H),
+    (16, "generic repost", REGULAR, "", M_W, G),
     (1059, "gift wrap", REGULAR, "PG", M_W, G),
+    (1111, "comment", REGULAR, "", M_W, G),
     (1617, "git patch", REGULAR, "", M_W, G),
     (1618, "git pull request", REGULAR, "", M_W, G),
     (1621, "git issue", REGULAR, "", M_W, G),
@@ -135,14 +144,19 @@ _TABLE: tuple[tuple[int, str, StorageClass, str, Scope, Place], ...] = (
     (10002, "relay list", REPLACEABLE, "", U_W, G),
     (10003, "bookmark list", REPLACEABLE, "", U_W, G),
     (10030, "emoji list", REPLACEABLE, "", U_W, G),
+    (10050, "DM relay list", REPLACEABLE, "", U_W, G),
+    (10063, "blossom server list", REPLACEABLE, "", U_W, G),
     (10100, "agent profile", REPLACEABLE, "", U_W, G),
     (20001, "presence", EPHEMERAL, "", M_W_EPH, OPT_H),
     (20002, "typing indicator", EPHEMERAL, "", M_W_EPH, OPT_H),
     (22242, "auth", EPHEMERAL, "", AUTH, NONE),
     (24200, "agent observer frame", EPHEMERAL, "PG", M_W_EPH, OPT_H),
+    (24242, "blossom auth", EPHEMERAL, "", AUTH, NONE),
+    (27235, "HTTP auth", EPHEMERAL, "", AUTH, NONE),
     (30000, "follow set", ADDRESSABLE, "", U_W, G),
     (30003, "bookmark set", ADDRESSABLE, "", U_W, G),
     (30023, "long-form article", ADDRESSABLE, "", M_W, G),
+    (30024, "long-form draft", ADDRESSABLE, "AO", M_W, G),
     (30030, "emoji set", ADDRESSABLE, "", U_W, G),
     (30078, "app data", ADDRESSABLE, "", U_W, G),
     (30174, "agent engram", ADDRESSABLE, "EG", U_W, G),
@@ -208,6 +222,28 @@ REGISTRY: dict[int, KindInfo] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class KindRange:
+    """Every kind from `first` to `last` (inclusive) that has no row of its own: one `template`
+    (its `kind` is `first`; `KindTable.lookup` gives each kind its own number)."""
+
+    first: int
+    last: int
+    template: KindInfo
+
+    def __contains__(self, kind: object) -> bool:
+        return isinstance(kind, int) and self.first <= kind <= self.last
+
+
+# Issue 25 item 7: the NIP-01 ephemeral range, for the kinds no row claims (NIP-46 remote
+# signing, app-specific signals): relayed live, never stored, channel-checked when they name
+# one with `h`, visible to every reader of their scope. Auth tokens in the range (22242, 24242,
+# 27235) have rows of their own and stay refused.
+RANGES: tuple[KindRange, ...] = (
+    KindRange(20000, 29999, KindInfo(20000, "ephemeral", EPHEMERAL, frozenset(), M_W_EPH, OPT_H)),
+)
+
+
 def _with_set(tag: str) -> frozenset[int]:
     return frozenset(k for k, info in REGISTRY.items() if tag in info.sets)
 
@@ -226,6 +262,7 @@ GLOBAL_ONLY_KINDS = _with_place(Place.G)
 NEEDS_H_KINDS = _with_place(Place.H)
 RELAY_ONLY_KINDS = frozenset(k for k, info in REGISTRY.items() if info.scope is Scope.RELAY)
 RESERVED_KINDS = frozenset(k for k, info in REGISTRY.items() if info.scope is Scope.RESERVED)
+TOKEN_KINDS = frozenset(k for k, info in REGISTRY.items() if info.scope is Scope.AUTH)
 MEMBERSHIP_NOTICE_KINDS = frozenset({44100, 44101})
 NON_SEARCHABLE_KINDS = P_GATED_KINDS | AUTHOR_ONLY_KINDS | {ENGRAM_KIND}
 # Every kind `visibility.visible_by_sets` may refuse; any other kind passes it for every reader.
@@ -233,19 +270,136 @@ SETS_GATED_KINDS = AUTHOR_ONLY_KINDS | SHARED_GATED_KINDS | P_GATED_KINDS | {ENG
 AUTH_KIND = 22242
 HTTP_AUTH_KIND = 27235
 DELETION_KIND = 5
+GIFT_WRAP_KIND = 1059
+
+
+# -- the operator's kinds (BUZZ_OPEN_KINDS) ------------------------------------------------------
+# The gates an operator may give an opened kind: the relay.md §5.1 sets, by the names the
+# operator documentation uses. Shared-gated and engram gates need tag rules of their own and
+# stay with the kinds that define them.
+OPEN_KIND_GATES: dict[str, frozenset[str]] = {
+    "public": frozenset(),
+    "author-only": frozenset({"AO"}),
+    "p-gated": frozenset({"PG"}),
+}
+_CLASS_NAMES = {c.value: c for c in StorageClass}
+_OPENED_SCOPE = {REGULAR: M_W, REPLACEABLE: U_W, ADDRESSABLE: U_W, EPHEMERAL: M_W_EPH}
+
+
+def parse_open_kinds(text: str) -> tuple[KindRange, ...]:
+    """`BUZZ_OPEN_KINDS`: comma-separated `<kind>[-<last>]:<class>:<gate>` entries, e.g.
+    `31922-31925:addressable:public, 5000-5999:regular:author-only`. The class must be the
+    one NIP-01 gives every kind of the entry (the store keys versions by it); the gate is
+    `public`, `author-only` or `p-gated`. An opened kind is global (an ephemeral one may name
+    a channel with `h`). Raises ValueError naming the entry for anything else: a kind the
+    built-in table has a row for, overlapping entries, an unknown class or gate."""
+    out: list[KindRange] = []
+    for raw in text.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        parts = [p.strip() for p in entry.split(":")]
+        if len(parts) != 3:
+            raise ValueError(f"{entry!r}: expected <kind>[-<last>]:<class>:<gate>")
+        span, class_name, gate = parts
+        first_s, dash, last_s = span.partition("-")
+        if not first_s.isdigit() or (dash and not last_s.isdigit()):
+            raise ValueError(f"{entry!r}: {span!r} is not a kind number or range")
+        first, last = int(first_s), int(last_s if dash else first_s)
+        if not 0 <= first <= last <= 65535:
+            raise ValueError(f"{entry!r}: kinds are 0-65535, first <= last")
+        storage = _CLASS_NAMES.get(class_name)
+        if storage is None:
+            raise ValueError(f"{entry!r}: class must be one of {', '.join(_CLASS_NAMES)}")
+        if gate not in OPEN_KIND_GATES:
+            raise ValueError(f"{entry!r}: gate must be one of {', '.join(OPEN_KIND_GATES)}")
+        wrong = next((k for k in range(first, last + 1) if storage_class(k) is not storage), None)
+        if wrong is not None:
+            raise ValueError(
+                f"{entry!r}: kind {wrong} is {storage_class(wrong).value} by its number (NIP-01), not {class_name}"
+            )
+        taken = sorted(k for k in REGISTRY if first <= k <= last)
+        if taken:
+            raise ValueError(
+                f"{entry!r}: kind {taken[0]} ({REGISTRY[taken[0]].name}) is built in; "
+                "BUZZ_OPEN_KINDS opens only kinds the relay does not know"
+            )
+        clash = next((r for r in out if r.first <= last and first <= r.last), None)
+        if clash is not None:
+            raise ValueError(f"{entry!r}: overlaps {clash.first}-{clash.last}")
+        place = OPT_H if storage is EPHEMERAL else G
+        info = KindInfo(
+            first, "opened by the operator", storage, OPEN_KIND_GATES[gate], _OPENED_SCOPE[storage], place
+        )
+        out.append(KindRange(first, last, info))
+    return tuple(out)
+
+
+class KindTable:
+    """The kinds one relay serves: the built-in rows, the operator's opened ranges (which may
+    give kinds of the built-in ephemeral range their own gate), then the built-in ranges. The
+    named gate sets include the opened kinds that carry a gate."""
+
+    __slots__ = (
+        "_ranges",
+        "author_only",
+        "opened",
+        "p_gated",
+        "result_gated",
+        "sets_gated",
+        "shared_gated",
+    )
+
+    def __init__(self, opened: tuple[KindRange, ...] = ()) -> None:
+        self.opened = opened
+        self._ranges = (*opened, *RANGES)
+
+        def gated(tag: str) -> frozenset[int]:
+            return frozenset(k for r in opened if tag in r.template.sets for k in range(r.first, r.last + 1))
+
+        self.author_only = AUTHOR_ONLY_KINDS | gated("AO")
+        self.p_gated = P_GATED_KINDS | gated("PG")
+        self.result_gated = RESULT_GATED_KINDS
+        self.shared_gated = SHARED_GATED_KINDS
+        self.sets_gated = SETS_GATED_KINDS | self.author_only | self.p_gated
+
+    def lookup(self, kind: int) -> KindInfo | None:
+        """The row of `kind` (a range's template with this number), or None for an unknown kind."""
+        info = REGISTRY.get(kind)
+        if info is not None:
+            return info
+        for r in self._ranges:
+            if kind in r:
+                return KindInfo(
+                    kind,
+                    r.template.name,
+                    r.template.storage,
+                    r.template.sets,
+                    r.template.scope,
+                    r.template.place,
+                )
+        return None
+
+    def is_known(self, kind: int) -> bool:
+        """Known = in the table and not reserved (relay.md §3.2 item 1)."""
+        info = self.lookup(kind)
+        return info is not None and info.scope is not Scope.RESERVED
+
+
+BUILTIN = KindTable()
 
 
 def lookup(kind: int) -> KindInfo | None:
-    """The registry row of `kind`, or None for an unknown kind."""
-    return REGISTRY.get(kind)
+    """The built-in row of `kind` (a range's included), or None for an unknown kind."""
+    return BUILTIN.lookup(kind)
 
 
 def is_known(kind: int) -> bool:
     """Known = registered and not reserved (relay.md §3.2 item 1)."""
-    info = REGISTRY.get(kind)
-    return info is not None and info.scope is not Scope.RESERVED
+    return BUILTIN.is_known(kind)
 
 
 def is_searchable(kind: int) -> bool:
-    """relay.md §11 item 1."""
-    return kind not in NON_SEARCHABLE_KINDS
+    """relay.md §11 item 1. Only built-in rows are indexed: a kind the operator opened is
+    stored and served but never searched (its gate is not the index's to know)."""
+    return kind in REGISTRY and kind not in NON_SEARCHABLE_KINDS

@@ -4,6 +4,7 @@ relay.md wins; each entry keeps a kind out of one kinds.json agreement test with
 reason, and the tests check that every entry still names a real disagreement (no stale rows).
 Kinds that kinds.json lists and relay.md does not register are not differences: they are
 unknown here and refused with `restricted: unknown event kind` (relay.md §3.2 item 1).
+`ADDITIONS` are the kinds registered here that kinds.json does not list at all.
 
 Compared columns: storage class and visibility sets (`DELIBERATE_DIFFERENCES`), write scope
 (`SCOPE_DIFFERENCES`; kinds.json `null` = relay-only, reserved, AUTH or ephemeral, whose scope
@@ -40,4 +41,16 @@ PLACE_DIFFERENCES: dict[int, str] = {
     30620: "the relay spec requires h (the workflow's channel); buzz treats it as a command kind",
     40099: "the relay spec requires h (system messages live in a channel); buzz emits them internally only",
     **dict.fromkeys((46001, 46002, 46003, 46004, 46005, 46006, 46007, 46010, 46011, 46012), _WORKFLOW),
+}
+
+_CLIENTS = "issue 25 item 7: third-party Nostr clients publish it (docs/decisions.md 170)"
+
+# kind -> why buzz registers a kind that block/buzz's kinds.json does not list.
+ADDITIONS: dict[int, str] = {
+    6: _CLIENTS + ": NIP-18 repost",
+    16: _CLIENTS + ": NIP-18 generic repost",
+    1111: _CLIENTS + ": NIP-22 comment",
+    10050: _CLIENTS + ": NIP-17 DM relay list, which every NIP-17 helper publishes before a DM",
+    10063: _CLIENTS + ": BUD-03 Blossom server list (the files issue uses it)",
+    30024: _CLIENTS + ": NIP-23 long-form draft (author-only here: a draft is not published)",
 }

@@ -8,8 +8,14 @@ MAX_FRAME_BYTES = 524_288  # default of BUZZ_MAX_FRAME_BYTES (configurable)
 MAX_CONTENT_BYTES = 262_144
 MAX_CLOCK_DRIFT_S = 900  # future side, fixed; past side is BUZZ_MAX_PAST_DRIFT_S
 OBSERVER_CLOCK_DRIFT_S = 300  # kind 24200
+GIFT_WRAP_PAST_DRIFT_S = 3 * 86_400  # kind 1059's past side (NIP-59 dates wraps up to 2 days back)
 AUTH_WINDOW_S = 60
 AUTH_TIMEOUT_S = 5
+# NIP-42 on one connection (issue 25 item 2): how many pubkeys it may authenticate, and how
+# failed attempts are rate-limited (a burst of 5, then one more every 12 s).
+MAX_AUTH_PUBKEYS = 16
+AUTH_FAILURE_BURST = 5
+AUTH_FAILURE_DECAY_S = 12
 CHALLENGE_BYTES = 32
 MAX_SUBSCRIPTIONS = 1024
 MAX_FILTERS = 10
@@ -18,6 +24,7 @@ COUNT_EXACT_BUDGET = 5000
 SEARCH_MAX_QUERY_CHARS = 4096
 D_TAG_MAX_BYTES = 1024
 MAX_THREAD_DEPTH = 100
+MAX_DELETION_TARGETS = 100  # `e` and `a` targets of one kind 5 (NIP-09 lists; decision 175)
 REACTION_MAX_CHARS = 64
 MAX_NOT_BEFORE_DELTA_S = 31_536_000
 SEND_BUFFER = 1000

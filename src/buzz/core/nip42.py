@@ -6,13 +6,14 @@ and be fresh. Signature verification is the caller's (it runs off the event loop
 
 from __future__ import annotations
 
+import math
 import secrets
 from urllib.parse import urlsplit
 
 from buzz.core.errors import AuthRequired, Refusal
 from buzz.core.event import Event
 from buzz.core.kinds import AUTH_KIND
-from buzz.core.limits import AUTH_WINDOW_S, CHALLENGE_BYTES
+from buzz.core.limits import AUTH_FAILURE_BURST, AUTH_FAILURE_DECAY_S, AUTH_WINDOW_S, CHALLENGE_BYTES
 
 _LOOPBACK = {"localhost": "127.0.0.1", "::1": "127.0.0.1", "[::1]": "127.0.0.1"}
 _DEFAULT_PORTS = {"ws": 80, "wss": 443, "http": 80, "https": 443}
@@ -75,3 +76,30 @@ def build_auth_event(secret_key: str, challenge: str, relay_url: str, created_at
     return Event.create(
         secret_key, AUTH_KIND, "", [["relay", relay_url], ["challenge", challenge]], created_at
     )
+
+
+class AuthStrikes:
+    """Failed AUTH attempts of one connection, rate-limited rather than final (issue 25 item 2):
+    a leaky bucket of `burst` strikes, one forgiven every `decay_s` seconds. Pure: the caller
+    passes a monotonic clock reading."""
+
+    __slots__ = ("_at", "_burst", "_decay_s", "_strikes")
+
+    def __init__(self, burst: int = AUTH_FAILURE_BURST, decay_s: float = AUTH_FAILURE_DECAY_S) -> None:
+        self._burst = burst
+        self._decay_s = decay_s
+        self._strikes = 0.0
+        self._at = 0.0
+
+    def _level(self, now: float) -> float:
+        return max(0.0, self._strikes - (now - self._at) / self._decay_s)
+
+    def wait_s(self, now: float) -> int:
+        """Whole seconds until another attempt may be made; 0 when one may be made now."""
+        over = self._level(now) - (self._burst - 1)
+        return 0 if over <= 0 else max(1, math.ceil(over * self._decay_s))
+
+    def fail(self, now: float) -> None:
+        """Count one failed attempt at `now`."""
+        self._strikes = self._level(now) + 1
+        self._at = now

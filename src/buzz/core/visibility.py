@@ -6,6 +6,13 @@ gates, run on every filter without `#h`, in order p-gate → engram gate → aut
 Every read path (stored REQ, live fan-out, ids lookups, COUNT, search, /query) calls these
 two functions; none re-states a rule.
 
+Issue 25 (docs/decisions.md 171): a filter is refused only when every kind it can match is
+gated for the reader — one that names no kinds, or names an ungated kind beside gated ones, is
+served and `visible_by_sets` drops each gated event the reader may not see. The reader is one
+pubkey, or the set of pubkeys a connection authenticated (NIP-42 allows several): it reads
+with the union of their rights. The kind table (`KindTable`) is the relay's, which includes
+the kinds its operator opened.
+
 The history path (`POST /history`, issue 16 item 3, docs/decisions.md 81) is the one path that
 serves superseded versions; `HISTORY_READERS` is its gate table and `history_visible` its
 per-version predicate.
@@ -18,18 +25,15 @@ from collections.abc import Callable, Iterable, Mapping
 from buzz.core.errors import Restricted
 from buzz.core.event import Event, Tags
 from buzz.core.filters import Filter
-from buzz.core.kinds import (
-    AUTHOR_ONLY_KINDS,
-    ENGRAM_KIND,
-    P_GATED_KINDS,
-    RESULT_GATED_KINDS,
-    SETS_GATED_KINDS,
-    SHARED_GATED_KINDS,
-)
+from buzz.core.kinds import BUILTIN, ENGRAM_KIND, KindTable
 
 P_GATE_MESSAGE = "p-gated events require #p matching your pubkey"
 ENGRAM_GATE_MESSAGE = "agent-engram reads require authors=[self] or #p=[self]"
 AUTHOR_ONLY_GATE_MESSAGE = "author-only kinds require authors=[self]"
+
+Reader = str | frozenset[str] | None
+"""Who reads: one pubkey, the pubkeys of a connection that authenticated several (the union of
+their rights), or None (unauthenticated: no gated event)."""
 
 
 def event_is_shared(tags: Tags) -> bool:
@@ -52,24 +56,33 @@ def p_values(event: Event) -> frozenset[str]:
     return frozenset(event.tag_values("p"))
 
 
-def sets_admit_all(filters: Iterable[Filter]) -> bool:
+def sets_admit_all(filters: Iterable[Filter], table: KindTable = BUILTIN) -> bool:
     """True when no event matching `filters` can fail `visible_by_sets`: every filter names its
-    kinds and none of them is in SETS_GATED_KINDS (docs/decisions.md 102). COUNT then skips the
-    per-event predicate and stays one SQL statement."""
-    return all(f.kinds is not None and f.kinds.isdisjoint(SETS_GATED_KINDS) for f in filters)
+    kinds and none of them is gated (docs/decisions.md 102). COUNT then skips the per-event
+    predicate and stays one SQL statement."""
+    return all(f.kinds is not None and f.kinds.isdisjoint(table.sets_gated) for f in filters)
 
 
-def visible_by_sets(event: Event, reader: str | None) -> bool:
-    """relay.md §5.3 items 2–5 for `reader` (None = unauthenticated, sees no gated event).
+def visible_by_sets(event: Event, reader: Reader, table: KindTable = BUILTIN) -> bool:
+    """relay.md §5.3 items 2–5 for `reader` (None = unauthenticated, sees no gated event; a set
+    of pubkeys sees what any of them sees).
 
     The author is not exempt from the p-gate: an agent cannot read back its own 44200.
     """
+    if event.kind not in table.sets_gated:
+        return True
+    if isinstance(reader, frozenset):
+        return any(_visible_to(event, r, table) for r in reader)
+    return _visible_to(event, reader, table)
+
+
+def _visible_to(event: Event, reader: str | None, table: KindTable) -> bool:
     kind = event.kind
-    if kind in AUTHOR_ONLY_KINDS and reader != event.pubkey:
+    if kind in table.author_only and reader != event.pubkey:
         return False
-    if kind in SHARED_GATED_KINDS and reader != event.pubkey and not event_is_shared(event.tags):
+    if kind in table.shared_gated and reader != event.pubkey and not event_is_shared(event.tags):
         return False
-    if kind in P_GATED_KINDS and (reader is None or reader not in p_values(event)):
+    if kind in table.p_gated and (reader is None or reader not in p_values(event)):
         return False
     return not (
         kind == ENGRAM_KIND and reader != event.pubkey and (reader is None or reader not in p_values(event))
@@ -102,30 +115,50 @@ def history_visible(event: Event, reader: str | None) -> bool:
     return visible_by_sets(event, reader) and rule(event, reader)
 
 
-def _all_equal(values: Iterable[str] | None, reader: str) -> bool:
-    if not values:
+def _all_within(values: Iterable[str] | None, reader: Reader) -> bool:
+    """Every value names the reader (one of the reader's pubkeys); False for none."""
+    if not values or reader is None:
         return False
+    if isinstance(reader, frozenset):
+        return all(v in reader for v in values)
     return all(v == reader for v in values)
 
 
-def check_filter_gates(flt: Filter, reader: str) -> None:
-    """Run the relay.md §5.4 gates on one filter; raise Restricted with the first failing gate.
-
-    Filters with `#h` are exempt here (channel readability is checked separately, §6.3).
-    """
-    if "h" in flt.tags:
-        return
-    kinds = flt.kinds
-    # 1. p-gate
-    if kinds is None or not kinds.isdisjoint(P_GATED_KINDS):
-        p_ok = _all_equal(flt.tags.get("p"), reader)
-        ids_ok = bool(flt.ids) and (kinds is None or kinds.isdisjoint(RESULT_GATED_KINDS))
+def _kind_refusal(kind: int, flt: Filter, reader: Reader, table: KindTable) -> str | None:
+    """The relay.md §5.4 gate that `flt` fails for events of `kind`, in gate order, or None
+    when the filter may read that kind (an ungated kind, or the gate's own narrowing)."""
+    if kind in table.p_gated:
+        p_ok = _all_within(flt.tags.get("p"), reader)
+        ids_ok = bool(flt.ids) and kind not in table.result_gated
         if not (p_ok or ids_ok):
-            raise Restricted(P_GATE_MESSAGE)
-    # 2. engram gate
-    if (kinds is not None and ENGRAM_KIND in kinds) or (kinds is None and flt.ids is None):
-        if not (_all_equal(flt.authors, reader) or _all_equal(flt.tags.get("p"), reader)):
-            raise Restricted(ENGRAM_GATE_MESSAGE)
-    # 3. author-only gate
-    if kinds and kinds <= AUTHOR_ONLY_KINDS and not _all_equal(flt.authors, reader):
-        raise Restricted(AUTHOR_ONLY_GATE_MESSAGE)
+            return P_GATE_MESSAGE
+    if kind == ENGRAM_KIND and not (
+        _all_within(flt.authors, reader) or _all_within(flt.tags.get("p"), reader)
+    ):
+        return ENGRAM_GATE_MESSAGE
+    if kind in table.author_only and not _all_within(flt.authors, reader):
+        return AUTHOR_ONLY_GATE_MESSAGE
+    return None
+
+
+_GATE_ORDER = (P_GATE_MESSAGE, ENGRAM_GATE_MESSAGE, AUTHOR_ONLY_GATE_MESSAGE)
+
+
+def check_filter_gates(flt: Filter, reader: Reader, table: KindTable = BUILTIN) -> None:
+    """Run the relay.md §5.4 gates on one filter; raise Restricted when every kind the filter
+    can match is gated for the reader, with the first gate (p → engram → author-only) that
+    refuses one of them.
+
+    A filter without `kinds` can match ungated kinds, so it is never refused here: each gated
+    event it meets is dropped by `visible_by_sets` (issue 25, docs/decisions.md 171). Filters
+    with `#h` are exempt here (channel readability is checked separately, §6.3).
+    """
+    if "h" in flt.tags or not flt.kinds:
+        return
+    refusals = set()
+    for kind in flt.kinds:
+        refusal = _kind_refusal(kind, flt, reader, table)
+        if refusal is None:
+            return
+        refusals.add(refusal)
+    raise Restricted(next(m for m in _GATE_ORDER if m in refusals))

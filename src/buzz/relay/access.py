@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from buzz.core.kinds import BUILTIN, KindTable
 from buzz.core.stored import StoredEvent
-from buzz.core.visibility import visible_by_sets
+from buzz.core.visibility import Reader, visible_by_sets
 from buzz.store.base import Channel, EventStore
 
 log = logging.getLogger(__name__)
@@ -24,9 +25,12 @@ _FETCH: Any = object()  # "read the channel row from the store"
 
 
 class ChannelAccess:
-    def __init__(self, store: EventStore, ttl_s: float = MEMBERSHIP_CACHE_TTL_S) -> None:
+    def __init__(
+        self, store: EventStore, ttl_s: float = MEMBERSHIP_CACHE_TTL_S, table: KindTable = BUILTIN
+    ) -> None:
         self._store = store
         self._ttl = ttl_s
+        self.table = table  # the relay's kinds: which are gated, for `visible`
         self._cache: dict[tuple[str, str | None], tuple[float, bool]] = {}
         # Set by the Redis bus: tells the other replicas (relay.md §12.4 item 5), (channel, pubkey).
         self.on_invalidate: Callable[[str, str | None], None] | None = None
@@ -43,8 +47,14 @@ class ChannelAccess:
             return hit[1]
         return None
 
-    async def readable(self, channel_id: str, reader: str | None) -> bool:
-        """relay.md §4.3 item 1. Never raises: a failed lookup is False."""
+    async def readable(self, channel_id: str, reader: Reader) -> bool:
+        """relay.md §4.3 item 1. Never raises: a failed lookup is False. A set of pubkeys (a
+        connection that authenticated several) reads a channel any of them may read."""
+        if isinstance(reader, frozenset):
+            for one in sorted(reader):
+                if await self.readable(channel_id, one):
+                    return True
+            return False
         key = (channel_id, reader)
         hit = self._cache.get(key) if self.cache_enabled else None
         now = time.monotonic()
@@ -74,20 +84,28 @@ class ChannelAccess:
         member = await self._store.get_member(channel_id, reader)  # type: ignore[attr-defined]
         return member is not None and member.removed_at is None
 
-    async def visible(self, stored: StoredEvent, reader: str | None) -> bool:
+    async def visible(self, stored: StoredEvent, reader: Reader) -> bool:
         """relay.md §5.3 items 2–6 for one event and one reader: the visibility sets
         (`visible_by_sets`), then `readable(C, reader)` for a channel event. The one per-event
         authorization used by live fan-out and presence reads; stored reads apply the same
         predicate with item 6 pushed into SQL (`buzz.store.clauses`). Never raises."""
-        if not visible_by_sets(stored.event, reader):
+        if isinstance(reader, frozenset):  # the union of each key's rights, event by event
+            for one in sorted(reader):
+                if await self.visible(stored, one):
+                    return True
+            return False
+        if not visible_by_sets(stored.event, reader, self.table):
             return False
         return stored.channel_id is None or await self.readable(stored.channel_id, reader)
 
-    def visible_known(self, stored: StoredEvent, reader: str | None) -> bool | None:
+    def visible_known(self, stored: StoredEvent, reader: Reader) -> bool | None:
         """`visible` without awaiting: its answer when the sets decide or the membership cache
         holds `readable(C, reader)`, None when only the store can tell (then await `visible`).
         Live fan-out asks this first for each subscriber."""
-        if not visible_by_sets(stored.event, reader):
+        if isinstance(reader, frozenset):  # visible to one key is enough; unknown unless one says so
+            answers = [self.visible_known(stored, one) for one in reader]
+            return True if True in answers else False if all(a is False for a in answers) else None
+        if not visible_by_sets(stored.event, reader, self.table):
             return False
         if stored.channel_id is None:
             return True

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from buzz.core import messages
 from buzz.relay.revocation import huddle_seat
+from buzz.relay.sessions import keys_of
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +31,12 @@ BANNED = "blocked: you are banned from this community"
 
 
 def ban_keys(conn: object) -> frozenset[str]:
-    """The keys whose ban ends `conn`: its authenticated pubkey and the owners its admission
-    named (none before authentication)."""
-    pubkey = getattr(conn, "pubkey", None)
-    if pubkey is None:
+    """The keys whose ban ends `conn`: every key it authenticated (a Nostr socket may hold
+    several, NIP-42) and the owners their admissions named (none before authentication)."""
+    keys = keys_of(conn)
+    if not keys:
         return frozenset()
-    return frozenset({pubkey, *getattr(conn, "owners", ())})
+    return keys | frozenset(getattr(conn, "owners", ()))
 
 
 def close_banned(connections: Iterable[object], banned: frozenset[str]) -> int:

@@ -64,6 +64,7 @@ from buzz.relay.fanout import FanOut
 from buzz.relay.presence_redis import RedisPresence
 from buzz.relay.ratelog import RepeatLog
 from buzz.relay.revocation import channels_read, revoke_unreadable
+from buzz.relay.sessions import keys_of
 
 if TYPE_CHECKING:
     from buzz.relay.relay import Relay
@@ -443,9 +444,7 @@ class RedisBus:
             return
         self._access.forget(change.channel_id)
         affected = [
-            c
-            for c in list(self._connections)
-            if change.pubkey is None or getattr(c, "pubkey", None) == change.pubkey
+            c for c in list(self._connections) if change.pubkey is None or change.pubkey in keys_of(c)
         ]
         try:
             await revoke_unreadable(affected, self._access, change.channel_id)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from buzz.core import limits
 from buzz.core.keys import is_hex
+from buzz.core.kinds import KindRange, parse_open_kinds
 from buzz.core.nip98 import http_base
 from buzz.media.limits import MediaSettings, settings_from_env
 
@@ -126,6 +127,7 @@ class RelayConfig:
     # a refusal names what the operator actually typed, never a variable they did not set.
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     media: MediaSettings = field(default_factory=MediaSettings)  # BUZZ_MEDIA_* (media.md §16)
+    open_kinds: tuple[KindRange, ...] = ()  # BUZZ_OPEN_KINDS: kinds opened without code (docs/kinds.md)
 
     @classmethod
     def from_env(
@@ -162,6 +164,11 @@ class RelayConfig:
             kw["metrics_bind"] = v
         if (v := env.get("BUZZ_MESH")) is not None:
             kw["mesh"] = parse_mesh(v)
+        if (v := env.get("BUZZ_OPEN_KINDS")) is not None:
+            try:
+                kw["open_kinds"] = parse_open_kinds(v)
+            except ValueError as exc:
+                raise ConfigError(f"BUZZ_OPEN_KINDS: {exc}") from None
         if (v := get("workspace_id", "BUZZ_WORKSPACE_ID")) is not None:
             kw["workspace_id"] = v
         if (v := get("relay_private_key", "BUZZ_RELAY_PRIVATE_KEY")) is not None:

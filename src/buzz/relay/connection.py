@@ -23,7 +23,7 @@ from aiohttp import WSCloseCode, WSMsgType
 from buzz.core import kinds, messages, nip42
 from buzz.core.errors import AuthRequired, Blocked, BuzzError, ServerError
 from buzz.core.event import Event
-from buzz.core.limits import MAX_MISSED_PONGS, MAX_SUBSCRIPTIONS
+from buzz.core.limits import MAX_AUTH_PUBKEYS, MAX_MISSED_PONGS, MAX_SUBSCRIPTIONS
 from buzz.core.messages import (
     AuthMessage,
     BadEventMessage,
@@ -35,6 +35,7 @@ from buzz.core.messages import (
     parse_client_message,
 )
 from buzz.core.stored import StoredEvent
+from buzz.core.visibility import Reader
 from buzz.relay.ingest import Outcome
 from buzz.relay.outbound import Outbound
 from buzz.relay.rules.base import Plan
@@ -75,7 +76,7 @@ class Connection:
     waiters exist only while there is work (issue 17: 10,000 idle connections)."""
 
     __slots__ = (
-        "_auth_failed",
+        "_auth_strikes",
         "_auth_timer",
         "_closing",
         "_drops",
@@ -116,14 +117,14 @@ class Connection:
         self.ws = ws
         self.host = host
         self._transport = transport  # aborted when a close cannot get through (`_close`)
-        self.pubkey: str | None = None
+        self.pubkey: str | None = None  # the first key authenticated (NIP-42); `session` has all
         self.owners: frozenset[str] = frozenset()  # whose ban ends this session too (`Admission`)
-        self._session = Session(None, "ws")  # follows `pubkey` (see `session`)
+        self._session = Session(None, "ws")  # replaced at each successful AUTH
         # The connection lives on the loop it was made on; `asyncio.get_running_loop()` costs
         # a getpid() system call per call on Python 3.11, several times per event.
         self._loop = asyncio.get_running_loop()
         self.challenge = nip42.new_challenge()
-        self._auth_failed = False
+        self._auth_strikes: nip42.AuthStrikes | None = None  # made at the first failed AUTH
         self.subs: dict[str, Subscription] = {}
         self._sub_tasks: dict[str, asyncio.Task[None]] = {}
         self._out = Outbound(relay.config.send_buffer, relay.config.send_buffer_bytes)
@@ -403,10 +404,18 @@ class Connection:
 
     @property
     def session(self) -> Session:
+        return self._session
+
+    @property
+    def reader(self) -> Reader:
+        """Who reads on this connection: its one key, or every key it authenticated."""
+        return self._session.reader
+
+    @property
+    def pubkeys(self) -> frozenset[str]:
+        """Every key this connection authenticated (empty before AUTH)."""
         session = self._session
-        if session.pubkey != self.pubkey:  # one object per identity, not one per event
-            session = self._session = Session(self.pubkey, "ws")
-        return session
+        return frozenset() if session.pubkey is None else session.also | {session.pubkey}
 
     async def _lane_worker(self) -> None:
         """Handles the lane's frames in order; started by `_on_frame`, ends when the lane is
@@ -571,8 +580,8 @@ class Connection:
             case EventMessage():
                 await self._on_event(msg, early)
             case BadEventMessage():
-                if msg.type == "AUTH" and self.pubkey is None:
-                    self._auth_failed = True  # a malformed AUTH is this connection's one attempt
+                if msg.type == "AUTH":
+                    self._auth_failed_now()  # a malformed AUTH counts as a failed attempt
                 self.send(messages.ok(msg.event_id, False, str(msg.error)))
                 self.relay.telemetry.event_answered(msg.event_id, None, None, False, str(msg.error))
             case ReqMessage(type="REQ"):
@@ -583,8 +592,9 @@ class Connection:
                 self.send(messages.closed(msg.sub_id, str(msg.error)))
                 self.relay.telemetry.req_answered(msg.type, msg.sub_id, str(msg.error))
             case CloseMessage():
+                # NIP-01: CLOSED is the relay's own ending of a subscription; the client's CLOSE
+                # is not answered (issue 25 item 8).
                 self._drop_sub(msg.sub_id)
-                self.send(messages.closed(msg.sub_id, ""))
             case AuthMessage():
                 await self._on_auth(msg)
 
@@ -611,13 +621,29 @@ class Connection:
         outcome = await self.relay.ingest.submit(event, self.session, verified)
         return outcome.accepted, outcome.message
 
+    def _auth_failed_now(self) -> None:
+        if self._auth_strikes is None:
+            self._auth_strikes = nip42.AuthStrikes()
+        self._auth_strikes.fail(time.monotonic())
+
     async def _on_auth(self, msg: AuthMessage) -> None:
+        """NIP-42: each valid AUTH adds its pubkey to the session (several per connection, up
+        to MAX_AUTH_PUBKEYS); failed attempts are rate-limited, never final (issue 25 item 2)."""
         event = msg.event
-        if self.pubkey is not None:
-            self.send(messages.ok(event.id, False, "auth-required: already authenticated"))
+        wait = 0 if self._auth_strikes is None else self._auth_strikes.wait_s(time.monotonic())
+        if wait:
+            self.send(
+                messages.ok(
+                    event.id, False, f"rate-limited: too many failed AUTH attempts; retry in {wait} s"
+                )
+            )
             return
-        if self._auth_failed:
-            self.send(messages.ok(event.id, False, "auth-required: authentication already failed"))
+        session = self._session
+        added = session.pubkey is None or not session.signs_as(event.pubkey)
+        if added and len(self.pubkeys) >= MAX_AUTH_PUBKEYS:
+            self.send(
+                messages.ok(event.id, False, f"restricted: at most {MAX_AUTH_PUBKEYS} pubkeys per connection")
+            )
             return
         try:
             nip42.check_auth_event(event, self.challenge, self.relay.relay_urls(self.host), int(time.time()))
@@ -627,17 +653,24 @@ class Connection:
                 raise nip42.VERIFICATION_FAILED() from None  # a bad id or signature is a failed AUTH
             admitted = await self.relay.admission(event)  # Restricted / Blocked keep their own text
         except BuzzError as exc:
-            self._auth_failed = True
+            self._auth_failed_now()
             if isinstance(exc, AuthRequired):  # admission verdicts are logged by Relay.admit
                 self.relay.telemetry.auth_answered(event.pubkey, str(exc))
             self.send(messages.ok(event.id, False, str(exc)))
             if isinstance(exc, Blocked):
                 self.close_soon(code=1008, message=b"blocked", last_words=True)
             return
-        self.pubkey, self.owners = admitted.pubkey, admitted.owners
-        if self._auth_timer is not None:
-            self._auth_timer.cancel()  # the AUTH deadline is met: its handle need not live on
-            self._auth_timer = None
+        pubkey = admitted.pubkey
+        self.owners = self.owners | admitted.owners  # a ban of any key's owner ends the session
+        session = self._session  # AUTHs are handled in order, but re-read after the awaits
+        if session.pubkey is None:
+            self.pubkey = pubkey
+            self._session = Session(pubkey, "ws")
+            if self._auth_timer is not None:
+                self._auth_timer.cancel()  # the AUTH deadline is met: its handle need not live on
+                self._auth_timer = None
+        elif not session.signs_as(pubkey):
+            self._session = Session(session.pubkey, "ws", session.also | {pubkey})
         self.send(messages.ok(event.id, True, ""))
 
     # -- subscriptions -------------------------------------------------------------------------
@@ -667,7 +700,7 @@ class Connection:
             return
         self._drop_sub(sub_id)  # a REQ with an existing id replaces it (relay.md §7.5 item 4)
         try:
-            searching = await self.relay.reads.check(msg.filters, self.pubkey)
+            searching = await self.relay.reads.check(msg.filters, self.reader)
         except BuzzError as exc:
             self.send(messages.closed(sub_id, str(exc)))
             self.relay.telemetry.req_answered("REQ", sub_id, str(exc))
@@ -687,7 +720,7 @@ class Connection:
             # relay.md §12.4: channel topics confirmed before the query, so no gap across replicas
             await self.relay.bus.wait_subscribed(sub.filters)
         try:
-            results = await self.relay.reads.stored(msg.filters, self.pubkey)
+            results = await self.relay.reads.stored(msg.filters, self.reader)
         except ServerError as exc:  # e.g. presence while Redis fails: fail closed (issue 9 item 6)
             if self._sub_tasks.get(sub_id) is asyncio.current_task(self._loop):
                 del self._sub_tasks[sub_id]
@@ -719,8 +752,8 @@ class Connection:
             self.relay.telemetry.req_answered("COUNT", msg.sub_id, NOT_AUTHENTICATED)
             return
         try:
-            await self.relay.reads.check(msg.filters, self.pubkey, count=True)
-            n = await self.relay.reads.count(msg.filters, self.pubkey)
+            await self.relay.reads.check(msg.filters, self.reader, count=True)
+            n = await self.relay.reads.count(msg.filters, self.reader)
         except BuzzError as exc:
             self.send(messages.closed(msg.sub_id, str(exc)))
             self.relay.telemetry.req_answered("COUNT", msg.sub_id, str(exc))

@@ -65,10 +65,18 @@ class ChannelChange:
 
 
 # -- state tags (relay.md §4.6 item 1) ------------------------------------------------------------
+# Every state version also carries `["h", C]` after its `d`: a `#h` filter matches by the event's
+# own tags (NIP-01, decision 174), and channel events reach live subscriptions only through a
+# filter naming their channel (relay.md §6.3 item 3). A version stored without it differs from
+# the rows, so `repair_all` republishes it at the next start.
+def _state_key(channel_id: str) -> list[list[str]]:
+    return [["d", channel_id], ["h", channel_id]]
+
+
 def metadata_tags(channel: Channel, members: Sequence[Member]) -> list[list[str]]:
-    """39000: d, name, about, private/public, closed, t, topic, purpose, archived, ttl; a DM also
-    gets `hidden` and one `p` per member."""
-    tags = [["d", channel.id], ["name", channel.name]]
+    """39000: d, h, name, about, private/public, closed, t, topic, purpose, archived, ttl; a DM
+    also gets `hidden` and one `p` per member."""
+    tags = [*_state_key(channel.id), ["name", channel.name]]
     if channel.about:
         tags.append(["about", channel.about])
     tags += [
@@ -92,17 +100,17 @@ def metadata_tags(channel: Channel, members: Sequence[Member]) -> list[list[str]
 
 def admins_tags(channel_id: str, members: Sequence[Member]) -> list[list[str]]:
     """39001: one `["p", pk, role]` per active owner or admin."""
-    return [["d", channel_id]] + [["p", m.pubkey, m.role] for m in members if m.role in ELEVATED_ROLES]
+    return _state_key(channel_id) + [["p", m.pubkey, m.role] for m in members if m.role in ELEVATED_ROLES]
 
 
 def members_tags(channel_id: str, members: Sequence[Member]) -> list[list[str]]:
     """39002: one `["p", pk, "", role]` per active member."""
-    return [["d", channel_id]] + [["p", m.pubkey, "", m.role] for m in members]
+    return _state_key(channel_id) + [["p", m.pubkey, "", m.role] for m in members]
 
 
 def roles_tags(channel_id: str) -> list[list[str]]:
     """39003: the five role names."""
-    return [["d", channel_id]] + [["role", r] for r in ROLES]
+    return _state_key(channel_id) + [["role", r] for r in ROLES]
 
 
 def state_versions(
@@ -245,7 +253,7 @@ class Emitter:
 
     async def _publish(self, event: Event, channel_id: str | None) -> None:
         stored = relay_signed(event, channel_id)
-        if await self._store.insert(stored) is InsertOutcome.DUPLICATE:
+        if await self._store.insert(stored) is not InsertOutcome.STORED:
             log.warning("relay-emitted event %s (kind %d) lost its key; not fanned out", event.id, event.kind)
             return
         await self._fanout.publish(stored)

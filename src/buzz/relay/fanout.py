@@ -77,7 +77,7 @@ class FanOut:
         access = self._access
         delivered = 0
         for i, sub in enumerate(subs):
-            seen = access.visible_known(stored, sub.conn.pubkey)
+            seen = access.visible_known(stored, sub.conn.reader)
             if seen is None:  # not in the membership cache: the store answers, from here on
                 return self._deliver_rest(stored, live, subs, i, delivered, started)
             if seen:  # relay.md §12.1 item 1: visible at delivery time
@@ -96,7 +96,7 @@ class FanOut:
     ) -> int:
         access = self._access
         for sub in subs[start:]:
-            reader = sub.conn.pubkey
+            reader = sub.conn.reader
             seen = access.visible_known(stored, reader)
             if seen is None:
                 seen = await access.visible(stored, reader)

@@ -49,6 +49,13 @@ class Outcome:
 
 ACCEPTED = Outcome(True)  # the common answer, made once (a frozen dataclass costs ~2 µs to build)
 DUPLICATE = Outcome(True, DUPLICATE_MESSAGE)
+# Issue 25 item 4: an event that will never be served is not "stored" (`OK true`), whatever
+# the store already holds; the NIP-01 prefix tells a client why (docs/decisions.md 173).
+NOT_STORED: dict[InsertOutcome, Outcome] = {
+    InsertOutcome.DUPLICATE: DUPLICATE,
+    InsertOutcome.SUPERSEDED: Outcome(False, "duplicate: have a newer version"),
+    InsertOutcome.DELETED: Outcome(False, "blocked: deleted"),
+}
 FollowUp = Callable[[StoredEvent], Awaitable[None]]
 # What the after-commit steps give back: the OK, or a coroutine that ends with it (a follow-up
 # or a fan-out membership read has to wait).
@@ -64,6 +71,7 @@ class Ingest:
         executor: Executor,
         max_past_drift_s: int,
         verify_workers: int = 1,
+        table: kinds.KindTable = kinds.BUILTIN,
     ) -> None:
         self._store = store
         self._fanout = fanout
@@ -73,7 +81,8 @@ class Ingest:
         self.metrics: RelayMetrics | None = None  # set by the relay: store latency
         self._verify_workers = max(1, verify_workers)  # threads of `executor`
         self._pending: list[tuple[Event, asyncio.Future[StoredEvent]]] = []
-        self._precheck_ctx = PrecheckContext(-1, max_past_drift_s)
+        self._table = table
+        self._precheck_ctx = PrecheckContext(-1, max_past_drift_s, table)
 
     async def verify(self, event: Event) -> StoredEvent:
         """relay.md §2.3 in the thread pool. Raises InvalidId / InvalidSignature / ServerError.
@@ -120,7 +129,7 @@ class Ingest:
         now = int(time.time())
         ctx = self._precheck_ctx
         if ctx.now != now:  # one context per second, not one per check (two per event)
-            ctx = self._precheck_ctx = PrecheckContext(now, self._max_past_drift_s)
+            ctx = self._precheck_ctx = PrecheckContext(now, self._max_past_drift_s, self._table)
         run_prechecks(session, event, ctx)
         return now
 
@@ -183,8 +192,8 @@ class Ingest:
     def _committed(self, plan: Plan, outcome: InsertOutcome, started: float) -> Finished:
         if self.metrics is not None:
             self.metrics.store_insert_seconds.observe(time.perf_counter() - started)
-        if outcome is InsertOutcome.DUPLICATE:
-            return DUPLICATE
+        if outcome is not InsertOutcome.STORED:
+            return NOT_STORED[outcome]
         crash_hook.after_commit(plan.stored.event.kind)
         if plan.after_commit:
             return self._follow_ups(plan)

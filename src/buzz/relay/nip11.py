@@ -1,6 +1,8 @@
 """The NIP-11 relay information document (relay.md §14).
 
-Every `limitation` value is read from the constant or configuration the enforcing code uses.
+Every `limitation` value is read from the constant or configuration the enforcing code uses:
+`created_at_upper_limit` / `created_at_lower_limit` are the clock window in seconds around the
+relay's time (relay.md §8 item 7; kind 1059's wider past side is in docs/kinds.md).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from buzz.core import limits
 from buzz.relay.config import RelayConfig
 
 SOFTWARE_URL = "https://github.com/buzz-workspace/buzz-py"
-BASE_NIPS = (1, 2, 9, 11, 17, 25, 29, 34, 42, 45, 50, 59)
+BASE_NIPS = (1, 2, 9, 11, 17, 18, 22, 25, 29, 34, 42, 45, 50, 59)
 HTTP_BRIDGE_NIP = 98
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
@@ -38,9 +40,9 @@ def document(config: RelayConfig, relay_pubkey: str) -> dict[str, Any]:
         "created_at_upper_limit": limits.MAX_CLOCK_DRIFT_S,
         "max_not_before_delta": limits.MAX_NOT_BEFORE_DELTA_S,
     }
-    if config.max_past_drift_s:
+    if config.max_past_drift_s:  # 0 disables the past side: nothing to advertise
         limitation["created_at_lower_limit"] = config.max_past_drift_s
-    return {
+    doc: dict[str, Any] = {
         "name": config.relay_name,
         "description": config.relay_description,
         "pubkey": config.owner_pubkey,
@@ -52,3 +54,6 @@ def document(config: RelayConfig, relay_pubkey: str) -> dict[str, Any]:
         "version": __version__,
         "limitation": limitation,
     }
+    # Issue 25 item 8: an unset field is left out, never `null` (a client read `pubkey: null`
+    # and asked for `authors: [null]`).
+    return {k: v for k, v in doc.items() if v is not None}

@@ -19,6 +19,7 @@ from buzz.relay.session import Session
 class PrecheckContext:
     now: int
     max_past_drift_s: int  # 0 disables the past side (relay.md §8 item 7)
+    table: kinds.KindTable = kinds.BUILTIN  # the relay's kinds, with the operator's opened ones
 
 
 Gate = Callable[[Session, Event, PrecheckContext], None]
@@ -31,13 +32,24 @@ def _session(session: Session, event: Event, ctx: PrecheckContext) -> None:
         raise NOT_AUTHENTICATED()
 
 
+# Authorization tokens are answered to the relay or an HTTP server, never published: a token
+# relayed to subscribers could be replayed by any of them (issue 25, docs/decisions.md 170).
+TOKEN_REFUSALS: dict[int, str] = {
+    kinds.AUTH_KIND: "AUTH events cannot be submitted via EVENT",
+    kinds.HTTP_AUTH_KIND: "NIP-98 HTTP auth events are sent in an Authorization header, never published",
+    24242: "Blossom auth events are sent in an Authorization header, never published",
+}
+
+
 def _not_auth_kind(session: Session, event: Event, ctx: PrecheckContext) -> None:
-    if event.kind == kinds.AUTH_KIND:
-        raise Invalid("AUTH events cannot be submitted via EVENT")
+    refusal = TOKEN_REFUSALS.get(event.kind)
+    if refusal is not None:
+        raise Invalid(refusal)
 
 
 def _pubkey_matches(session: Session, event: Event, ctx: PrecheckContext) -> None:
-    if event.kind != 1059 and event.pubkey != session.pubkey:  # gift wraps carry a throwaway key
+    # Gift wraps carry a throwaway key; any key the connection authenticated may sign (NIP-42).
+    if event.kind != kinds.GIFT_WRAP_KIND and not session.signs_as(event.pubkey):
         raise Invalid("event pubkey does not match authenticated identity")
 
 
@@ -51,18 +63,27 @@ def _kind_class(session: Session, event: Event, ctx: PrecheckContext) -> None:
         raise Invalid("membership notifications are relay-signed only")
     if event.kind in kinds.RELAY_ONLY_KINDS:
         raise Restricted("relay-only kind")
-    if not kinds.is_known(event.kind):
+    if not ctx.table.is_known(event.kind):
         raise Restricted("unknown event kind")
 
 
-# Kinds with their own fixed clock window, both sides, in seconds (relay.md §8 item 7).
-FIXED_CLOCK_WINDOWS: dict[int, int] = {24200: limits.OBSERVER_CLOCK_DRIFT_S}
+# Kinds with a fixed clock window of their own, (future, past) in seconds (relay.md §8 item 7).
+FIXED_CLOCK_WINDOWS: dict[int, tuple[int, int]] = {
+    24200: (limits.OBSERVER_CLOCK_DRIFT_S, limits.OBSERVER_CLOCK_DRIFT_S),
+}
+# Kinds whose past side is at least this wide, whatever BUZZ_MAX_PAST_DRIFT_S says (0 still
+# disables it): NIP-59 dates gift wraps up to two days back so that their time says nothing.
+WIDER_PAST_WINDOWS: dict[int, int] = {kinds.GIFT_WRAP_KIND: limits.GIFT_WRAP_PAST_DRIFT_S}
 
 
 def _clock(session: Session, event: Event, ctx: PrecheckContext) -> None:
     fixed = FIXED_CLOCK_WINDOWS.get(event.kind)
-    future = limits.MAX_CLOCK_DRIFT_S if fixed is None else fixed
-    past = ctx.max_past_drift_s if fixed is None else fixed
+    if fixed is not None:
+        future, past = fixed
+    else:
+        future, past = limits.MAX_CLOCK_DRIFT_S, ctx.max_past_drift_s
+        if past:
+            past = max(past, WIDER_PAST_WINDOWS.get(event.kind, 0))
     delta = event.created_at - ctx.now
     if delta > future or (past and -delta > past):
         raise Invalid("event timestamp too far from server time")

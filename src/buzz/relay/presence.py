@@ -17,6 +17,7 @@ import orjson
 from buzz.core.filters import Filter
 from buzz.core.limits import PRESENCE_TTL_S
 from buzz.core.stored import StoredEvent
+from buzz.core.visibility import Reader
 from buzz.relay.access import ChannelAccess
 
 PRESENCE_KIND = 20001
@@ -90,22 +91,23 @@ async def presence_results(
     presence: Presence,
     access: ChannelAccess,
     filters: Sequence[Filter],
-    reader: str | None,
+    reader: Reader,
     seen: set[str],
 ) -> list[StoredEvent]:
     """Live presence for the stored part of a REQ: for each filter whose `kinds` contain 20001
-    and that names `authors` (not a search, `limit` ≠ 0), the authors' live 20001 events that
+    (or that names no kinds: it matches every kind) and that names `authors` (not a search,
+    `limit` ≠ 0), the authors' live 20001 events that
     match it and that `reader` may see (`ChannelAccess.visible`). Ids in `seen` are skipped
     and added to it (one event per request, relay.md §6.4 item 2)."""
     out: list[StoredEvent] = []
     for flt in filters:
-        if flt.kinds is None or PRESENCE_KIND not in flt.kinds or not flt.authors:
+        if (flt.kinds is not None and PRESENCE_KIND not in flt.kinds) or not flt.authors:
             continue
         if flt.search is not None or flt.effective_limit == 0:
             continue
         for stored in await presence.lookup(flt.authors):
             event = stored.event
-            if event.id in seen or not flt.matches(event, stored.channel_id):
+            if event.id in seen or not flt.matches(event):
                 continue
             if await access.visible(stored, reader):
                 seen.add(event.id)

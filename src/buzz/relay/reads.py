@@ -17,10 +17,12 @@ from collections.abc import Sequence
 from buzz.core.channel_id import is_channel_id
 from buzz.core.errors import Invalid, Refusal, Restricted, ServerError
 from buzz.core.filters import Filter
+from buzz.core.kinds import BUILTIN, KindTable
 from buzz.core.limits import HISTORY_MAX_BYTES
 from buzz.core.stored import StoredEvent
 from buzz.core.visibility import (
     HISTORY_READERS,
+    Reader,
     check_filter_gates,
     history_visible,
     sets_admit_all,
@@ -37,13 +39,14 @@ HISTORY_KINDS_MESSAGE = "history is served for kind " + ", ".join(map(str, sorte
 
 
 class Reads:
-    def __init__(self, store: EventStore, access: ChannelAccess) -> None:
+    def __init__(self, store: EventStore, access: ChannelAccess, table: KindTable = BUILTIN) -> None:
         self._store = store
         self._access = access
+        self._table = table
         self.presence: Presence | None = None  # set by the relay: 20001 on stored reads (§12.2)
         self.metrics: RelayMetrics | None = None  # set by the relay: store latency
 
-    async def check(self, filters: Sequence[Filter], reader: str, *, count: bool = False) -> bool:
+    async def check(self, filters: Sequence[Filter], reader: Reader, *, count: bool = False) -> bool:
         """Steps 5–7 of relay.md §7.5 (and §7.7 item 1 for COUNT). Returns True for a search request.
 
         Raises Restricted (channel access, gates), ServerError (mixed search) or Invalid
@@ -54,7 +57,7 @@ class Reads:
                 if is_channel_id(channel_id) and not await self._access.readable(channel_id, reader):
                     raise NOT_A_MEMBER()
         for flt in filters:
-            check_filter_gates(flt, reader)
+            check_filter_gates(flt, reader, self._table)
         searching = [f.search is not None for f in filters]
         if any(searching):
             if count:
@@ -64,15 +67,18 @@ class Reads:
             return True
         return False
 
-    def accept(self, reader: str | None) -> Accept:
-        """The per-event `visible` sets predicate for the store's over-fetching reads."""
+    def accept(self, reader: Reader) -> Accept:
+        """The per-event `visible` sets predicate for the store's over-fetching reads. For a set
+        of readers the store's channel scope is the union of theirs; no stored kind is both
+        gated and in a channel, so that union and this one are the per-event union."""
+        table = self._table
 
         def _accept(stored: StoredEvent) -> bool:
-            return visible_by_sets(stored.event, reader)
+            return visible_by_sets(stored.event, reader, table)
 
         return _accept
 
-    async def stored(self, filters: Sequence[Filter], reader: str | None) -> list[StoredEvent]:
+    async def stored(self, filters: Sequence[Filter], reader: Reader) -> list[StoredEvent]:
         """Stored results in relay.md §6.4 order; every event passes `visible`. Live presence
         (relay.md §12.2 item 2) follows the stored rows of a request that asks for it."""
         started = time.perf_counter()
@@ -84,10 +90,10 @@ class Reads:
             results += await presence_results(self.presence, self._access, filters, reader, seen)
         return results
 
-    async def count(self, filters: Sequence[Filter], reader: str | None) -> int:
+    async def count(self, filters: Sequence[Filter], reader: Reader) -> int:
         # No predicate when no matching event can fail it (`sets_admit_all`): COUNT stays one
         # SQL statement instead of reading every matching row (docs/decisions.md 102).
-        accept = None if sets_admit_all(filters) else self.accept(reader)
+        accept = None if sets_admit_all(filters, self._table) else self.accept(reader)
         return await self._store.count(filters, reader, accept)
 
     async def history(

@@ -15,6 +15,7 @@ from buzz.core import nip_oa
 from buzz.core.errors import Blocked, BuzzError, ServerError
 from buzz.core.event import Event
 from buzz.core.keys import public_key
+from buzz.core.kinds import KindTable
 from buzz.core.nip42 import normalize_relay_url
 from buzz.media.blobs import DbBlobs, FileBlobs
 from buzz.media.service import MediaService
@@ -51,13 +52,20 @@ class Relay:
         self.store: EventStore = open_store(config.database_url, config.data_dir)
         self.executor = ThreadPoolExecutor(max_workers=config.verify_workers, thread_name_prefix="verify")
         self.index = SubscriptionIndex()
-        self.access = ChannelAccess(self.store)
+        self.kinds = KindTable(config.open_kinds)  # the built-in kinds and the operator's (BUZZ_OPEN_KINDS)
+        self.access = ChannelAccess(self.store, table=self.kinds)
         self.fanout = FanOut(self.index, self.access)
-        self.rules = KindRules(self.store, self.access, self.pubkey)
+        self.rules = KindRules(self.store, self.access, self.pubkey, self.kinds)
         self.ingest = Ingest(
-            self.store, self.fanout, self.rules, self.executor, config.max_past_drift_s, config.verify_workers
+            self.store,
+            self.fanout,
+            self.rules,
+            self.executor,
+            config.max_past_drift_s,
+            config.verify_workers,
+            self.kinds,
         )
-        self.reads = Reads(self.store, self.access)
+        self.reads = Reads(self.store, self.access, self.kinds)
         self.connections: set[object] = set()
         # What revocation and the ban watch re-check: the sockets, and a mesh owner's remote seats.
         self.sessions = Sessions(self.connections, lambda: self.huddles.remote_seats())

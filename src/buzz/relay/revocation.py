@@ -85,7 +85,7 @@ async def revoke_unreadable(connections: Iterable[object], access: ChannelAccess
         if not subs:
             continue
         naming = [sub.sub_id for sub in list(subs.values()) if names_channel(sub, channel_id)]
-        if not naming or await access.readable(channel_id, conn.pubkey):  # type: ignore[attr-defined]
+        if not naming or await access.readable(channel_id, conn.reader):  # type: ignore[attr-defined]
             continue
         for sub_id in naming:
             conn.evict(sub_id, ACCESS_REVOKED)  # type: ignore[attr-defined]

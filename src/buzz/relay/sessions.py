@@ -25,3 +25,13 @@ class Sessions:
     def __iter__(self) -> Iterator[object]:
         yield from list(self._connections)
         yield from list(self._extra())
+
+
+def keys_of(conn: object) -> frozenset[str]:
+    """Every key a connection authenticated (a Nostr socket may hold several, NIP-42), or an
+    audio seat's one key; empty before authentication."""
+    keys = getattr(conn, "pubkeys", None)
+    if keys is not None:
+        return frozenset(keys)
+    pubkey = getattr(conn, "pubkey", None)
+    return frozenset() if pubkey is None else frozenset({pubkey})

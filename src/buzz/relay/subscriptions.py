@@ -23,6 +23,7 @@ from buzz.core import messages
 from buzz.core.event import Event
 from buzz.core.filters import Filter, tag_index
 from buzz.core.limits import SEND_BUFFER_BYTES
+from buzz.core.visibility import Reader
 from buzz.relay.bus_topics import named_channels
 from buzz.relay.websocket import text_frame
 
@@ -54,7 +55,10 @@ class LiveEvent:
 class Subscriber(Protocol):
     """What a subscription needs from its connection."""
 
-    pubkey: str | None
+    @property
+    def reader(self) -> Reader:
+        """Whose rights decide what the subscription is sent (`ChannelAccess.visible`)."""
+        ...
 
     def send(self, text: str) -> None: ...
 
@@ -185,8 +189,6 @@ class SubscriptionIndex:
         keys: list[BucketKey] = [("a", event.pubkey), ("k", event.kind), WILDCARD]
         for name, values in idx.items():
             keys.extend(("#" + name, v) for v in values)
-        if "h" not in idx and channel_id is not None:
-            keys.append(("#h", channel_id))  # §6.2 fallback: no h tag, reached through the channel
         seen: set[Subscription] = set()
         for key in keys:
             bucket = self._buckets.get(key)
@@ -198,6 +200,6 @@ class SubscriptionIndex:
                 # Live scope: channel events only through a filter naming their channel.
                 if channel_id is not None and channel_id not in flt.channels:
                     continue
-                if flt.matches(event, channel_id, idx):
+                if flt.matches(event, idx):
                     seen.add(sub)
                     yield sub

@@ -24,8 +24,13 @@ from buzz.core.stored import StoredEvent
 
 
 class InsertOutcome(Enum):
+    """What an insert did (relay.md §3.1 items 4–5; issue 25 item 4: the three ways an event is
+    not stored are told apart, since only the first is served)."""
+
     STORED = "stored"
-    DUPLICATE = "duplicate"  # existing id (live or not), losing version, or deleted address
+    DUPLICATE = "duplicate"  # the id is stored and served (resubmitted)
+    SUPERSEDED = "superseded"  # a newer version holds its replacement key: never served
+    DELETED = "deleted"  # deleted (its id, or its address at or after its created_at)
 
 
 class System(Enum):
@@ -36,8 +41,9 @@ class System(Enum):
 
 SYSTEM = System.SYSTEM
 
-Reader = str | None | Literal[System.SYSTEM]
-"""Who reads: a pubkey (64 hex); None for an anonymous reader (global events and open
+Reader = str | frozenset[str] | None | Literal[System.SYSTEM]
+"""Who reads: a pubkey (64 hex), or a set of them (a connection that authenticated several
+reads every channel any of them may); None for an anonymous reader (global events and open
 channels only); SYSTEM for the relay's internal lookups: `query`/`count` then skip the read
 scope entirely (deleted channels included) and `readable_channels` answers "exists"."""
 
@@ -306,7 +312,7 @@ class EventStore(Protocol):
         Filter by filter in the given order; within a filter `created_at DESC, id ASC` (search:
         rank first); at most `effective_limit` accepted events per filter; events already
         returned for an earlier filter are skipped. A filter without `#h` covers global events
-        and channels readable by `reader`; with `#h` it covers what §6.2 matches. Deleted and
+        and channels readable by `reader`; with `#h` it covers the events whose h tags name V. Deleted and
         superseded rows are never returned. `accept` filters candidates before the limit counts.
         """
 

@@ -22,7 +22,14 @@ from buzz.core.kinds import is_searchable
 from buzz.core.stored import StoredEvent
 from buzz.store.base import Effect, InsertOutcome, PutReaction, ReactionExists, RecordThread
 from buzz.store.dialect import Conn, Params
-from buzz.store.writes import TAG_COLUMNS, ReplacementKey, event_row, insert_txn, tag_table_rows
+from buzz.store.writes import (
+    TAG_COLUMNS,
+    ReplacementKey,
+    event_row,
+    insert_txn,
+    known_outcome_txn,
+    tag_table_rows,
+)
 
 Item = tuple[StoredEvent, tuple[Effect, ...]]
 _PLAIN_EFFECTS = (RecordThread, PutReaction)
@@ -67,7 +74,7 @@ async def _run_txn(
     for i in run:
         event_id = items[i][0].event.id
         if event_id in known:
-            outcomes[i] = InsertOutcome.DUPLICATE
+            outcomes[i] = await known_outcome_txn(conn, event_id)
         else:
             known.add(event_id)
             fresh.append(i)

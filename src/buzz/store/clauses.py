@@ -7,7 +7,7 @@ Read scope (relay.md §6.3 item 2, §4.3 item 1, §5.3 item 6): an event is in s
 global, or its channel exists, is not deleted, and is open or has the reader as an active
 member. The scope is applied to every filter: for a filter without `#h` it is exactly §6.3
 item 2; for a filter with `#h` (channels the relay already found readable) it only removes
-rows `visible` would remove anyway, such as a reaction whose explicit `h` names a readable
+rows `visible` would remove anyway, such as an event whose explicit `h` names a readable
 channel while its derived channel is not.
 """
 
@@ -54,9 +54,15 @@ def readable_channel(reader: Reader, p: Params, alias: str = "c") -> str:
         return f"{alias}.deleted_at IS NULL"
     member = ""
     if reader is not None:
+        # A set of pubkeys (a connection that authenticated several) reads the union of theirs.
+        who = (
+            p.in_list("m.pubkey", reader, "text")
+            if isinstance(reader, frozenset)
+            else f"m.pubkey = {p.add(reader)}"
+        )
         member = (
             f" OR {alias}.id IN (SELECT m.channel_id FROM channel_members m"
-            f" WHERE m.pubkey = {p.add(reader)} AND m.removed_at IS NULL)"
+            f" WHERE {who} AND m.removed_at IS NULL)"
         )
     return f"{alias}.deleted_at IS NULL AND ({alias}.visibility = 'open'{member})"
 
@@ -85,15 +91,11 @@ def _ids(prefixes: frozenset[str], p: Params) -> str:
 
 
 def _tag(name: str, values: frozenset[str], p: Params) -> str:
-    has_value = (
+    """NIP-01: one of the event's `name` tags has a value in `values` (`#h` too: decision 174)."""
+    return (
         f"e.id IN (SELECT t.event_id FROM event_tags t"
         f" WHERE t.name = {p.add(name)} AND {p.in_list('t.value', values, 'utf8')})"
     )
-    if name != "h":
-        return has_value
-    # relay.md §6.2 item 2: an event with no h tag at all reaches #h through its channel.
-    no_h = "NOT EXISTS (SELECT 1 FROM event_tags t WHERE t.event_id = e.id AND t.name = 'h')"
-    return f"({has_value} OR ({p.in_list('e.channel_id', values, 'text')} AND {no_h}))"
 
 
 def _kind_column(f: Filter, p: Params) -> str:
@@ -157,11 +159,11 @@ def select_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
 
 
 def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
-    """`select_page` for a `#h` filter as two disjoint parts whose union is §6.2's match
-    (an h tag in V, or no h tag and the channel in V):
+    """`select_page` for a `#h` filter as two disjoint parts whose union is its match (an h
+    tag in V):
 
     1. per channel c of V, its events (channel index, newest first, stopping after one page)
-       that have an h tag in V or no h tag at all;
+       that have an h tag in V;
     2. events with an h tag in V whose own channel is not in V (another channel, several h
        tags, a global kind with an h tag): the tag rows of V that do not name their event's
        own channel (`in_channel`, a small partial index), each event looked up and kept when
@@ -265,7 +267,7 @@ def _h_ids(f: Filter, reader: Reader, p: Params) -> str:
 
 
 def _h_ok(tag_in: str, p: Params) -> str:
-    """An event of a channel in V matches `#h` V when one of its h tags is in V or it has none
-    (relay.md §6.2 item 2)."""
+    """An event of a channel in V matches `#h` V when one of its h tags is in V; one without
+    an h tag does not (NIP-01, decision 174: relay.md §6.2's fallback is gone)."""
     any_of = p.dialect.bool_or
-    return f"COALESCE((SELECT {any_of}({tag_in}) FROM event_tags t WHERE t.event_id = e.id AND t.name = 'h'), TRUE)"
+    return f"COALESCE((SELECT {any_of}({tag_in}) FROM event_tags t WHERE t.event_id = e.id AND t.name = 'h'), FALSE)"

@@ -91,17 +91,25 @@ class ReplacementKey:
 
 
 async def insert_txn(conn: Conn, stored: StoredEvent, effects: tuple[Effect, ...], now: int) -> InsertOutcome:
-    """Insert `stored` and apply `effects`; DUPLICATE (and nothing applied) when it is known or
-    loses under its replacement key (relay.md §3.1 items 4–5, §13.3 items 1–2)."""
+    """Insert `stored` and apply `effects`; when it is not stored (nothing applied), why: a
+    known id (DUPLICATE when served, DELETED when deleted), a version that loses under its
+    replacement key (SUPERSEDED) or a deleted address (DELETED) (relay.md §3.1 items 4–5,
+    §13.3 items 1–2)."""
     event = stored.event
     key = ReplacementKey.of_event(event)
     if key is not None:
         await _lock_key_txn(conn, key)
-        if not await _wins_txn(conn, event, key) or await _address_deleted_txn(conn, key, event.created_at):
-            return InsertOutcome.DUPLICATE
+        if await _address_deleted_txn(conn, key, event.created_at):
+            return InsertOutcome.DELETED
+        best = await _best_txn(conn, key)
+        # Newest created_at wins; on a tie the lowest id (lowercase hex: bytewise) wins.
+        if best is not None and not (-event.created_at, event.id) < (-best[0], best[1]):
+            return (
+                InsertOutcome.SUPERSEDED if best[1] != event.id else await known_outcome_txn(conn, event.id)
+            )
     row_key = await _insert_row_txn(conn, stored, key)
     if row_key is None:
-        return InsertOutcome.DUPLICATE
+        return await known_outcome_txn(conn, event.id)
     if key is not None:
         await _supersede_txn(conn, event, key, now)
     await _insert_tags_txn(conn, stored)
@@ -113,23 +121,39 @@ async def insert_txn(conn: Conn, stored: StoredEvent, effects: tuple[Effect, ...
     return InsertOutcome.STORED
 
 
+async def known_outcome_txn(conn: Conn, event_id: str) -> InsertOutcome:
+    """The outcome of inserting the stored id `event_id` again: DUPLICATE while it is served,
+    SUPERSEDED when a newer version replaced it, DELETED when it was deleted."""
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT kind, pubkey, d_tag, created_at, deleted_at FROM events WHERE id = {p.add(event_id)}",
+        p.values,
+    )
+    if not rows or rows[0][4] is None:
+        return InsertOutcome.DUPLICATE
+    kind, pubkey, d_tag, created_at = rows[0][0], rows[0][1], rows[0][2], rows[0][3]
+    key = ReplacementKey.of(kind, pubkey, "" if d_tag is None else conn.dialect.decode_utf8(d_tag))
+    if key is not None and not await _address_deleted_txn(conn, key, created_at):
+        best = await _best_txn(conn, key)
+        if best is not None and best[1] != event_id:
+            return InsertOutcome.SUPERSEDED
+    return InsertOutcome.DELETED
+
+
 async def _lock_key_txn(conn: Conn, key: ReplacementKey) -> None:
     if conn.dialect.key_lock_sql is not None:
         await conn.fetch(conn.dialect.key_lock_sql, [key.lock_id])
 
 
-async def _wins_txn(conn: Conn, event: Event, key: ReplacementKey) -> bool:
-    """Tie rule (relay.md §3.1 item 4) against every version ever stored, deleted included."""
+async def _best_txn(conn: Conn, key: ReplacementKey) -> tuple[int, str] | None:
+    """(created_at, id) of the winner under the tie rule (relay.md §3.1 item 4) among every
+    version ever stored at `key`, deleted included; None when there is none."""
     p = Params(conn.dialect)
     rows = await conn.fetch(
         f"SELECT created_at, id FROM events WHERE {key.where(p)} ORDER BY created_at DESC, id ASC LIMIT 1",
         p.values,
     )
-    if not rows:
-        return True
-    best: tuple[int, str] = (rows[0][0], rows[0][1])
-    # Newest created_at wins; on a tie the lowest id (lowercase hex: bytewise) wins.
-    return (-event.created_at, event.id) < (-best[0], best[1])
+    return (rows[0][0], rows[0][1]) if rows else None
 
 
 async def _address_deleted_txn(conn: Conn, key: ReplacementKey, created_at: int) -> bool:

@@ -96,7 +96,7 @@ class Lifecycle:
             log.exception("building huddle lifecycle event %d failed", kind)
             return None
         try:
-            if await self.relay.store.insert(stored) is InsertOutcome.DUPLICATE:
+            if await self.relay.store.insert(stored) is not InsertOutcome.STORED:
                 return event
         except Exception:
             log.exception("storing huddle lifecycle event %s failed", event.id)

@@ -33,12 +33,19 @@ NOT_A_MEMBER = Refusal(Restricted, "not a channel member")
 AfterCommit = Callable[[], Awaitable[None]]
 
 
+Address = tuple[int, str, str]  # (kind, pubkey, d) of an `a` tag
+
+
 @dataclass
 class Plan:
     stored: StoredEvent
     effects: list[Effect] = field(default_factory=list)
     after_commit: list[AfterCommit] = field(default_factory=list)
     response: str = ""
+    # A kind 5's targets, read once while its channel is derived: the events its `e` tags
+    # name (deleted ones included) and the addresses of its `a` tags, each once, in tag order.
+    targets: tuple[StoredEvent, ...] = ()
+    addresses: tuple[Address, ...] = ()
 
 
 Validator = Callable[["KindRules", Plan, Session], Awaitable[None]]
@@ -47,10 +54,17 @@ Validator = Callable[["KindRules", Plan, Session], Awaitable[None]]
 class KindRules:
     """Holds what the rules need to look things up (store, channel access)."""
 
-    def __init__(self, store: EventStore, access: ChannelAccess, relay_pubkey: str) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        access: ChannelAccess,
+        relay_pubkey: str,
+        table: kinds.KindTable = kinds.BUILTIN,
+    ) -> None:
         self.store = store
         self.access = access
         self.relay_pubkey = relay_pubkey
+        self.table = table  # the relay's kinds (places of the operator's opened kinds too)
         # Set by the composition root (buzz.relay.relay): relay-emitted follow-ups (§4.6, §4.7)
         # and the presence register (§12.2 item 2). None in a bare KindRules: no follow-ups.
         self.emitter: Emitter | None = None
@@ -74,8 +88,15 @@ class KindRules:
 
     # -- stored kinds ----------------------------------------------------------------------
     async def plan(self, stored: StoredEvent, session: Session) -> Plan:
-        plan = Plan(stored.with_channel(await self.derive_channel(stored)))
+        if stored.event.kind == kinds.DELETION_KIND:
+            targets, addresses, channel_id = await self.deletion_targets(stored.event)
+            plan = Plan(stored.with_channel(channel_id), targets=targets, addresses=addresses)
+        else:
+            plan = Plan(stored.with_channel(await self.derive_channel(stored)))
         await self.channel_checks(plan.stored)
+        what = TARGET_H_KINDS.get(stored.event.kind)
+        if what is not None:  # after the write gate: a refusal naming C is for who may write there
+            check_target_h(stored.event, plan.stored.channel_id, what)
         self._check_d_tag(plan.stored)
         validators = self._validators
         if validators is None:  # the table imports this module: read it once, at first use
@@ -111,11 +132,11 @@ class KindRules:
             raise CHANNEL_ARCHIVED()
 
     async def derive_channel(self, stored: StoredEvent) -> str | None:
-        """relay.md §4.2, in order."""
+        """relay.md §4.2, in order (kind 5: `deletion_targets`)."""
         event = stored.event
         if event.kind == DM_OPEN_KIND:
             return None  # §4.8 item 2: the DM validator opens or reuses the DM and sets it
-        info = kinds.lookup(event.kind)
+        info = self.table.lookup(event.kind)
         place = info.place if info else kinds.Place.NONE
         if event.kind == 7:
             target_id = next((v for v in reversed(event.tag_values("e")) if is_hex(v, 64)), None)
@@ -125,8 +146,6 @@ class KindRules:
             if target is None:
                 raise Invalid("reaction target event not found")
             return target.channel_id
-        if event.kind == kinds.DELETION_KIND:
-            return await self._deletion_target_channel(stored)
         if place is kinds.Place.G:
             return None
         channel_id = next((h for h in event.tag_values("h") if is_channel_id(h)), None)
@@ -134,22 +153,47 @@ class KindRules:
             raise Invalid("channel-scoped events must include an h tag")
         return channel_id
 
-    async def _deletion_target_channel(self, stored: StoredEvent) -> str | None:
-        event = stored.event
-        e_tags, a_tags = event.tag_values("e"), event.tag_values("a")
-        if e_tags:
-            target = await self.store.get(e_tags[0], include_deleted=True)
-            return target.channel_id if target else None
-        if a_tags:
-            address = parse_address(a_tags[0])
-            if address is not None:
-                kind, pubkey, d = address
-                flt = Filter(
-                    kinds=frozenset({kind}), authors=frozenset({pubkey}), tags={"d": frozenset({d})}, limit=1
-                )
-                heads = await self.store.query([flt], SYSTEM)
-                return heads[0].channel_id if heads else None
-        return None
+    async def deletion_targets(
+        self, event: Event
+    ) -> tuple[tuple[StoredEvent, ...], tuple[Address, ...], str | None]:
+        """A kind 5's targets (NIP-09: one or a list of `e` and `a` tags; repeats count once)
+        and the one channel they are in (None: all global). Raises Invalid for no target, more
+        than MAX_DELETION_TARGETS, an `e` target the store does not hold, a malformed `a`, and
+        targets in different channels (one deletion is one channel's event, decision 175)."""
+        e_ids = list(dict.fromkeys(event.tag_values("e")))
+        a_values = list(dict.fromkeys(event.tag_values("a")))
+        n = len(e_ids) + len(a_values)
+        if n == 0:
+            raise Invalid("deletion events must reference a target via e or a tag")
+        if n > limits.MAX_DELETION_TARGETS:
+            raise Invalid(f"too many deletion targets ({n}, max {limits.MAX_DELETION_TARGETS})")
+        targets: list[StoredEvent] = []
+        channels: set[str | None] = set()
+        for event_id in e_ids:
+            target = await self.store.get(event_id, include_deleted=True) if is_hex(event_id, 64) else None
+            if target is None:
+                raise Invalid("target event not found" + (f": {event_id}" if n > 1 else ""))
+            targets.append(target)
+            channels.add(target.channel_id)
+        addresses: list[Address] = []
+        for value in a_values:
+            address = parse_address(value)
+            if address is None:
+                raise Invalid("malformed a tag (expected <kind>:<pubkey>:<d>)")
+            addresses.append(address)
+            channels.add(await self._address_channel(address))
+        if len(channels) > 1:
+            raise Invalid("deletion targets must all be in one channel (or all outside channels)")
+        return tuple(targets), tuple(addresses), channels.pop()
+
+    async def _address_channel(self, address: Address) -> str | None:
+        """The channel of the newest live version at `address` (None: global, or none stored)."""
+        kind, pubkey, d = address
+        flt = Filter(
+            kinds=frozenset({kind}), authors=frozenset({pubkey}), tags={"d": frozenset({d})}, limit=1
+        )
+        heads = await self.store.query([flt], SYSTEM)
+        return heads[0].channel_id if heads else None
 
     async def write_gate(self, channel_id: str, pubkey: str, *channel: Channel | None) -> None:
         """relay.md §4.3 item 2: exists and (active member or open), else restricted. An
@@ -187,7 +231,27 @@ def effective_author(stored: StoredEvent, relay_pubkey: str) -> str:
     return relay_pubkey
 
 
-def parse_address(value: str) -> tuple[int, str, str] | None:
+# Place T kinds (relay.md §4.2) → what their refusals call them.
+TARGET_H_KINDS: dict[int, str] = {7: "reactions", kinds.DELETION_KIND: "deletions"}
+
+
+def check_target_h(event: Event, channel_id: str | None, what: str) -> None:
+    """Reactions and deletions take their target's channel (relay.md §4.2), and carry it as
+    their `h` tag (NIP-29): then a `#h` filter matches them by NIP-01's own tag rule, the only
+    one every client re-checks (issue 25 item 5, docs/decisions.md 174). A global target takes
+    no `h`."""
+    values = set(event.tag_values("h"))
+    if channel_id is None:
+        if values:
+            raise Invalid(f"{what} of events outside channels carry no h tag: remove it")
+        return
+    if not values:
+        raise Invalid(f'{what} of a channel event must carry its channel: add ["h","{channel_id}"]')
+    if values != {channel_id}:
+        raise Invalid(f"h tag must name the target's channel {channel_id}")
+
+
+def parse_address(value: str) -> Address | None:
     """`<kind>:<pubkey>:<d>` split on the first two colons, or None when malformed."""
     parts = value.split(":", 2)
     if len(parts) != 3 or not parts[0].isdigit() or not is_hex(parts[1], 64):

@@ -1,38 +1,30 @@
-"""Kind 5 deletion (relay.md §10.1)."""
+"""Kind 5 deletion (relay.md §10.1; NIP-09 lists of targets, issue 25 item 6)."""
 
 from __future__ import annotations
 
 from buzz.core import kinds
 from buzz.core.errors import Invalid
-from buzz.relay.rules.base import KindRules, Plan, Validator, parse_address
+from buzz.relay.rules.base import KindRules, Plan, Validator
 from buzz.relay.session import Session
-from buzz.store.base import DeleteAddress, SoftDelete
+from buzz.store.base import DeleteAddress, Effect, SoftDelete
 
 
 async def deletion(rules: KindRules, plan: Plan, session: Session) -> None:
-    """Exactly one target; the actor is its effective author or that author's registered owner."""
+    """Every target (read while the channel was derived: `KindRules.deletion_targets`) is the
+    actor's: its effective author, or that author's registered owner. All or nothing: one
+    target that is not refuses the deletion, naming it when there are several."""
     event = plan.stored.event
-    e_tags, a_tags = event.tag_values("e"), event.tag_values("a")
-    if len(e_tags) + len(a_tags) != 1:
-        raise Invalid(
-            "deletion events must reference exactly one target via e or a tag "
-            f"(got e={len(e_tags)}, a={len(a_tags)})"
-        )
-    if e_tags:
-        target = await rules.store.get(e_tags[0], include_deleted=True)
-        if target is None:
-            raise Invalid("target event not found")
+    several = len(plan.targets) + len(plan.addresses) > 1
+    effects: list[Effect] = []
+    for target in plan.targets:
         if not await rules.effective_author_or_owner(target, event.pubkey):
-            raise Invalid("must be event author")
-        plan.effects.append(SoftDelete(target.event.id))
-        return
-    address = parse_address(a_tags[0])
-    if address is None:
-        raise Invalid("malformed a tag (expected <kind>:<pubkey>:<d>)")
-    kind, pubkey, d = address
-    if pubkey != event.pubkey and (await rules.registered_owner(pubkey)) != event.pubkey:
-        raise Invalid("must be event author")
-    plan.effects.append(DeleteAddress(kind, pubkey, d, event.created_at))
+            raise Invalid("must be event author" + (f" of {target.event.id}" if several else ""))
+        effects.append(SoftDelete(target.event.id))
+    for kind, pubkey, d in plan.addresses:
+        if pubkey != event.pubkey and (await rules.registered_owner(pubkey)) != event.pubkey:
+            raise Invalid("must be event author" + (f" of {kind}:{pubkey}:{d}" if several else ""))
+        effects.append(DeleteAddress(kind, pubkey, d, event.created_at))
+    plan.effects += effects
 
 
 VALIDATORS: dict[int, Validator] = {kinds.DELETION_KIND: deletion}
