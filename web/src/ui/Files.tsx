@@ -51,7 +51,7 @@ function Thumb({ ws, media, a, onOpen }: { ws: Workspace; media: Media; a: Attac
   useLayoutEffect(() => {
     const el = img.current
     const url = a.blurhash ? blurhashUrl(a.blurhash, box.width, box.height) : null
-    if (el && url && !el.complete) el.style.backgroundImage = `url("${url}")`
+    if (el && url) el.style.backgroundImage = `url("${url}")` // cleared by onLoad
   }, [a.blurhash])
   if (failed) return <Card ws={ws} media={media} a={a} />
   const src = media.src(blob.sha256, blob.ext, true)
