@@ -191,7 +191,7 @@ try {
     await p.evaluate(() => document.activeElement?.blur())
     await p.mouse.move(0, 0)
     const frame = async () => {
-      await article(p, 'the handler').evaluate((el) => el.scrollIntoView({ block: 'start' }))
+      await article(p, 'The review is at ten').evaluate((el) => el.scrollIntoView({ block: 'start' }))
       await msg.getByRole('img', { name: 'photo.png' }).evaluate((el) => el.decode())
     }
     await frame()

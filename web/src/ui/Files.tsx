@@ -29,7 +29,7 @@ export function Files({ ws, files }: { ws: Workspace; files: Attachment[] }) {
       {files.map((a) => {
         const how = shownAs(a)
         return (
-          <div key={a.url} class={`att att-${how}`}>
+          <div key={a.url} class={`att shown-${how}`}>
             {how === 'image' && <Thumb ws={ws} media={media} a={a} onOpen={() => setViewing(a)} />}
             {how === 'video' && <Player media={media} a={a} kind="video" />}
             {how === 'audio' && <Player media={media} a={a} kind="audio" />}
