@@ -30,6 +30,7 @@ CHECKS = [
     "the thread panel attaches files too",
     "screenshots at 1280×800 and 390×844",
     "a private channel: a member sees its image, an outsider gets 404 like an unknown blob",
+    "a hostile imeta draws nothing active and fetches nothing from another host",
     "the CSP reported nothing",
 ]
 CODE = (
@@ -77,6 +78,7 @@ async def _scenario(relay: RunningRelay, tmp: Path, alice: Identity, bob: Identi
     async with relay.client(alice) as client:
         general = await create_channel(client, alice, "general")
         leads = await create_channel(client, alice, "leads", "private")
+        random = await create_channel(client, alice, "random")
         for who in (bob, carol):
             await add_member(client, alice, general, who.pubkey)
         await add_member(client, alice, leads, bob.pubkey)
@@ -86,6 +88,9 @@ async def _scenario(relay: RunningRelay, tmp: Path, alice: Identity, bob: Identi
     async with relay.client(bob) as client:
         for text in ("Morning! The review is at ten.", CODE):
             assert (await client.publish(_event(bob, 9, text, [["h", general]]))).accepted
+        # imeta naming other hosts is stored unchanged (media.md §9.2): the page must draw it safely.
+        hostile = [["h", random], *_hostile_imeta()]
+        assert (await client.publish(_event(bob, 9, "look at these", hostile))).accepted
 
     payloads = {
         "photo.png": ("image/png", _image(1200, 800, 0)),
@@ -140,6 +145,16 @@ async def _scenario(relay: RunningRelay, tmp: Path, alice: Identity, bob: Identi
     assert await relay.relay.media.readable(files["big.bin"]["sha256"], alice.pubkey) is None
     never = next(e for e in sent if e.content == "Never mind the big file")
     assert imeta_tags(never) == []
+
+
+def _hostile_imeta() -> list[list[str]]:
+    fake = hashlib.sha256(b"nothing stored").hexdigest()
+    return [
+        ["imeta", f"url https://evil.example/{fake}.svg", "m image/svg+xml", f"x {fake}", "size 100", "dim 10x10", "name diagram.svg"],
+        ["imeta", f"url https://evil.example/{fake}.png", "m image/png", f"x {fake}", "size 100", "dim 640x480", "name <img src=x onerror=alert(1)>.png"],
+        ["imeta", "url javascript:alert(1)", "m text/html", "name javascript.html"],
+        ["imeta", f"url https://evil.example/{fake}.html", "m text/html", f"x {fake}", "size 100", "name page.html"],
+    ]
 
 
 def _event(who: Identity, kind: int, content: str, tags: list[list[str]]) -> Event:

@@ -244,6 +244,21 @@ try {
     }
   })
 
+  await check(report, 'a hostile imeta draws nothing active and fetches nothing from another host', async () => {
+    const elsewhere = []
+    p.on('request', (r) => { if (new URL(r.url()).origin !== new URL(config.url).origin) elsewhere.push(r.url()) })
+    await openChannel(p, 'random')
+    const msg = article(p, 'look at these')
+    await msg.getByRole('link', { name: 'diagram.svg', exact: true }).waitFor()
+    // Claims to be a PNG on another host: read (by hash) from this relay, which has no such
+    // blob, so it falls back to a card; the name with markup is text.
+    await msg.getByRole('link', { name: '<img src=x onerror=alert(1)>.png', exact: true }).waitFor()
+    await msg.getByRole('link', { name: 'page.html', exact: true }).waitFor()
+    if (await msg.locator('img, svg, iframe, object, embed, script').count()) throw new Error('active or remote content drawn')
+    if (await p.evaluate(() => window.__pwned === true)) throw new Error('script ran')
+    if (elsewhere.length) throw new Error(`fetched ${elsewhere.join(', ')}`)
+  })
+
   await check(report, 'the CSP reported nothing', async () => {
     const seen = await p.evaluate(() => window.__csp)
     if (seen.length) throw new Error(seen.join('; '))

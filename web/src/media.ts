@@ -13,6 +13,7 @@ const HASH_CHUNK = 4 * 1024 * 1024 // BROWSER_HASH_CHUNK: never the whole file i
 const UPLOAD_AUTH_TTL_S = 300
 const GET_WINDOW_S = 3600 // the relay accepts a `get` token this long after created_at
 const GET_RENEW_S = 300 // renewed this long before it leaves that window
+const REASK_MS = 60_000
 const BLOB = /^([0-9a-f]{64})(?:\.([a-z0-9]{1,16}))?$/i
 
 /** The blob descriptor `PUT /upload` answers (media spec §4.3). */
@@ -67,6 +68,7 @@ export async function hashFile(file: Blob, signal?: AbortSignal, onChunk?: (done
 export class Media {
   private readToken: { token: string; renewAt: number } | null = null
   private pendingRead: Promise<string> | null = null
+  private refusedAt = 0
   private listeners = new Set<() => void>()
 
   constructor(private readonly signer: Signer, private readonly origin = location.origin) {}
@@ -87,7 +89,9 @@ export class Media {
   readNow(): string | null {
     const t = this.readToken
     if (t && now() < t.renewAt) return t.token
-    void this.read()
+    // A signer that refuses (an extension's prompt declined) leaves images unloaded and is
+    // asked again a minute later, not on every render.
+    if (Date.now() - this.refusedAt > REASK_MS) this.read().catch(() => { this.refusedAt = Date.now() })
     return t && now() < t.renewAt + GET_RENEW_S ? t.token : null
   }
 
