@@ -69,7 +69,10 @@ def content(i: int, image: dict[str, Any] | None = None) -> tuple[str, list[list
         tag = attachment_tag(image, f"dashboard-{i:04d}.png")
         return f"{head}: screenshot of the dashboard\n{image['url']}", [tag]
     if i % 10 == 3:
-        return f"{head}: screenshot of the dashboard\n\n![dashboard {i}](https://images.example/{i:04d}.png)", []
+        return (
+            f"{head}: screenshot of the dashboard\n\n![dashboard {i}](https://images.example/{i:04d}.png)",
+            [],
+        )
     return f"{head} with **bold**, _emphasis_ and `code`; see https://example.com/t/{i}", []
 
 

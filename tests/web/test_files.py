@@ -45,7 +45,11 @@ def _image(width: int, height: int, hue: int) -> bytes:
     img = Image.new("RGB", (width, height))
     img.putdata(
         [
-            ((x * 255 // width + hue) % 256, (y * 255 // height), (120 + 40 * ((x // 97 + y // 61) % 3)) % 256)
+            (
+                (x * 255 // width + hue) % 256,
+                (y * 255 // height),
+                (120 + 40 * ((x // 97 + y // 61) % 3)) % 256,
+            )
             for y in range(height)
             for x in range(width)
         ]
@@ -150,10 +154,33 @@ async def _scenario(relay: RunningRelay, tmp: Path, alice: Identity, bob: Identi
 def _hostile_imeta() -> list[list[str]]:
     fake = hashlib.sha256(b"nothing stored").hexdigest()
     return [
-        ["imeta", f"url https://evil.example/{fake}.svg", "m image/svg+xml", f"x {fake}", "size 100", "dim 10x10", "name diagram.svg"],
-        ["imeta", f"url https://evil.example/{fake}.png", "m image/png", f"x {fake}", "size 100", "dim 640x480", "name <img src=x onerror=alert(1)>.png"],
+        [
+            "imeta",
+            f"url https://evil.example/{fake}.svg",
+            "m image/svg+xml",
+            f"x {fake}",
+            "size 100",
+            "dim 10x10",
+            "name diagram.svg",
+        ],
+        [
+            "imeta",
+            f"url https://evil.example/{fake}.png",
+            "m image/png",
+            f"x {fake}",
+            "size 100",
+            "dim 640x480",
+            "name <img src=x onerror=alert(1)>.png",
+        ],
         ["imeta", "url javascript:alert(1)", "m text/html", "name javascript.html"],
-        ["imeta", f"url https://evil.example/{fake}.html", "m text/html", f"x {fake}", "size 100", "name page.html"],
+        [
+            "imeta",
+            f"url https://evil.example/{fake}.html",
+            "m text/html",
+            f"x {fake}",
+            "size 100",
+            "name page.html",
+        ],
     ]
 
 
