@@ -13,6 +13,8 @@ from pathlib import Path
 import orjson
 from PIL import Image
 
+from buzz.client.files import Files
+from buzz.client.identity import Identity as ClientIdentity
 from buzz.core.event import Event
 from buzz.core.imeta import imeta_tags
 from tests.agent.support import add_member, create_channel
@@ -31,8 +33,10 @@ CHECKS = [
     "screenshots at 1280×800 and 390×844",
     "a private channel: a member sees its image, an outsider gets 404 like an unknown blob",
     "a hostile imeta draws nothing active and fetches nothing from another host",
+    "a photo's location is removed before it is uploaded",
     "the CSP reported nothing",
 ]
+GPS_IFD = 0x8825
 CODE = (
     "Here is the handler:\n\n```python\ndef handler(event, limit=10):\n    seen = set()\n"
     "    for item in event.items:\n        if item.id in seen:\n            continue\n"
@@ -56,6 +60,17 @@ def _image(width: int, height: int, hue: int) -> bytes:
     )
     out = io.BytesIO()
     img.save(out, "PNG")
+    return out.getvalue()
+
+
+def _photo_with_location() -> bytes:
+    """An 800 × 600 JPEG whose EXIF says where it was taken and to turn it (orientation 6)."""
+    img = Image.linear_gradient("L").resize((800, 600)).convert("RGB")
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    exif[GPS_IFD] = {1: "N", 2: (52.0, 22.0, 12.5), 3: "E", 4: (4.0, 53.0, 30.0)}
+    out = io.BytesIO()
+    img.save(out, "JPEG", exif=exif.tobytes())
     return out.getvalue()
 
 
@@ -103,6 +118,7 @@ async def _scenario(relay: RunningRelay, tmp: Path, alice: Identity, bob: Identi
         "report.pdf": ("application/pdf", _pdf()),
         "notes.csv": ("text/csv", b"step,owner,minutes\nbuild,Bob,12\ntest,Carol,30\n"),
         "big.bin": ("application/octet-stream", os.urandom(8 * 1024 * 1024)),
+        "trip.jpg": ("image/jpeg", _photo_with_location()),
     }
     files = {}
     for name, (mime, data) in payloads.items():
@@ -149,6 +165,25 @@ async def _scenario(relay: RunningRelay, tmp: Path, alice: Identity, bob: Identi
     assert await relay.relay.media.readable(files["big.bin"]["sha256"], alice.pubkey) is None
     never = next(e for e in sent if e.content == "Never mind the big file")
     assert imeta_tags(never) == []
+    await _location_removed(relay, alice, random, files["trip.jpg"]["sha256"], tmp)
+
+
+async def _location_removed(
+    relay: RunningRelay, alice: Identity, channel: str, original: str, tmp: Path
+) -> None:
+    """The photo the page sent is another file than the one picked: upright, without EXIF."""
+    async with relay.client(alice) as client:
+        sent = await client.query([{"kinds": [9], "authors": [alice.pubkey], "#h": [channel]}])
+    (meta,) = imeta_tags(next(e for e in sent if e.content.startswith("From the offsite")))
+    assert meta["x"] != original and meta["m"] == "image/jpeg" and meta["dim"] == "600x800"
+    files = Files(relay.url, ClientIdentity(alice.secret))
+    try:
+        got = await files.get(url=meta["url"], output=str(tmp / "downloaded.jpg"))
+    finally:
+        await files.close()
+    stored = Image.open(got.path or "")
+    assert stored.size == (600, 800)
+    assert stored.getexif().get_ifd(GPS_IFD) == {} and 0x0112 not in stored.getexif()
 
 
 def _hostile_imeta() -> list[list[str]]:

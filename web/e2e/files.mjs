@@ -259,6 +259,20 @@ try {
     if (elsewhere.length) throw new Error(`fetched ${elsewhere.join(', ')}`)
   })
 
+  await check(report, "a photo's location is removed before it is uploaded", async () => {
+    await openChannel(p, 'random')
+    const picker = p.waitForEvent('filechooser')
+    await p.getByRole('button', { name: 'Attach file' }).first().click()
+    await (await picker).setFiles([file('trip.jpg')])
+    await uploaded(p, ['trip.jpg'])
+    const msg = await sendText(p, 'From the offsite')
+    const img = msg.getByRole('img', { name: 'trip.jpg' })
+    await img.waitFor()
+    // Re-encoded upright: the EXIF orientation (6) is applied, so the box is portrait.
+    const box = await img.evaluate((el) => [el.width, el.height])
+    if (!(box[1] > box[0])) throw new Error(`box ${box}`)
+  })
+
   await check(report, 'the CSP reported nothing', async () => {
     const seen = await p.evaluate(() => window.__csp)
     if (seen.length) throw new Error(seen.join('; '))

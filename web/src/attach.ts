@@ -1,9 +1,11 @@
 // Files a composer is about to send (media spec §15 items 1–2): each one hashed and uploaded
 // as soon as it is added, at most two at a time for this person (the relay's per-pubkey limit
 // is two uploads in progress, §11 item 4, so a third would be refused 429), with progress, a
-// cancel that aborts the request, and the relay's reason when it refuses. A message carries
+// cancel that aborts the request, and the relay's reason when it refuses. A photo's location
+// is removed first (privacy.ts). A message carries
 // the finished ones as URL lines and imeta tags, as `buzz messages send --file` does.
 import { Media, MediaError, MAX_FILES_PER_MESSAGE, imetaTag, type Descriptor } from './media'
+import { withoutLocation } from './privacy'
 import type { Tag } from './types'
 import type { Workspace } from './workspace'
 
@@ -93,9 +95,10 @@ export class Attachments {
   private async run(p: Pending): Promise<void> {
     const signal = p.controller.signal
     try {
-      const d = await slot(signal, () => {
+      const d = await slot(signal, async () => {
         this.update(p, { state: 'uploading' })
-        return this.media.upload(p.file, signal, (progress) => this.update(p, { progress }))
+        const file = await withoutLocation(p.file)
+        return this.media.upload(file, signal, (progress) => this.update(p, { progress }))
       })
       this.update(p, { state: 'done', progress: 1, descriptor: d })
     } catch (e) {
