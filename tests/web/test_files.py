@@ -29,6 +29,7 @@ CHECKS = [
     "a file dropped on the channel is attached",
     "a pasted image is attached and shows inline",
     "an upload shows its progress and Cancel upload aborts it: nothing is sent",
+    "a refused file shows the relay's reason and holds the message back",
     "the thread panel attaches files too",
     "screenshots at 1280×800 and 390×844",
     "a private channel: a member sees its image, an outsider gets 404 like an unknown blob",
@@ -119,6 +120,10 @@ async def _scenario(relay: RunningRelay, tmp: Path, alice: Identity, bob: Identi
         "notes.csv": ("text/csv", b"step,owner,minutes\nbuild,Bob,12\ntest,Carol,30\n"),
         "big.bin": ("application/octet-stream", os.urandom(8 * 1024 * 1024)),
         "trip.jpg": ("image/jpeg", _photo_with_location()),
+        "drawing.svg": (
+            "image/svg+xml",
+            b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
+        ),
     }
     files = {}
     for name, (mime, data) in payloads.items():

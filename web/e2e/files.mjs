@@ -169,6 +169,22 @@ try {
     if (await msg.locator('.att').count()) throw new Error('the cancelled file was sent')
   })
 
+  await check(report, "a refused file shows the relay's reason and holds the message back", async () => {
+    const picker = p.waitForEvent('filechooser')
+    await p.getByRole('button', { name: 'Attach file' }).first().click()
+    await (await picker).setFiles([file('drawing.svg')])
+    const refused = chip(p, 'drawing.svg')
+    await refused.getByRole('alert').filter({ hasText: 'content type not allowed: image/svg+xml' }).waitFor()
+    const box = p.getByRole('textbox', { name: 'Message', exact: true })
+    await box.fill('Here is the drawing')
+    await p.getByRole('button', { name: 'Send', exact: true }).click()
+    await p.locator('section.conversation form.composer > .error').filter({ hasText: 'Remove the files that could not be uploaded first.' }).waitFor()
+    if (await article(p, 'Here is the drawing').count()) throw new Error('sent with a refused file')
+    await refused.getByRole('button', { name: 'Remove drawing.svg' }).click()
+    await refused.waitFor({ state: 'detached' })
+    await box.fill('')
+  })
+
   await check(report, 'the thread panel attaches files too', async () => {
     const root = article(p, 'The numbers, dropped in')
     await root.hover()
