@@ -89,9 +89,13 @@ export class Media {
   readNow(): string | null {
     const t = this.readToken
     if (t && now() < t.renewAt) return t.token
-    // A signer that refuses (an extension's prompt declined) leaves images unloaded and is
-    // asked again a minute later, not on every render.
-    if (Date.now() - this.refusedAt > REASK_MS) this.read().catch(() => { this.refusedAt = Date.now() })
+    // Signed after this render rather than inside it (a Schnorr signature on the first page). A
+    // signer that refuses (an extension's prompt declined) leaves images unloaded and is asked
+    // again a minute later, not on every render.
+    if (!this.pendingRead && Date.now() - this.refusedAt > REASK_MS) {
+      this.pendingRead = new Promise((resolve) => window.setTimeout(resolve, 0)).then(() => this.sign())
+      this.pendingRead.catch(() => { this.refusedAt = Date.now() })
+    }
     return t && now() < t.renewAt + GET_RENEW_S ? t.token : null
   }
 
@@ -99,18 +103,20 @@ export class Media {
   read(): Promise<string> {
     const t = this.readToken
     if (t && now() < t.renewAt) return Promise.resolve(t.token)
-    if (!this.pendingRead) {
-      this.pendingRead = this.token('get', [['server', location.host]], 'Read files', GET_WINDOW_S)
-        .then((token) => {
-          this.readToken = { token, renewAt: now() + GET_WINDOW_S - GET_RENEW_S }
-          for (const fn of this.listeners) fn()
-          return token
-        })
-        .finally(() => {
-          this.pendingRead = null
-        })
-    }
+    if (!this.pendingRead) this.pendingRead = this.sign()
     return this.pendingRead
+  }
+
+  private sign(): Promise<string> {
+    return this.token('get', [['server', location.host]], 'Read files', GET_WINDOW_S)
+      .then((token) => {
+        this.readToken = { token, renewAt: now() + GET_WINDOW_S - GET_RENEW_S }
+        for (const fn of this.listeners) fn()
+        return token
+      })
+      .finally(() => {
+        this.pendingRead = null
+      })
   }
 
   /** Call `fn` whenever a new read token is ready (images re-render with it). */
