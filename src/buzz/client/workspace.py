@@ -7,7 +7,8 @@
         text = await ws.memory().get("core")                       # agent side (owner from the tag)
 
 Areas (each a small class over the same `Session`): `channels` (and members), `messages`
-(threads, edits, deletion, search), `reactions`, `dms`, `users` (profiles, presence),
+(threads, edits, deletion, search), `reactions`, `dms`, `private_dms` (NIP-17 gift wraps),
+`users` (profiles, presence),
 `huddles` (start, list, status), `files` (blob upload and download, media.md §13) and
 `memory(owner=…, agent=…)` (engrams). Values are the
 dataclasses of `buzz.client.models`; every failure is a `buzz.client.errors.WorkspaceError`.
@@ -26,6 +27,7 @@ from buzz.client.channels import Channels
 from buzz.client.dms import Dms
 from buzz.client.identity import Identity
 from buzz.client.messages import Messages
+from buzz.client.private_dms import PrivateDms
 from buzz.client.reactions import Reactions
 from buzz.client.session import DEFAULT_TIMEOUT_S, Session
 from buzz.client.users import Users
@@ -48,6 +50,7 @@ class Workspace:
         self.messages = Messages(self.session)
         self.reactions = Reactions(self.session)
         self.dms = Dms(self.session)
+        self.private_dms = PrivateDms(self.session)  # end-to-end encrypted (NIP-17)
         self.users = Users(self.session)
         self.files = self.session.files  # upload and download blobs (media.md §13)
 
