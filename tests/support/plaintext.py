@@ -26,7 +26,4 @@ async def database_holds(running: RunningRelay, needle: str) -> bool:
                         return True
         finally:
             await conn.close()
-    for path in config.data_dir.rglob("*"):
-        if path.is_file() and raw in path.read_bytes():
-            return True
-    return False
+    return any(path.is_file() and raw in path.read_bytes() for path in config.data_dir.rglob("*"))
