@@ -100,6 +100,9 @@ class PrivateInbox:
             log.info("dropped private DM %s: author %s not admitted", rumor.id[:12], rumor.pubkey[:12])
             return  # DMs stay silent (the DM rule)
         key = private_key_of(others)
+        # The claim (public app data, 30078) names the rumor id, a hash that says nothing of
+        # the message; its time is the message's own (a wrap's random one is outside the relay's
+        # clock window for 30078, and the heartbeat says when the agent works anyway).
         claim = await rt.claims.claim(rumor)
         if claim is Claim.SETTLED:
             log.info("skipped private DM %s: this agent already answered it", rumor.id[:12])
