@@ -1,6 +1,6 @@
-"""Interop: NIP-17 private DMs between nostr-tools' own `nip17` helper (and rust-nostr's, through
-nostr-sdk's Python bindings) and `buzz dms`, both ways, on SQLite and PostgreSQL; the relay's database holds no plaintext of them. (The browser's
-side is tests/web/test_private_dms.py.)"""
+"""Interop: NIP-17 private DMs between nostr-tools' own `nip17` helper (and rust-nostr's,
+through nostr-sdk's Python bindings) and `buzz dms`, both ways, on SQLite and PostgreSQL; the
+relay's database holds no plaintext of them. (The browser's side is tests/web/test_private_dms.py.)"""
 
 from __future__ import annotations
 
