@@ -41,6 +41,11 @@ async def test_private_dms_in_the_browser(
         "e2ee"
     ] is False
     await nostr_tools(node, "send", relay.url, alice.secret, bob.pubkey, hello)
+    hostile = '<img src=x onerror="window.__pwned=1"> **not bold**'
+    sent = await buzz(
+        relay.url, alice, "dms", "send", "--private", "--pubkey", bob.pubkey, "--content", hostile
+    )
+    assert sent.json["e2ee"] is True
 
     report = await run_scenario(
         "private-dms",
@@ -50,12 +55,14 @@ async def test_private_dms_in_the_browser(
             "hello": hello,
             "reply": reply,
             "plain": plain,
+            "hostile": hostile,
         },
     )
     assert_all_passed(
         report,
         [
             "a private DM from nostr-tools shows beside the channel DM, marked end-to-end encrypted",
+            "a hostile private DM shows as text and runs nothing",
             "the browser answers privately",
             "the channel DM's view opens the private conversation",
             "no frame the page sent holds the private text",

@@ -24,6 +24,13 @@ try {
     if (!(await msg.getByText('End-to-end encrypted').isVisible())) throw new Error('no end-to-end encrypted mark')
   })
 
+  await check(report, 'a hostile private DM shows as text and runs nothing', async () => {
+    const msg = privateLog.getByRole('article').filter({ hasText: config.hostile })
+    await msg.waitFor()
+    if ((await msg.locator('img').count()) !== 0) throw new Error('the markup became an element')
+    if (await page.evaluate(() => window.__pwned === 1)) throw new Error('the handler ran')
+  })
+
   await check(report, 'the browser answers privately', async () => {
     await page.getByRole('textbox', { name: 'Private message' }).fill(config.reply)
     await page.getByRole('button', { name: 'Send encrypted' }).click()
