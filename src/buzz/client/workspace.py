@@ -27,7 +27,6 @@ from buzz.client.channels import Channels
 from buzz.client.dms import Dms
 from buzz.client.identity import Identity
 from buzz.client.messages import Messages
-from buzz.client.private_dms import PrivateDms
 from buzz.client.reactions import Reactions
 from buzz.client.session import DEFAULT_TIMEOUT_S, Session
 from buzz.client.users import Users
@@ -35,6 +34,7 @@ from buzz.client.users import Users
 if TYPE_CHECKING:
     from buzz.client.huddles import Huddles
     from buzz.client.memory import Memory
+    from buzz.client.private_dms import PrivateDms
 
 
 class Workspace:
@@ -50,17 +50,23 @@ class Workspace:
         self.messages = Messages(self.session)
         self.reactions = Reactions(self.session)
         self.dms = Dms(self.session)
-        self.private_dms = PrivateDms(self.session)  # end-to-end encrypted (NIP-17)
         self.users = Users(self.session)
         self.files = self.session.files  # upload and download blobs (media.md §13)
 
-    # Huddles and memory (engram crypto, unified diffs) load when first used: a CLI command
-    # that sends a message does not import them.
+    # Huddles, memory (engram crypto, unified diffs) and private DMs (NIP-44) load when first
+    # used: a CLI command that sends a message does not import them.
     @functools.cached_property
     def huddles(self) -> Huddles:
         from buzz.client.huddles import Huddles
 
         return Huddles(self.session)
+
+    @functools.cached_property
+    def private_dms(self) -> PrivateDms:
+        """End-to-end encrypted DMs (NIP-17 gift wraps)."""
+        from buzz.client.private_dms import PrivateDms
+
+        return PrivateDms(self.session)
 
     async def __aenter__(self) -> Workspace:
         await self.session.__aenter__()
