@@ -116,11 +116,11 @@ async def workflow_write_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
                                     "workflow_runs.lease_owner = {0}", [w.lease])  # fmt: skip
         if not written:
             raise LeaseLost(run.id)
-        if w.release and w.lease is not None:
+        if w.release:  # without `lease`: whoever drives the run loses it (a cancellation)
             p = Params(conn.dialect)
+            mine = f" AND lease_owner = {p.add(w.lease)}" if w.lease is not None else ""
             await conn.execute(
-                "UPDATE workflow_runs SET lease_owner = NULL, lease_until = NULL"
-                f" WHERE id = {p.add(run.id)} AND lease_owner = {p.add(w.lease)}",
+                f"UPDATE workflow_runs SET lease_owner = NULL, lease_until = NULL WHERE id = {p.add(run.id)}{mine}",
                 p.values,
             )
     for step in w.steps:
@@ -230,13 +230,15 @@ async def list_runs_txn(
 
 
 async def take_runs_txn(conn: Conn, owner: str, now: int, lease_s: int, limit: int,
-                        run_id: str | None = None) -> list[str]:  # fmt: skip
+                        run_id: str | None = None, force: bool = False) -> list[str]:  # fmt: skip
     """Lease up to `limit` runs that need a replica (§11.2 item 2): pending ones in queue order,
     running ones whose lease lapsed, waiting ones whose `wake_at` passed. With `run_id`, only
-    that run. Returns the ids now leased to `owner` until `now + lease_s`."""
+    that run (`force`: also when it waits for a later time). Returns the ids now leased to `owner` until `now + lease_s`."""
     p = Params(conn.dialect)
     free = f"(lease_until IS NULL OR lease_until < {p.add(now)})"
     due = f"(status IN ('pending', 'running') OR (status IN ('waiting', 'waiting_approval') AND wake_at <= {p.add(now)}))"
+    if force:  # an answer arrived for a waiting run (a job result): take it whatever its wake_at
+        due = "status NOT IN ('completed', 'failed', 'cancelled')"
     only = f" AND id = {p.add(run_id)}" if run_id is not None else ""
     rows = await conn.fetch(
         f"SELECT id FROM workflow_runs WHERE {free} AND {due}{only}"
@@ -354,8 +356,8 @@ class WorkflowStoreMixin:
         return await self._read(list_runs_txn, workflow_id, before, limit)
 
     async def workflow_take_runs(self, owner: str, now: int, lease_s: int, limit: int,
-                                 run_id: str | None = None) -> list[str]:  # fmt: skip
-        return await self._write(take_runs_txn, owner, now, lease_s, limit, run_id)
+                                 run_id: str | None = None, force: bool = False) -> list[str]:  # fmt: skip
+        return await self._write(take_runs_txn, owner, now, lease_s, limit, run_id, force)
 
     async def workflow_renew_leases(self, owner: str, run_ids: list[str], until: int) -> None:
         await self._write(renew_leases_txn, owner, sorted(run_ids), until)
