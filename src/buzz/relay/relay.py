@@ -136,7 +136,9 @@ class Relay:
         # A crash between a channel change's commit and its follow-ups left state behind.
         await self.emitter.repair_all()
         if self.config.workflows.enabled:
-            await self.workflows.start()  # resumes runs a crash left behind (workflows.md §11.3)
+            await self.workflows.start(
+                sole=not self.config.on_postgres
+            )  # resumes runs a crash left behind (workflows.md §11.3)
         self._ban_watch = asyncio.get_running_loop().create_task(
             banwatch.watch(self.sessions, self.store.banned_among),  # type: ignore[attr-defined]
             name="ban-watch",

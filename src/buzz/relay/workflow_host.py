@@ -13,6 +13,7 @@ import logging
 from buzz.core.errors import Invalid
 from buzz.core.event import Event
 from buzz.core.stored import StoredEvent, relay_signed
+from buzz.relay import crash_hook
 from buzz.relay.emit import ChannelChange, Emitter
 from buzz.relay.fanout import FanOut
 from buzz.relay.rules import dms
@@ -50,6 +51,7 @@ class WorkflowHost:
             await thread(self._rules, plan, None)  # type: ignore[arg-type]  # the thread rule reads no session
         outcome = await self._store.insert(plan.stored, plan.effects)
         if outcome is InsertOutcome.STORED:
+            crash_hook.after_commit(event.kind)
             await self._fanout.publish(plan.stored)
         return outcome
 

@@ -276,6 +276,12 @@ async def release_lease_txn(conn: Conn, owner: str, run_id: str) -> None:
     )
 
 
+async def release_all_txn(conn: Conn) -> None:
+    await conn.execute(
+        "UPDATE workflow_runs SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL"
+    )
+
+
 async def count_runs_txn(conn: Conn, status: str) -> int:
     p = Params(conn.dialect)
     rows = await conn.fetch(f"SELECT COUNT(*) FROM workflow_runs WHERE status = {p.add(status)}", p.values)
@@ -364,6 +370,11 @@ class WorkflowStoreMixin:
 
     async def workflow_release(self, owner: str, run_id: str) -> None:
         await self._write(release_lease_txn, owner, run_id)
+
+    async def workflow_release_all(self) -> None:
+        """Drop every lease: on a database only this process uses (SQLite), leases found at
+        start belong to a dead process (§11.2 item 3)."""
+        await self._write(release_all_txn)
 
     async def workflow_count_runs(self, status: str) -> int:
         return await self._read(count_runs_txn, status)

@@ -91,7 +91,11 @@ class Engine:
         self._loose: set[asyncio.Task[Any]] = set()
 
     # -- lifetime ----------------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, sole: bool = False) -> None:
+        """Start the loops. `sole`: no other process shares the database (SQLite), so every lease
+        found now belongs to a dead process and its run is resumed at once."""
+        if sole:
+            await self.store.workflow_release_all()
         loop = asyncio.get_running_loop()
         for name, fn, period in (("scan", self.scan, self.settings.tick_s),
                                  ("schedule", self.schedule_tick, self.settings.tick_s),
