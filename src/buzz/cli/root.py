@@ -55,6 +55,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "reactions": ("buzz.cli.reactions_cmd", "reactions", "Reactions on messages."),
     "relay": ("buzz.cli.relay_cmd", "relay", "Run and inspect the relay."),
     "users": ("buzz.cli.users_cmd", "users", "Profiles and presence."),
+    "workflows": (
+        "buzz.cli.workflows_cmd",
+        "workflows",
+        "Workflows: create, update, enable, run, approve and inspect a channel's automations.",
+    ),
 }
 
 
