@@ -64,3 +64,20 @@ async def test_the_cli_creates_triggers_approves_and_reads_runs(tmp_path: Path) 
         gone = await buzz(url, owner, "workflows", "get", "--workflow", wid)
         assert gone.code == 1 and gone.error["error"] == "not_found"
         assert json.loads(requests[0].content)["message"] == "go?"
+
+
+async def test_mcp_trigger_workflow_returns_what_the_cli_returns(tmp_path: Path) -> None:
+    from tests.mcp.session import mcp_server
+
+    owner = Identity.new()
+    async with relay_on(tmp_path) as running, running.client(owner) as client:
+        channel = await create_channel(client, owner)
+        async with mcp_server(running.url, owner) as server:
+            created = await server.ok("create_workflow", {"channel_id": channel, "yaml": GATE.replace(
+                "request_approval, from: any, message: \"go?\"", "send_message, text: hi")})  # fmt: skip
+            wid = created["workflow_id"]
+            started = await server.ok("trigger_workflow", {"workflow_id": wid, "inputs": {"v": "2"}})
+            assert set(started) == {"run_id", "workflow_id", "event_id"} and started["workflow_id"] == wid
+            assert (await run_end(client, channel, started["run_id"])).kind == 46005
+            runs = await server.ok("list_workflow_runs", {"workflow_id": wid})
+            assert [r["id"] for r in runs["runs"]] == [started["run_id"]]

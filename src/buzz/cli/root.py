@@ -40,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "mcp",
         "Serve the workspace to an MCP client over stdio (tools: send_message, get_messages, "
         "get_thread, search, list_channels, join_channel, add_reaction, mem_get, mem_set, "
-        "mem_ls, mem_search, upload_file, get_file).",
+        "mem_ls, mem_search, upload_file, get_file, and the twelve workflow tools).",
     ),
     "mem": (
         "buzz.cli.mem_cmd",
