@@ -288,6 +288,17 @@ async def count_runs_txn(conn: Conn, status: str) -> int:
     return int(rows[0][0])
 
 
+async def started_runs_txn(conn: Conn, workflow_id: str) -> int:
+    """Runs of the workflow that started and have not ended (a workflow's `max_concurrent`)."""
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT COUNT(*) FROM workflow_runs WHERE workflow_id = {p.add(workflow_id)}"
+        " AND status IN ('running', 'waiting', 'waiting_approval')",
+        p.values,
+    )
+    return int(rows[0][0])
+
+
 async def active_runs_txn(conn: Conn, workflow_id: str) -> list[str]:
     """Ids of the workflow's non-terminal runs (cancelled when it is deleted, §6.6 item 4)."""
     p = Params(conn.dialect)
@@ -378,6 +389,9 @@ class WorkflowStoreMixin:
 
     async def workflow_count_runs(self, status: str) -> int:
         return await self._read(count_runs_txn, status)
+
+    async def workflow_started_runs(self, workflow_id: str) -> int:
+        return await self._read(started_runs_txn, workflow_id)
 
     async def workflow_active_runs(self, workflow_id: str) -> list[str]:
         return await self._read(active_runs_txn, workflow_id)

@@ -84,6 +84,8 @@ class Engine:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._by_workflow: Counter[str] = Counter()
         self._deferred: dict[str, list[str]] = {}
+        self._starting: Counter[str] = Counter()  # runs past the `max_concurrent` check, not yet running
+        self._cap_lock = asyncio.Lock()
         self._cache: dict[str, tuple[float, list[WorkflowRow]]] = {}
         self._last_claim: dict[str, int] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -393,18 +395,24 @@ class Engine:
             workflow_id = row.workflow_id
             run = run_of(row, steps)
             cap = run.definition.max_concurrent
-            if (
-                cap is not None
-                and self._by_workflow[workflow_id] >= cap
-                and run.status is m.RunStatus.PENDING
-            ):
+            starting = cap is not None and run.status is m.RunStatus.PENDING
+            if starting and not await self._may_start_one(workflow_id, cap):
                 self._deferred.setdefault(workflow_id, []).append(run_id)
                 workflow_id = None
                 await self.store.workflow_release(self.replica, run_id)
                 return
             self._by_workflow[workflow_id] += 1
             effects = {s.idx: e for s in steps if (e := step_effect(s)) is not None}
-            await _Drive(self, run, trigger_event_id(row), effects).go()
+            drive = _Drive(self, run, trigger_event_id(row), effects)
+            if starting:
+                drive.started = lambda: self._starting.__setitem__(
+                    row.workflow_id, self._starting[row.workflow_id] - 1
+                )
+            try:
+                await drive.go()
+            finally:
+                if drive.started is not None:  # ended before its first commit
+                    drive.started()
         except LeaseLost:
             log.info("run %s: lease taken by another replica", run_id)
         except Exception:
@@ -416,6 +424,15 @@ class Engine:
                 waiting = self._deferred.get(workflow_id)
                 if waiting:
                     self.kick(waiting.pop(0))
+
+    async def _may_start_one(self, workflow_id: str, cap: int) -> bool:
+        """Decision 184: a workflow's runs beyond its `max_concurrent` wait in the queue. Runs
+        started anywhere count (the store), and runs of this process not yet committed `running`."""
+        async with self._cap_lock:
+            if await self.store.workflow_started_runs(workflow_id) + self._starting[workflow_id] >= cap:
+                return False
+            self._starting[workflow_id] += 1
+            return True
 
     # -- approvals (§9.5) --------------------------------------------------------------------
     async def sweep(self) -> None:
@@ -436,6 +453,7 @@ class _Drive:
         self.run = run
         self.tei = trigger_event_id
         self.effects = effects
+        self.started: Any = None  # called once after the first commit (the run is `running`)
 
     async def authorized(self) -> bool:
         return await self.e.authorized(self.run.owner, self.run.channel_id, self.run.definition.elevated)
@@ -449,6 +467,9 @@ class _Drive:
                               swap=swap, lease=self.e.replica, release=release)  # fmt: skip
         await self.e.store.workflow_write(write, int(time.time()))
         self.run = t.run
+        if self.started is not None:
+            started, self.started = self.started, None
+            started()
         for stored in signed:
             await self.e.host.fanout(stored)
 
