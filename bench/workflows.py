@@ -7,7 +7,8 @@ Rows, each against real `buzz relay serve` processes:
    filter is false, one that posts a message); a client posts messages one at a time and times
    the OK of its message to the live arrival of the engine's message. Yardstick, same run, same
    connection: a plain message's publish → live arrival (ratio = engine / yardstick).
-2. **Sustained runs**: webhook calls of a 3-step workflow (two messages and a delay of 1 s) at
+2. **Sustained runs**: webhook calls of a 3-step workflow (one per offered run a second, so no
+   workflow passes its 120 runs a minute) (two messages and a delay of 1 s) at
    `--rate` per second for `--seconds`, on SQLite and on PostgreSQL: runs completed, the pending
    queue's peak, relay CPU seconds per run.
 3. **Schedules**: `--schedules` cron workflows over 100 channels, all at the same second, on two
@@ -94,17 +95,23 @@ async def sustained(relay: ingest.RelayProc, rate: int, seconds: int, label: str
     url = relay.url
     async with RelayClient(url, SECRET) as client, aiohttp.ClientSession() as http:
         cid = await channel(client)
-        body = await save(client, cid, "name: three\ntrigger: {on: webhook}\nsteps:\n"
-                                      "  - {id: a, action: send_message, text: 'a {{trigger.n}}'}\n"
-                                      "  - {id: nap, action: delay, duration: 1}\n"
-                                      "  - {id: b, action: send_message, text: 'b {{trigger.n}}'}\n")  # fmt: skip
-        hook = url.replace("ws://", "http://") + f"/hooks/{body['workflow_id']}"
-        headers = {"X-Webhook-Secret": body["webhook_secret"]}
+        # one workflow per run of a second: each stays under its 120 runs a minute
+        hooks = []
+        for _ in range(rate):
+            body = await save(client, cid, "name: three\ntrigger: {on: webhook}\nsteps:\n"
+                                          "  - {id: a, action: send_message, text: 'a {{trigger.n}}'}\n"
+                                          "  - {id: nap, action: delay, duration: 1}\n"
+                                          "  - {id: b, action: send_message, text: 'b {{trigger.n}}'}\n")  # fmt: skip
+            hooks.append((url.replace("ws://", "http://") + f"/hooks/{body['workflow_id']}",
+                          {"X-Webhook-Secret": body["webhook_secret"]}))  # fmt: skip
         cpu0 = ingest.group_cpu_s(relay.proc.pid)
         start = time.perf_counter()
         sent, refused, peak = 0, 0, 0
         for second in range(seconds):
-            batch = [http.post(hook, json={"n": second * rate + i}, headers=headers) for i in range(rate)]
+            batch = [
+                http.post(hook, json={"n": second * rate + i}, headers=headers)
+                for i, (hook, headers) in enumerate(hooks)
+            ]
             for resp in await asyncio.gather(*batch):
                 sent += 1
                 refused += resp.status != 202
@@ -162,7 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--messages", type=int, default=200)
+    parser.add_argument("--messages", type=int, default=100, help="at most 120: one workflow's runs a minute")
     parser.add_argument("--rate", type=int, default=100)
     parser.add_argument("--seconds", type=int, default=10, help="the issue's row is 60")
     parser.add_argument("--schedules", type=int, default=1000, help="the issue's row is 10000")
