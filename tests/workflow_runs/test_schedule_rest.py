@@ -75,3 +75,5 @@ async def test_runs_page_and_approvals_are_read_with_nip98(tmp_path: Path) -> No
         status, body = await get(http, base, f"/workflows?channel={channel}", owner)
         assert [w["id"] for w in body["workflows"]] == [wid]
         assert body["workflows"][0]["has_webhook_secret"] is True
+        assert body["workflows"][0]["effectively_enabled"] is True
+        assert body["workflows"][0]["last_run"]["status"] == "completed"

@@ -69,6 +69,16 @@ class WorkflowRoutes:
             raise _Refusal(404, NOT_FOUND)
         return wf
 
+    async def _workflow_full(self, wf: Any) -> dict[str, Any]:
+        """`<workflow>` of §15 item 1 with its effective state and its newest run."""
+        out = self._workflow_json(wf)
+        out["effectively_enabled"] = await self.engine.effectively_enabled(wf)
+        last = await self.engine.store.workflow_runs(wf.id, None, 1)
+        out["last_run"] = (
+            {"id": last[0].id, "status": last[0].status, "created_at": last[0].created_at} if last else None
+        )
+        return out
+
     def _workflow_json(self, wf: Any) -> dict[str, Any]:
         definition = self.engine.definition(wf)
         trigger: dict[str, Any] = {"on": wf.trigger_on}
@@ -101,7 +111,7 @@ class WorkflowRoutes:
             ):
                 return _json(404, {"error": "channel not found"})
             rows = await self.engine.store.workflows(channel_id=channel_id, limit=1000)
-            return _json(200, {"workflows": [self._workflow_json(wf) for wf in rows]})
+            return _json(200, {"workflows": [await self._workflow_full(wf) for wf in rows]})
 
         return await self._answer(request, go)
 
