@@ -1,7 +1,9 @@
 """PostgreSQL backend (relay.md §13.1 item 2): an asyncpg pool, READ COMMITTED transactions.
 
-Replaceable and addressable writes serialize on `pg_advisory_xact_lock(<key hash>)` taken by
-the shared insert transaction (relay.md §13.3 item 2), so several replicas may write at once.
+Writes are committed in batches by one writer per store (group commit, `pg_group`, decision
+260); replaceable and addressable writes also serialize on `pg_advisory_xact_lock(<key hash>)`
+taken by the shared insert transaction (relay.md §13.3 item 2), so several replicas may write
+at once.
 Schema creation holds a fixed advisory lock so replicas starting together do not race.
 """
 
@@ -15,6 +17,7 @@ import asyncpg
 
 from buzz.store.base import StoreError, StoreUnreachable
 from buzz.store.dialect import POSTGRES, Conn, Dialect
+from buzz.store.pg_group import GroupWriter
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 from buzz.store.writes import ROW_COLUMNS
 
@@ -82,6 +85,7 @@ class PostgresStore(SqlStore):
         self._min_size = min_size
         self._max_size = max_size
         self._pool: asyncpg.Pool | None = None
+        self._writer: GroupWriter | None = None
 
     async def open(self) -> None:
         """Create the pool and the schema. Raises StoreUnreachable when the server cannot be reached,
@@ -95,12 +99,17 @@ class PostgresStore(SqlStore):
         except _DRIVER_ERRORS as exc:  # reached, but refused us (auth, missing database)
             raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
         try:
-            await self._write(_create_schema_txn)
+            await self._write_now(_create_schema_txn)
         except StoreError:
             await self.close()
             raise
+        self._writer = GroupWriter(self._pool.acquire, _PgConn, _DRIVER_ERRORS)
 
     async def close(self) -> None:
+        """Commit the queued writes, then close the pool; idempotent."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            await writer.drained()
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
@@ -111,8 +120,21 @@ class PostgresStore(SqlStore):
         return self._pool
 
     async def _write(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        # Shielded: a cancelled caller must not leave the transaction to the pool's cleanup.
-        return await asyncio.shield(self._write_now(fn, *args, **kwargs))
+        # Not shielded: cancelling the caller cancels only its future; the writer still
+        # commits the write and skips a future that is done.
+        return await self._write_soon(fn, *args, **kwargs)
+
+    def _write_soon(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> asyncio.Future[T]:
+        # Queued here, synchronously: call order is commit order, with no task per write.
+        writer = self._writer
+        if writer is None:
+            raise StoreError("store is not open")
+        return writer.submit(fn, args, kwargs)
+
+    @property
+    def group_commits(self) -> int:
+        """Write transactions the group writer committed so far (for tests and benches)."""
+        return 0 if self._writer is None else self._writer.batches
 
     async def _write_now(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         pool = self._require_pool()
