@@ -155,4 +155,3 @@ def _fail(batch: list[Write], exc: BaseException) -> None:
     for item in batch:
         if not item.future.done():
             item.future.set_exception(exc)
-
