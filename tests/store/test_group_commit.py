@@ -70,3 +70,32 @@ async def test_close_commits_what_is_queued(tmp_path: object) -> None:
             assert all([await again.get(s.event.id) is not None for s in items])
         finally:
             await again.close()
+
+
+async def test_point_reads_at_once_share_an_answer_and_never_miss_a_commit(store: SqlStore) -> None:
+    """Decision 263: PostgreSQL answers point reads asked while the same read is on its way
+    from that read, but never across a commit of this store: a read asked after an insert
+    returned sees it, even when an earlier read of the same key is still on its way."""
+    ch = "00000000-0000-4000-8000-000000000001"
+    create = _channel(ch, ALICE, [["name", "a"]])
+    assert await store.insert(*create) is STORED
+    channels = await asyncio.gather(*(store.get_channel(ch) for _ in range(10)))
+    assert all(c == channels[0] for c in channels) and channels[0] is not None
+    later = make(9, "later", [["h", ch]], T0 + 5, ALICE, ch)
+    for _ in range(5):
+        early = asyncio.ensure_future(store.get(later.event.id))
+        await asyncio.sleep(0)  # the early read is sent
+        write = store.insert_soon(later)
+        if await write is STORED:
+            assert await store.get(later.event.id) is not None
+        assert (await early) is None or (await early).event.id == later.event.id
+
+
+async def test_a_cancelled_point_read_leaves_the_others_answered(store: SqlStore) -> None:
+    target = make(1, "here")
+    assert await store.insert(target) is STORED
+    reads = [asyncio.ensure_future(store.get(target.event.id)) for _ in range(5)]
+    await asyncio.sleep(0)
+    reads[0].cancel()
+    answers = await asyncio.gather(*reads[1:])
+    assert [a.event.id for a in answers if a is not None] == [target.event.id] * 4

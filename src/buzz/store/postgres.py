@@ -48,6 +48,10 @@ class _Connection(asyncpg.Connection):  # type: ignore[misc]
         return ""
 
 
+class _LeaderGone(Exception):
+    """The read a point read joined was cancelled: the joiner reads for itself."""
+
+
 class _PgConn:
     """`Conn` over an asyncpg connection."""
 
@@ -99,6 +103,8 @@ class PostgresStore(SqlStore):
         self._max_size = max_size
         self._pool: asyncpg.Pool | None = None
         self._writer: GroupWriter | None = None
+        # Point reads on their way (`_point_read`): key → (writer generation, answer).
+        self._flights: dict[tuple[Any, ...], tuple[int, asyncio.Future[Any]]] = {}
 
     async def open(self) -> None:
         """Create the pool and the schema. Raises StoreUnreachable when the server cannot be reached,
@@ -160,6 +166,36 @@ class PostgresStore(SqlStore):
                 return await fn(_PgConn(conn), *args, **kwargs)
         except _DRIVER_ERRORS as exc:
             raise StoreError(f"postgres write failed: {exc}") from exc
+
+    async def _point_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        # Single flight (decision 263): a point read asked again while the same read is on
+        # its way, and no write of this store committed since it was sent, takes that read's
+        # answer instead of a round trip of its own (the relay's ingest reads a channel row per
+        # channel event: many at once name the same channel). A commit starts a new
+        # generation, so a read asked after an `OK true` never joins one sent before it.
+        writer = self._writer
+        key = (fn, args, tuple(kwargs.items())) if kwargs else (fn, args)
+        generation = -1 if writer is None else writer.batches
+        flight = self._flights.get(key)
+        if flight is not None and flight[0] == generation:
+            try:
+                return await asyncio.shield(flight[1])  # type: ignore[no-any-return]
+            except _LeaderGone:
+                return await self._read(fn, *args, **kwargs)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._flights[key] = (generation, future)
+        try:
+            value = await self._read(fn, *args, **kwargs)
+        except BaseException as exc:
+            future.set_exception(_LeaderGone() if isinstance(exc, asyncio.CancelledError) else exc)
+            future.exception()  # retrieved: nobody may be waiting
+            raise
+        else:
+            future.set_result(value)
+            return value
+        finally:
+            if self._flights.get(key, (None, None))[1] is future:
+                del self._flights[key]
 
     async def _read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         pool = self._require_pool()
