@@ -15,7 +15,7 @@ cannot deadlock on each other's keys. Readers are not held up.
 When any write of the optimistic pass raises, the transaction is rolled back and the batch is
 run again with a SAVEPOINT around each write, each insert by `insert_txn` alone: that write
 alone fails, with the error it raised, as with a transaction of its own (the SQLite writer does
-the same, decision 120).
+the same, decision 86).
 """
 
 from __future__ import annotations
