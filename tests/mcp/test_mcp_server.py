@@ -35,6 +35,8 @@ TOOLS = {
     "mem_search": ({"text", "limit"}, {"text"}),
     "upload_file": ({"path"}, {"path"}),
     "get_file": ({"url", "sha256", "path"}, set()),  # url or sha256 (oneOf)
+    "send_private_dm": ({"pubkeys", "content", "reply_to"}, {"pubkeys", "content"}),
+    "get_private_dms": ({"pubkeys", "limit"}, set()),
     # workflows.md §17
     "list_workflows": ({"channel_id"}, {"channel_id"}),
     "get_workflow": ({"workflow_id"}, {"workflow_id"}),
