@@ -13,7 +13,7 @@ from typing import Any
 
 import asyncpg
 
-from buzz.store.base import StoreError, StoreUnreachable
+from buzz.store.base import ReadTimeout, StoreError, StoreUnreachable
 from buzz.store.dialect import POSTGRES, Conn, Dialect
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 from buzz.store.writes import ROW_COLUMNS
@@ -25,6 +25,7 @@ _SEARCH_MANY_SQL = (
 )
 
 _SCHEMA_LOCK_ID = 0x62757A7A  # "buzz"
+ADMISSION_CONNECTIONS = 2  # the admission lane's pool: lookups of one index probe each
 # JIT compilation pays off for long analytic queries only: past `jit_above_cost` (a cost that
 # a window page's or a search's estimate reaches on a large store) it added ~60 ms of
 # compilation to a query that runs in ~1 ms (decision 91).
@@ -32,15 +33,27 @@ _SESSION = {"jit": "off"}
 _DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, asyncio.TimeoutError)
 
 
+class _Stopped(Exception):
+    """A timed read's budget ran out between two statements."""
+
+
 class _PgConn:
     """`Conn` over an asyncpg connection."""
 
     dialect: Dialect = POSTGRES
 
-    def __init__(self, conn: asyncpg.Connection) -> None:
+    def __init__(self, conn: asyncpg.Connection, deadline: float | None = None) -> None:
         self._conn = conn
+        self._deadline = deadline  # loop time a timed read stops at (`PostgresStore._timed_read`)
 
     async def fetch(self, sql: str, args: Sequence[object] = ()) -> Sequence[Sequence[Any]]:
+        if self._deadline is not None:
+            # Each statement of a timed read gets what is left of its budget, so a read of
+            # many pages stops at its deadline as one statement does.
+            left_ms = int((self._deadline - asyncio.get_running_loop().time()) * 1000)
+            if left_ms < 1:
+                raise _Stopped
+            await self._conn.execute(f"SET LOCAL statement_timeout = {left_ms}")
         rows: list[asyncpg.Record] = await self._conn.fetch(sql, *args)
         return rows
 
@@ -82,6 +95,9 @@ class PostgresStore(SqlStore):
         self._min_size = min_size
         self._max_size = max_size
         self._pool: asyncpg.Pool | None = None
+        # The admission lane (`_admission_read`): connections of its own, so an AUTH's ban-list
+        # read never waits for a connection that long reads hold.
+        self._admission_pool: asyncpg.Pool | None = None
 
     async def open(self) -> None:
         """Create the pool and the schema. Raises StoreUnreachable when the server cannot be reached,
@@ -96,14 +112,22 @@ class PostgresStore(SqlStore):
             raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
         try:
             await self._write(_create_schema_txn)
+            self._admission_pool = await asyncpg.create_pool(
+                self.dsn, min_size=1, max_size=ADMISSION_CONNECTIONS, server_settings=_SESSION
+            )
+        except _DRIVER_ERRORS as exc:
+            await self.close()
+            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
         except StoreError:
             await self.close()
             raise
 
     async def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        for name in ("_admission_pool", "_pool"):
+            pool = getattr(self, name)
+            setattr(self, name, None)
+            if pool is not None:
+                await pool.close()
 
     def _require_pool(self) -> asyncpg.Pool:
         if self._pool is None:
@@ -124,6 +148,28 @@ class PostgresStore(SqlStore):
 
     async def _read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         pool = self._require_pool()
+        try:
+            async with pool.acquire() as conn:
+                return await fn(_PgConn(conn), *args, **kwargs)
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"postgres read failed: {exc}") from exc
+
+    async def _timed_read(self, seconds: float, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        pool = self._require_pool()
+        deadline = asyncio.get_running_loop().time() + seconds
+        try:
+            # A transaction, for SET LOCAL: the timeout ends with it, the connection goes back clean.
+            async with pool.acquire() as conn, conn.transaction(readonly=True):
+                return await fn(_PgConn(conn, deadline), *args, **kwargs)
+        except (_Stopped, asyncpg.QueryCanceledError):
+            raise ReadTimeout(seconds) from None
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"postgres read failed: {exc}") from exc
+
+    async def _admission_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        pool = self._admission_pool
+        if pool is None:
+            raise StoreError("store is not open")
         try:
             async with pool.acquire() as conn:
                 return await fn(_PgConn(conn), *args, **kwargs)
