@@ -263,7 +263,7 @@ class Gates:
 
     `author`: only their author reads them; `p_tagged`: only a pubkey a `p` tag names;
     `author_or_p`: either; `author_or_shared`: their author, or anyone when a `shared` tag says
-    `true` (the exact shape is `accept`'s)."""
+    `true` (not indexed: SQL keeps every such row, `accept` decides)."""
 
     author: frozenset[int] = frozenset()
     p_tagged: frozenset[int] = frozenset()

@@ -79,13 +79,30 @@ def _tagged(name: str, values: list[str], p: Params) -> str:
     )
 
 
-def gate_clause(gates: Gates, kinds: frozenset[int] | None, reader: Reader, p: Params) -> str | None:
-    """`gates` in SQL for `reader` over events of `kinds` (None: any kind): a row of a gated
-    kind is kept only when the reader may see it by author, `p` tag or `shared` tag. None when
-    no kind of the filter is gated (or for SYSTEM), so ungated reads keep their plans."""
-    gated = gates.kinds if kinds is None else gates.kinds & kinds
-    if reader is SYSTEM or not gated:
+def gated_kinds(gates: Gates, f: Filter, reader: Reader) -> frozenset[int]:
+    """The gated kinds `f` may match whose gate `f` itself does not already pass for `reader`
+    (`authors` or `#p` naming only the reader's keys, relay.md §5.4's own narrowing): the
+    kinds whose events `accept` must look at."""
+    if reader is SYSTEM:
+        return frozenset()
+    gated = gates.kinds if f.kinds is None else gates.kinds & f.kinds
+    keys = set(_keys(reader))
+    if keys and f.authors is not None and f.authors <= keys:
+        gated -= gates.author | gates.author_or_p | gates.author_or_shared
+    named = f.tags.get("p")
+    if keys and named is not None and named <= keys:
+        gated -= gates.p_tagged | gates.author_or_p
+    return gated
+
+
+def gate_clause(gates: Gates, f: Filter, reader: Reader, p: Params) -> str | None:
+    """`gates` in SQL for `reader` over `f`'s events: a row of a gated kind is kept only when
+    the reader may see it by author, `p` tag or `shared` tag. None when no kind of the filter
+    needs it (`gated_kinds`), so ungated reads keep their plans."""
+    gated = gated_kinds(gates, f, reader)
+    if not gated:
         return None
+    kinds = f.kinds
     keys = _keys(reader)
     by_author = gated & (gates.author | gates.author_or_p | gates.author_or_shared)
     by_p = gated & (gates.p_tagged | gates.author_or_p)
@@ -96,7 +113,9 @@ def gate_clause(gates: Gates, kinds: frozenset[int] | None, reader: Reader, p: P
     if keys and by_p:
         ok.append(f"({p.in_list('e.kind', by_p, 'int')} AND {_tagged('p', keys, p)})")
     if shared:
-        ok.append(f"({p.in_list('e.kind', shared, 'int')} AND {_tagged('shared', ['true'], p)})")
+        # Only one-letter tags are indexed: whether a `shared` tag says `true` is `accept`'s
+        # to find out (its refusals are bounded by READ_MAX_REFUSED).
+        ok.append(p.in_list("e.kind", shared, "int"))
     if kinds is not None and kinds <= gated:
         return "(" + " OR ".join(ok) + ")" if ok else "FALSE"
     return "(" + " OR ".join([f"NOT {p.in_list('e.kind', gated, 'int')}", *ok]) + ")"
@@ -159,7 +178,7 @@ def where(
     if scope is not None:
         parts.append(scope)
     if gates is not None:
-        gate = gate_clause(gates, f.kinds, reader, p)
+        gate = gate_clause(gates, f, reader, p)
         if gate is not None:
             parts.append(gate)
     return " AND ".join(parts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import orjson
@@ -27,6 +27,7 @@ from buzz.store.clauses import (
     ORDER,
     Page,
     count_union,
+    gated_kinds,
     matches_nothing,
     readable_channel,
     select_page,
@@ -193,6 +194,7 @@ class _Budget:
     bytes_left: int
     served: bool = False  # an event was served: every later one must fit
     spent: bool = False  # one did not: the read ends there
+    held: set[str] = field(default_factory=set)  # ids already charged (an earlier filter's)
 
 
 async def _accepted(
@@ -214,7 +216,7 @@ async def _accepted(
     async with aclosing(_pages(conn, f, reader, first, gates)) as pages:
         async for rows in pages:
             for row in rows:
-                n = row_bytes(row)
+                n = 0 if str(row[0]) in budget.held else row_bytes(row)
                 # The first event of a read is served whatever its size, so paging always moves.
                 if budget.served and n > budget.bytes_left:
                     budget.spent = True
@@ -227,6 +229,7 @@ async def _accepted(
                     continue
                 budget.bytes_left -= n
                 budget.served = True
+                budget.held.add(stored.event.id)
                 got.append(stored)
                 if len(got) == limit:
                     return got
@@ -289,10 +292,13 @@ async def count_txn(
     n = 0
     examined = live
     if gates is not None:
+        # Kinds no filter needs `accept` for are counted in SQL with the rest; the others, for
+        # every filter (so the two parts never hold the same event), one by one.
+        need = frozenset().union(*(gated_kinds(gates, f, reader) for f in live))
         p = Params(conn.dialect)
-        rows = await conn.fetch(count_union(live, reader, p, gates.kinds), p.values)
+        rows = await conn.fetch(count_union(live, reader, p, need), p.values)
         n = int(rows[0][0])
-        examined = [g for g in (_gated_part(f, gates.kinds) for f in live) if g is not None]
+        examined = [g for g in (_gated_part(f, need) for f in live) if g is not None]
     seen: set[str] = set()
     for f in examined:
         async with aclosing(_pages(conn, f, reader, min(budget + 1, MAX_PAGE), gates)) as pages:

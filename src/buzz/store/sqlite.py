@@ -394,7 +394,7 @@ class SqliteStore(SqlStore):
         )
 
     async def _admission_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._inline_read(fn, args, kwargs, memo=True, lane=True)
+        return await self._inline_read(fn, args, kwargs, memo=False, lane=True)
 
     async def _point_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._inline_read(fn, args, kwargs, memo=True)
