@@ -89,16 +89,31 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         await _publish(url, alice, notes + hidden)
         one = _median([(await _ask(url, bob, "REQ", {"search": "word"}))[0] for _ in range(3)])
         took, answer = await _ask(url, bob, "REQ", {"search": "word " * 680})
-        out["search"] = {"yardstick_s": one, "repeated_s": took, "ratio": took / one, "answer": str(answer)[:80]}
+        out["search"] = {
+            "yardstick_s": one,
+            "repeated_s": took,
+            "ratio": took / one,
+            "answer": str(answer)[:80],
+        }
         idle = _median([await _login(url) for _ in range(5)])
-        hostile = [asyncio.ensure_future(_ask(url, bob, "REQ", {"search": " ".join(f"w{i} word" for i in range(100))})) for _ in range(4)]
+        hostile = [
+            asyncio.ensure_future(
+                _ask(url, bob, "REQ", {"search": " ".join(f"w{i} word" for i in range(100))})
+            )
+            for _ in range(4)
+        ]
         await asyncio.sleep(0.3)
         busy = _median([await _login(url) for _ in range(5)])
         await asyncio.gather(*hostile)
         out["auth"] = {"idle_s": idle, "during_4_searches_s": busy, "ratio": busy / idle}
         yard, n1 = await _ask(url, bob, "COUNT", {"kinds": [1]})
         took, n2 = await _ask(url, alice, "COUNT", {"kinds": [1, 30024]})
-        out["count"] = {"yardstick_s": yard, "gated_s": took, "ratio": took / yard, "answers": [n1, str(n2)[:80]]}
+        out["count"] = {
+            "yardstick_s": yard,
+            "gated_s": took,
+            "ratio": took / yard,
+            "answers": [n1, str(n2)[:80]],
+        }
         yard, n1 = await _ask(url, alice, "REQ", {"kinds": [1, 30024], "limit": 20})
         took, n2 = await _ask(url, bob, "REQ", {"kinds": [1, 30024], "limit": 20})
         out["hidden"] = {"yardstick_s": yard, "hidden_s": took, "ratio": took / yard, "answers": [n1, n2]}
@@ -107,7 +122,9 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--notes", type=int, default=3000)
     parser.add_argument("--hidden", type=int, default=6000)
     parser.add_argument("--json", type=Path)

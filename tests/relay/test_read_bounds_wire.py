@@ -64,7 +64,10 @@ async def test_tags_per_event_are_capped_by_kind(sqlite_relay: RunningRelay, ali
         over = Event.create(alice.secret, 1, "", [["t", "x"]] * (DEFAULT_MAX_TAGS + 1))
         result = await a.publish(over)
         assert not result.accepted
-        assert result.message == f"invalid: too many tags ({DEFAULT_MAX_TAGS + 1}, max {DEFAULT_MAX_TAGS} for kind 1)"
+        assert (
+            result.message
+            == f"invalid: too many tags ({DEFAULT_MAX_TAGS + 1}, max {DEFAULT_MAX_TAGS} for kind 1)"
+        )
         assert (await a.publish(Event.create(alice.secret, 1, "", [["t", "x"]] * DEFAULT_MAX_TAGS))).accepted
         # A contact list may name more people than a note carries tags.
         follows = [["p", f"{i:064x}"] for i in range(DEFAULT_MAX_TAGS + 1)]

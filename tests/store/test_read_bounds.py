@@ -113,7 +113,12 @@ async def test_count_reads_at_most_the_budget_of_gated_candidates(store: SqlStor
     # CAROL's gated candidates are none (the SQL gate), the notes are counted in SQL: exact.
     assert await store.count([flt(kinds=[1, 1059])], CAROL.pubkey, accept_for(CAROL.pubkey), GATES) == 3
     assert await store.count([flt()], CAROL.pubkey, accept_for(CAROL.pubkey), GATES) == 3
-    assert await store.count([flt(kinds=[1]), flt(authors=[ALICE.pubkey])], CAROL.pubkey, accept_for(CAROL.pubkey), GATES) == 3
+    assert (
+        await store.count(
+            [flt(kinds=[1]), flt(authors=[ALICE.pubkey])], CAROL.pubkey, accept_for(CAROL.pubkey), GATES
+        )
+        == 3
+    )
 
 
 async def test_counts_with_gates_equal_the_per_event_count(store: SqlStore) -> None:
@@ -217,7 +222,13 @@ async def test_history_for_a_refused_reader_reads_no_version(store: SqlStore) ->
             return history_visible(stored.event, reader)
 
         return store.history(
-            ENGRAM_KIND, ALICE.pubkey, "mem", limit=limit, max_bytes=1 << 30, accept=accept, readable_by=reader
+            ENGRAM_KIND,
+            ALICE.pubkey,
+            "mem",
+            limit=limit,
+            max_bytes=1 << 30,
+            accept=accept,
+            readable_by=reader,
         )
 
     tracemalloc.start()

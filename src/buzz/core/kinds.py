@@ -280,9 +280,7 @@ GIFT_WRAP_KIND = 1059
 # one by one may hold a frame's worth (a `p` tag is ~72 bytes: 512 KiB holds ~7,300); every
 # other kind holds at most limits.DEFAULT_MAX_TAGS. Relay-signed events are not checked.
 LIST_MAX_TAGS = 10_000
-TAG_CAPS: dict[int, int] = {
-    k: LIST_MAX_TAGS for k in (3, 10000, 10001, 10003, 10030, 30000, 30003, 30030)
-}
+TAG_CAPS: dict[int, int] = {k: LIST_MAX_TAGS for k in (3, 10000, 10001, 10003, 10030, 30000, 30003, 30030)}
 
 
 # -- the operator's kinds (BUZZ_OPEN_KINDS) ------------------------------------------------------

@@ -298,7 +298,9 @@ def _h_unrolled_page(
     return f"SELECT {EVENT_COLUMNS} FROM ({union}) AS e ORDER BY {ORDER} LIMIT {page.size}"
 
 
-def count_union(filters: list[Filter], reader: Reader, p: Params, without: frozenset[int] = frozenset()) -> str:
+def count_union(
+    filters: list[Filter], reader: Reader, p: Params, without: frozenset[int] = frozenset()
+) -> str:
     """COUNT of the distinct ids matching any of `filters` (non-empty list), leaving out
     events of the kinds `without` (the gated ones, counted one by one)."""
     extra = f" AND NOT {p.in_list('e.kind', without, 'int')}" if without else ""

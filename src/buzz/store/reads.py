@@ -19,8 +19,8 @@ import orjson
 from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.kinds import DELETION_KIND, is_addressable
-from buzz.core.stored import StoredEvent, from_storage
 from buzz.core.limits import COUNT_EXACT_BUDGET, READ_MAX_BYTES
+from buzz.core.stored import StoredEvent, from_storage
 from buzz.store.base import Accept, Channel, CountTooBroad, Gates, History, Member, Reader
 from buzz.store.clauses import (
     EVENT_COLUMNS,

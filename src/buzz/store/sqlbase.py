@@ -22,9 +22,9 @@ from buzz.core.kinds import (
     is_ephemeral,
     is_replaceable,
 )
+from buzz.core.limits import READ_TIMEOUT_S
 from buzz.core.stored import StoredEvent, require_verified
 from buzz.store import operator, reads, workspace
-from buzz.core.limits import READ_TIMEOUT_S
 from buzz.store.base import Accept, Channel, Effect, Gates, History, InsertOutcome, Member, Reader, StoreError
 from buzz.store.bulk import insert_many_txn
 from buzz.store.dialect import Conn
@@ -171,7 +171,16 @@ class SqlStore(MediaStoreMixin, ABC):
         if limit < 1 or max_bytes < 1:
             raise ValueError("history needs limit ≥ 1 and max_bytes ≥ 1")
         return await self._timed_read(
-            self.read_timeout_s, reads.history_txn, kind, pubkey, d, limit, max_bytes, before, accept, readable_by
+            self.read_timeout_s,
+            reads.history_txn,
+            kind,
+            pubkey,
+            d,
+            limit,
+            max_bytes,
+            before,
+            accept,
+            readable_by,
         )
 
     async def get_channel(self, channel_id: str, include_deleted: bool = False) -> Channel | None:

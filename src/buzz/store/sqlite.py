@@ -428,7 +428,9 @@ class SqliteStore(SqlStore):
             pool = self._admission_pool
             if pool is None:
                 raise StoreError("store is not open")
-            return await asyncio.get_running_loop().run_in_executor(pool, self._admission_sync, fn, args, kwargs)
+            return await asyncio.get_running_loop().run_in_executor(
+                pool, self._admission_sync, fn, args, kwargs
+            )
         return await self._read(fn, *args, **kwargs)
 
     def _admission_sync(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
