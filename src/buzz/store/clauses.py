@@ -299,13 +299,19 @@ def _h_unrolled_page(
 
 
 def count_union(
-    filters: list[Filter], reader: Reader, p: Params, without: frozenset[int] = frozenset()
+    filters: list[Filter],
+    reader: Reader,
+    p: Params,
+    without: frozenset[int] = frozenset(),
+    gates: Gates | None = None,
 ) -> str:
     """COUNT of the distinct ids matching any of `filters` (non-empty list), leaving out
-    events of the kinds `without` (the gated ones, counted one by one)."""
+    events of the kinds `without` (the gated ones, counted one by one); `gates` as in `where`."""
     extra = f" AND NOT {p.in_list('e.kind', without, 'int')}" if without else ""
     selects = [
-        _h_ids(f, reader, p, extra) if "h" in f.tags else f"SELECT e.id {_from_where(f, reader, p, extra)[0]}"
+        _h_ids(f, reader, p, extra, gates)
+        if "h" in f.tags
+        else f"SELECT e.id {_from_where(f, reader, p, extra, gates)[0]}"
         for f in filters
     ]
     if len(selects) == 1:
@@ -314,7 +320,7 @@ def count_union(
     return f"SELECT COUNT(*) FROM ({union}) AS matched"
 
 
-def _h_ids(f: Filter, reader: Reader, p: Params, extra: str = "") -> str:
+def _h_ids(f: Filter, reader: Reader, p: Params, extra: str = "", gates: Gates | None = None) -> str:
     """The ids a `#h` filter matches, each once, for COUNT: `_h_by_channel_page`'s two
     disjoint parts without a limit — the events of V's channels (channel index) that pass
     `h_ok`, and the few whose h tag in V does not name their own channel. The generic OR of
@@ -322,7 +328,7 @@ def _h_ids(f: Filter, reader: Reader, p: Params, extra: str = "") -> str:
     values = f.tags["h"]
     tag_in = p.in_list("t.value", values, "utf8")
     channel_in = p.in_list("e.channel_id", values, "text")
-    base = where(f, reader, p, without_h=True) + extra  # shared text: its parameters are added once
+    base = where(f, reader, p, without_h=True, gates=gates) + extra  # shared text: parameters added once
     own = f"SELECT e.id FROM events e WHERE {channel_in} AND {base} AND {_h_ok(tag_in, p)}"
     rest = (
         f"SELECT e.id FROM ({_others(tag_in, p)}) AS o JOIN events e ON e.id = o.event_id"

@@ -299,6 +299,12 @@ async def count_txn(
         rows = await conn.fetch(count_union(live, reader, p, need), p.values)
         n = int(rows[0][0])
         examined = [g for g in (_gated_part(f, need) for f in live) if g is not None]
+    if gates is not None and examined:
+        # Refused before any row is parsed when SQL already counts too many candidates.
+        p = Params(conn.dialect)
+        rows = await conn.fetch(count_union(examined, reader, p, gates=gates), p.values)
+        if int(rows[0][0]) > budget:
+            raise CountTooBroad()
     seen: set[str] = set()
     for f in examined:
         async with aclosing(_pages(conn, f, reader, min(budget + 1, MAX_PAGE), gates)) as pages:
