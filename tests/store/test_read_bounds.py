@@ -242,3 +242,20 @@ async def test_history_for_a_refused_reader_reads_no_version(store: SqlStore) ->
     # Before the gate in SQL the refused reader parsed all 60 versions (3 MB) to answer nothing.
     assert peak < yardstick, f"a refused history read peaked at {peak} bytes, one version at {yardstick}"
     assert len((await history(BOB.pubkey, 100)).events) == 60
+
+
+async def test_a_page_of_refused_rows_is_read_a_few_rows_at_a_time(store: SqlStore) -> None:
+    # 40 unshared personas of 200 KB (8 MB): BOB may read none, so each is fetched and refused.
+    rows = [make(30175, "p" * 200_000, [["d", f"p{i}"]], created_at=T0 + i, who=ALICE) for i in range(40)]
+    await store.insert_many([(s, ()) for s in rows])
+    tracemalloc.start()
+    try:
+        got, peak = await _peak_bytes_during(
+            store.query([flt(kinds=[30175], limit=100)], BOB.pubkey, accept_for(BOB.pubkey), GATES)
+        )
+    finally:
+        tracemalloc.stop()
+    assert got == []
+    # Before, the whole page of 40 rows (8 MB) was fetched at once; now a page stops at
+    # READ_MAX_BYTES and the next starts after its last row.
+    assert peak < READ_MAX_BYTES + 4 * 200_000 + (1 << 20), f"peak {peak} bytes"

@@ -8,13 +8,13 @@ Schema creation holds a fixed advisory lock so replicas starting together do not
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import asyncpg
 
 from buzz.store.base import ReadTimeout, StoreError, StoreUnreachable
-from buzz.store.dialect import POSTGRES, Conn, Dialect
+from buzz.store.dialect import POSTGRES, Conn, Dialect, fetch_chunk
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 from buzz.store.writes import ROW_COLUMNS
 
@@ -47,6 +47,11 @@ class _PgConn:
         self._deadline = deadline  # loop time a timed read stops at (`PostgresStore._timed_read`)
 
     async def fetch(self, sql: str, args: Sequence[object] = ()) -> Sequence[Sequence[Any]]:
+        await self._before_statement()
+        rows: list[asyncpg.Record] = await self._conn.fetch(sql, *args)
+        return rows
+
+    async def _before_statement(self) -> None:
         if self._deadline is not None:
             # Each statement of a timed read gets what is left of its budget, so a read of
             # many pages stops at its deadline as one statement does.
@@ -54,8 +59,23 @@ class _PgConn:
             if left_ms < 1:
                 raise _Stopped
             await self._conn.execute(f"SET LOCAL statement_timeout = {left_ms}")
-        rows: list[asyncpg.Record] = await self._conn.fetch(sql, *args)
-        return rows
+
+    async def fetch_bounded(
+        self, sql: str, args: Sequence[object], max_bytes: int, size_of: Callable[[Sequence[Any]], int]
+    ) -> tuple[Sequence[Sequence[Any]], bool]:
+        if not self._conn.is_in_transaction():  # a cursor needs one; only small reads have none
+            return await self.fetch(sql, args), False
+        await self._before_statement()
+        rows: list[asyncpg.Record] = []
+        used = 0
+        cursor = await self._conn.cursor(sql, *args)
+        while chunk := await cursor.fetch(fetch_chunk(len(rows), used, max_bytes)):
+            for row in chunk:
+                rows.append(row)
+                used += size_of(row)
+                if used > max_bytes:
+                    return rows, True
+        return rows, False
 
     async def execute(self, sql: str, args: Sequence[object] = ()) -> None:
         await self._conn.execute(sql, *args)

@@ -40,6 +40,9 @@ _MIN_ACCEPT_PAGE = 20
 # `gates` keep the rows a reader may not see out in SQL, so only inexact shapes (a `shared`
 # tag of another form, a p-gated event of the reader's own without its `p`) get this far.
 READ_MAX_REFUSED = COUNT_EXACT_BUDGET
+# Bytes of rows (`row_bytes`) one page fetch holds before it is parsed: a page ends early at the
+# row that passes it, and the next page starts after that row (issue 24 item 11).
+PAGE_MAX_BYTES = READ_MAX_BYTES
 
 # Channel and member columns carry the names of the record fields (relay.md §4.1).
 _CHANNEL_FIELDS = tuple(f.name for f in fields(Channel))
@@ -108,7 +111,9 @@ async def history_txn(
         if cursor is not None:
             c = p.add(cursor[0])
             sql += f" AND (e.created_at < {c} OR (e.created_at = {c} AND e.id > {p.add(cursor[1])}))"
-        rows = await conn.fetch(f"{sql} ORDER BY {ORDER} LIMIT {size}", p.values)
+        rows, cut = await conn.fetch_bounded(
+            f"{sql} ORDER BY {ORDER} LIMIT {size}", p.values, PAGE_MAX_BYTES, row_bytes
+        )
         page = [event_from_row(r, conn.dialect) for r in rows]
         deleted = await _deleted_by_e_txn(conn, [s.event.id for s in page])
         for stored in page:
@@ -125,7 +130,7 @@ async def history_txn(
                     continue
             last = got[-1].event
             return History(got, (last.created_at, last.id), texts)
-        if len(page) < size:
+        if len(page) < size and not cut:
             return History(got, None, texts)
         last = page[-1].event
         cursor = (last.created_at, last.id)
@@ -175,16 +180,23 @@ async def _pages(
     page = Page(size)
     while True:
         p = Params(conn.dialect)
-        rows = await conn.fetch(select_page(f, reader, page, p, gates), p.values)
+        sql = select_page(f, reader, page, p, gates)
+        rows, cut = await conn.fetch_bounded(sql, p.values, PAGE_MAX_BYTES, row_bytes)
+        more = len(rows) == page.size or cut
+        if more:
+            size = min(page.size * 2, MAX_PAGE)
+            if f.search is not None:
+                page = Page(size, offset=page.offset + len(rows))
+            else:
+                last = rows[-1]
+                page = Page(size, after=(int(last[2]), str(last[0])))
         yield rows
-        if len(rows) < page.size:
+        # The caller is done with this page when it asks for the next: emptied here, so that
+        # its rows are not held (by the caller's loop variable) while the next page is read.
+        if isinstance(rows, list):
+            rows.clear()
+        if not more:
             return
-        size = min(page.size * 2, MAX_PAGE)
-        if f.search is not None:
-            page = Page(size, offset=page.offset + page.size)
-        else:
-            last = rows[-1]
-            page = Page(size, after=(int(last[2]), str(last[0])))
 
 
 @dataclass

@@ -20,7 +20,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +30,7 @@ import orjson
 
 from buzz.store import schema
 from buzz.store.base import ReadTimeout, StoreError
-from buzz.store.dialect import SQLITE, Dialect
+from buzz.store.dialect import SQLITE, Dialect, fetch_chunk
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 from buzz.store.writes import ROW_COLUMNS
 
@@ -77,6 +77,23 @@ class _SyncConn:
 
     async def fetch(self, sql: str, args: Sequence[object] = ()) -> Sequence[Sequence[Any]]:
         return self._conn.execute(sql, args).fetchall()
+
+    async def fetch_bounded(
+        self, sql: str, args: Sequence[object], max_bytes: int, size_of: Callable[[Sequence[Any]], int]
+    ) -> tuple[Sequence[Sequence[Any]], bool]:
+        cursor = self._conn.execute(sql, args)
+        rows: list[Sequence[Any]] = []
+        used = 0
+        try:
+            while chunk := cursor.fetchmany(fetch_chunk(len(rows), used, max_bytes)):
+                for row in chunk:
+                    rows.append(row)
+                    used += size_of(row)
+                    if used > max_bytes:
+                        return rows, True
+            return rows, False
+        finally:
+            cursor.close()
 
     async def execute(self, sql: str, args: Sequence[object] = ()) -> None:
         self._conn.execute(sql, args)
