@@ -5,7 +5,7 @@ Loads `--notes` kind 1 notes with the word "word" and `--hidden` author-only row
 another member, then times, each beside a yardstick of the same run:
 
   search   REQ search "word " × 680 (4 KB of one word)       yardstick: search "word"
-  auth     connect + AUTH while 4 such searches run            yardstick: connect + AUTH, idle
+  auth     connect + AUTH while 4 searches of 32 terms run     yardstick: connect + AUTH, idle
   count    COUNT {"kinds":[1,30024]} by a member              yardstick: COUNT {"kinds":[1]}
   hidden   REQ {"kinds":[1,30024],"limit":20} by a reader who sees none of the 30024 rows
                                                                yardstick: the author's same REQ
