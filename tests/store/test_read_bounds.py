@@ -20,7 +20,7 @@ from buzz.core.limits import COUNT_EXACT_BUDGET, READ_MAX_BYTES
 from buzz.core.stored import StoredEvent
 from buzz.core.visibility import history_visible, visible_by_sets
 from buzz.relay.reads import gates_of
-from buzz.store.base import CountTooBroad, ReadTimeout
+from buzz.store.base import SYSTEM, CountTooBroad, ReadTimeout
 from buzz.store.dialect import Conn
 from buzz.store.postgres import PostgresStore
 from buzz.store.reads import row_bytes
@@ -152,6 +152,8 @@ async def test_one_read_holds_at_most_its_byte_budget(store: SqlStore) -> None:
     # Over several filters the budget is the read's, not each filter's.
     two = await store.query([flt(kinds=[1], limit=15), flt(authors=[ALICE.pubkey], limit=100)], ALICE.pubkey)
     assert len(two) == len(got)
+    # The relay's own reads (SYSTEM) get every row they ask for.
+    assert len(await store.query([flt(kinds=[1], limit=100)], SYSTEM)) == len(big)
     # A single event larger than the budget is still served, alone.
     huge = make(1, "h" * 100, [["t", "x" * 100]] * 50_000, created_at=T0 + 100)
     await store.insert(huge)

@@ -43,6 +43,7 @@ READ_MAX_REFUSED = COUNT_EXACT_BUDGET
 # Bytes of rows (`row_bytes`) one page fetch holds before it is parsed: a page ends early at the
 # row that passes it, and the next page starts after that row (issue 24 item 11).
 PAGE_MAX_BYTES = READ_MAX_BYTES
+UNBOUNDED = 1 << 62  # `query_txn`'s max_bytes for the relay's own (SYSTEM) reads
 
 # Channel and member columns carry the names of the record fields (relay.md §4.1).
 _CHANNEL_FIELDS = tuple(f.name for f in fields(Channel))

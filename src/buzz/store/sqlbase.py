@@ -25,7 +25,18 @@ from buzz.core.kinds import (
 from buzz.core.limits import READ_TIMEOUT_S
 from buzz.core.stored import StoredEvent, require_verified
 from buzz.store import operator, reads, workspace
-from buzz.store.base import Accept, Channel, Effect, Gates, History, InsertOutcome, Member, Reader, StoreError
+from buzz.store.base import (
+    SYSTEM,
+    Accept,
+    Channel,
+    Effect,
+    Gates,
+    History,
+    InsertOutcome,
+    Member,
+    Reader,
+    StoreError,
+)
 from buzz.store.bulk import insert_many_txn
 from buzz.store.dialect import Conn
 from buzz.store.media import MediaStoreMixin
@@ -137,6 +148,10 @@ class SqlStore(MediaStoreMixin, ABC):
         """Stored results of a REQ; see `EventStore.query` (relay.md §6.3–§6.5, §11)."""
         if small_query(filters):
             return await self._small_read(reads.query_txn, filters, reader, accept, gates)
+        if reader is SYSTEM:
+            # The relay's own lookups (state repair, rules) need every row they ask for: no
+            # member chose their cost, so neither the time nor the byte budget applies.
+            return await self._read(reads.query_txn, filters, reader, accept, gates, reads.UNBOUNDED)
         return await self._timed_read(self.read_timeout_s, reads.query_txn, filters, reader, accept, gates)
 
     async def count(
