@@ -23,7 +23,7 @@ from buzz.relay.reads import gates_of
 from buzz.store.base import SYSTEM, CountTooBroad, ReadTimeout
 from buzz.store.dialect import Conn
 from buzz.store.postgres import PostgresStore
-from buzz.store.reads import row_bytes
+from buzz.store.reads import READ_MAX_REFUSED, row_bytes
 from buzz.store.sqlbase import SqlStore
 from tests.store.helpers import ALICE, BOB, CAROL, T0, Who, flt, ids, make
 
@@ -261,3 +261,24 @@ async def test_a_page_of_refused_rows_is_read_a_few_rows_at_a_time(store: SqlSto
     # Before, the whole page of 40 rows (8 MB) was fetched at once; now a page stops at
     # READ_MAX_BYTES and the next starts after its last row.
     assert peak < READ_MAX_BYTES + 4 * 200_000 + (1 << 20), f"peak {peak} bytes"
+
+
+async def test_a_filter_ends_after_its_budget_of_refused_candidates(store: SqlStore) -> None:
+    # Unshared personas (shared-gated: the `shared` tag is not indexed, so SQL cannot gate
+    # them) newer than three notes: BOB's REQ refuses them one by one, at most READ_MAX_REFUSED.
+    await store.insert_many(
+        [
+            (make(30175, "p", [["d", f"p{i}"]], created_at=T0 + 10 + i, who=ALICE), ())
+            for i in range(READ_MAX_REFUSED + 1)
+        ]
+    )
+    notes = [make(1, f"n{i}", created_at=T0 + i, who=CAROL) for i in range(3)]
+    await store.insert_many([(s, ()) for s in notes])
+    mixed = [flt(kinds=[1, 30175], limit=10)]
+    # Before the cap BOB's REQ read all 5,004 rows to find the notes; now it ends unanswered.
+    assert await store.query(mixed, BOB.pubkey, accept_for(BOB.pubkey), GATES) == []
+    # A filter past the cap does not end the read: the next filter is answered.
+    got = await store.query([*mixed, flt(kinds=[1], limit=10)], BOB.pubkey, accept_for(BOB.pubkey), GATES)
+    assert sorted(ids(got)) == sorted(ids(notes))
+    # The author sees hers at once.
+    assert len(await store.query(mixed, ALICE.pubkey, accept_for(ALICE.pubkey), GATES)) == 10
