@@ -5,6 +5,12 @@ order are SQL (`buzz.store.clauses`); the only Python-side step is the caller's 
 predicate, served by paging: candidates are fetched page by page (keyset on
 `(created_at, id)`, offset for search) until `limit` of them are accepted, so rejected rows
 never shrink a result below its limit (relay.md §6.5 item 3).
+
+What one member's read may cost is bounded (issue 24 items 10–12, docs/limits.md "Reads"):
+the read's `gates` keep most rows `accept` would refuse from being read at all; a page of rows
+is read a few at a time up to PAGE_MAX_BYTES; a read's answer holds at most READ_MAX_BYTES; a
+filter ends after READ_MAX_REFUSED refusals; COUNT reads at most COUNT_EXACT_BUDGET rows one by
+one (CountTooBroad beyond).
 """
 
 from __future__ import annotations
