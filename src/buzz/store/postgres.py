@@ -10,13 +10,13 @@ Schema creation holds a fixed advisory lock so replicas starting together do not
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import asyncpg
 
-from buzz.store.base import StoreError, StoreUnreachable
-from buzz.store.dialect import POSTGRES, Conn, Dialect
+from buzz.store.base import ReadTimeout, StoreError, StoreUnreachable
+from buzz.store.dialect import POSTGRES, Conn, Dialect, fetch_chunk
 from buzz.store.pg_group import GroupWriter
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 from buzz.store.writes import ROW_COLUMNS
@@ -28,6 +28,7 @@ _SEARCH_MANY_SQL = (
 )
 
 _SCHEMA_LOCK_ID = 0x62757A7A  # "buzz"
+ADMISSION_CONNECTIONS = 2  # the admission lane's pool: lookups of one index probe each
 # JIT compilation pays off for long analytic queries only: past `jit_above_cost` (a cost that
 # a window page's or a search's estimate reaches on a large store) it added ~60 ms of
 # compilation to a query that runs in ~1 ms (decision 91).
@@ -52,17 +53,49 @@ class _LeaderGone(Exception):
     """The read a point read joined was cancelled: the joiner reads for itself."""
 
 
+class _Stopped(Exception):
+    """A timed read's budget ran out between two statements."""
+
+
 class _PgConn:
     """`Conn` over an asyncpg connection."""
 
     dialect: Dialect = POSTGRES
 
-    def __init__(self, conn: asyncpg.Connection) -> None:
+    def __init__(self, conn: asyncpg.Connection, deadline: float | None = None) -> None:
         self._conn = conn
+        self._deadline = deadline  # loop time a timed read stops at (`PostgresStore._timed_read`)
 
     async def fetch(self, sql: str, args: Sequence[object] = ()) -> Sequence[Sequence[Any]]:
+        await self._before_statement()
         rows: list[asyncpg.Record] = await self._conn.fetch(sql, *args)
         return rows
+
+    async def _before_statement(self) -> None:
+        if self._deadline is not None:
+            # Each statement of a timed read gets what is left of its budget, so a read of
+            # many pages stops at its deadline as one statement does.
+            left_ms = int((self._deadline - asyncio.get_running_loop().time()) * 1000)
+            if left_ms < 1:
+                raise _Stopped
+            await self._conn.execute(f"SET LOCAL statement_timeout = {left_ms}")
+
+    async def fetch_bounded(
+        self, sql: str, args: Sequence[object], max_bytes: int, size_of: Callable[[Sequence[Any]], int]
+    ) -> tuple[Sequence[Sequence[Any]], bool]:
+        if not self._conn.is_in_transaction():  # a cursor needs one; only small reads have none
+            return await self.fetch(sql, args), False
+        await self._before_statement()
+        rows: list[asyncpg.Record] = []
+        used = 0
+        cursor = await self._conn.cursor(sql, *args)
+        while chunk := await cursor.fetch(fetch_chunk(len(rows), used, max_bytes)):
+            for row in chunk:
+                rows.append(row)
+                used += size_of(row)
+                if used > max_bytes:
+                    return rows, True
+        return rows, False
 
     async def execute(self, sql: str, args: Sequence[object] = ()) -> None:
         await self._conn.execute(sql, *args)
@@ -105,6 +138,9 @@ class PostgresStore(SqlStore):
         self._writer: GroupWriter | None = None
         # Point reads on their way (`_point_read`): key → (writer generation, answer).
         self._flights: dict[tuple[Any, ...], tuple[int, asyncio.Future[Any]]] = {}
+        # The admission lane (`_admission_read`): connections of its own, so an AUTH's ban-list
+        # read never waits for a connection that long reads hold.
+        self._admission_pool: asyncpg.Pool | None = None
 
     async def open(self) -> None:
         """Create the pool and the schema. Raises StoreUnreachable when the server cannot be reached,
@@ -123,19 +159,27 @@ class PostgresStore(SqlStore):
             raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
         try:
             await self._write_now(_create_schema_txn)
+            self._admission_pool = await asyncpg.create_pool(
+                self.dsn, min_size=1, max_size=ADMISSION_CONNECTIONS, server_settings=_SESSION
+            )
+        except _DRIVER_ERRORS as exc:
+            await self.close()
+            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
         except StoreError:
             await self.close()
             raise
         self._writer = GroupWriter(self._pool.acquire, _PgConn, _DRIVER_ERRORS)
 
     async def close(self) -> None:
-        """Commit the queued writes, then close the pool; idempotent."""
+        """Commit the queued writes, then close the pools; idempotent."""
         writer, self._writer = self._writer, None
         if writer is not None:
             await writer.drained()
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        for name in ("_admission_pool", "_pool"):
+            pool = getattr(self, name)
+            setattr(self, name, None)
+            if pool is not None:
+                await pool.close()
 
     def _require_pool(self) -> asyncpg.Pool:
         if self._pool is None:
@@ -199,6 +243,28 @@ class PostgresStore(SqlStore):
 
     async def _read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         pool = self._require_pool()
+        try:
+            async with pool.acquire() as conn:
+                return await fn(_PgConn(conn), *args, **kwargs)
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"postgres read failed: {exc}") from exc
+
+    async def _timed_read(self, seconds: float, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        pool = self._require_pool()
+        deadline = asyncio.get_running_loop().time() + seconds
+        try:
+            # A transaction, for SET LOCAL: the timeout ends with it, the connection goes back clean.
+            async with pool.acquire() as conn, conn.transaction(readonly=True):
+                return await fn(_PgConn(conn, deadline), *args, **kwargs)
+        except (_Stopped, asyncpg.QueryCanceledError):
+            raise ReadTimeout(seconds) from None
+        except _DRIVER_ERRORS as exc:
+            raise StoreError(f"postgres read failed: {exc}") from exc
+
+    async def _admission_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        pool = self._admission_pool
+        if pool is None:
+            raise StoreError("store is not open")
         try:
             async with pool.acquire() as conn:
                 return await fn(_PgConn(conn), *args, **kwargs)
