@@ -21,6 +21,7 @@ from typing import Literal, Protocol
 from buzz.core.errors import Duplicate, Invalid, Restricted, ServerError
 from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent
+from buzz.store.workflow_rows import WorkflowWrite
 
 
 class InsertOutcome(Enum):
@@ -249,6 +250,7 @@ Effect = (
     | RegisterDm
     | SetDmHidden
     | PutMediaRefs
+    | WorkflowWrite
 )
 
 Accept = Callable[[StoredEvent], bool]
