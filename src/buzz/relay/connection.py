@@ -253,10 +253,10 @@ class Connection:
         loop = self._loop
         self._ping_slot = self.relay.pings.add(self)
         self._auth_timer = loop.call_later(self.relay.config.auth_timeout_s, self._auth_due)
-        self.ws.watch_writable(self._refresh_direct)
-        self._refresh_direct()
         self.send(messages.auth_challenge(self.challenge))
         try:
+            self.ws.watch_writable(self._refresh_direct)  # `finally` stops the watch
+            self._refresh_direct()
             await self._read_frames()
         finally:
             self._closing = True
