@@ -133,7 +133,9 @@ export class Workspace {
   private onChannelState(e: NEvent): void {
     if (e.kind === 39002) this.applyRoles(e)
     clearTimeout(this.stateTimer)
-    this.stateTimer = window.setTimeout(() => void this.loadChannels(), 150)
+    // A background refresh: when the relay does not answer in time (a loaded box), the page
+    // keeps the list it has and the next state change reloads it; never an unhandled rejection.
+    this.stateTimer = window.setTimeout(() => void this.loadChannels().catch(() => undefined), 150)
   }
 
   private applyRoles(e: NEvent): void {
@@ -244,7 +246,8 @@ export class Workspace {
     }
     if (!added) return
     clearTimeout(this.profileTimer)
-    this.profileTimer = window.setTimeout(() => void this.fetchProfiles(), 30)
+    // Keys whose fetch failed are no longer wanted: the next view that needs them asks again.
+    this.profileTimer = window.setTimeout(() => void this.fetchProfiles().catch(() => undefined), 30)
   }
 
   private async fetchProfiles(): Promise<void> {
