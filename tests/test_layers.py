@@ -20,15 +20,16 @@ LAYERS: dict[str, frozenset[str]] = {
     "buzz.core": frozenset(),
     "buzz.store": frozenset({"buzz.core"}),
     "buzz.recall": frozenset({"buzz.core"}),  # client-side search over decrypted engrams
-    "buzz.client": frozenset({"buzz.core", "buzz.recall"}),
+    "buzz.client": frozenset({"buzz.core", "buzz.recall", "buzz.jobs"}),
     # files (issue 26): pure checks over core, byte stores and metadata over the store's interface
     "buzz.media": frozenset({"buzz.core", "buzz.store"}),
-    "buzz.relay": frozenset({"buzz.core", "buzz.store", "buzz.media"}),
+    "buzz.relay": frozenset({"buzz.core", "buzz.store", "buzz.media", "buzz.jobs"}),
+    "buzz.jobs": frozenset({"buzz.core"}),  # the job protocol's pure core (issue 27)
     "buzz.workflows": frozenset({"buzz.core"}),  # the engine's pure core (issue 28); its runner comes later
-    "buzz.agent": frozenset({"buzz.core", "buzz.client"}),
-    "buzz.mcp": frozenset({"buzz.core", "buzz.client"}),
+    "buzz.agent": frozenset({"buzz.core", "buzz.client", "buzz.jobs"}),
+    "buzz.mcp": frozenset({"buzz.core", "buzz.client", "buzz.jobs"}),
     "buzz.voice": frozenset({"buzz.core", "buzz.client"}),
-    "buzz.cli": frozenset({"buzz.core", "buzz.client"}),
+    "buzz.cli": frozenset({"buzz.core", "buzz.client", "buzz.jobs"}),
 }
 
 # module → the modules (or whole packages) of other layers it may import to start them.
