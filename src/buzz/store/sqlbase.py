@@ -23,8 +23,18 @@ from buzz.core.kinds import (
     is_replaceable,
 )
 from buzz.core.stored import StoredEvent, require_verified
-from buzz.store import operator, reads, workspace
-from buzz.store.base import Accept, Channel, Effect, History, InsertOutcome, Member, Reader, StoreError
+from buzz.store import jobs, operator, reads, workspace
+from buzz.store.base import (
+    Accept,
+    Channel,
+    Effect,
+    History,
+    InsertOutcome,
+    JobRow,
+    Member,
+    Reader,
+    StoreError,
+)
 from buzz.store.bulk import insert_many_txn
 from buzz.store.dialect import Conn
 from buzz.store.media import MediaStoreMixin
@@ -248,6 +258,14 @@ class SqlStore(MediaStoreMixin, ABC):
     async def is_dm_hidden(self, channel_id: str, pubkey: str) -> bool:
         """True when `pubkey` hid this DM (kind 41012) and has not reopened it (§4.8 item 4)."""
         return await self._point_read(workspace.dm_hidden_txn, channel_id, pubkey)
+
+    async def get_job(self, job_id: str) -> JobRow | None:
+        """The job row of the 43001 `job_id`, or None (jobs spec §5.3 item 6)."""
+        return await self._point_read(jobs.job_txn, job_id)
+
+    async def job_chain_depth(self, job_id: str, most: int) -> int:
+        """Jobs in the parent chain from `job_id`, itself included, counted up to `most` + 1."""
+        return await self._read(jobs.parent_depth_txn, job_id, most)
 
     async def is_healthy(self) -> bool:
         """True when the database answers `SELECT 1`."""
