@@ -34,6 +34,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "huddle",
         "Voice huddles: start, join, leave, list and inspect a channel's audio room.",
     ),
+    "jobs": (
+        "buzz.cli.jobs_cmd",
+        "jobs",
+        "Jobs for agents: request one, follow it, cancel it, hand off its result.",
+    ),
     "keys": ("buzz.cli.keys_cmd", "keys", "Key pairs (secp256k1, NIP-19 forms)."),
     "mcp": (
         "buzz.cli.mcp_cmd",

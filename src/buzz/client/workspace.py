@@ -8,7 +8,7 @@
 
 Areas (each a small class over the same `Session`): `channels` (and members), `messages`
 (threads, edits, deletion, search), `reactions`, `dms`, `users` (profiles, presence),
-`huddles` (start, list, status), `files` (blob upload and download, media.md §13) and
+`huddles` (start, list, status), `jobs` (request, wait, list, cancel, handoff), `files` (blob upload and download, media.md §13) and
 `memory(owner=…, agent=…)` (engrams). Values are the
 dataclasses of `buzz.client.models`; every failure is a `buzz.client.errors.WorkspaceError`.
 Transports are the API's choice: the HTTP bridge (NIP-98) for one-shot reads and writes, a
@@ -32,6 +32,7 @@ from buzz.client.users import Users
 
 if TYPE_CHECKING:
     from buzz.client.huddles import Huddles
+    from buzz.client.jobs import Jobs
     from buzz.client.memory import Memory
 
 
@@ -58,6 +59,13 @@ class Workspace:
         from buzz.client.huddles import Huddles
 
         return Huddles(self.session)
+
+    @functools.cached_property
+    def jobs(self) -> Jobs:
+        """Jobs (jobs spec §7): request, wait, list, show, cancel, hand off."""
+        from buzz.client.jobs import Jobs
+
+        return Jobs(self.session)
 
     async def __aenter__(self) -> Workspace:
         await self.session.__aenter__()
