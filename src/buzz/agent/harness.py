@@ -42,6 +42,7 @@ from buzz.agent.directory import Members, Profiles, discover_channels
 from buzz.agent.gates import WakeRule, build_rules, describe_policy
 from buzz.agent.identity import AgentIdentity
 from buzz.agent.intake import CHANNEL_SUB_PREFIX, MEMBERSHIP_SUB, Intake
+from buzz.agent.jobs import JOBS_SUB_PREFIX, JobDesk
 from buzz.agent.preflight import PreflightError, check_mcp
 from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
@@ -143,6 +144,8 @@ class Harness:
         )
         self.dispatcher = Dispatcher(self.runtime)
         self.intake = Intake(self.runtime, self.dispatcher, self.request_shutdown)
+        self.jobs = JobDesk(self.runtime, self.dispatcher)
+        self.intake.jobs = self.jobs
 
     # -- hooks -------------------------------------------------------------------------------
     async def _enqueue_inbound(self, sub_id: str, event: Event) -> None:
@@ -176,6 +179,7 @@ class Harness:
     async def request_shutdown(self) -> None:
         """Stop accepting events; `run` then cancels turns, goes offline and returns 0."""
         self.intake.accepting = False
+        self.jobs.accepting = False
         self._stop.set()
 
     # -- run ---------------------------------------------------------------------------------
@@ -269,9 +273,15 @@ class Harness:
             if catch_up:
                 await self._catch_up(channel, start - catch_up, start)
             await self.intake.open_channel(channel, start, catch_up=catch_up > 0)
+            await self.jobs.open_channel(channel, start)
         await rt.link.subscribe(
             MEMBERSHIP_SUB, {"kinds": [44100, 44101], "#p": [self.identity.pubkey]}, start
         )
+        for channel in channels:  # after the subscriptions: a job arriving meanwhile is seen once
+            try:
+                await self.jobs.catch_up(channel, start)
+            except Exception as exc:
+                log.warning("job catch-up of %s failed: %s", channel, exc)
         log.info(
             "serving %d channel(s): %s", len(channels), ", ".join(i.name for i in channels.values()) or "none"
         )
@@ -280,7 +290,10 @@ class Harness:
         while True:
             sub_id, event = await self._inbound.get()
             try:
-                await self.intake.route(sub_id, event)
+                if sub_id.startswith(JOBS_SUB_PREFIX):
+                    await self.jobs.route(sub_id, event)
+                else:
+                    await self.intake.route(sub_id, event)
             except Exception as exc:  # one line; the traceback only at DEBUG (issue 14 item 2)
                 log.warning("could not handle event %s: %s: %s", event.id, type(exc).__name__, exc)
                 log.debug("traceback of the failed event", exc_info=True)
@@ -341,8 +354,10 @@ class Harness:
     async def _shutdown(self) -> None:
         rt = self.runtime
         self.intake.accepting = False
+        self.jobs.accepting = False
         await self.dispatcher.shutdown()
         self.intake.stop_watching()
+        self.jobs.stop_watching()
         for task in self._tasks:  # no heartbeat may outlive the release below
             if task.get_name() == "claim-heartbeat":
                 task.cancel()

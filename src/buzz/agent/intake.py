@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from buzz.agent.claims import Claim
 from buzz.agent.directory import fetch_channel
@@ -45,6 +46,9 @@ from buzz.agent.status import (
 from buzz.agent.turns import Dispatcher
 from buzz.core.event import Event
 
+if TYPE_CHECKING:
+    from buzz.agent.jobs import JobDesk
+
 log = logging.getLogger(__name__)
 
 MEMBERSHIP_SUB = "membership-notif"
@@ -73,6 +77,7 @@ class Intake:
         self.last_accepted = time.monotonic()
         self.notices = NoticeLimiter()
         self.watching: dict[str, tuple[str, asyncio.Task[None]]] = {}  # event id → (channel, watcher)
+        self.jobs: JobDesk | None = None  # set by the harness: the channel's job subscription follows it
 
     # -- subscriptions -----------------------------------------------------------------------
     async def open_channel(self, channel: str, since: int, catch_up: bool = False) -> bool:
@@ -203,7 +208,8 @@ class Intake:
             log.warning("queue of %s is full; dropped the oldest event %s", channel, evicted.event.id[:12])
             await rt.claims.done(evicted.event.id)
             await rt.status.unreact([evicted])
-        if self.dispatcher.in_flight(channel) is not None and not solo:
+        turn = self.dispatcher.in_flight(channel)
+        if turn is not None and turn.job is None and not solo:  # a job is never steered (jobs spec §6.4)
             action = arrival_action(rt.config.multiple_event_handling, event.pubkey, owner)
             if action is Arrival.STEER:
                 await self.dispatcher.steer(channel)
@@ -282,12 +288,17 @@ class Intake:
             self.rt.channels[channel] = info
         if await self.open_channel(channel, event.created_at, catch_up=self.rt.config.catch_up > 0):
             log.info("added to channel %s; subscribed", channel)
+        if self.jobs is not None:
+            await self.jobs.open_channel(channel, event.created_at)
+            await self.jobs.catch_up(channel, int(time.time()))
 
     async def remove_channel(self, channel: str) -> None:
         """44101 / revoked access: close `ch-C`, drain C's queue (removing 👀) and invalidate
         C's sessions; an in-flight turn finishes and its session is dropped when it returns."""
         rt = self.rt
         await rt.link.unsubscribe(channel_sub(channel))
+        if self.jobs is not None:
+            await self.jobs.close_channel(channel)
         drained = rt.queue.drain(channel)
         self.stop_watching(channel)
         for item in drained:
