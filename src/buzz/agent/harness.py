@@ -43,6 +43,7 @@ from buzz.agent.gates import WakeRule, build_rules, describe_policy
 from buzz.agent.identity import AgentIdentity
 from buzz.agent.intake import CHANNEL_SUB_PREFIX, MEMBERSHIP_SUB, Intake
 from buzz.agent.jobs import JOBS_SUB_PREFIX, JobDesk
+from buzz.agent.policy import POLICY_DELETE_SUB, POLICY_SUB, Policy, PolicyWatch
 from buzz.agent.preflight import PreflightError, check_mcp
 from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
@@ -146,6 +147,9 @@ class Harness:
         self.intake = Intake(self.runtime, self.dispatcher, self.request_shutdown)
         self.jobs = JobDesk(self.runtime, self.dispatcher)
         self.intake.jobs = self.jobs
+        self.policy: PolicyWatch | None = None
+        if identity.owner is not None and not config.no_managed_policy:
+            self.policy = PolicyWatch(config, identity.pubkey, identity.owner, self._apply_policy)
 
     # -- hooks -------------------------------------------------------------------------------
     async def _enqueue_inbound(self, sub_id: str, event: Event) -> None:
@@ -175,6 +179,22 @@ class Harness:
             return
         if found:
             log.info("caught up %d event(s) of %s from the last %d s", found, channel, until - since)
+
+    async def _apply_policy(self, policy: Policy) -> None:
+        """The owner's 30177 changed (jobs spec §10.1): the author gate reads it at once; the
+        pool grows now and shrinks as its surplus workers go idle."""
+        rt = self.runtime
+        rt.policy = policy
+        rt.pool.resize(policy.parallelism)
+        if not self.config.lazy_pool:
+            for worker in rt.pool.free():
+                if rt.pool.process(worker) is None:
+                    try:
+                        await rt.pool.ensure(worker)
+                    except AgentGone as exc:
+                        log.warning("agent[%d] did not start: %s", worker, exc)
+        await self.dispatcher.trim_pool()
+        self.dispatcher.wake()
 
     async def request_shutdown(self) -> None:
         """Stop accepting events; `run` then cancels turns, goes offline and returns 0."""
@@ -277,6 +297,9 @@ class Harness:
         await rt.link.subscribe(
             MEMBERSHIP_SUB, {"kinds": [44100, 44101], "#p": [self.identity.pubkey]}, start
         )
+        if self.policy is not None:  # the head version comes with the stored phase
+            for sub_id, flt in self.policy.filters().items():
+                await rt.link.subscribe(sub_id, flt, 0)
         for channel in channels:  # after the subscriptions: a job arriving meanwhile is seen once
             try:
                 await self.jobs.catch_up(channel, start)
@@ -292,6 +315,9 @@ class Harness:
             try:
                 if sub_id.startswith(JOBS_SUB_PREFIX):
                     await self.jobs.route(sub_id, event)
+                elif sub_id in (POLICY_SUB, POLICY_DELETE_SUB):
+                    if self.policy is not None:
+                        await self.policy.route(sub_id, event)
                 else:
                     await self.intake.route(sub_id, event)
             except Exception as exc:  # one line; the traceback only at DEBUG (issue 14 item 2)

@@ -45,6 +45,7 @@ from buzz.agent.status import (
 )
 from buzz.agent.turns import Dispatcher
 from buzz.core.event import Event
+from buzz.core.nip19 import npub
 
 if TYPE_CHECKING:
     from buzz.agent.jobs import JobDesk
@@ -135,7 +136,7 @@ class Intake:
             return
         info = rt.channel(channel)
         decision = author_decision(
-            rt.config.respond_to, info.type, event.pubkey, agent, owner, rt.config.respond_to_allowlist
+            rt.policy.respond_to, info.type, event.pubkey, agent, owner, rt.policy.allowlist
         )
         if decision is Decision.CHECK_MEMBER:
             admitted = await rt.members.is_member(channel, event.pubkey) or (
@@ -230,7 +231,7 @@ class Intake:
             return
         owner = rt.identity.owner
         owner_name = (await rt.profiles.get(owner)).display_name if owner is not None else None
-        text = not_admitted_text(rt.config.respond_to, owner_name)
+        text = not_admitted_text(rt.policy.respond_to, owner_name, npub(agent))
         await rt.status.notice(channel, reply_anchor(event), NOTICE_NOT_ADMITTED, text)
 
     # -- owner commands (§4.5 step 3) ----------------------------------------------------------

@@ -177,7 +177,7 @@ class JobDesk:
         agent, owner = rt.identity.pubkey, rt.identity.owner
         info = rt.channel(channel)
         decision = author_decision(
-            rt.config.respond_to, info.type, requester, agent, owner, rt.config.respond_to_allowlist
+            rt.policy.respond_to, info.type, requester, agent, owner, rt.policy.allowlist
         )
         if decision is Decision.CHECK_MEMBER:
             return await rt.members.is_member(channel, requester) or (

@@ -168,9 +168,17 @@ class Dispatcher:
                 await asyncio.wait_for(self._wake.wait(), timeout)
             self._wake.clear()
 
+    async def trim_pool(self) -> None:
+        """Stop idle workers above the pool's limit (a 30177 lowered parallelism)."""
+        for worker in self.rt.pool.surplus():
+            self.rt.sessions.drop_worker(worker)
+            await self.rt.pool.restart(worker)
+
     def _start_ready(self) -> None:
         if self.stopping:
             return
+        if self.rt.pool.surplus():
+            asyncio.get_running_loop().create_task(self.trim_pool(), name="pool-trim")
         while True:
             free = [w for w in self.rt.pool.free()]
             if not free:
