@@ -359,6 +359,8 @@ def _finish(cfg: HarnessConfig) -> HarnessConfig:
     relay_urls(cfg.relay, given_as(cfg, "relay"))
     _exclusive(cfg, "system_prompt", "system_prompt_file")
     _exclusive(cfg, "heartbeat_prompt", "heartbeat_prompt_file")
+    if cfg.persona is not None and (cfg.system_prompt is not None or cfg.system_prompt_file is not None):
+        raise ConfigError("--persona and --system-prompt / --system-prompt-file are mutually exclusive")
     if cfg.heartbeat_interval and cfg.heartbeat_interval < MIN_HEARTBEAT_S:
         raise ConfigError(
             f"--heartbeat-interval must be 0 or ≥ {MIN_HEARTBEAT_S}, got {cfg.heartbeat_interval}"

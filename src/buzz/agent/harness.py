@@ -43,6 +43,7 @@ from buzz.agent.gates import WakeRule, build_rules, describe_policy
 from buzz.agent.identity import AgentIdentity
 from buzz.agent.intake import CHANNEL_SUB_PREFIX, MEMBERSHIP_SUB, Intake
 from buzz.agent.jobs import JOBS_SUB_PREFIX, JobDesk
+from buzz.agent.persona import PERSONA_SUB, apply_persona, newest, parse_persona_ref, persona_filter
 from buzz.agent.policy import POLICY_DELETE_SUB, POLICY_SUB, Policy, PolicyWatch
 from buzz.agent.preflight import PreflightError, check_mcp
 from buzz.agent.queue import WorkQueue
@@ -180,6 +181,30 @@ class Harness:
         if found:
             log.info("caught up %d event(s) of %s from the last %d s", found, channel, until - since)
 
+    async def _load_persona(self) -> None:
+        """§10.2: the persona at startup (none → ConfigError, exit 1), then watched."""
+        rt = self.runtime
+        assert self.config.persona is not None
+        author, slug = parse_persona_ref(self.config.persona, self.identity.owner)
+        flt = persona_filter(author, slug)
+        found = newest(await rt.link.query([flt]))
+        if found is None:
+            raise ConfigError(f"persona not found: {slug} (author {author[:12]}…)")
+        self._persona_head = (found.created_at, found.id)
+        rt.config, rt.persona_name = apply_persona(rt.config, found, self.config)
+        log.info("persona %s applied (%s)", slug, rt.persona_name or "no display name")
+        await rt.link.subscribe(PERSONA_SUB, {k: v for k, v in flt.items() if k != "limit"}, found.created_at)
+
+    async def _persona_changed(self, event: Event) -> None:
+        key = (event.created_at, event.id)
+        head = getattr(self, "_persona_head", None)
+        if head is not None and (-key[0], key[1]) >= (-head[0], head[1]):
+            return
+        self._persona_head = key
+        rt = self.runtime
+        rt.config, rt.persona_name = apply_persona(rt.config, event, self.config)
+        log.info("persona %s updated; new sessions use it", event.d_tag)
+
     async def _apply_policy(self, policy: Policy) -> None:
         """The owner's 30177 changed (jobs spec §10.1): the author gate reads it at once; the
         pool grows now and shrinks as its surplus workers go idle."""
@@ -269,6 +294,8 @@ class Harness:
     async def _startup(self, start: int) -> None:
         rt = self.runtime
         await rt.link.connected.wait()
+        if self.config.persona is not None:
+            await self._load_persona()
         own = await rt.profiles.get(self.identity.pubkey)
         rt.agent_name = own.display_name
         owner = self.identity.owner
@@ -315,6 +342,8 @@ class Harness:
             try:
                 if sub_id.startswith(JOBS_SUB_PREFIX):
                     await self.jobs.route(sub_id, event)
+                elif sub_id == PERSONA_SUB:
+                    await self._persona_changed(event)
                 elif sub_id in (POLICY_SUB, POLICY_DELETE_SUB):
                     if self.policy is not None:
                         await self.policy.route(sub_id, event)

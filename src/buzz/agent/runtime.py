@@ -44,6 +44,7 @@ class Runtime:
     channels: dict[str, ChannelInfo] = field(default_factory=dict)
     agent_name: str | None = None
     voice_guidelines: dict[str, Event] = field(default_factory=dict)  # channel → newest 48106 seen
+    persona_name: str | None = None  # the --persona's display name (default session titles)
     # whom the agent answers and its pool size: the flags, or the owner's 30177 applied live
     policy: Policy | None = None
 
