@@ -35,6 +35,14 @@ TOOLS = {
     "mem_search": ({"text", "limit"}, {"text"}),
     "upload_file": ({"path"}, {"path"}),
     "get_file": ({"url", "sha256", "path"}, set()),  # url or sha256 (oneOf)
+    "request_job": (
+        {"channel_id", "agent", "prompt", "requested_outcome", "deadline_secs", "parent_job"},
+        {"channel_id", "agent", "prompt"},
+    ),
+    "list_jobs": ({"channel_id", "state", "limit"}, {"channel_id"}),
+    "get_job": ({"job_id"}, {"job_id"}),
+    "cancel_job": ({"job_id", "reason"}, {"job_id"}),
+    "submit_job_result": ({"channel_id", "job_id", "manifest"}, {"channel_id", "job_id", "manifest"}),
 }
 SEND_KEYS = {"event_id", "channel_id", "created_at", "reply_to", "root", "mention_pubkeys"}
 MESSAGE_KEYS = {"id", "pubkey", "created_at", "kind", "tags", "content", "sig"}

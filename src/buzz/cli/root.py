@@ -45,7 +45,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "mcp",
         "Serve the workspace to an MCP client over stdio (tools: send_message, get_messages, "
         "get_thread, search, list_channels, join_channel, add_reaction, mem_get, mem_set, "
-        "mem_ls, mem_search, upload_file, get_file).",
+        "mem_ls, mem_search, upload_file, get_file, request_job, list_jobs, get_job, cancel_job, "
+        "submit_job_result).",
     ),
     "mem": (
         "buzz.cli.mem_cmd",

@@ -139,6 +139,35 @@ async def _mem_search(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
     return {"results": [h.as_json() for h in hits]}
 
 
+async def _request_job(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    asked = await ws.jobs.request(
+        a["channel_id"],
+        a["agent"],
+        a["prompt"],
+        requested_outcome=a.get("requested_outcome"),
+        deadline_secs=a.get("deadline_secs"),
+        parent=a.get("parent_job"),
+    )
+    return asked.to_dict()
+
+
+async def _list_jobs(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    found = await ws.jobs.list(a["channel_id"], state=a.get("state"), limit=int(a.get("limit", 50)))
+    return {"jobs": [j.summary() for j in found]}
+
+
+async def _get_job(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    return (await ws.jobs.get(a["job_id"])).to_dict()
+
+
+async def _cancel_job(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    return await ws.jobs.cancel(a["job_id"], a.get("reason"))
+
+
+async def _submit_job_result(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    return await ws.jobs.handoff(a["channel_id"], a["job_id"], a["manifest"])
+
+
 HANDLERS: dict[str, Handler] = {
     "send_message": _send_message,
     "get_messages": _get_messages,
@@ -153,6 +182,11 @@ HANDLERS: dict[str, Handler] = {
     "mem_search": _mem_search,
     "upload_file": _upload_file,
     "get_file": _get_file,
+    "request_job": _request_job,
+    "list_jobs": _list_jobs,
+    "get_job": _get_job,
+    "cancel_job": _cancel_job,
+    "submit_job_result": _submit_job_result,
 }
 assert set(HANDLERS) == set(TOOLS_BY_NAME)
 
