@@ -262,9 +262,22 @@ TOOLS: tuple[ToolSpec, ...] = (
             {
                 "channel_id": _CHANNEL,
                 "agent": {"type": "string", "minLength": 1, "description": "The agent: hex, npub or @Name."},
-                "prompt": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "What to do."},
-                "requested_outcome": {"type": "string", "description": "The outcome asked for (default: the prompt)."},
-                "deadline_secs": {"type": "integer", "minimum": 1, "maximum": 604800, "description": "Seconds to finish in."},
+                "prompt": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 65536,
+                    "description": "What to do.",
+                },
+                "requested_outcome": {
+                    "type": "string",
+                    "description": "The outcome asked for (default: the prompt).",
+                },
+                "deadline_secs": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 604800,
+                    "description": "Seconds to finish in.",
+                },
                 "parent_job": {**_EVENT_ID, "description": "The job this one was delegated from."},
             },
             ("channel_id", "agent", "prompt"),
@@ -304,7 +317,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         "not_run, evidence?}], blocker?}. References are repository-relative paths or http(s)/nostr/buzz "
         "URLs, never local paths or file: URLs; completed needs an artifact. Returns {event_id, job_id, disposition}.",
         _obj(
-            {"channel_id": _CHANNEL, "job_id": _EVENT_ID, "manifest": {"type": "object", "description": "The NIP-AJ document."}},
+            {
+                "channel_id": _CHANNEL,
+                "job_id": _EVENT_ID,
+                "manifest": {"type": "object", "description": "The NIP-AJ document."},
+            },
             ("channel_id", "job_id", "manifest"),
         ),
     ),
