@@ -22,6 +22,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "agent",
         "Run an agent: the ACP harness, and your agents' status and usage.",
     ),
+    "agents": (
+        "buzz.cli.agents_cmd",
+        "agents",
+        "Agent directory: personas, teams and the managed-agent policy owners set.",
+    ),
     "channels": (
         "buzz.cli.channels_cmd",
         "channels",

@@ -31,6 +31,7 @@ from buzz.client.session import DEFAULT_TIMEOUT_S, Session
 from buzz.client.users import Users
 
 if TYPE_CHECKING:
+    from buzz.client.agent_records import AgentRecords
     from buzz.client.huddles import Huddles
     from buzz.client.jobs import Jobs
     from buzz.client.memory import Memory
@@ -66,6 +67,13 @@ class Workspace:
         from buzz.client.jobs import Jobs
 
         return Jobs(self.session)
+
+    @functools.cached_property
+    def agent_records(self) -> AgentRecords:
+        """Personas, teams and managed agents (jobs spec §11, §13.2)."""
+        from buzz.client.agent_records import AgentRecords
+
+        return AgentRecords(self.session)
 
     async def __aenter__(self) -> Workspace:
         await self.session.__aenter__()

@@ -35,6 +35,15 @@ def _is_nsec(value: str) -> bool:
         return False
 
 
+_NSEC_TOKEN = re.compile(r"nsec1[02-9ac-hj-np-z]{58}")
+
+
+def contains_nsec(text: str) -> bool:
+    """`text` carries a NIP-19 secret key anywhere (what producers refuse before signing:
+    a prompt that quotes a key is as bad as a member holding one)."""
+    return any(_is_nsec(m.group(0)) for m in _NSEC_TOKEN.finditer(text))
+
+
 def secret_member(value: Any) -> str | None:
     """The first forbidden member name (or `nsec1` value) found at any depth, else None."""
     stack = [value]
