@@ -26,7 +26,8 @@ from buzz.jobs.redact import redact_title
 
 log = logging.getLogger(__name__)
 
-RELAY_GAP_S = 1.0  # the relay takes one 43003 per second per job
+RELAY_GAP_S = 1.2  # the relay takes one 43003 per second per job (measured at its end)
+SEND_TIMEOUT_S = 10.0  # the relay link's publish timeout
 
 
 class Progress:
@@ -49,7 +50,9 @@ class Progress:
         self.message: str | None = None
         self.plan: list[dict[str, str]] = []
         self.final: list[str] = []
-        self._dirty = asyncio.Event()
+        self._pending = False  # a change not yet published
+        self._wake = asyncio.Event()  # set on a change, and to stop the loop
+        self._stopping = False
         self._sent_at = 0.0
         self._task: asyncio.Task[None] | None = None
         self.sent = 0
@@ -72,7 +75,7 @@ class Progress:
                         )
                 if plan != self.plan:
                     self.plan = plan
-                    self._dirty.set()
+                    self._changed()
         elif kind in ("tool_call", "tool_call_update"):
             self.final = []  # the answer is the text after the last tool call
             title = update.get("title")
@@ -80,7 +83,7 @@ class Progress:
                 message = "Working: " + redact_title(title)
                 if message != self.message:
                     self.message = message
-                    self._dirty.set()
+                    self._changed()
         elif kind == "agent_message_chunk":
             content = update.get("content")
             if (
@@ -95,28 +98,52 @@ class Progress:
         return "".join(self.final).strip()
 
     # -- publishing ---------------------------------------------------------------------------
+    def _changed(self) -> None:
+        self._pending = True
+        self._wake.set()
+
     def start(self) -> None:
+        self._stopping = False
         self._task = asyncio.create_task(self._loop(), name=f"progress-{self.job_id[:8]}")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """End the pacing loop, letting a send in flight finish. The loop is told by a flag,
+        not only by a cancel: a cancel that lands as the send's answer arrives can be lost
+        (`asyncio.wait_for` in Python 3.11), and a loop that missed it would wait for ever."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._stopping = True
+        self._wake.set()
+        await asyncio.wait({task}, timeout=RELAY_GAP_S + SEND_TIMEOUT_S)
+        if not task.done():
+            task.cancel()
 
     async def _loop(self) -> None:
-        while True:
-            await self._dirty.wait()
+        while not self._stopping:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._stopping:
+                return
+            if not self._pending:
+                continue
             wait = self._sent_at + self.interval - time.monotonic()
             if wait > 0:
-                await asyncio.sleep(wait)
+                with contextlib.suppress(TimeoutError):  # a stop ends the wait early
+                    await asyncio.wait_for(self._stop_or_never(), wait)
+                if self._stopping:
+                    return
             await self._send()
+
+    async def _stop_or_never(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            await self._wake.wait()
 
     async def flush(self) -> None:
         """Send the pending change now (keeping the relay's one-per-second rule)."""
         await self.stop()
-        if self._dirty.is_set():
+        if self._pending:
             wait = self._sent_at + RELAY_GAP_S - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
@@ -125,11 +152,11 @@ class Progress:
     async def say(self, message: str) -> None:
         """One 43003 with `message` now (e.g. `retrying, attempt 2`)."""
         self.message = message
-        self._dirty.set()
+        self._changed()
         await self.flush()
 
     async def _send(self) -> None:
-        self._dirty.clear()
+        self._pending = False
         message = self.message or next(
             (f"Working: {p['title']}" for p in self.plan if p["status"] == "in_progress"), "Working"
         )

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+JOB_SESSIONS_PER_PROCESS = 16  # finished job sessions a subprocess may hold before a restart
+
 
 @dataclass
 class JobTicket:
@@ -170,6 +172,21 @@ async def _deadline(dispatcher: Dispatcher, turn: Turn, delay: float) -> None:
         await dispatcher.request_end(turn.channel, TurnEnd.JOB_TIMEOUT)
 
 
+async def _drop_session(dispatcher: Dispatcher, turn: Turn) -> None:
+    """The job's session is never used again: closed when the agent supports `session/close`,
+    else left behind, and the subprocess restarted once it holds JOB_SESSIONS_PER_PROCESS of
+    them (restarting after every job would cost a process start per job; decision 203)."""
+    assert turn.session is not None
+    proc = dispatcher.rt.pool.process(turn.worker)
+    if proc is None or await proc.close_session(turn.session.session_id):
+        return
+    left = dispatcher.abandoned.get(turn.worker, 0) + 1
+    dispatcher.abandoned[turn.worker] = left
+    if left >= JOB_SESSIONS_PER_PROCESS:
+        dispatcher.abandoned[turn.worker] = 0
+        await dispatcher.retire([turn.session], idle_worker=turn.worker)
+
+
 async def _ended_on_relay(dispatcher: Dispatcher, ticket: JobTicket) -> bool:
     """The agent published its own 43004/43006 for the job (e.g. `buzz jobs handoff`)."""
     rt = dispatcher.rt
@@ -259,7 +276,7 @@ async def _finish(
             await rt.status.unreact(items, (EYES,))
             await rt.claims.done(ticket.id)
         if turn.session is not None:
-            await dispatcher.retire([turn.session], idle_worker=turn.worker)
+            await _drop_session(dispatcher, turn)
     finally:
         rt.pool.busy[turn.worker] = False
         dispatcher.turns.pop(turn.channel, None)

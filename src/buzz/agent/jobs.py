@@ -102,7 +102,7 @@ class JobDesk:
     async def route(self, sub_id: str, event: Event) -> None:
         channel = sub_id[len(JOBS_SUB_PREFIX) :]
         if event.kind == L.KIND_JOB_REQUEST:
-            await self.request(channel, event)
+            await self.request(channel, event, fresh=True)
         elif event.kind == L.KIND_JOB_CANCEL:
             await self.cancel(channel, event)
 
@@ -113,7 +113,9 @@ class JobDesk:
         )
         return machine.fold(request, channel, events)
 
-    async def request(self, channel: str, event: Event) -> None:
+    async def request(self, channel: str, event: Event, fresh: bool = False) -> None:
+        """A 43001 for this agent. `fresh`: delivered live, so nothing can have happened to it
+        but a claim (which `claims` checks); caught-up and taken-over jobs are read first."""
         rt = self.rt
         agent = rt.identity.pubkey
         if not self.accepting or not self.seen.add(event.id) or event.pubkey == agent:
@@ -126,12 +128,12 @@ class JobDesk:
         if claim is Claim.HELD:
             self._watch(channel, event)
             return
-        await self._take(channel, event)
+        await self._take(channel, event, fresh)
 
-    async def _take(self, channel: str, event: Event) -> None:
+    async def _take(self, channel: str, event: Event, fresh: bool = False) -> None:
         """We hold the claim: check the job is still open, gate, accept, queue."""
         rt = self.rt
-        job = await self._state(event, channel)
+        job = machine.opened(event, channel) if fresh else await self._state(event, channel)
         if job.terminal:
             await rt.claims.done(event.id)
             return

@@ -92,6 +92,7 @@ class Dispatcher:
         self.turn_ended = asyncio.Event()
         # (worker, session id) → who wants that session's `session/update`s (a job's progress)
         self.observers: dict[tuple[int, str], Callable[[dict[str, object]], None]] = {}
+        self.abandoned: dict[int, int] = {}  # worker → finished job sessions it still holds
 
     # -- control surface -------------------------------------------------------------------
     def wake(self) -> None:
