@@ -35,6 +35,8 @@ TOOLS = {
     "mem_search": ({"text", "limit"}, {"text"}),
     "upload_file": ({"path"}, {"path"}),
     "get_file": ({"url", "sha256", "path"}, set()),  # url or sha256 (oneOf)
+    "send_private_dm": ({"pubkeys", "content", "reply_to"}, {"pubkeys", "content"}),
+    "get_private_dms": ({"pubkeys", "limit"}, set()),
     "request_job": (
         {"channel_id", "agent", "prompt", "requested_outcome", "deadline_secs", "parent_job"},
         {"channel_id", "agent", "prompt"},

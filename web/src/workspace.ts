@@ -597,9 +597,11 @@ export class Workspace {
     return out
   }
 
-  async send(channel: string, text: string, picked: string[], replyTo: string | null = null): Promise<NEvent> {
-    if (!text.trim()) throw new Error('Type a message first.')
-    if (new TextEncoder().encode(text).length > MAX_CONTENT_BYTES) throw new Error(`Messages are at most ${MAX_CONTENT_BYTES} bytes.`)
+  /** `files`: uploaded attachments (attach.ts), one URL line each after the text and their imeta tags. */
+  async send(channel: string, text: string, picked: string[], replyTo: string | null = null, files: { urls: string[]; tags: Tag[] } | null = null): Promise<NEvent> {
+    if (!text.trim() && !files?.urls.length) throw new Error('Type a message first.')
+    const content = files?.urls.length ? [...(text.trim() ? [text] : []), ...files.urls].join('\n') : text
+    if (new TextEncoder().encode(content).length > MAX_CONTENT_BYTES) throw new Error(`Messages are at most ${MAX_CONTENT_BYTES} bytes.`)
     const tags: Tag[] = [['h', channel]]
     if (replyTo) {
       const parent = this.msgs.get(replyTo)
@@ -611,7 +613,8 @@ export class Workspace {
     const resolved = resolveNames(text, names).resolved
     const mentions = [...new Set([...picked.filter((p) => names.has(p)), ...resolved])]
     for (const p of mentions) tags.push(['p', p])
-    const ev = await this.relay.publish({ kind: MESSAGE, created_at: now(), tags, content: text })
+    if (files) tags.push(...files.tags)
+    const ev = await this.relay.publish({ kind: MESSAGE, created_at: now(), tags, content })
     this.lastTyping = 0 // the next keystroke is a new bout of typing
     this.ingest(ev, true)
     return ev

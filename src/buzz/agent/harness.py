@@ -15,7 +15,8 @@ Startup, in the order of §4.2:
    through the gate chain oldest first, one batch each, skipping what this agent already
    claimed on the relay (`buzz.agent.claims`); then one subscription per channel from the
    start time (after a reconnect the link reports the gap and it is caught up the same way);
-8. the `membership-notif` subscription (44100/44101 for A, from the start time);
+8. the `membership-notif` subscription (44100/44101 for A, from the start time), and the
+   `nip17-inbox` one (the gift wraps to A: private DMs, `buzz.agent.private_inbox`);
 9. the heartbeat timer.
 
 Then events flow: relay → inbound buffer (`--event-buffer`) → `Intake` (gate chain) → queue
@@ -46,6 +47,7 @@ from buzz.agent.jobs import JOBS_SUB_PREFIX, JobDesk
 from buzz.agent.persona import PERSONA_SUB, apply_persona, newest, parse_persona_ref, persona_filter
 from buzz.agent.policy import POLICY_DELETE_SUB, POLICY_SUB, Policy, PolicyWatch
 from buzz.agent.preflight import PreflightError, check_mcp
+from buzz.agent.private_inbox import PrivateInbox
 from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
 from buzz.agent.reports import STATUS_REFRESH_S, status_event
@@ -151,6 +153,7 @@ class Harness:
         self.policy: PolicyWatch | None = None
         if identity.owner is not None and not config.no_managed_policy:
             self.policy = PolicyWatch(config, identity.pubkey, identity.owner, self._apply_policy)
+        self.intake.private = PrivateInbox(self.runtime, self.intake)
 
     # -- hooks -------------------------------------------------------------------------------
     async def _enqueue_inbound(self, sub_id: str, event: Event) -> None:
@@ -332,6 +335,8 @@ class Harness:
                 await self.jobs.catch_up(channel, start)
             except Exception as exc:
                 log.warning("job catch-up of %s failed: %s", channel, exc)
+        assert self.intake.private is not None
+        await self.intake.private.open(start)  # end-to-end encrypted DMs (NIP-17)
         log.info(
             "serving %d channel(s): %s", len(channels), ", ".join(i.name for i in channels.values()) or "none"
         )

@@ -31,6 +31,7 @@ from buzz.agent.gates import (
     match_rule,
     not_admitted_text,
 )
+from buzz.agent.prompts import is_private
 from buzz.agent.queue import Item
 from buzz.agent.runtime import Runtime
 from buzz.agent.sessions import Arrival, TurnEnd, arrival_action
@@ -50,7 +51,11 @@ from buzz.core.nip19 import npub
 if TYPE_CHECKING:
     from buzz.agent.jobs import JobDesk
 
+if TYPE_CHECKING:
+    from buzz.agent.private_inbox import PrivateInbox
+
 log = logging.getLogger(__name__)
+PRIVATE_SUB = "nip17-inbox"  # the gift wraps of the agent (buzz.agent.private_inbox)
 
 MEMBERSHIP_SUB = "membership-notif"
 CHANNEL_SUB_PREFIX = "ch-"
@@ -79,6 +84,7 @@ class Intake:
         self.notices = NoticeLimiter()
         self.watching: dict[str, tuple[str, asyncio.Task[None]]] = {}  # event id → (channel, watcher)
         self.jobs: JobDesk | None = None  # set by the harness: the channel's job subscription follows it
+        self.private: PrivateInbox | None = None  # end-to-end encrypted DMs (set by the harness)
 
     # -- subscriptions -----------------------------------------------------------------------
     async def open_channel(self, channel: str, since: int, catch_up: bool = False) -> bool:
@@ -106,6 +112,9 @@ class Intake:
     async def route(self, sub_id: str, event: Event) -> None:
         if sub_id == MEMBERSHIP_SUB:
             await self.membership(event)
+        elif sub_id == PRIVATE_SUB:
+            if self.private is not None and self.accepting:
+                await self.private.wrap(event)
         elif sub_id.startswith(CHANNEL_SUB_PREFIX):
             await self.channel_event(sub_id[len(CHANNEL_SUB_PREFIX) :], event)
 
@@ -159,11 +168,11 @@ class Intake:
             return
         if claim is Claim.HELD:
             log.info("%s in %s is taken by another process; watching its claim", event.id[:12], channel)
-            self._watch(channel, event, rule.prompt_tag)
+            self.watch(channel, event, rule.prompt_tag)
             return
         await self.accept(channel, event, rule.prompt_tag, solo)
 
-    def _watch(self, channel: str, event: Event, prompt_tag: str) -> None:
+    def watch(self, channel: str, event: Event, prompt_tag: str) -> None:
         if event.id not in self.watching:
             task = asyncio.create_task(self._watch_claim(channel, event, prompt_tag), name="claim-watch")
             self.watching[event.id] = (channel, task)
@@ -183,7 +192,8 @@ class Intake:
                 if claim is Claim.SETTLED:
                     return
                 if claim is Claim.TAKEN:
-                    if self.accepting and self.rt.link.subscribed(channel_sub(channel)):
+                    sub = PRIVATE_SUB if is_private(channel) else channel_sub(channel)
+                    if self.accepting and self.rt.link.subscribed(sub):
                         await self.accept(channel, event, prompt_tag, solo=True)
                     else:
                         await claims.release(event.id)

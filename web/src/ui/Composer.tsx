@@ -1,8 +1,10 @@
 // Message box with `@` autocomplete over the channel's members: picking one writes `@Name` and
 // remembers the pubkey, which becomes a `p` tag when sent (typed names resolve the same way
-// as `buzz messages send`). Enter sends, Shift+Enter breaks the line.
+// as `buzz messages send`). Enter sends, Shift+Enter breaks the line. Files come through
+// *Attach file*, a drop on the channel (or thread) or a paste (AttachTray.tsx, attach.ts).
 import { useRef, useState } from 'preact/hooks'
 import { mentionQuery } from '../mentions'
+import { AttachButton, AttachTray, useAttachments } from './AttachTray'
 import type { Workspace } from '../workspace'
 import { humanError } from './hooks'
 
@@ -16,6 +18,8 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
   const [sending, setSending] = useState(false)
   const [error, setError] = useState('')
   const area = useRef<HTMLTextAreaElement>(null)
+  const form = useRef<HTMLFormElement>(null)
+  const files = useAttachments(ws, form, setError)
 
   const q = mentionQuery(text, caret)
   const options = q
@@ -38,11 +42,14 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
   }
 
   const send = async () => {
-    if (sending || !text.trim()) return
+    if (sending || (!text.trim() && !files.items.length)) return
+    if (files.busy()) return setError('Wait for the files to finish uploading.')
+    if (files.failed()) return setError('Remove the files that could not be uploaded first.')
     setSending(true)
     setError('')
     try {
-      await ws.send(channel, text, picked, replyTo ?? null)
+      await ws.send(channel, text, picked, replyTo ?? null, files.ready())
+      files.clear()
       setText('')
       setPicked([])
       setCaret(0)
@@ -78,7 +85,7 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
   }
 
   return (
-    <form class="composer" onSubmit={(e) => { e.preventDefault(); void send() }}>
+    <form class="composer" ref={form} onSubmit={(e) => { e.preventDefault(); void send() }}>
       {options.length > 0 && (
         <ul class="mentions" role="listbox" id={listId} aria-label="Mention a member">
           {options.map((o, i) => (
@@ -104,8 +111,16 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
         }}
         onKeyDown={onKey}
         onClick={(e) => setCaret(e.currentTarget.selectionStart ?? 0)}
+        onPaste={(e) => {
+          const pasted = [...(e.clipboardData?.files ?? [])]
+          if (!pasted.length) return
+          e.preventDefault()
+          setError(files.add(pasted, true))
+        }}
       />
+      <AttachButton files={files} onError={setError} />
       <button type="submit" disabled={sending}>{button}</button>
+      <AttachTray files={files} />
       {error && <p class="error" role="alert">{error}</p>}
     </form>
   )

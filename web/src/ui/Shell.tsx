@@ -15,6 +15,7 @@ import { NewChannelDialog } from './NewChannel'
 import { BrowsePanel } from './Browse'
 import { AgentsPanel } from './Agents'
 import { HuddlePanel } from './Huddle'
+import { PrivateConversation } from './PrivateDms'
 
 export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | null
 
@@ -27,12 +28,19 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
   const [query, setQuery] = useState('')
 
   const [card, setCard] = useState<string | null>(null)
+  const [priv, setPriv] = useState<string[] | null>(null) // an open end-to-end encrypted DM
+  const openPrivate = (peers: string[]) => {
+    setMenu(false)
+    if (panel === 'thread' || panel === 'members' || panel === 'huddle') setPanel(null)
+    setPriv(peers)
+  }
 
   // Messages render again when the highlighter or the emoji table arrives.
   useEffect(() => onLoaded(() => ws.changed()), [ws])
 
   const open = (id: string) => {
     setMenu(false)
+    setPriv(null)
     if (panel === 'thread' || panel === 'members') setPanel(null)
     void act(ws, () => ws.openChannel(id))
   }
@@ -103,15 +111,18 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
         <span class={`status ${ws.status}`} title={ws.statusDetail}>{ws.status === 'online' ? 'Connected' : ws.status === 'connecting' ? 'Connecting…' : 'Offline'}</span>
         <button type="button" class="quiet" onClick={() => setProfile(true)}>{ws.nameOf(ws.me.pubkey)}</button>
       </header>
-      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} />
+      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} privateActive={priv} onPrivate={openPrivate} />
       <main class="main">
-        {channel ? (
+        {priv ? (
+          <PrivateConversation ws={ws} peers={priv} />
+        ) : channel ? (
           <Conversation
             ws={ws}
             channel={channel}
             onThread={openThread}
             onMembers={() => toggle('members')}
             onHuddle={() => setPanel('huddle')}
+            onPrivate={openPrivate}
           />
         ) : ws.active && ws.channelsLoaded ? (
           <div class="empty">

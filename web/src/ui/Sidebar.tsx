@@ -1,10 +1,20 @@
 // My channels and DMs. Each link's accessible name is exactly the channel's name; the unread
 // count is its description (aria-describedby), so screen readers and tests see both apart.
 import type { Channel, Workspace } from '../workspace'
+import { privateDms } from '../private-dms'
+import { PrivateRows } from './PrivateDms'
 
-type Props = { ws: Workspace; onOpen: (id: string) => void; onNew: () => void; onBrowse: () => void; onAgents: () => void }
+type Props = {
+  ws: Workspace
+  onOpen: (id: string) => void
+  onNew: () => void
+  onBrowse: () => void
+  onAgents: () => void
+  privateActive: string[] | null
+  onPrivate: (peers: string[]) => void
+}
 
-export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents }: Props) {
+export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, privateActive, onPrivate }: Props) {
   const mine = ws.myChannels().filter((c) => !c.ttl) // huddle channels open from their parent's huddle panel
   const channels = mine.filter((c) => c.type !== 'dm').sort(byName)
   const dms = mine.filter((c) => c.type === 'dm')
@@ -16,13 +26,16 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents }: Props) {
       </div>
       <h2 class="side-heading">Channels</h2>
       <ul>
-        {channels.map((c) => <Item ws={ws} c={c} label={c.name} onOpen={onOpen} />)}
+        {channels.map((c) => <Item ws={ws} c={c} label={c.name} onOpen={onOpen} shadowed={!!privateActive} />)}
         {!channels.length && <li class="hint">{ws.channelsLoaded ? 'No channels yet.' : 'Loading…'}</li>}
       </ul>
-      {dms.length > 0 && (
+      {(dms.length > 0 || privateDms(ws).msgs.size > 0) && (
         <>
           <h2 class="side-heading">Direct messages</h2>
-          <ul>{dms.map((c) => <Item ws={ws} c={c} label={ws.channelLabel(c)} onOpen={onOpen} />)}</ul>
+          <ul>
+            {dms.map((c) => <Item ws={ws} c={c} label={ws.channelLabel(c)} onOpen={onOpen} shadowed={!!privateActive} />)}
+            <PrivateRows ws={ws} active={privateActive} onOpen={onPrivate} />
+          </ul>
         </>
       )}
       <div class="side-actions bottom">
@@ -32,7 +45,8 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents }: Props) {
   )
 }
 
-function Item({ ws, c, label, onOpen }: { ws: Workspace; c: Channel; label: string; onOpen: (id: string) => void }) {
+function Item({ ws, c, label, onOpen, shadowed }: { ws: Workspace; c: Channel; label: string; onOpen: (id: string) => void; shadowed: boolean }) {
+  const current = ws.active === c.id && !shadowed // a private conversation is open instead
   const unread = ws.unread.get(c.id) ?? 0
   const descId = `unread-${c.id}`
   return (
@@ -41,8 +55,8 @@ function Item({ ws, c, label, onOpen }: { ws: Workspace; c: Channel; label: stri
         href={`#${c.id}`}
         aria-label={label}
         aria-describedby={unread ? descId : undefined}
-        aria-current={ws.active === c.id ? 'page' : undefined}
-        class={`chan ${ws.active === c.id ? 'active' : ''} ${unread ? 'unread' : ''}`}
+        aria-current={current ? 'page' : undefined}
+        class={`chan ${current ? 'active' : ''} ${unread ? 'unread' : ''}`}
         onClick={(e) => {
           e.preventDefault()
           onOpen(c.id)
