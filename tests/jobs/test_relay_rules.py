@@ -18,6 +18,8 @@ from buzz.client import RelayClient
 from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
 from buzz.jobs import build
+from buzz.relay.ratelimit import SlidingWindow
+from buzz.relay.rules.jobs import _WINDOWS
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import accepted, create_channel, live, put_user, refused
 
@@ -161,6 +163,9 @@ async def test_agent_outside_the_channel_and_parent_chain(sqlite_relay: RunningR
 
 
 async def test_lifecycle_signers_and_states(sqlite_relay: RunningRelay) -> None:
+    # the relay's 1/s window made an hour long: the rate refusal below does not depend on how
+    # fast this machine publishes two events
+    _WINDOWS[sqlite_relay.relay.rules] = SlidingWindow(1, 3600.0)
     async with team(sqlite_relay) as t:
         job = await t.request()
         J, C = job.id, t.channel
