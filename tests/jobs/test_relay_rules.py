@@ -17,9 +17,11 @@ import pytest
 from buzz.client import RelayClient
 from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
+from buzz.core.stored import verify_stored
 from buzz.jobs import build
 from buzz.relay.ratelimit import SlidingWindow
-from buzz.relay.rules.jobs import _WINDOWS
+from buzz.relay.rules.jobs import _WINDOWS, relay_signed
+from buzz.store.base import InsertOutcome
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import accepted, create_channel, live, put_user, refused
 
@@ -310,4 +312,54 @@ async def test_bad_tags_are_refused(sqlite_relay: RunningRelay, kind: int) -> No
         what = {43002: "accept", 43004: "result"}[kind]
         await t.refused(
             "agent", two_e, f"invalid: job {what}: exactly one e tag naming the job is required (got 2)"
+        )
+
+
+async def _relay_job(running: RunningRelay, t: Team, actor: str, template: build.Template) -> Event:
+    """A job event the relay signs (a workflow's ask_agent), through the relay's internal path."""
+    relay = running.relay
+    tags = (*template.tags, ("actor", actor)) if template.kind == 43001 else template.tags
+    event = Event.create(relay.secret_key, template.kind, template.content, tags)
+    plan = await relay_signed(relay.rules, verify_stored(event))
+    assert await relay.store.insert(plan.stored, plan.effects) is InsertOutcome.STORED
+    return event
+
+
+async def test_a_relay_signed_request_belongs_to_its_actor(sqlite_relay: RunningRelay) -> None:
+    """Checklist 24: the workflow owner (`actor`) is the requester: it may cancel, and results name it."""
+    async with team(sqlite_relay) as t:
+        C = t.channel
+        t1 = build.request(C, t.agent.pubkey, prompt="from a workflow", created_at=_now())
+        job = await _relay_job(sqlite_relay, t, t.asker.pubkey, t1)
+        row = await sqlite_relay.relay.store.get_job(job.id)
+        assert row is not None and (row.requester, row.assignee) == (t.asker.pubkey, t.agent.pubkey)
+        await t.refused(
+            "agent",
+            t.sign(t.agent, build.result(C, job.id, sqlite_relay.relay.pubkey, manifest(job.id))),
+            "invalid: job result: p tag must name the requester",
+        )
+        await accepted(
+            t.clients["agent"], t.sign(t.agent, build.result(C, job.id, t.asker.pubkey, manifest(job.id)))
+        )
+        second = await _relay_job(
+            sqlite_relay,
+            t,
+            t.asker.pubkey,
+            build.request(C, t.agent.pubkey, prompt="second", created_at=_now()),
+        )
+        await accepted(t.clients["asker"], t.sign(t.asker, build.cancel(C, second.id, t.agent.pubkey)))
+        third = await _relay_job(
+            sqlite_relay,
+            t,
+            t.asker.pubkey,
+            build.request(C, t.agent.pubkey, prompt="third", created_at=_now()),
+        )
+        await _relay_job(
+            sqlite_relay, t, t.asker.pubkey, build.cancel(C, third.id, t.agent.pubkey)
+        )  # the relay stops it
+        assert (await sqlite_relay.relay.store.get_job(third.id)).state == "cancelled"  # type: ignore[union-attr]
+        # a client cannot claim a workflow's authority
+        forged = Event.create(t.other.secret, 43001, t1.content, (*t1.tags, ("actor", t.asker.pubkey)))
+        await t.refused(
+            "other", forged, "invalid: job request: only a relay-signed request carries an actor tag"
         )

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import weakref
 
+from buzz.core.channel_id import is_channel_id
 from buzz.core.errors import Invalid, RateLimited, Refusal
+from buzz.core.stored import StoredEvent
 from buzz.jobs import limits as L
 from buzz.jobs import machine
 from buzz.jobs.wire import P_NAMES, check_content, parse_tags, prefix
@@ -134,9 +136,27 @@ async def lifecycle(rules: KindRules, plan: Plan, session: Session) -> None:
     plan.effects.append(RecordThread(event.id, job.id, job.id, 1))
 
 
+async def relay_signed(rules: KindRules, stored: StoredEvent) -> Plan:
+    """The plan of a job event the relay itself signs (a workflow's `ask_agent` 43001 with its
+    `actor`, or its 43005; jobs spec §3.1, workflows.md §8.8): the job rules of this module,
+    without the client write gate (the relay is no member). Insert `plan.stored` with
+    `plan.effects` (the job row is opened or moved in the same transaction), then fan it out.
+    Raises the refusal a client would get (Invalid / Restricted)."""
+    if stored.event.pubkey != rules.relay_pubkey or stored.event.kind not in VALIDATORS:
+        raise ValueError("relay_signed takes the relay's own job events")
+    channel = next((h for h in stored.event.tag_values("h") if is_channel_id(h)), None)
+    if channel is None:
+        raise Invalid("channel-scoped events must include an h tag")
+    plan = Plan(stored.with_channel(channel))
+    await VALIDATORS[stored.event.kind](rules, plan, RELAY_SESSION)
+    return plan
+
+
 def _fields(job: machine.Job) -> dict[str, object]:
     return {name: getattr(job, name) for name in machine.Job.__slots__}  # type: ignore[attr-defined]
 
+
+RELAY_SESSION: Session = None  # type: ignore[assignment]  # the job rules never read the session
 
 VALIDATORS: dict[int, Validator] = {
     L.KIND_JOB_REQUEST: request,
