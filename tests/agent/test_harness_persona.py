@@ -58,3 +58,20 @@ async def test_missing_persona_or_a_second_prompt_exits_1(ws: Workspace) -> None
     assert code == 1 and "persona not found" in text, text
     code, text = await _run(ws, "--persona", "reviewer", "--system-prompt", "x")
     assert code == 1 and "mutually exclusive" in text, text
+
+
+async def test_the_managed_records_persona_applies_without_a_flag(ws: Workspace) -> None:
+    await _persona(ws, "helper", "You help with chores.")
+    record = Event.create(
+        ws.owner.secret, 30177, json.dumps({"persona_id": "helper"}), [["d", ws.agent.pubkey]]
+    )
+    await publish(ws.owner_client, record)
+    async with ws.harness(system_prompt_transport="field") as harness:
+        for _ in range(200):
+            if harness.runtime.config.system_prompt == "You help with chores.":
+                break
+            await asyncio.sleep(0.05)
+        one = await ws.post(ws.owner, "echo hi", mention=ws.agent.pubkey)
+        await ws.watcher.wait_for(lambda e: bool(ws.watcher.answers_to(one, ws.agent.pubkey)), what="answer")
+    (session,) = ws.records("session_new")
+    assert "[System]\nYou help with chores." in session["system_prompt"]

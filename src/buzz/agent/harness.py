@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -208,11 +209,37 @@ class Harness:
         rt.config, rt.persona_name = apply_persona(rt.config, event, self.config)
         log.info("persona %s updated; new sessions use it", event.d_tag)
 
+    async def _record_persona(self, slug: str | None) -> None:
+        """§10.2 item 5: without `--persona`, the owner's 30177 `persona_id` (a persona of the
+        owner) is used the same way, for sessions created from now on; cleared, the flags'
+        prompt and model come back. A persona the agent cannot read is logged and skipped."""
+        rt, owner = self.runtime, self.identity.owner
+        if slug is None or owner is None:
+            rt.config = dataclasses.replace(
+                rt.config, system_prompt=self.config.system_prompt, model=self.config.model
+            )
+            rt.persona_name = None
+            return
+        try:
+            found = newest(await rt.link.query([persona_filter(owner, slug)]))
+        except Exception as exc:
+            log.warning("persona %s of the managed-agent record not read: %s", slug, exc)
+            return
+        if found is None:
+            log.warning(
+                "persona %s of the managed-agent record not found (or not shared with the agent)", slug
+            )
+            return
+        rt.config, rt.persona_name = apply_persona(rt.config, found, self.config)
+        log.info("persona %s (from the managed-agent record) applies to new sessions", slug)
+
     async def _apply_policy(self, policy: Policy) -> None:
         """The owner's 30177 changed (jobs spec §10.1): the author gate reads it at once; the
         pool grows now and shrinks as its surplus workers go idle."""
         rt = self.runtime
-        rt.policy = policy
+        previous, rt.policy = rt.policy, policy
+        if self.config.persona is None and policy.persona_id != (previous.persona_id if previous else None):
+            await self._record_persona(policy.persona_id)
         rt.pool.resize(policy.parallelism)
         if not self.config.lazy_pool:
             for worker in rt.pool.free():
