@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from buzz.core.limits import DEFAULT_MAX_TAGS
+
 
 class StorageClass(Enum):
     """relay.md §3.1."""
@@ -273,6 +275,14 @@ DELETION_KIND = 5
 GIFT_WRAP_KIND = 1059
 
 
+# Tags per event (issue 24 item 11): an event of 25,000 tags cost every reader that parsed it
+# (four REQs took the relay from 92 MB to 2.2 GB). Lists that name people, events or emoji
+# one by one may hold a frame's worth (a `p` tag is ~72 bytes: 512 KiB holds ~7,300); every
+# other kind holds at most limits.DEFAULT_MAX_TAGS. Relay-signed events are not checked.
+LIST_MAX_TAGS = 10_000
+TAG_CAPS: dict[int, int] = {k: LIST_MAX_TAGS for k in (3, 10000, 10001, 10003, 10030, 30000, 30003, 30030)}
+
+
 # -- the operator's kinds (BUZZ_OPEN_KINDS) ------------------------------------------------------
 # The gates an operator may give an opened kind: the relay.md §5.1 sets, by the names the
 # operator documentation uses. Shared-gated and engram gates need tag rules of their own and
@@ -379,6 +389,10 @@ class KindTable:
                     r.template.place,
                 )
         return None
+
+    def max_tags(self, kind: int) -> int:
+        """The most tags an event of `kind` may carry (`TAG_CAPS`, else DEFAULT_MAX_TAGS)."""
+        return TAG_CAPS.get(kind, DEFAULT_MAX_TAGS)
 
     def is_known(self, kind: int) -> bool:
         """Known = in the table and not reserved (relay.md §3.2 item 1)."""
