@@ -23,9 +23,10 @@ LAYERS: dict[str, frozenset[str]] = {
     "buzz.client": frozenset({"buzz.core", "buzz.recall", "buzz.jobs"}),
     # files (issue 26): pure checks over core, byte stores and metadata over the store's interface
     "buzz.media": frozenset({"buzz.core", "buzz.store"}),
-    "buzz.relay": frozenset({"buzz.core", "buzz.store", "buzz.media", "buzz.jobs"}),
+    "buzz.relay": frozenset({"buzz.core", "buzz.store", "buzz.media", "buzz.jobs", "buzz.workflows"}),
     "buzz.jobs": frozenset({"buzz.core"}),  # the job protocol's pure core (issue 27)
-    "buzz.workflows": frozenset({"buzz.core"}),  # the engine's pure core (issue 28); its runner comes later
+    # the workflow engine (issue 28): a pure core over core, and its runner over the store's interface
+    "buzz.workflows": frozenset({"buzz.core", "buzz.store"}),
     "buzz.agent": frozenset({"buzz.core", "buzz.client", "buzz.jobs"}),
     "buzz.mcp": frozenset({"buzz.core", "buzz.client", "buzz.jobs"}),
     "buzz.voice": frozenset({"buzz.core", "buzz.client"}),

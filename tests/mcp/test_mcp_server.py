@@ -45,6 +45,19 @@ TOOLS = {
     "get_job": ({"job_id"}, {"job_id"}),
     "cancel_job": ({"job_id", "reason"}, {"job_id"}),
     "submit_job_result": ({"channel_id", "job_id", "manifest"}, {"channel_id", "job_id", "manifest"}),
+    # workflows.md §17
+    "list_workflows": ({"channel_id"}, {"channel_id"}),
+    "get_workflow": ({"workflow_id"}, {"workflow_id"}),
+    "create_workflow": ({"channel_id", "yaml", "name"}, {"channel_id", "yaml"}),
+    "update_workflow": ({"workflow_id", "yaml", "name"}, {"workflow_id", "yaml"}),
+    "delete_workflow": ({"workflow_id"}, {"workflow_id"}),
+    "enable_workflow": ({"workflow_id"}, {"workflow_id"}),
+    "disable_workflow": ({"workflow_id"}, {"workflow_id"}),
+    "trigger_workflow": ({"workflow_id", "inputs"}, {"workflow_id"}),
+    "list_workflow_runs": ({"workflow_id", "limit", "before", "before_id"}, {"workflow_id"}),
+    "get_workflow_run": ({"workflow_id", "run_id"}, {"workflow_id", "run_id"}),
+    "approve_workflow_step": ({"approval", "note"}, {"approval"}),
+    "deny_workflow_step": ({"approval", "note"}, {"approval"}),
 }
 SEND_KEYS = {"event_id", "channel_id", "created_at", "reply_to", "root", "mention_pubkeys"}
 MESSAGE_KEYS = {"id", "pubkey", "created_at", "kind", "tags", "content", "sig"}

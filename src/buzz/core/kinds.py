@@ -209,6 +209,9 @@ _TABLE: tuple[tuple[int, str, StorageClass, str, Scope, Place], ...] = (
     (46006, "workflow failed", REGULAR, "", RELAY, H),
     (46007, "workflow cancelled", REGULAR, "", RELAY, H),
     (46010, "workflow approval requested", REGULAR, "", RELAY, H),
+    (46020, "workflow manual trigger", REGULAR, "", M_W, OPT_H),  # channel: the workflow's (workflows.md §13)
+    (46030, "workflow approval grant", REGULAR, "", M_W, OPT_H),  # channel: the approval's (§9.4)
+    (46031, "workflow approval deny", REGULAR, "", M_W, OPT_H),
     (46011, "workflow approval granted", REGULAR, "", RELAY, H),
     (46012, "workflow approval denied", REGULAR, "", RELAY, H),
     (48100, "huddle started", REGULAR, "", C_W, H),
@@ -266,7 +269,9 @@ RELAY_ONLY_KINDS = frozenset(k for k, info in REGISTRY.items() if info.scope is 
 RESERVED_KINDS = frozenset(k for k, info in REGISTRY.items() if info.scope is Scope.RESERVED)
 TOKEN_KINDS = frozenset(k for k, info in REGISTRY.items() if info.scope is Scope.AUTH)
 MEMBERSHIP_NOTICE_KINDS = frozenset({44100, 44101})
-NON_SEARCHABLE_KINDS = P_GATED_KINDS | AUTHOR_ONLY_KINDS | {ENGRAM_KIND}
+# workflows.md §2.2 item 6: run records and workflow commands are not message text.
+WORKFLOW_RECORD_KINDS = frozenset({*range(46001, 46013), 46020, 46030, 46031})
+NON_SEARCHABLE_KINDS = P_GATED_KINDS | AUTHOR_ONLY_KINDS | {ENGRAM_KIND} | WORKFLOW_RECORD_KINDS
 # Every kind `visibility.visible_by_sets` may refuse; any other kind passes it for every reader.
 SETS_GATED_KINDS = AUTHOR_ONLY_KINDS | SHARED_GATED_KINDS | P_GATED_KINDS | {ENGRAM_KIND}
 AUTH_KIND = 22242

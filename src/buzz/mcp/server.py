@@ -41,6 +41,7 @@ from buzz.client.models import as_json
 from buzz.client.workspace import Workspace
 from buzz.mcp.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
 from buzz.mcp.wire import answering_unreadable
+from buzz.mcp.workflow_tools import WORKFLOW_HANDLERS
 
 log = logging.getLogger("buzz.mcp")
 
@@ -198,6 +199,7 @@ HANDLERS: dict[str, Handler] = {
     "get_job": _get_job,
     "cancel_job": _cancel_job,
     "submit_job_result": _submit_job_result,
+    **WORKFLOW_HANDLERS,  # workflows.md §17
 }
 assert set(HANDLERS) == set(TOOLS_BY_NAME)
 

@@ -21,6 +21,7 @@ from typing import Literal, Protocol
 from buzz.core.errors import Duplicate, Invalid, Restricted, ServerError
 from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent
+from buzz.store.workflow_rows import WorkflowWrite
 
 
 class InsertOutcome(Enum):
@@ -262,6 +263,7 @@ class AdvanceJob:
     seq: int | None = None
     seq_refusal: str = ""
     disposition: str | None = None
+    lenient: bool = False  # a refused state leaves the row as it is instead of raising
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +297,7 @@ Effect = (
     | PutMediaRefs
     | OpenJob
     | AdvanceJob
+    | WorkflowWrite
 )
 
 Accept = Callable[[StoredEvent], bool]

@@ -10,7 +10,8 @@ loser is refused with the reason the relay would have given (`JobConflict`).
 
 from __future__ import annotations
 
-from buzz.store.base import AdvanceJob, JobConflict, JobRow, OpenJob
+from buzz.core.stored import StoredEvent
+from buzz.store.base import AdvanceJob, Effect, JobConflict, JobRow, OpenJob
 from buzz.store.dialect import Conn, Params
 
 _COLUMNS = "id, channel_id, requester, assignee, state, last_seq, disposition, parent, created_at, updated_at"
@@ -61,10 +62,14 @@ async def advance_job_txn(conn: Conn, effect: AdvanceJob, now: int) -> None:
         f"SELECT state, last_seq FROM jobs WHERE id = {p.add(effect.job_id)}{lock}", p.values
     )
     if not rows:
+        if effect.lenient:
+            return
         raise JobConflict("job not found")
     state, last_seq = rows[0][0], int(rows[0][1])
     reason = dict(effect.refusals).get(state)
     if reason is not None:
+        if effect.lenient:
+            return
         raise JobConflict(reason)
     if effect.seq is not None and effect.seq <= last_seq:
         raise JobConflict(effect.seq_refusal)
@@ -75,6 +80,40 @@ async def advance_job_txn(conn: Conn, effect: AdvanceJob, now: int) -> None:
     if effect.disposition is not None:
         sets.append(f"disposition = {p.add(effect.disposition)}")
     await conn.execute(f"UPDATE jobs SET {', '.join(sets)} WHERE id = {p.add(effect.job_id)}", p.values)
+
+
+# jobs spec §5.2: the states a job ends in (the one fact of the state machine the relay's own
+# writes need here: a workflow's cancel of a job that already ended changes nothing).
+ENDED_STATES = ("completed", "failed", "cancelled")
+
+
+def relay_job_effects(stored: StoredEvent) -> tuple[Effect, ...]:
+    """The job-row effects of a job event the relay writes itself, outside the ingest rules (a
+    workflow's `ask_agent` 43001 opens its job, its 43005 cancels a job still open; decision
+    212). Other events: none."""
+    event = stored.event
+    channel = stored.channel_id or event.first_tag("h")
+    if event.kind == 43001 and channel is not None:
+        assignee = event.first_tag("p")
+        if assignee is None:
+            return ()
+        requester = event.first_tag("actor") or event.pubkey
+        return (
+            OpenJob(
+                event.id,
+                channel,
+                requester,
+                assignee,
+                event.first_tag("parent-job"),
+                event.created_at,
+            ),
+        )
+    if event.kind == 43005:
+        job = next((t[1] for t in event.tags if t[0] == "e" and len(t) >= 4 and t[3] == "reply"), None)
+        if job is not None:
+            refusals = tuple((state, f"job is {state}") for state in ENDED_STATES)
+            return (AdvanceJob(job, "cancelled", refusals, event.created_at, lenient=True),)
+    return ()
 
 
 async def job_txn(conn: Conn, job_id: str) -> JobRow | None:

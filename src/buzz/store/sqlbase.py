@@ -41,6 +41,7 @@ from buzz.store.base import (
 from buzz.store.bulk import insert_many_txn
 from buzz.store.dialect import Conn
 from buzz.store.media import MediaStoreMixin
+from buzz.store.workflows import WorkflowStoreMixin
 from buzz.store.writes import claim_auth_event_txn, insert_txn, put_relay_member_txn, set_agent_owner_txn
 
 P = ParamSpec("P")
@@ -56,7 +57,7 @@ def _check_storable(stored: StoredEvent) -> None:
         )
 
 
-class SqlStore(MediaStoreMixin, ABC):
+class SqlStore(MediaStoreMixin, WorkflowStoreMixin, ABC):
     """The EventStore methods; subclasses implement open/close, `_write` and `_read`."""
 
     # How long a REQ, COUNT or history read may run before the database stops it (ReadTimeout).

@@ -37,6 +37,7 @@ from buzz.store.base import (
     SetDmHidden,
     SoftDelete,
     UpdateChannel,
+    WorkflowWrite,
 )
 from buzz.store.dialect import Conn, Dialect, Params
 from buzz.store.jobs import advance_job_txn, open_job_txn
@@ -283,6 +284,10 @@ async def _apply_txn(conn: Conn, effect: Effect, now: int) -> None:
             await open_job_txn(conn, effect)
         case AdvanceJob():
             await advance_job_txn(conn, effect, now)
+        case WorkflowWrite():
+            from buzz.store.workflows import workflow_write_txn  # it inserts events: imports this module
+
+            await workflow_write_txn(conn, effect, now)
         case _:
             assert_never(effect)
 

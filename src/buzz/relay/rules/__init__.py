@@ -6,7 +6,18 @@ reads. Adding a rule means adding a module (or a row), never a branch in the pip
 from __future__ import annotations
 
 from buzz.core.kinds import NEEDS_H_KINDS
-from buzz.relay.rules import channels, deletion, dms, engram, huddle, jobs, messages, profile, records
+from buzz.relay.rules import (
+    channels,
+    deletion,
+    dms,
+    engram,
+    huddle,
+    jobs,
+    messages,
+    profile,
+    records,
+    workflows,
+)
 from buzz.relay.rules import metrics as turn_metrics
 from buzz.relay.rules.base import KindRules, Plan, Validator
 from buzz.relay.rules.threads import with_thread_rules
@@ -22,6 +33,7 @@ _FRAGMENTS = (
     records.VALIDATORS,
     jobs.VALIDATORS,
     turn_metrics.VALIDATORS,
+    workflows.VALIDATORS,
 )
 
 

@@ -128,5 +128,4 @@ VALIDATORS: dict[int, Validator] = {
     30177: managed_agent,
     30178: team_catalog,
     30300: event_reminder,
-    30620: workflow_definition,
 }
