@@ -69,7 +69,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "workflows": (
         "buzz.cli.workflows_cmd",
         "workflows",
-        "Workflows: create, update, enable, run, approve and inspect a channel's automations.",
+        "Workflows: YAML automations bound to a channel.",
     ),
 }
 
