@@ -7,6 +7,7 @@ import { resolveNames } from './mentions'
 import { firstTag, now, type NEvent, type Signer, type Tag } from './types'
 import { AgentDesk } from './agents'
 import { HuddleBook } from './huddle-book'
+import { Outbox } from './outbox'
 import {
   DELETION, EDIT, HUDDLE_ENDED, HUDDLE_JOINED, HUDDLE_KINDS, HUDDLE_LEFT, HUDDLE_STARTED, MAX_CONTENT_BYTES, MESSAGE,
   MODERATION_DELETE, PAGE, PRESENCE, REACTION, TYPING, byTime, insertSorted, profileOf, threadLinks,
@@ -24,6 +25,7 @@ export class Workspace {
   readonly relay: RelayConn
   readonly desk: AgentDesk = new AgentDesk(this)
   readonly huddleBook: HuddleBook = new HuddleBook(this)
+  readonly outbox: Outbox
   status: 'connecting' | 'online' | 'offline' = 'connecting'
   statusDetail = ''
   channels = new Map<string, Channel>()
@@ -56,6 +58,7 @@ export class Workspace {
 
   constructor(readonly me: Signer) {
     this.relay = new RelayConn(relayUrl(), me)
+    this.outbox = new Outbox(this.relay, () => this.changed())
     this.relay.onstatus = (s, detail) => {
       this.status = s
       this.statusDetail = detail ?? ''
@@ -597,6 +600,7 @@ export class Workspace {
     return out
   }
 
+  /** Sign the message and show it at once; the outbox delivers it (its state shows on it). */
   async send(channel: string, text: string, picked: string[], replyTo: string | null = null): Promise<NEvent> {
     if (!text.trim()) throw new Error('Type a message first.')
     if (new TextEncoder().encode(text).length > MAX_CONTENT_BYTES) throw new Error(`Messages are at most ${MAX_CONTENT_BYTES} bytes.`)
@@ -611,9 +615,10 @@ export class Workspace {
     const resolved = resolveNames(text, names).resolved
     const mentions = [...new Set([...picked.filter((p) => names.has(p)), ...resolved])]
     for (const p of mentions) tags.push(['p', p])
-    const ev = await this.relay.publish({ kind: MESSAGE, created_at: now(), tags, content: text })
+    const ev = await this.me.sign({ kind: MESSAGE, created_at: this.outbox.stamp(), tags, content: text })
     this.lastTyping = 0 // the next keystroke is a new bout of typing
     this.ingest(ev, true)
+    void this.outbox.deliver(ev)
     return ev
   }
 

@@ -1,7 +1,10 @@
 // Message box with `@` autocomplete over the channel's members: picking one writes `@Name` and
 // remembers the pubkey, which becomes a `p` tag when sent (typed names resolve the same way
-// as `buzz messages send`). Enter sends, Shift+Enter breaks the line.
+// as `buzz messages send`). Enter sends, Shift+Enter breaks the line. The text is the draft of
+// this channel or thread (drafts.ts); sending empties the box at once, the message's progress
+// shows on it (outbox.ts), so what is typed meanwhile stays.
 import { useRef, useState } from 'preact/hooks'
+import { draftKey, useDraft } from '../drafts'
 import { mentionQuery } from '../mentions'
 import type { Workspace } from '../workspace'
 import { humanError } from './hooks'
@@ -9,11 +12,10 @@ import { humanError } from './hooks'
 type Props = { ws: Workspace; channel: string; label: string; button: string; placeholder: string; replyTo?: string }
 
 export function Composer({ ws, channel, label, button, placeholder, replyTo }: Props) {
-  const [text, setText] = useState('')
+  const [text, setText] = useDraft(draftKey(ws.me.pubkey, channel, replyTo))
   const [picked, setPicked] = useState<string[]>([])
   const [caret, setCaret] = useState(0)
   const [index, setIndex] = useState(0)
-  const [sending, setSending] = useState(false)
   const [error, setError] = useState('')
   const area = useRef<HTMLTextAreaElement>(null)
 
@@ -38,18 +40,19 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
   }
 
   const send = async () => {
-    if (sending || !text.trim()) return
-    setSending(true)
+    if (!text.trim()) return
+    const [body, who] = [text, picked]
+    setText('')
+    setPicked([])
+    setCaret(0)
     setError('')
     try {
-      await ws.send(channel, text, picked, replyTo ?? null)
-      setText('')
-      setPicked([])
-      setCaret(0)
+      await ws.send(channel, body, who, replyTo ?? null)
     } catch (e) {
+      // Refused before it left (too long, not signed): the text comes back unless more was typed.
+      if (!area.current?.value) setText(body)
       setError(humanError(e))
     } finally {
-      setSending(false)
       area.current?.focus()
     }
   }
@@ -105,7 +108,7 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
         onKeyDown={onKey}
         onClick={(e) => setCaret(e.currentTarget.selectionStart ?? 0)}
       />
-      <button type="submit" disabled={sending}>{button}</button>
+      <button type="submit">{button}</button>
       {error && <p class="error" role="alert">{error}</p>}
     </form>
   )

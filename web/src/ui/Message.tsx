@@ -8,6 +8,7 @@ import { Avatar } from './Avatar'
 import { useUi } from './context'
 import { act } from './hooks'
 import { MessageBody, copyText } from './MessageBody'
+import { SendState } from './SendState'
 
 const EMOJI = ['👍', '❤️', '😂', '🎉', '👀', '✅']
 // One formatter each: building one per message (toLocale…String) is most of a render.
@@ -72,6 +73,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
         ) : (
           <MessageBody ws={ws} m={m} />
         )}
+        {mine && <SendState ws={ws} m={m} />}
         {m.editedAt !== null && !editing && (
           <span class="edited" title={`Edited ${FULL.format(new Date(m.editedAt * 1000))}`}>(edited)</span>
         )}
