@@ -8,6 +8,7 @@ import { firstTag, now, type NEvent, type Signer, type Tag } from './types'
 import { AgentDesk } from './agents'
 import { HuddleBook } from './huddle-book'
 import { Outbox } from './outbox'
+import { ReadState } from './unread'
 import {
   DELETION, EDIT, HUDDLE_ENDED, HUDDLE_JOINED, HUDDLE_KINDS, HUDDLE_LEFT, HUDDLE_STARTED, MAX_CONTENT_BYTES, MESSAGE,
   MODERATION_DELETE, PAGE, PRESENCE, REACTION, TYPING, byTime, insertSorted, profileOf, threadLinks,
@@ -19,13 +20,13 @@ export * from './model'
 
 const LIVE_KINDS = [MESSAGE, EDIT, REACTION, DELETION, MODERATION_DELETE, ...HUDDLE_KINDS]
 const TYPING_TTL_S = 6
-const LAST_READ_KEY = 'buzz.lastRead.'
 
 export class Workspace {
   readonly relay: RelayConn
   readonly desk: AgentDesk = new AgentDesk(this)
   readonly huddleBook: HuddleBook = new HuddleBook(this)
   readonly outbox: Outbox
+  readonly reads: ReadState
   status: 'connecting' | 'online' | 'offline' = 'connecting'
   statusDetail = ''
   channels = new Map<string, Channel>()
@@ -35,7 +36,9 @@ export class Workspace {
   presence = new Map<string, string>()
   msgs = new Map<string, Msg>()
   timelines = new Map<string, Timeline>()
-  unread = new Map<string, number>()
+  get unread(): Map<string, number> {
+    return this.reads.unread
+  }
   typing = new Map<string, Map<string, number>>()
   active: string | null = null
   thread: string | null = null
@@ -59,6 +62,7 @@ export class Workspace {
   constructor(readonly me: Signer) {
     this.relay = new RelayConn(relayUrl(), me)
     this.outbox = new Outbox(this.relay, () => this.changed())
+    this.reads = new ReadState(this)
     this.relay.onstatus = (s, detail) => {
       this.status = s
       this.statusDetail = detail ?? ''
@@ -89,6 +93,7 @@ export class Workspace {
   // -- start -----------------------------------------------------------------------------
   async start(): Promise<void> {
     this.relay.start()
+    this.reads.follow()
     this.needProfiles([this.me.pubkey])
     // Being added to or removed from a channel; that channel's own state (39000/39002) then
     // comes through the per-channel subscription (relay.md §6.3 item 3: channel events reach
@@ -186,7 +191,7 @@ export class Workspace {
     this.channels = next
     this.channelsLoaded = true
     this.resubscribe()
-    void this.countUnread()
+    void this.reads.countAll()
     this.changed()
   }
 
@@ -220,20 +225,6 @@ export class Workspace {
         )
       : null
     previous?.()
-  }
-
-  private async countUnread(): Promise<void> {
-    for (const c of this.myChannels()) {
-      const last = Number(localStorage.getItem(LAST_READ_KEY + c.id) ?? '0')
-      if (!last || c.id === this.active || this.unread.has(c.id)) continue
-      try {
-        const n = await this.relay.count([{ kinds: [MESSAGE], '#h': [c.id], since: last + 1 }])
-        if (n > 0 && c.id !== this.active) this.unread.set(c.id, n)
-      } catch {
-        /* counts are a hint */
-      }
-    }
-    this.changed()
   }
 
   // -- profiles --------------------------------------------------------------------------
@@ -294,17 +285,19 @@ export class Workspace {
     this.active = id
     history.replaceState(null, '', `#${id}`)
     this.thread = null
-    this.unread.delete(id)
-    this.markRead(id)
+    this.reads.opened(id)
     this.changed()
     const ch = this.channels.get(id)
     if (ch && !this.roles.has(id)) void this.loadMembers(id)
     if (ch && !this.huddles.has(id)) void this.loadHuddle(id).catch(() => undefined)
     if (!this.timelines.get(id)?.loaded) await this.loadOlder(id)
-  }
-
-  private markRead(id: string): void {
-    localStorage.setItem(LAST_READ_KEY + id, String(now()))
+    // Back to the first unread message, so the divider has it (at most 500 further).
+    const divider = this.reads.dividers.get(id)
+    const shown = this.visible(id)
+    if (divider && shown.length && shown[0].ev.created_at > divider.at) await this.loadOlder(id, divider.at)
+    this.reads.settled.add(id)
+    if (this.active === id) this.reads.markRead(id)
+    this.changed()
   }
 
   async loadMembers(id: string): Promise<void> {
@@ -560,11 +553,7 @@ export class Workspace {
     if (!root || m.broadcast) insertSorted(this.timeline(channel), m, this.msgs)
     if (live) {
       this.typing.get(channel)?.delete(e.pubkey)
-      if (channel !== this.active && e.pubkey !== this.me.pubkey) {
-        this.unread.set(channel, (this.unread.get(channel) ?? 0) + 1)
-      } else if (channel === this.active) {
-        this.markRead(channel)
-      }
+      this.reads.live(m)
       if (e.pubkey !== this.me.pubkey && e.tags.some((t) => t[0] === 'p' && t[1] === this.me.pubkey)) this.notify(m)
     }
     this.changed()

@@ -1,5 +1,6 @@
 // My channels and DMs. Each link's accessible name is exactly the channel's name; the unread
 // count is its description (aria-describedby), so screen readers and tests see both apart.
+// Mentions of me and direct messages get a badge of their own (red), apart from plain unread.
 import type { Channel, Workspace } from '../workspace'
 
 type Props = { ws: Workspace; onOpen: (id: string) => void; onNew: () => void; onBrowse: () => void; onAgents: () => void }
@@ -35,12 +36,15 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents }: Props) {
 function Item({ ws, c, label, onOpen }: { ws: Workspace; c: Channel; label: string; onOpen: (id: string) => void }) {
   const unread = ws.unread.get(c.id) ?? 0
   const descId = `unread-${c.id}`
+  const forMe = ws.reads.mentions.get(c.id) ?? 0
+  const dm = c.type === 'dm'
+  const described = [unread && descId, forMe && !dm && `mention-${c.id}`].filter(Boolean).join(' ')
   return (
     <li key={c.id}>
       <a
         href={`#${c.id}`}
         aria-label={label}
-        aria-describedby={unread ? descId : undefined}
+        aria-describedby={described || undefined}
         aria-current={ws.active === c.id ? 'page' : undefined}
         class={`chan ${ws.active === c.id ? 'active' : ''} ${unread ? 'unread' : ''}`}
         onClick={(e) => {
@@ -51,7 +55,8 @@ function Item({ ws, c, label, onOpen }: { ws: Workspace; c: Channel; label: stri
         <span aria-hidden="true" class="sigil">{c.type === 'dm' ? '@' : c.visibility === 'private' ? '🔒' : '#'}</span>
         <span class="chan-name" aria-hidden="true">{label}</span>
         {c.archived && <span class="tag" aria-hidden="true">archived</span>}
-        {unread > 0 && <span id={descId} class="badge">{unread} unread</span>}
+        {unread > 0 && <span id={descId} class={`badge ${dm ? 'mention' : ''}`}>{unread} unread</span>}
+        {forMe > 0 && !dm && <span id={`mention-${c.id}`} class="badge mention">{forMe} {forMe === 1 ? 'mention' : 'mentions'}</span>}
       </a>
     </li>
   )
