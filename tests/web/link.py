@@ -1,7 +1,8 @@
 """A TCP hop between the browser and a real relay, so a test can stop and restart the relay
 (on another port, with the same data) behind one address the page keeps dialling, and can
 make the link deaf: bytes still reach the relay, its answers no longer reach the page — the
-moment of a send whose OK is lost because the relay went down."""
+moment of a send whose OK is lost because the relay went down. `down` refuses the page while
+the relay is already back, so a test can publish what the page must catch up on."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ class Link:
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.deaf = False
+        self.down = False  # refuse the page's connections, as a relay that is not there yet
         self.port = 0
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.Task[None]] = set()
@@ -33,6 +35,9 @@ class Link:
         await asyncio.gather(*self._pipes, return_exceptions=True)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.down:
+            writer.close()
+            return
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         except OSError:  # the relay is down: the page sees its connection fail at once
