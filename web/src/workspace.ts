@@ -9,6 +9,7 @@ import { AgentDesk } from './agents'
 import { HuddleBook } from './huddle-book'
 import { Outbox } from './outbox'
 import { ReadState } from './unread'
+import { PresenceBook } from './presence'
 import {
   DELETION, EDIT, HUDDLE_ENDED, HUDDLE_JOINED, HUDDLE_KINDS, HUDDLE_LEFT, HUDDLE_STARTED, MAX_CONTENT_BYTES, MESSAGE,
   MODERATION_DELETE, PAGE, PRESENCE, REACTION, TYPING, byTime, insertSorted, profileOf, threadLinks,
@@ -27,6 +28,7 @@ export class Workspace {
   readonly huddleBook: HuddleBook = new HuddleBook(this)
   readonly outbox: Outbox
   readonly reads: ReadState
+  readonly presenceBook: PresenceBook
   status: 'connecting' | 'online' | 'offline' = 'connecting'
   statusDetail = ''
   channels = new Map<string, Channel>()
@@ -63,6 +65,7 @@ export class Workspace {
     this.relay = new RelayConn(relayUrl(), me)
     this.outbox = new Outbox(this.relay, () => this.changed())
     this.reads = new ReadState(this)
+    this.presenceBook = new PresenceBook(this)
     this.relay.onstatus = (s, detail) => {
       this.status = s
       this.statusDetail = detail ?? ''
@@ -100,8 +103,7 @@ export class Workspace {
     // live subscriptions only through a filter naming the channel).
     this.relay.subscribe([{ kinds: [44100, 44101], '#p': [this.me.pubkey], limit: 0 }], (e) => this.onChannelState(e))
     void this.loadRelayInfo()
-    void this.publishPresence()
-    window.setInterval(() => void this.publishPresence(), 60_000)
+    this.presenceBook.start()
     await this.loadChannels()
   }
 
@@ -128,14 +130,6 @@ export class Workspace {
   inHuddle = (channel: string): string[] => this.huddleBook.inside(channel)
   /** Start a huddle from `parent` in its own channel (huddle.md §8.4); the room id to join. */
   startHuddle = (parent: string, agents: string[]): Promise<string> => this.huddleBook.start(parent, agents)
-
-  private async publishPresence(): Promise<void> {
-    try {
-      await this.relay.publish({ kind: PRESENCE, created_at: now(), tags: [], content: 'online' })
-    } catch {
-      /* presence is best effort */
-    }
-  }
 
   private stateTimer = 0
   private onChannelState(e: NEvent): void {
@@ -251,7 +245,7 @@ export class Workspace {
     ])
     for (const e of found) {
       if (e.kind === PRESENCE) {
-        this.presence.set(e.pubkey, e.content)
+        this.presenceBook.event(e)
         continue
       }
       const have = this.profiles.get(e.pubkey)
@@ -504,7 +498,7 @@ export class Workspace {
         return this.huddleBook.event(e)
       case TYPING: {
         const ch = firstTag(e, 'h')
-        if (!ch || e.pubkey === this.me.pubkey) return
+        if (!ch || e.pubkey === this.me.pubkey || this.presenceBook.stopped(e)) return
         let m = this.typing.get(ch)
         if (!m) this.typing.set(ch, (m = new Map()))
         m.set(e.pubkey, now() + TYPING_TTL_S)
@@ -570,6 +564,13 @@ export class Workspace {
     if (!m) return []
     const t = now()
     return [...m.entries()].filter(([, until]) => until > t).map(([pk]) => this.nameOf(pk))
+  }
+
+  /** The box was emptied: others' "typing" line clears at once (decision 223). */
+  stoppedTyping(channel: string): void {
+    if (!this.lastTyping) return
+    this.lastTyping = 0
+    void this.presenceBook.stoppedTyping(channel)
   }
 
   async typed(channel: string): Promise<void> {

@@ -103,7 +103,7 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
           setText(e.currentTarget.value)
           setCaret(e.currentTarget.selectionStart ?? 0)
           setIndex(0)
-          void ws.typed(channel)
+          void (e.currentTarget.value ? ws.typed(channel) : ws.stoppedTyping(channel))
         }}
         onKeyDown={onKey}
         onClick={(e) => setCaret(e.currentTarget.selectionStart ?? 0)}
