@@ -21,12 +21,15 @@ const PUBLISH_GAP_MS = 1000 // at most one version a second: created_at stays ne
 const later = (a: Marker, b: Marker): boolean => a.at > b.at || (a.at === b.at && a.id > b.id)
 const markerOf = (e: NEvent): Marker => ({ at: e.created_at, id: e.id })
 
-type Stored = { read?: Record<string, [number, string]>; level?: Record<string, Level>; muted?: string[]; levelsAt?: number }
+type Stored = { read?: Record<string, [number, string]>; level?: Record<string, Level>; muted?: string[]; levelsAt?: number; done?: string[] }
+const MAX_DONE = 300 // inbox items marked done, newest kept
 
 export class ReadState {
   markers = new Map<string, Marker>()
   levels = new Map<string, Level>()
   muted = new Set<string>()
+  /** Inbox items marked done (event ids), in the order they were done. */
+  done = new Set<string>()
   unread = new Map<string, number>()
   mentions = new Map<string, number>()
   /** The marker a channel had when I opened it: the "New messages" divider goes after it. */
@@ -44,7 +47,7 @@ export class ReadState {
 
   // -- what the views ask -----------------------------------------------------------------
   level(channel: string): Level {
-    return this.levels.get(channel) ?? (this.ws.channels.get(channel)?.type === 'dm' ? 'all' : 'all')
+    return this.levels.get(channel) ?? (this.ws.channels.get(channel)?.type === 'dm' ? 'all' : 'mentions')
   }
 
   /** A message that counts toward "unread": someone else's, on the timeline, after my marker. */
@@ -89,6 +92,12 @@ export class ReadState {
     if (mark && !later(next, mark)) return
     this.markers.set(channel, next)
     this.save()
+  }
+
+  markDone(id: string): void {
+    this.done.add(id)
+    this.save()
+    this.ws.changed()
   }
 
   setLevel(channel: string, level: Level, muted: boolean): void {
@@ -197,6 +206,7 @@ export class ReadState {
         moved.push(channel)
       }
     }
+    for (const id of s.done ?? []) if (typeof id === 'string' && /^[0-9a-f]{64}$/.test(id)) this.done.add(id)
     if ((s.levelsAt ?? 0) >= this.levelsAt && (remote || !this.levelsAt)) {
       this.levelsAt = s.levelsAt ?? 0
       this.levels = new Map(Object.entries(s.level ?? {}).filter(([, l]) => l === 'all' || l === 'mentions' || l === 'none'))
@@ -209,7 +219,7 @@ export class ReadState {
     const read: Record<string, [number, string]> = {}
     const newest = [...this.markers.entries()].sort((a, b) => b[1].at - a[1].at).slice(0, MAX_CHANNELS)
     for (const [c, m] of newest) read[c] = [m.at, m.id]
-    return { read, level: Object.fromEntries(this.levels), muted: [...this.muted], levelsAt: this.levelsAt }
+    return { read, level: Object.fromEntries(this.levels), muted: [...this.muted], levelsAt: this.levelsAt, done: [...this.done].slice(-MAX_DONE) }
   }
 
   private save(): void {

@@ -10,6 +10,8 @@ import { HuddleBook } from './huddle-book'
 import { Outbox } from './outbox'
 import { ReadState } from './unread'
 import { PresenceBook } from './presence'
+import { Inbox } from './inbox'
+import { shouldNotify } from './notify'
 import {
   DELETION, EDIT, HUDDLE_ENDED, HUDDLE_JOINED, HUDDLE_KINDS, HUDDLE_LEFT, HUDDLE_STARTED, MAX_CONTENT_BYTES, MESSAGE,
   MODERATION_DELETE, PAGE, PRESENCE, REACTION, TYPING, byTime, insertSorted, profileOf, threadLinks,
@@ -29,6 +31,7 @@ export class Workspace {
   readonly outbox: Outbox
   readonly reads: ReadState
   readonly presenceBook: PresenceBook
+  readonly inbox: Inbox
   status: 'connecting' | 'online' | 'offline' = 'connecting'
   statusDetail = ''
   channels = new Map<string, Channel>()
@@ -66,6 +69,7 @@ export class Workspace {
     this.outbox = new Outbox(this.relay, () => this.changed())
     this.reads = new ReadState(this)
     this.presenceBook = new PresenceBook(this)
+    this.inbox = new Inbox(this)
     this.relay.onstatus = (s, detail) => {
       this.status = s
       this.statusDetail = detail ?? ''
@@ -183,6 +187,7 @@ export class Workspace {
       next.set(id, ch)
     }
     this.channels = next
+    if (!this.channelsLoaded) void this.inbox.load()
     this.channelsLoaded = true
     this.resubscribe()
     void this.reads.countAll()
@@ -548,7 +553,8 @@ export class Workspace {
     if (live) {
       this.typing.get(channel)?.delete(e.pubkey)
       this.reads.live(m)
-      if (e.pubkey !== this.me.pubkey && e.tags.some((t) => t[0] === 'p' && t[1] === this.me.pubkey)) this.notify(m)
+      this.inbox.consider(e)
+      if (shouldNotify(this, m)) this.notify(m)
     }
     this.changed()
   }

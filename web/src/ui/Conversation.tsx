@@ -24,7 +24,7 @@ export function Conversation({ ws, channel, onThread, onMembers, onHuddle }: Pro
           {inHuddle.length > 0 && <span class="huddle-live" title={inHuddle.join(', ')}>In the huddle: {inHuddle.join(', ')}</span>}
           {channel.member && channel.type !== 'dm' && <button type="button" class="quiet" onClick={onHuddle}>Huddle</button>}
           <button type="button" class="quiet" onClick={onMembers}>Members</button>
-          {channel.member && ws.isElevated(channel.id) && <button type="button" class="quiet" onClick={() => setSettings(true)}>Channel settings</button>}
+          {channel.member && <button type="button" class="quiet" onClick={() => setSettings(true)}>Channel settings</button>}
         </div>
       </header>
       {channel.archived && <p class="banner">This channel is archived: it is read-only.</p>}

@@ -15,8 +15,9 @@ import { NewChannelDialog } from './NewChannel'
 import { BrowsePanel } from './Browse'
 import { AgentsPanel } from './Agents'
 import { HuddlePanel } from './Huddle'
+import { InboxPanel } from './Inbox'
 
-export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | null
+export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | 'inbox' | null
 
 export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
   useWorkspace(ws)
@@ -103,7 +104,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
         <span class={`status ${ws.status}`} title={ws.statusDetail}>{ws.status === 'online' ? 'Connected' : ws.status === 'connecting' ? 'Connecting…' : 'Offline'}</span>
         <button type="button" class="quiet" onClick={() => setProfile(true)}>{ws.nameOf(ws.me.pubkey)}</button>
       </header>
-      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} />
+      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} inbox={panel === 'inbox'} onInbox={() => { setMenu(false); toggle('inbox') }} />
       <main class="main">
         {channel ? (
           <Conversation
@@ -130,6 +131,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
       {panel === 'search' && <SearchPanel ws={ws} query={query} onClose={() => { setPanel(null); setQuery('') }} onJump={jump} />}
       {panel === 'browse' && <BrowsePanel ws={ws} onClose={() => setPanel(null)} onOpen={open} />}
       {panel === 'agents' && <AgentsPanel ws={ws} onClose={() => setPanel(null)} />}
+      {panel === 'inbox' && <InboxPanel ws={ws} onClose={() => setPanel(null)} onGo={go} />}
       {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {profile && <ProfileDialog ws={ws} fresh={fresh} onClose={() => setProfile(false)} />}
       {creating && <NewChannelDialog ws={ws} onClose={() => setCreating(false)} onCreated={(id) => { setCreating(false); open(id) }} />}

@@ -2,10 +2,11 @@
 // count is its description (aria-describedby), so screen readers and tests see both apart.
 // Mentions of me and direct messages get a badge of their own (red), apart from plain unread.
 import type { Channel, Workspace } from '../workspace'
+import { InboxLink } from './Inbox'
 
-type Props = { ws: Workspace; onOpen: (id: string) => void; onNew: () => void; onBrowse: () => void; onAgents: () => void }
+type Props = { ws: Workspace; onOpen: (id: string) => void; onNew: () => void; onBrowse: () => void; onAgents: () => void; inbox: boolean; onInbox: () => void }
 
-export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents }: Props) {
+export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, inbox, onInbox }: Props) {
   const mine = ws.myChannels().filter((c) => !c.ttl) // huddle channels open from their parent's huddle panel
   const channels = mine.filter((c) => c.type !== 'dm').sort(byName)
   const dms = mine.filter((c) => c.type === 'dm')
@@ -15,6 +16,7 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents }: Props) {
         <button type="button" onClick={onNew}>New channel</button>
         <button type="button" class="quiet" onClick={onBrowse}>Browse channels</button>
       </div>
+      <InboxLink ws={ws} open={inbox} onOpen={onInbox} />
       <h2 class="side-heading">Channels</h2>
       <ul>
         {channels.map((c) => <Item ws={ws} c={c} label={c.name} onOpen={onOpen} />)}
@@ -34,7 +36,8 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents }: Props) {
 }
 
 function Item({ ws, c, label, onOpen }: { ws: Workspace; c: Channel; label: string; onOpen: (id: string) => void }) {
-  const unread = ws.unread.get(c.id) ?? 0
+  const muted = ws.reads.muted.has(c.id)
+  const unread = muted ? 0 : ws.unread.get(c.id) ?? 0 // a muted channel shows mentions only
   const descId = `unread-${c.id}`
   const forMe = ws.reads.mentions.get(c.id) ?? 0
   const dm = c.type === 'dm'
@@ -46,7 +49,7 @@ function Item({ ws, c, label, onOpen }: { ws: Workspace; c: Channel; label: stri
         aria-label={label}
         aria-describedby={described || undefined}
         aria-current={ws.active === c.id ? 'page' : undefined}
-        class={`chan ${ws.active === c.id ? 'active' : ''} ${unread ? 'unread' : ''}`}
+        class={`chan ${ws.active === c.id ? 'active' : ''} ${unread ? 'unread' : ''} ${muted ? 'muted' : ''}`}
         onClick={(e) => {
           e.preventDefault()
           onOpen(c.id)
