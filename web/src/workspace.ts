@@ -47,6 +47,7 @@ export class Workspace {
   typing = new Map<string, Map<string, number>>()
   active: string | null = null
   thread: string | null = null
+  editRequest: string | null = null // ↑ in an empty box: the message to open for editing
   focus: string | null = null // the message a permalink or search result points at (highlighted)
   notice: string | null = null
   refused = new Map<string, string>() // channel id -> the relay's refusal of a read

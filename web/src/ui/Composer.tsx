@@ -5,6 +5,7 @@
 // shows on it (outbox.ts), so what is typed meanwhile stays.
 import { useRef, useState } from 'preact/hooks'
 import { draftKey, useDraft } from '../drafts'
+import { editLast } from './Comfort'
 import { mentionQuery } from '../mentions'
 import type { Workspace } from '../workspace'
 import { humanError } from './hooks'
@@ -73,6 +74,10 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
         setCaret(-1)
         return
       }
+    }
+    if (e.key === 'ArrowUp' && !text && editLast(ws, channel, replyTo)) {
+      e.preventDefault()
+      return
     }
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault()

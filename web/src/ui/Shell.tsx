@@ -16,6 +16,7 @@ import { BrowsePanel } from './Browse'
 import { AgentsPanel } from './Agents'
 import { HuddlePanel } from './Huddle'
 import { InboxPanel } from './Inbox'
+import { JumpTo, ThemeSwitch, useShortcuts } from './Comfort'
 
 export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | 'inbox' | null
 
@@ -28,6 +29,8 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
   const [query, setQuery] = useState('')
 
   const [card, setCard] = useState<string | null>(null)
+  const [jumping, setJumping] = useState(false)
+  useShortcuts(() => setJumping(true), () => setPanel(null))
 
   // Messages render again when the highlighter or the emoji table arrives.
   useEffect(() => onLoaded(() => ws.changed()), [ws])
@@ -102,6 +105,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
           <input type="search" aria-label="Search" placeholder="Search messages" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
         </form>
         <span class={`status ${ws.status}`} title={ws.statusDetail}>{ws.status === 'online' ? 'Connected' : ws.status === 'connecting' ? 'Connecting…' : 'Offline'}</span>
+        <ThemeSwitch />
         <button type="button" class="quiet" onClick={() => setProfile(true)}>{ws.nameOf(ws.me.pubkey)}</button>
       </header>
       <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} inbox={panel === 'inbox'} onInbox={() => { setMenu(false); toggle('inbox') }} />
@@ -135,6 +139,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
       {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {profile && <ProfileDialog ws={ws} fresh={fresh} onClose={() => setProfile(false)} />}
       {creating && <NewChannelDialog ws={ws} onClose={() => setCreating(false)} onCreated={(id) => { setCreating(false); open(id) }} />}
+      {jumping && <JumpTo ws={ws} onClose={() => setJumping(false)} onOpen={open} />}
       {card && <ProfileCard ws={ws} pubkey={card} onClose={() => setCard(null)} onProfile={setCard} onOpen={open} />}
       {ws.notice && (
         <div class="toast" role="alert">

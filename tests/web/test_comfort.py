@@ -1,0 +1,29 @@
+"""Browser: comfort (issue 29 items 8 and 11) — dark theme, Ctrl/Cmd+K "Jump to", Esc, ↑ edits."""
+
+from __future__ import annotations
+
+from tests.agent.support import add_member, create_channel, set_profile
+from tests.support.relay import Identity, RunningRelay
+from tests.web.browser import assert_all_passed, require_browser, run_scenario
+
+CHECKS = [
+    "the Dark theme switch turns the page dark and stays so after a reload",
+    "with no choice made, the theme follows the system",
+    'Ctrl+K opens "Jump to": a channel, then a person',
+    "Esc closes the side panel",
+    "↑ in the empty box edits my last message",
+]
+
+
+async def test_comfort(sqlite_relay: RunningRelay, alice: Identity, bob: Identity) -> None:
+    require_browser()
+    async with sqlite_relay.client(alice) as a, sqlite_relay.client(bob) as b:
+        await set_profile(a, alice, "Alice")
+        await set_profile(b, bob, "Bob")
+        general = await create_channel(a, alice, "general")
+        await create_channel(a, alice, "random")
+        await add_member(a, alice, general, bob.pubkey)
+    report = await run_scenario(
+        "comfort", {"url": sqlite_relay.http_url + "/", "secret": alice.secret, "general": general}
+    )
+    assert_all_passed(report, CHECKS)
