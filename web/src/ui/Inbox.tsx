@@ -13,14 +13,13 @@ export function InboxLink({ ws, open, onOpen }: { ws: Workspace; open: boolean; 
     <a
       href="#inbox"
       class={`chan inbox-link ${open ? 'active' : ''}`}
-      aria-label="Inbox"
       aria-describedby={n ? 'inbox-count' : undefined}
       aria-current={open ? 'page' : undefined}
       onClick={(e) => { e.preventDefault(); onOpen() }}
     >
       <span class="sigil" aria-hidden="true">✉</span>
-      <span class="chan-name" aria-hidden="true">Inbox</span>
-      {n > 0 && <span id="inbox-count" class="badge mention">{n} waiting</span>}
+      <span class="chan-name">Inbox</span>
+      {n > 0 && <span id="inbox-count" class="badge mention" aria-hidden="true">{n} waiting</span>}
     </a>
   )
 }
