@@ -17,6 +17,7 @@ CHECKS = [
     'the channel opens at the first unread message under "New messages"',
     '"Jump to first unread" goes back to the divider',
     'scrolled up, new messages show on "Jump to latest", which goes to the bottom',
+    "screenshots: the divider at phone width",
 ]
 
 
@@ -27,14 +28,14 @@ async def test_catching_up(sqlite_relay: RunningRelay, alice: Identity, bob: Ide
         await set_profile(a, alice, "Alice")
         await set_profile(b, bob, "Bob")
         general = await create_channel(a, alice, "general")
-        await create_channel(a, alice, "random")
+        random = await create_channel(a, alice, "random")
         await add_member(a, alice, general, bob.pubkey)
         for i in range(30):
             assert (
                 await b.publish(Event.create(bob.secret, 9, f"old {i:02d}", [["h", general]], start + i))
             ).accepted
         page = await LiveScenario.start(
-            "catchup", {"url": sqlite_relay.http_url + "/", "secret": alice.secret}
+            "catchup", {"url": sqlite_relay.http_url + "/", "secret": alice.secret, "random": random}
         )
         try:
             await page.reached("read")
@@ -51,6 +52,15 @@ async def test_catching_up(sqlite_relay: RunningRelay, alice: Identity, bob: Ide
             for text in ("live 1", "live 2"):
                 assert (await b.publish(Event.create(bob.secret, 9, text, [["h", general]]))).accepted
             page.go("more")
+            await page.reached("away")
+            for i in range(8):
+                text = (
+                    f"later {i}: the build is green again"
+                    if i % 2
+                    else f"later {i}: who is looking at the deploy?"
+                )
+                assert (await b.publish(Event.create(bob.secret, 9, text, [["h", general]]))).accepted
+            page.go("later")
             report = await page.report()
         finally:
             await page.abort()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from buzz.core.event import Event
 from tests.agent.support import add_member, create_channel, set_profile
 from tests.support.relay import Identity, RunningRelay
 from tests.web.browser import assert_all_passed, require_browser, run_scenario
@@ -23,6 +24,13 @@ async def test_comfort(sqlite_relay: RunningRelay, alice: Identity, bob: Identit
         general = await create_channel(a, alice, "general")
         await create_channel(a, alice, "random")
         await add_member(a, alice, general, bob.pubkey)
+        for who, text in [
+            (bob, "Morning! The **deploy** is at 10:00, anything to add?"),
+            (alice, "Deploy notes:\n```bash\nmake deploy ENV=staging\n```\nthen check the dashboard."),
+            (bob, "Looks good to me 👍"),
+        ]:
+            client = b if who is bob else a
+            assert (await client.publish(Event.create(who.secret, 9, text, [["h", general]]))).accepted
     report = await run_scenario(
         "comfort", {"url": sqlite_relay.http_url + "/", "secret": alice.secret, "general": general}
     )

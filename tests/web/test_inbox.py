@@ -14,6 +14,7 @@ CHECKS = [
     "Mark done removes an item, also after a reload",
     "a new mention arrives in the inbox live",
     '"Notifications" per channel: all, then muted',
+    "screenshots: the inbox at phone width",
 ]
 
 

@@ -1,10 +1,14 @@
 // Catching up (issue 29 items 1 and 11): a channel with unread messages opens at the first of
 // them under a "New messages" separator; "Jump to first unread" and "Jump to latest" (with the
 // count of messages that arrived while scrolled up); a mention and a DM get their own badge.
-import { launch, person, log, article, scenario, check, finish, openChannel, signIn, reached, until } from './lib.mjs'
+import { launch, person, log, article, scenario, check, finish, openChannel, signIn, reached, until, PHONE } from './lib.mjs'
 
 const { config, report } = scenario()
 const { browser, close } = await launch()
+const shot = async (page, name) => {
+  await page.evaluate(() => document.activeElement?.blur())
+  await page.screenshot({ path: `${config.images}/${name}.png` })
+}
 const inView = (loc) => loc.evaluate((el) => {
   const box = el.closest('[role=log]').getBoundingClientRect()
   const r = el.getBoundingClientRect()
@@ -45,6 +49,7 @@ try {
     })
     if (!(await inView(article(p, 'new 00')))) throw new Error('the first unread message is not in view')
     if (await nav.getByRole('link', { name: 'general', exact: true }).locator('.badge').count()) throw new Error('still unread')
+    await shot(p, 'unread-desktop')
   })
 
   await check(report, '"Jump to first unread" goes back to the divider', async () => {
@@ -66,6 +71,20 @@ try {
     await p.getByRole('button', { name: 'Jump to latest' }).click()
     await p.getByRole('button', { name: 'Jump to latest' }).waitFor({ state: 'detached' })
     if (!(await inView(article(p, 'live 2')))) throw new Error('the newest message is not in view')
+  })
+  await check(report, 'screenshots: the divider at phone width', async () => {
+    await openChannel(p, 'random')
+    reached('away')
+    await until('later')
+    const { page: m } = await person(browser, report, 'alice on a phone', PHONE)
+    await m.goto(config.url + '#' + config.random)
+    await m.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
+    await m.getByRole('button', { name: 'Sign in' }).click()
+    await m.getByRole('button', { name: 'Menu' }).click()
+    await m.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'general', exact: true }).locator('.badge').waitFor()
+    await m.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'general', exact: true }).click()
+    await log(m).getByRole('separator', { name: 'New messages' }).waitFor()
+    await shot(m, 'unread-phone')
   })
 } finally {
   finish(report)

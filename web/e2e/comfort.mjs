@@ -1,7 +1,7 @@
 // Comfort (issue 29 items 8 and 11): the "Dark theme" switch (and the system's choice when
 // none was made), Ctrl/Cmd+K "Jump to" a channel or a person, Esc closes a side panel, ↑ in
 // the empty box edits my last message.
-import { launch, person, article, scenario, check, finish, send } from './lib.mjs'
+import { launch, person, article, scenario, check, finish, send, PHONE } from './lib.mjs'
 
 const { config, report } = scenario()
 const { browser, close } = await launch()
@@ -10,6 +10,10 @@ const signIn = async (p) => {
   await p.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
   await p.getByRole('button', { name: 'Sign in' }).click()
   await p.getByRole('heading', { name: '# general' }).waitFor()
+}
+const shot = async (page, name) => {
+  await page.evaluate(() => document.activeElement?.blur())
+  await page.screenshot({ path: `${config.images}/${name}.png` })
 }
 const theme = (p) => p.evaluate(() => document.documentElement.dataset.theme)
 try {
@@ -22,6 +26,8 @@ try {
     await sw.click()
     if ((await sw.getAttribute('aria-checked')) !== 'true' || (await theme(p)) !== 'dark') throw new Error('the switch did nothing')
     const bg = await p.evaluate(() => getComputedStyle(document.querySelector('.main') ?? document.body).backgroundColor)
+    await article(p, 'Deploy notes').waitFor()
+    await shot(p, 'dark-desktop')
     await p.reload()
     await signIn(p)
     if ((await theme(p)) !== 'dark') throw new Error('forgotten after a reload')
@@ -34,6 +40,10 @@ try {
     await q.goto(config.url)
     if ((await theme(q)) !== 'dark') throw new Error('a dark system shows a light page')
     await context.close()
+    const { page: m } = await person(browser, report, 'phone, dark', PHONE, undefined, { colorScheme: 'dark' })
+    await signIn(m)
+    await article(m, 'Deploy notes').waitFor()
+    await shot(m, 'dark-phone')
   })
 
   await check(report, 'Ctrl+K opens "Jump to": a channel, then a person', async () => {

@@ -2,10 +2,14 @@
 // count, the region "Inbox" of articles (a mention, a DM, a reply in my thread), Open in
 // context, Mark done (kept across a reload: it rides in the read state); per channel the
 // "Notifications" level and mute decide which messages raise a notification.
-import { launch, person, log, article, scenario, check, finish, openChannel, reached, until } from './lib.mjs'
+import { launch, person, article, scenario, check, finish, openChannel, reached, until, PHONE } from './lib.mjs'
 
 const { config, report } = scenario()
 const { browser, close } = await launch()
+const shot = async (page, name) => {
+  await page.evaluate(() => document.activeElement?.blur())
+  await page.screenshot({ path: `${config.images}/${name}.png` })
+}
 const signIn = async (p) => {
   await p.goto(config.url + '#' + config.random)
   await p.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
@@ -32,6 +36,7 @@ try {
       if (!texts.some((x) => x.includes(t))) throw new Error(`missing "${t}" in ${JSON.stringify(texts)}`)
     }
     if (texts.length !== 3) throw new Error(`${texts.length} items`)
+    await shot(p, 'inbox-desktop')
   })
 
   await check(report, 'an item opens in its context (a thread reply in its thread)', async () => {
@@ -77,6 +82,14 @@ try {
     const notes = await p.evaluate(() => window.__notes)
     if (JSON.stringify(notes) !== JSON.stringify(['a plain message'])) throw new Error(`notifications: ${JSON.stringify(notes)}`)
     await p.keyboard.press('Escape')
+  })
+  await check(report, 'screenshots: the inbox at phone width', async () => {
+    const { page: m } = await person(browser, report, 'alice on a phone', PHONE)
+    await signIn(m)
+    await m.getByRole('button', { name: 'Menu' }).click()
+    await m.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'Inbox', exact: true }).click()
+    await m.getByRole('region', { name: 'Inbox' }).getByRole('article').first().waitFor()
+    await shot(m, 'inbox-phone')
   })
 } finally {
   finish(report)

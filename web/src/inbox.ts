@@ -10,15 +10,19 @@ export type Why = 'mention' | 'dm' | 'reply'
 export type InboxItem = { ev: NEvent; channel: string; why: Why }
 
 const PAGE = 100
+const MAX_ITEMS = 1000 // held in memory; the oldest go first
 
 export class Inbox {
   private items = new Map<string, InboxItem>()
   private threads = new Set<string>() // roots of threads I wrote in
   loaded = false
+  started = false
 
   constructor(private ws: Workspace) {}
 
   async load(): Promise<void> {
+    if (this.started) return
+    this.started = true
     const me = this.ws.me.pubkey
     const dms = this.ws.myChannels().filter((c) => c.type === 'dm').map((c) => c.id)
     try {
@@ -54,6 +58,10 @@ export class Inbox {
     else if (root && this.threads.has(root)) why = 'reply'
     if (!why) return
     this.items.set(e.id, { ev: e, channel, why })
+    if (this.items.size > MAX_ITEMS) {
+      const oldest = [...this.items.values()].reduce((a, b) => (b.ev.created_at < a.ev.created_at ? b : a))
+      this.items.delete(oldest.ev.id)
+    }
     this.ws.changed()
   }
 

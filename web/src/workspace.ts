@@ -188,7 +188,6 @@ export class Workspace {
       next.set(id, ch)
     }
     this.channels = next
-    if (!this.channelsLoaded) void this.inbox.load()
     this.channelsLoaded = true
     this.resubscribe()
     void this.reads.countAll()
@@ -296,6 +295,8 @@ export class Workspace {
     const shown = this.visible(id)
     if (divider && shown.length && shown[0].ev.created_at > divider.at) await this.loadOlder(id, divider.at)
     this.reads.settled.add(id)
+    // The inbox's queries wait for the first channel on screen (time to the first message).
+    if (!this.inbox.started) void this.inbox.load()
     if (this.active === id) this.reads.markRead(id)
     this.changed()
   }
