@@ -80,7 +80,9 @@ try {
     await m.goto(config.url + '#' + config.random)
     await m.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
     await m.getByRole('button', { name: 'Sign in' }).click()
+    await m.getByRole('heading', { name: '# random' }).waitFor()
     await m.getByRole('button', { name: 'Menu' }).click()
+    // A fresh browser merges the stored read state before it publishes its own (decision 222).
     await m.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'general', exact: true }).locator('.badge').waitFor()
     await m.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'general', exact: true }).click()
     await log(m).getByRole('separator', { name: 'New messages' }).waitFor()

@@ -40,6 +40,8 @@ export class ReadState {
   private lastStamp = 0
   private timer = 0
   private lastPublish = 0
+  private synced = false // the relay's stored version is merged
+  private dirty = false // changed before that
 
   constructor(private ws: Workspace) {
     this.apply(this.loadLocal(), false)
@@ -169,10 +171,18 @@ export class ReadState {
         this.ws.changed()
       }
     })
-    this.ws.relay.subscribe(
-      [{ kinds: [READ_STATE_KIND], authors: [this.ws.me.pubkey], '#d': [READ_STATE_D] }],
-      (e) => void this.received(e),
-    )
+    const mine = { kinds: [READ_STATE_KIND], authors: [this.ws.me.pubkey], '#d': [READ_STATE_D] }
+    this.ws.relay.subscribe([{ ...mine, limit: 0 }], (e) => void this.received(e))
+    // Nothing is published before the stored version is merged: a fresh browser would
+    // otherwise replace every other device's markers with its own few.
+    void this.ws.relay
+      .query([mine])
+      .then((found) => Promise.all(found.map((e) => this.received(e))))
+      .catch(() => undefined)
+      .finally(() => {
+        this.synced = true
+        if (this.dirty) this.save()
+      })
   }
 
   private async received(e: NEvent): Promise<void> {
@@ -224,6 +234,10 @@ export class ReadState {
 
   private save(): void {
     this.saveLocal()
+    if (!this.synced) {
+      this.dirty = true
+      return
+    }
     clearTimeout(this.timer)
     const wait = Math.max(0, this.lastPublish + PUBLISH_GAP_MS - Date.now())
     this.timer = window.setTimeout(() => void this.publish(), wait)

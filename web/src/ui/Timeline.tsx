@@ -40,6 +40,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
     if (target) {
       target.scrollIntoView({ block: 'center' })
       p.focus = ws.focus as string
+      p.placed = true // a permalink is the place to open at
     } else if (p.channel !== channel || !p.placed) {
       // A channel opens at its first unread message (under the divider), else at the bottom,
       // once its opening has loaded back that far.
