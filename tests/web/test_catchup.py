@@ -53,13 +53,16 @@ async def test_catching_up(sqlite_relay: RunningRelay, alice: Identity, bob: Ide
                 assert (await b.publish(Event.create(bob.secret, 9, text, [["h", general]]))).accepted
             page.go("more")
             await page.reached("away")
+            # A second apart (as people write), after the marker's second.
+            then = int(time.time()) + 1
             for i in range(8):
                 text = (
                     f"later {i}: the build is green again"
                     if i % 2
                     else f"later {i}: who is looking at the deploy?"
                 )
-                assert (await b.publish(Event.create(bob.secret, 9, text, [["h", general]]))).accepted
+                later_event = Event.create(bob.secret, 9, text, [["h", general]], then + i)
+                assert (await b.publish(later_event)).accepted
             page.go("later")
             report = await page.report()
         finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from buzz.core.event import Event
 from tests.agent.support import add_member, create_channel, set_profile
 from tests.support.relay import Identity, RunningRelay
@@ -24,13 +26,17 @@ async def test_comfort(sqlite_relay: RunningRelay, alice: Identity, bob: Identit
         general = await create_channel(a, alice, "general")
         await create_channel(a, alice, "random")
         await add_member(a, alice, general, bob.pubkey)
-        for who, text in [
-            (bob, "Morning! The **deploy** is at 10:00, anything to add?"),
-            (alice, "Deploy notes:\n```bash\nmake deploy ENV=staging\n```\nthen check the dashboard."),
-            (bob, "Looks good to me 👍"),
-        ]:
+        start = int(time.time()) - 10  # a few seconds apart, as people write
+        for i, (who, text) in enumerate(
+            [
+                (bob, "Morning! The **deploy** is at 10:00, anything to add?"),
+                (alice, "Deploy notes:\n```bash\nmake deploy ENV=staging\n```\nthen check the dashboard."),
+                (bob, "Looks good to me 👍"),
+            ]
+        ):
             client = b if who is bob else a
-            assert (await client.publish(Event.create(who.secret, 9, text, [["h", general]]))).accepted
+            event = Event.create(who.secret, 9, text, [["h", general]], start + 3 * i)
+            assert (await client.publish(event)).accepted
     report = await run_scenario(
         "comfort", {"url": sqlite_relay.http_url + "/", "secret": alice.secret, "general": general}
     )

@@ -27,6 +27,7 @@ try {
     if ((await sw.getAttribute('aria-checked')) !== 'true' || (await theme(p)) !== 'dark') throw new Error('the switch did nothing')
     const bg = await p.evaluate(() => getComputedStyle(document.querySelector('.main') ?? document.body).backgroundColor)
     await article(p, 'Deploy notes').waitFor()
+    await p.getByRole('log', { name: 'Messages' }).getByRole('button', { name: 'Bob', exact: true }).first().waitFor()
     await shot(p, 'dark-desktop')
     await p.reload()
     await signIn(p)
@@ -43,6 +44,7 @@ try {
     const { page: m } = await person(browser, report, 'phone, dark', PHONE, undefined, { colorScheme: 'dark' })
     await signIn(m)
     await article(m, 'Deploy notes').waitFor()
+    await m.getByRole('log', { name: 'Messages' }).getByRole('button', { name: 'Bob', exact: true }).first().waitFor()
     await shot(m, 'dark-phone')
   })
 

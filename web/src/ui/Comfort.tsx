@@ -10,7 +10,7 @@ export function ThemeSwitch() {
   const [dark, setDark] = useTheme()
   return (
     <button type="button" role="switch" aria-checked={dark} class="quiet theme-switch" onClick={() => setDark(!dark)}>
-      Dark theme
+      Dark<span class="theme-word"> theme</span>
     </button>
   )
 }

@@ -45,7 +45,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
       // A channel opens at its first unread message (under the divider), else at the bottom,
       // once its opening has loaded back that far.
       const d = divider()
-      if (d) d.scrollIntoView({ block: 'start' })
+      if (d) showDivider(el, d)
       else el.scrollTop = el.scrollHeight
       p.placed = ws.reads.settled.has(channel)
     } else if (first !== p.first && msgs.length > p.count && p.count > 0 && p.first) {
@@ -82,7 +82,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
         <Fragment key={m.ev.id}>
           {day && <h2 class="day"><span>{day}</span></h2>}
           {m === firstUnread && <NewDivider />}
-          <Message ws={ws} m={m} onThread={onThread} inThread={false} grouped={grouped} />
+          <Message ws={ws} m={m} onThread={onThread} inThread={false} grouped={grouped && m !== firstUnread} />
         </Fragment>
       ))}
     </div>
@@ -90,11 +90,16 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
         above={view.above && view.channel === channel}
         scrolledUp={view.up && view.channel === channel}
         fresh={view.fresh}
-        onFirstUnread={() => divider()?.scrollIntoView({ block: 'start' })}
+        onFirstUnread={() => { const d = divider(); if (box.current && d) showDivider(box.current, d) }}
         onLatest={() => { const el = box.current; if (el) el.scrollTop = el.scrollHeight }}
       />
     </div>
   )
+}
+
+/** The divider near the top, with a little of what was read above it. */
+function showDivider(el: HTMLElement, d: HTMLElement): void {
+  el.scrollTop = Math.max(0, d.offsetTop - el.offsetTop - 56)
 }
 
 /** Each message with the day heading to put before it (or '') and whether it continues the
