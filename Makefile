@@ -65,6 +65,7 @@ bench: $(VENV)/.dev web/node_modules/.installed
 	$(BIN)/python bench/fanout.py
 	$(BIN)/python bench/query.py
 	$(BIN)/python bench/connections.py
+	$(BIN)/python bench/private_dms.py
 	$(BIN)/python bench/huddle.py --replicas 2
 	$(BIN)/python bench/huddle_flood.py
 	-$(BIN)/python bench/soak.py $(SOAK_ARGS)

@@ -4,7 +4,10 @@
 
 Run by `make bench`, never by the tests. Loopback only. Each relay (`buzz relay serve`, SQLite)
 gets the same channel: 1,000 messages, three a second, every fifth with a fenced code block and
-every tenth (offset 3) with an image link, the rest a line of Markdown. web/e2e/first-message.mjs
+every tenth (offset 3) with an image, the rest a line of Markdown. The image is a 1280 × 800 PNG
+uploaded to the relay once and attached (URL line and imeta, as `buzz messages send --file`
+sends it) to each of those messages; a relay without media routes (the baseline before issue 26)
+gets a Markdown image link there instead, which its page shows as text. web/e2e/first-message.mjs
 (playwright-core driving Debian's Chromium, a fresh context per run: no cache, no storage) signs
 in with the owner's key and times the click on *Sign in* until the newest message is on the
 screen. Rounds alternate between the two relays so that load on the shared box hits both alike;
@@ -35,8 +38,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import clients
 import ingest
+from PIL import Image
 
 from buzz.client import RelayClient
+from buzz.client.errors import WorkspaceError
+from buzz.client.files import Files, attachment_tag
+from buzz.client.identity import Identity
 from buzz.core.channel_id import new_channel_id
 from buzz.core.event import Event
 from buzz.core.keys import generate_secret_key
@@ -51,23 +58,53 @@ SCENARIO_TIMEOUT_S = 600
 PER_SECOND = 3
 
 
-def content(i: int) -> str:
-    """Message `i` of the channel: a code block every fifth, an image link every tenth (offset 3)."""
+def content(i: int, image: dict[str, Any] | None = None) -> tuple[str, list[list[str]]]:
+    """Message `i` of the channel and its extra tags: a code block every fifth, an image every
+    tenth (offset 3): `image` (a blob descriptor) attached, else a Markdown image link."""
     head = f"message {i:04d}"
     if i % 5 == 0:
         return (
             f"{head}: the fix for ticket {i}\n\n```python\ndef handler(event, limit={i}):\n"
             "    seen = set()\n    for item in event.items:\n        if item.id in seen:\n"
             "            continue\n        seen.add(item.id)\n        yield item\n```\n"
-        )
+        ), []
+    if i % 10 == 3 and image is not None:
+        tag = attachment_tag(image, f"dashboard-{i:04d}.png")
+        return f"{head}: screenshot of the dashboard\n{image['url']}", [tag]
     if i % 10 == 3:
-        return f"{head}: screenshot of the dashboard\n\n![dashboard {i}](https://images.example/{i:04d}.png)"
-    return f"{head} with **bold**, _emphasis_ and `code`; see https://example.com/t/{i}"
+        return (
+            f"{head}: screenshot of the dashboard\n\n![dashboard {i}](https://images.example/{i:04d}.png)",
+            [],
+        )
+    return f"{head} with **bold**, _emphasis_ and `code`; see https://example.com/t/{i}", []
 
 
-async def seed(url: str, secret: str, count: int) -> str:
-    """The channel and its `count` messages, oldest first, `PER_SECOND` per second of the past."""
+def dashboard_png(path: Path) -> Path:
+    """A 1280 × 800 PNG with some structure (its thumbnail and blurhash are not flat)."""
+    img = Image.new("RGB", (1280, 800), (246, 247, 249))
+    for k in range(12):
+        band = Image.new("RGB", (90, 40 + 50 * (k % 7)), (40 + 17 * k, 110, 200 - 12 * k))
+        img.paste(band, (40 + 100 * k, 760 - band.height))
+    img.save(path, "PNG")
+    return path
+
+
+async def upload_image(url: str, secret: str, tmp: Path) -> dict[str, Any] | None:
+    """The bench image's descriptor, or None when the relay has no media routes."""
+    files = Files(url, Identity(secret))
+    try:
+        return await files.upload(dashboard_png(tmp / "dashboard.png"))
+    except WorkspaceError:
+        return None
+    finally:
+        await files.close()
+
+
+async def seed(url: str, secret: str, count: int, tmp: Path) -> tuple[str, bool]:
+    """The channel and its `count` messages, oldest first, `PER_SECOND` per second of the past;
+    whether the images are attached files."""
     channel = new_channel_id()
+    image = await upload_image(url, secret, tmp)
     start = int(time.time()) - count // PER_SECOND - 5
     async with RelayClient(url, secret) as client:
         tags = [["h", channel], ["name", "bench"], ["visibility", "open"]]
@@ -75,11 +112,12 @@ async def seed(url: str, secret: str, count: int) -> str:
         if not result.accepted:
             raise ingest.BenchError(f"channel refused: {result.message}")
         for i in range(count):
-            event = Event.create(secret, 9, content(i), [["h", channel]], start + i // PER_SECOND)
+            text, extra = content(i, image)
+            event = Event.create(secret, 9, text, [["h", channel], *extra], start + i // PER_SECOND)
             result = await client.publish(event)
             if not result.accepted:
                 raise ingest.BenchError(f"message {i} refused: {result.message}")
-    return channel
+    return channel, image is not None
 
 
 def page_script(relay: ingest.RelayProc) -> str:
@@ -135,6 +173,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="buzz-bench-web-") as tmp:
         relays: dict[str, ingest.RelayProc] = {}
         bundles: dict[str, str] = {}
+        attached: dict[str, bool] = {}
         try:
             for key, buzz in (("this", None), ("base", base.buzz)):
                 home = Path(tmp) / key
@@ -147,7 +186,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 finally:
                     if saved is not None:
                         os.environ["PYTHONPATH"] = saved
-                asyncio.run(seed(relays[key].url, secret, args.count))
+                _, attached[key] = asyncio.run(seed(relays[key].url, secret, args.count, home))
                 bundles[key] = page_script(relays[key])
             if (
                 bundles["this"] == bundles["base"]
@@ -162,7 +201,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for key in ("this", "base"):
                     numbers = time_sign_in(relays[key], secret, newest, args.runs)
                     times[key] += numbers["runsMs"]
-                    shown[key] = {"articles": numbers["articles"], "code_blocks": numbers["codeBlocks"]}
+                    shown[key] = {
+                        "articles": numbers["articles"],
+                        "code_blocks": numbers["codeBlocks"],
+                        "images": numbers.get("images", 0),
+                        "attached_files": attached[key],
+                    }
             delivery = {
                 key: time_delivery(relays[key], secret, newest, args.messages)["deliveryMs"] for key in relays
             }
@@ -184,7 +228,7 @@ def render(out: dict[str, Any]) -> str:
     lines = [
         f"buzz browser bench — {m['date']}",
         f"CPU: {m['cpu']} — {m['cores']} cores — load avg {m['load_avg_start']} at start, {out['load_avg_end']} at end",
-        f"{out['count']} messages (every 5th a code block, every 10th an image link), "
+        f"{out['count']} messages (every 5th a code block, every 10th an image), "
         f"{out['rounds']} rounds × {len(out['this']['runs_ms']) // out['rounds']} sign-ins per page",
         "",
         f"{'page':<22} {'median':>8}  {'runs (ms)'}",
@@ -197,8 +241,10 @@ def render(out: dict[str, Any]) -> str:
     ok = out["ratio"] <= TARGET_RATIO
     lines += [
         "",
-        f"shown after sign-in: {out['this']['articles']} messages, {out['this']['code_blocks']} code blocks "
-        f"(baseline: {out['base']['articles']}, {out['base']['code_blocks']})",
+        f"shown after sign-in: {out['this']['articles']} messages, {out['this']['code_blocks']} code blocks, "
+        f"{out['this']['images']} images (baseline: {out['base']['articles']}, {out['base']['code_blocks']}, "
+        f"{out['base']['images']}); images attached as files: this tree {out['this']['attached_files']}, "
+        f"baseline {out['base']['attached_files']}",
         f"time to the newest message, this tree / {out['baseline']['label']}: {out['ratio']:.2f}× "
         f"(target ≤ {TARGET_RATIO}×: {'MET' if ok else 'NOT MET'})",
         f"tab → tab delivery p50, {len(out['this']['delivery_ms'])} messages: this tree "

@@ -22,7 +22,8 @@ example of what an ACP agent in a buzz workspace does:
   | `attach <name>`                    | writes `OUTBOX/<name>` and replies with it attached (`--file`) |
   | anything else                      | `heard: <content>`                             |
 
-- it replies itself by running `buzz messages send --channel … --reply-to … --content …` as a
+- it replies itself by running `buzz messages send --channel … --reply-to … --content …` (in an
+  end-to-end encrypted DM: `buzz dms send --private --pubkey … --reply-to … --content …`) as a
   subprocess with the environment the harness gave it (so the reply is signed with the agent
   key); every reply ends with `[session=<id> turn=<n> events=<k>]` so a reader can see which
   ACP session answered (a `!rotate` gives a fresh one) and how many events one prompt carried;
@@ -107,6 +108,7 @@ class Parsed:
 
     channel: str | None = None
     anchor: str | None = None
+    private_to: list[str] = field(default_factory=list)  # an end-to-end encrypted DM's people
     events: list[tuple[str, str]] = field(default_factory=list)
     steered: bool = False
     system_blocks: list[str] = field(default_factory=list)
@@ -131,6 +133,11 @@ def parse_prompt(blocks: list[str]) -> Parsed:
                 parsed.channel = m.group(1)
             if m := re.search(r"reply in this channel with --reply-to ([0-9a-f]{64})", block):
                 parsed.anchor = m.group(1)
+            if m := re.search(
+                r"^Reply privately: buzz dms send --private (.*) --reply-to ([0-9a-f]{64})", block, re.M
+            ):
+                parsed.private_to = re.findall(r"--pubkey ([0-9a-f]{64})", m.group(1))
+                parsed.anchor = m.group(2)
         elif head.startswith("[New events during that work"):
             parsed.steered = True
             parsed.events = parse_event_block(block)
@@ -296,7 +303,7 @@ class RulesAgent:
                     answers.append(f"heard: {text}")
             if cancel.is_set():
                 return PromptResponse(stop_reason="cancelled", usage=self.usage(blocks, 0))
-            if answers and parsed.channel:
+            if answers and (parsed.channel or parsed.private_to):
                 prefix = "steered: " if parsed.steered else ""
                 tail = f"[session={session_id} turn={state['turns']} events={len(parsed.events)}]"
                 await self.reply(parsed, prefix + " | ".join(answers) + " " + tail, attach)
@@ -347,6 +354,14 @@ class RulesAgent:
 
     async def reply(self, parsed: Parsed, content: str, files: list[str] | None = None) -> None:
         anchor = parsed.anchor or (parsed.events[-1][0] if parsed.events else None)
+        if parsed.private_to:  # an end-to-end encrypted DM is answered privately, never in a channel
+            args = [buzz_cli(), "--format", "compact", "dms", "send", "--private", "--content", content]
+            for pubkey in parsed.private_to:
+                args += ["--pubkey", pubkey]
+            if anchor:
+                args += ["--reply-to", anchor]
+            await self.run_reply(args)
+            return
         args = [
             buzz_cli(),
             "--format",
@@ -362,6 +377,9 @@ class RulesAgent:
             args += ["--reply-to", anchor]
         for path in files or []:
             args += ["--file", path]
+        await self.run_reply(args)
+
+    async def run_reply(self, args: list[str]) -> None:
         proc = await asyncio.create_subprocess_exec(
             *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=dict(os.environ)
         )

@@ -174,3 +174,16 @@ async def test_a_start_beside_a_live_huddle_gives_the_live_one_back(
         )
         listed = await ws.huddles.listing(parent)
         assert [(h.huddle_channel_id, h.ended_at) for h in listed] == [(first.huddle_channel_id, None)]
+
+
+async def test_relay_key_is_nip11_self_not_the_operator_contact(tmp_path, alice: Identity) -> None:
+    """Relay-signed events are trusted with NIP-11 `self`; `pubkey` is the operator's contact and
+    names another key when BUZZ_OWNER_PUBKEY is set (a huddle roster would then be distrusted)."""
+    from buzz.client.session import Session
+    from tests.support.relay import relay_on
+
+    operator = Identity.new()
+    async with relay_on(tmp_path, owner_pubkey=operator.pubkey) as running:
+        async with Session(running.http_url, ApiIdentity(alice.secret)) as s:
+            key = await s.relay_pubkey()
+        assert key == running.relay.pubkey != operator.pubkey

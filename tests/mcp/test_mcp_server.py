@@ -35,6 +35,8 @@ TOOLS = {
     "mem_search": ({"text", "limit"}, {"text"}),
     "upload_file": ({"path"}, {"path"}),
     "get_file": ({"url", "sha256", "path"}, set()),  # url or sha256 (oneOf)
+    "send_private_dm": ({"pubkeys", "content", "reply_to"}, {"pubkeys", "content"}),
+    "get_private_dms": ({"pubkeys", "limit"}, set()),
 }
 SEND_KEYS = {"event_id", "channel_id", "created_at", "reply_to", "root", "mention_pubkeys"}
 MESSAGE_KEYS = {"id", "pubkey", "created_at", "kind", "tags", "content", "sig"}

@@ -10,8 +10,6 @@ from buzz.client import RelayError
 from buzz.core.event import Event
 from tests.support.relay import Identity, RunningRelay
 
-NOW = int(time.time())
-
 
 async def test_replaceable_tie_keeps_lowest_id_in_both_orders(relay: RunningRelay, alice: Identity) -> None:
     ts = int(time.time())
@@ -37,9 +35,10 @@ async def test_newer_replaceable_wins_older_is_refused_as_duplicate(
     relay: RunningRelay, alice: Identity
 ) -> None:
     """Issue 25 item 4: a version that will never be served is `OK false`, not stored."""
+    now = int(time.time())  # read at the test, not at import: a loaded run starts it minutes later
     async with relay.client(alice) as c:
-        new = Event.create(alice.secret, 0, '{"v":2}', created_at=NOW)
-        old = Event.create(alice.secret, 0, '{"v":1}', created_at=NOW - 10)
+        new = Event.create(alice.secret, 0, '{"v":2}', created_at=now)
+        old = Event.create(alice.secret, 0, '{"v":1}', created_at=now - 10)
         assert (await c.publish(new)).accepted
         r = await c.publish(old)
         assert (r.accepted, r.message) == (False, "duplicate: have a newer version")

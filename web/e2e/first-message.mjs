@@ -17,6 +17,7 @@ try {
     report.numbers.runsMs.push(Date.now() - started)
     report.numbers.articles = await log(page).getByRole('article').count()
     report.numbers.codeBlocks = await log(page).locator('pre').count()
+    report.numbers.images = await log(page).locator('img').count()
     await context.close()
   }
   report.checks['the newest message shows after sign-in'] = report.numbers.runsMs.length === config.runs

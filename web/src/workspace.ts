@@ -598,10 +598,12 @@ export class Workspace {
     return out
   }
 
-  /** Sign the message and show it at once; the outbox delivers it (its state shows on it). */
-  async send(channel: string, text: string, picked: string[], replyTo: string | null = null): Promise<NEvent> {
-    if (!text.trim()) throw new Error('Type a message first.')
-    if (new TextEncoder().encode(text).length > MAX_CONTENT_BYTES) throw new Error(`Messages are at most ${MAX_CONTENT_BYTES} bytes.`)
+  /** Sign the message and show it at once; the outbox delivers it (its state shows on it).
+   * `files`: uploaded attachments (attach.ts), one URL line each after the text and their imeta tags. */
+  async send(channel: string, text: string, picked: string[], replyTo: string | null = null, files: { urls: string[]; tags: Tag[] } | null = null): Promise<NEvent> {
+    if (!text.trim() && !files?.urls.length) throw new Error('Type a message first.')
+    const content = files?.urls.length ? [...(text.trim() ? [text] : []), ...files.urls].join('\n') : text
+    if (new TextEncoder().encode(content).length > MAX_CONTENT_BYTES) throw new Error(`Messages are at most ${MAX_CONTENT_BYTES} bytes.`)
     const tags: Tag[] = [['h', channel]]
     if (replyTo) {
       const parent = this.msgs.get(replyTo)
@@ -613,7 +615,8 @@ export class Workspace {
     const resolved = resolveNames(text, names).resolved
     const mentions = [...new Set([...picked.filter((p) => names.has(p)), ...resolved])]
     for (const p of mentions) tags.push(['p', p])
-    const ev = await this.me.sign({ kind: MESSAGE, created_at: this.outbox.stamp(), tags, content: text })
+    if (files) tags.push(...files.tags)
+    const ev = await this.me.sign({ kind: MESSAGE, created_at: this.outbox.stamp(), tags, content })
     this.lastTyping = 0 // the next keystroke is a new bout of typing
     this.ingest(ev, true)
     void this.outbox.deliver(ev)

@@ -46,6 +46,7 @@ CLAIM_PREFIX = "buzz-agent-claim:"
 CLAIMED, RELEASED, DONE = "claimed", "released", "done"
 DEFAULT_LEASE_S = 30
 ANSWER_KIND = 9  # the agent replies with a channel message (examples/README.md)
+PRIVATE_DM_KIND = 14  # a NIP-17 rumor: its answer is a private DM too
 
 Query = Callable[[Iterable[Mapping[str, Any]], float], Awaitable[list[Event]]]
 Publish = Callable[[Event], Awaitable[PublishResult]]
@@ -109,6 +110,8 @@ class Claims:
         self._pubkey = pubkey
         self.lease = lease
         self.held: dict[str, int] = {}  # event id → created_at of our newest claim
+        # whether a private DM (kind 14 rumor) has our answer: in wraps, not findable by `#e`
+        self.private_answered: Callable[[Event], Awaitable[bool]] | None = None
         self.seen: dict[str, State | None] = {}  # event id → state watched, not ours
 
     @property
@@ -122,7 +125,10 @@ class Claims:
     async def _answered(self, event: Event) -> bool:
         """True when the relay holds a reply of this agent tagging `event` (an answer posted
         by a process that died before it could mark the claim done); harness notices
-        (retrying, failure) are not answers."""
+        (retrying, failure) are not answers. A private DM's answer is looked for in the
+        agent's own gift-wrapped copies (`private_answered`)."""
+        if event.kind == PRIVATE_DM_KIND and self.private_answered is not None:
+            return await self.private_answered(event)
         flt = {"kinds": [ANSWER_KIND], "authors": [self._pubkey], "#e": [event.id], "limit": 20}
         return any(not is_notice(e) for e in await self._query([flt], 10.0))
 

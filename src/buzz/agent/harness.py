@@ -15,7 +15,8 @@ Startup, in the order of §4.2:
    through the gate chain oldest first, one batch each, skipping what this agent already
    claimed on the relay (`buzz.agent.claims`); then one subscription per channel from the
    start time (after a reconnect the link reports the gap and it is caught up the same way);
-8. the `membership-notif` subscription (44100/44101 for A, from the start time);
+8. the `membership-notif` subscription (44100/44101 for A, from the start time), and the
+   `nip17-inbox` one (the gift wraps to A: private DMs, `buzz.agent.private_inbox`);
 9. the heartbeat timer.
 
 Then events flow: relay → inbound buffer (`--event-buffer`) → `Intake` (gate chain) → queue
@@ -43,6 +44,7 @@ from buzz.agent.gates import WakeRule, build_rules, describe_policy
 from buzz.agent.identity import AgentIdentity
 from buzz.agent.intake import CHANNEL_SUB_PREFIX, MEMBERSHIP_SUB, Intake
 from buzz.agent.preflight import PreflightError, check_mcp
+from buzz.agent.private_inbox import PrivateInbox
 from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
 from buzz.agent.reports import STATUS_REFRESH_S, status_event
@@ -143,6 +145,7 @@ class Harness:
         )
         self.dispatcher = Dispatcher(self.runtime)
         self.intake = Intake(self.runtime, self.dispatcher, self.request_shutdown)
+        self.intake.private = PrivateInbox(self.runtime, self.intake)
 
     # -- hooks -------------------------------------------------------------------------------
     async def _enqueue_inbound(self, sub_id: str, event: Event) -> None:
@@ -272,6 +275,8 @@ class Harness:
         await rt.link.subscribe(
             MEMBERSHIP_SUB, {"kinds": [44100, 44101], "#p": [self.identity.pubkey]}, start
         )
+        assert self.intake.private is not None
+        await self.intake.private.open(start)  # end-to-end encrypted DMs (NIP-17)
         log.info(
             "serving %d channel(s): %s", len(channels), ", ".join(i.name for i in channels.values()) or "none"
         )

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from buzz.agent.directory import Profiles
 from buzz.agent.event_view import thread_refs
-from buzz.agent.prompts import ChannelInfo, HistoryLine, Person, history_section
+from buzz.agent.prompts import PRIVATE_DM_TYPE, ChannelInfo, HistoryLine, Person, history_section
 from buzz.agent.relay_link import RelayLink
 from buzz.core.event import Event
 
@@ -49,8 +49,8 @@ async def build_history(
 ) -> str | None:
     """The history section for this turn, or None (top-level channel message, limit 0, or a
     failed lookup)."""
-    if limit <= 0:
-        return None
+    if limit <= 0 or channel.type == PRIVATE_DM_TYPE:
+        return None  # a private DM's history is in its wraps; its session holds the conversation
     refs = thread_refs(trigger)
     exclude = set(batch_ids)
     try:

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from buzz.agent.claims import Claim
 from buzz.agent.directory import fetch_channel
@@ -30,6 +31,7 @@ from buzz.agent.gates import (
     match_rule,
     not_admitted_text,
 )
+from buzz.agent.prompts import is_private
 from buzz.agent.queue import Item
 from buzz.agent.runtime import Runtime
 from buzz.agent.sessions import Arrival, TurnEnd, arrival_action
@@ -45,7 +47,11 @@ from buzz.agent.status import (
 from buzz.agent.turns import Dispatcher
 from buzz.core.event import Event
 
+if TYPE_CHECKING:
+    from buzz.agent.private_inbox import PrivateInbox
+
 log = logging.getLogger(__name__)
+PRIVATE_SUB = "nip17-inbox"  # the gift wraps of the agent (buzz.agent.private_inbox)
 
 MEMBERSHIP_SUB = "membership-notif"
 CHANNEL_SUB_PREFIX = "ch-"
@@ -73,6 +79,7 @@ class Intake:
         self.last_accepted = time.monotonic()
         self.notices = NoticeLimiter()
         self.watching: dict[str, tuple[str, asyncio.Task[None]]] = {}  # event id → (channel, watcher)
+        self.private: PrivateInbox | None = None  # end-to-end encrypted DMs (set by the harness)
 
     # -- subscriptions -----------------------------------------------------------------------
     async def open_channel(self, channel: str, since: int, catch_up: bool = False) -> bool:
@@ -100,6 +107,9 @@ class Intake:
     async def route(self, sub_id: str, event: Event) -> None:
         if sub_id == MEMBERSHIP_SUB:
             await self.membership(event)
+        elif sub_id == PRIVATE_SUB:
+            if self.private is not None and self.accepting:
+                await self.private.wrap(event)
         elif sub_id.startswith(CHANNEL_SUB_PREFIX):
             await self.channel_event(sub_id[len(CHANNEL_SUB_PREFIX) :], event)
 
@@ -153,11 +163,11 @@ class Intake:
             return
         if claim is Claim.HELD:
             log.info("%s in %s is taken by another process; watching its claim", event.id[:12], channel)
-            self._watch(channel, event, rule.prompt_tag)
+            self.watch(channel, event, rule.prompt_tag)
             return
         await self.accept(channel, event, rule.prompt_tag, solo)
 
-    def _watch(self, channel: str, event: Event, prompt_tag: str) -> None:
+    def watch(self, channel: str, event: Event, prompt_tag: str) -> None:
         if event.id not in self.watching:
             task = asyncio.create_task(self._watch_claim(channel, event, prompt_tag), name="claim-watch")
             self.watching[event.id] = (channel, task)
@@ -177,7 +187,8 @@ class Intake:
                 if claim is Claim.SETTLED:
                     return
                 if claim is Claim.TAKEN:
-                    if self.accepting and self.rt.link.subscribed(channel_sub(channel)):
+                    sub = PRIVATE_SUB if is_private(channel) else channel_sub(channel)
+                    if self.accepting and self.rt.link.subscribed(sub):
                         await self.accept(channel, event, prompt_tag, solo=True)
                     else:
                         await claims.release(event.id)

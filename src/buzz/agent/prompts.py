@@ -35,9 +35,29 @@ WORKSPACE_LAYOUT: tuple[tuple[str, str], ...] = (
 )
 
 
+# End-to-end encrypted DMs (NIP-17) have no channel: the harness queues and keeps sessions per
+# conversation under the key `nip17:<other pubkeys, sorted, comma-separated>` (decision 283).
+PRIVATE_DM_TYPE = "private-dm"
+PRIVATE_PREFIX = "nip17:"
+
+
+def private_key_of(participants: Sequence[str]) -> str:
+    """The queue/session key of the private conversation with these other people."""
+    return PRIVATE_PREFIX + ",".join(sorted(participants))
+
+
+def is_private(channel_id: str) -> bool:
+    return channel_id.startswith(PRIVATE_PREFIX)
+
+
+def private_participants(channel_id: str) -> list[str]:
+    return channel_id[len(PRIVATE_PREFIX) :].split(",") if is_private(channel_id) else []
+
+
 @dataclass(frozen=True, slots=True)
 class ChannelInfo:
-    """Channel metadata from its 39000: `type` is stream, forum, dm, workflow or unknown."""
+    """Channel metadata from its 39000: `type` is stream, forum, dm, workflow or unknown;
+    `private-dm` for an end-to-end encrypted conversation (no channel: `PRIVATE_PREFIX`)."""
 
     id: str
     name: str
@@ -112,6 +132,8 @@ def join_sections(sections: Sequence[str]) -> str:
 
 # -- per-turn prompt (§4.12) -------------------------------------------------------------------
 def scope_of(channel: ChannelInfo, trigger: Event) -> str:
+    if channel.type == PRIVATE_DM_TYPE:
+        return "private dm (end-to-end encrypted)"
     if channel.type == "dm":
         return "dm"
     return "thread" if thread_refs(trigger).in_thread else "channel"
@@ -120,6 +142,8 @@ def scope_of(channel: ChannelInfo, trigger: Event) -> str:
 def context_section(channel: ChannelInfo, trigger: Event, any_human: bool) -> str:
     """`[Context]`: scope, channel, thread ids, the reply hint, and — when a human is among the
     authors — the reply anchor (thread root, else the triggering event)."""
+    if channel.type == PRIVATE_DM_TYPE:
+        return private_context_section(channel, trigger)
     refs = thread_refs(trigger)
     lines = ["[Context]", f"Scope: {scope_of(channel, trigger)}", f"Channel: {channel.name} (#{channel.id})"]
     if refs.in_thread:
@@ -133,6 +157,23 @@ def context_section(channel: ChannelInfo, trigger: Event, any_human: bool) -> st
             f'Reply: buzz messages send --channel {channel.id} [--reply-to <event id>] --content "…"'
         )
     return "\n".join(lines)
+
+
+def private_context_section(channel: ChannelInfo, trigger: Event) -> str:
+    """`[Context]` of an end-to-end encrypted DM: who it is with and the one way to answer —
+    privately, never in a channel (the relay cannot read it, and nobody else may)."""
+    people = private_participants(channel.id)
+    flags = " ".join(f"--pubkey {pk}" for pk in people)
+    return "\n".join(
+        [
+            "[Context]",
+            f"Scope: {scope_of(channel, trigger)}",
+            "With: " + ", ".join(f"{nip19.npub(pk)} ({pk})" for pk in people),
+            f'Reply privately: buzz dms send --private {flags} --reply-to {trigger.id} --content "…"',
+            "This conversation is end-to-end encrypted: answer only with that command, never in a "
+            "channel, and do not repeat its content elsewhere.",
+        ]
+    )
 
 
 def history_section(lines: Sequence[HistoryLine], total: int, people: Mapping[str, Person], what: str) -> str:

@@ -63,11 +63,16 @@ class _Sub:
     since: int
     newest: int | None = None
     catch_up: bool = False
+    window: int | None = None  # resume from now − window, never from `newest` (gift wraps)
     reopened: int = 0
     live: Subscription | None = None
     reader: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def resume_since(self) -> int:
+        if self.window is not None:
+            # A gift wrap's time is random up to two days back: the newest one seen says
+            # nothing of what arrived while we were away, so the whole window is read again.
+            return max(self.since, int(time.time()) - self.window)
         base = self.newest if self.newest is not None else self.since
         return max(base - RECONNECT_OVERLAP_S, 0)
 
@@ -168,15 +173,23 @@ class RelayLink:
 
     # -- subscriptions ---------------------------------------------------------------------
     async def subscribe(
-        self, sub_id: str, flt: Mapping[str, Any], since: int, catch_up: bool = False
+        self,
+        sub_id: str,
+        flt: Mapping[str, Any],
+        since: int,
+        catch_up: bool = False,
+        window: int | None = None,
     ) -> None:
         """Open (or replace) the subscription `sub_id` with `flt` and `since` (unix seconds).
         A replacement is a new REQ with the same id (NIP-01), without a CLOSE first. A
-        `catch_up` subscription resumes from the reconnect time and reports its gap."""
+        `catch_up` subscription resumes from the reconnect time and reports its gap; a
+        `window` one resumes from `window` seconds before the reconnect (not before `since`)."""
         old = self._subs.pop(sub_id, None)
         if old is not None and old.reader is not None and old.reader is not asyncio.current_task():
             old.reader.cancel()
-        sub = _Sub(sub_id, {k: v for k, v in flt.items() if k != "since"}, since, catch_up=catch_up)
+        sub = _Sub(
+            sub_id, {k: v for k, v in flt.items() if k != "since"}, since, catch_up=catch_up, window=window
+        )
         self._subs[sub_id] = sub
         if self.client is not None and self.connected.is_set():
             await self._open(sub, resume=False)
@@ -242,10 +255,10 @@ class RelayLink:
         return self.client
 
     async def publish(self, event: Event, timeout: float = 10.0) -> PublishResult:
-        """Send one event: ephemeral kinds over the WebSocket (waiting up to `timeout` for a
-        connection), the rest through `POST /events`. Returns the relay's verdict; raises
+        """Send one event: ephemeral kinds and gift wraps (the bridge refuses both) over the
+        WebSocket (waiting up to `timeout` for a connection), the rest through `POST /events`. Returns the relay's verdict; raises
         ConnectionLost / RelayError / BridgeError / TimeoutError when there is none."""
-        if kinds.is_ephemeral(event.kind):
+        if kinds.is_ephemeral(event.kind) or event.kind == kinds.GIFT_WRAP_KIND:
             client = await self._client(timeout)
             return await client.publish(event)
         await self._open_bridge()

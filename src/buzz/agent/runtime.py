@@ -14,7 +14,7 @@ from buzz.agent.config import HarnessConfig
 from buzz.agent.directory import Members, Profiles
 from buzz.agent.gates import WakeRule
 from buzz.agent.identity import AgentIdentity
-from buzz.agent.prompts import ChannelInfo
+from buzz.agent.prompts import PRIVATE_DM_TYPE, ChannelInfo, is_private
 from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
 from buzz.agent.sessions import SessionTable
@@ -58,5 +58,8 @@ class Runtime:
     files: Files | None = None  # downloads attached files for the agent (media.md §14.1)
 
     def channel(self, channel_id: str) -> ChannelInfo:
-        """Known metadata of `channel_id`, else a placeholder of type `unknown`."""
+        """Known metadata of `channel_id`, else a placeholder of type `unknown`; a private
+        conversation's key gives its `private-dm` placeholder."""
+        if is_private(channel_id):
+            return ChannelInfo(channel_id, "private DM", PRIVATE_DM_TYPE)
         return self.channels.get(channel_id) or ChannelInfo(channel_id, channel_id, "unknown")

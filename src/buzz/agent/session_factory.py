@@ -26,7 +26,7 @@ from typing import Any
 from buzz.agent.acp_pool import AgentProcess
 from buzz.agent.core_memory import fetch_core_memory
 from buzz.agent.gates import VOICE_GUIDELINES_KIND
-from buzz.agent.prompts import ChannelInfo, join_sections, system_prompt_sections
+from buzz.agent.prompts import ChannelInfo, is_private, join_sections, system_prompt_sections
 from buzz.agent.runtime import Runtime
 from buzz.agent.sessions import SessionState
 
@@ -103,7 +103,7 @@ async def create_session(runtime: Runtime, proc: AgentProcess, channel: ChannelI
     """Create a session on `proc` for `channel` (None: the worker's heartbeat session).
     Raises what `proc.request` raises (AgentGone, RequestError, TimeoutError)."""
     cfg = runtime.config
-    if channel is not None:
+    if channel is not None and not is_private(channel.id):  # a private DM is no huddle
         await fetch_voice_guidelines(runtime, channel.id)
     memory = await _memory_section(runtime) if channel is not None else None
     sections = system_prompt_sections(

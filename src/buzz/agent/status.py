@@ -10,6 +10,10 @@
 | kind 9 notices, tagged `["buzz:agent-notice", <type>]` | `retrying` after a batch's first failed attempt, `failure` after its last (§4.7 item 5), `not-admitted` to an author the respond-to policy does not admit (issue 14 items 1, 2, 6) |
 | kind 40099 control outcome | for every owner command (§4.5) |
 
+In an end-to-end encrypted DM (NIP-17, `prompts.is_private`) none of these is published: a
+reaction, a typing indicator or a notice would tell the relay and the workspace that the
+conversation exists. Its notices go to its participants as private DMs (`private_notice`).
+
 The harness never posts the agent's answer. Builders are pure; `StatusPublisher` sends them and
 logs (never raises) when a status event cannot be published.
 """
@@ -24,6 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 import orjson
 
 from buzz.agent.event_view import NOTICE_TAG
+from buzz.agent.prompts import is_private
 from buzz.agent.queue import Item
 from buzz.client import PublishResult
 from buzz.core.event import Event
@@ -96,6 +101,7 @@ def failure_notice(secret: str, channel: str, anchor: str) -> Event:
 
 
 Publish = Callable[[Event], Awaitable[PublishResult]]
+PrivateNotice = Callable[[str, str, str], Awaitable[bool]]  # (conversation key, anchor, text)
 
 
 class StatusPublisher:
@@ -108,6 +114,7 @@ class StatusPublisher:
         self._secret = secret
         self.typing_enabled = typing_enabled
         self.presence_enabled = presence_enabled
+        self.private_notice: PrivateNotice | None = None  # set by the private inbox
 
     async def send(self, event: Event, what: str) -> bool:
         try:
@@ -122,7 +129,7 @@ class StatusPublisher:
     async def react(self, items: Iterable[Item], emoji: str) -> None:
         """Add `emoji` to each item's event and remember the reaction id on the item."""
         for item in items:
-            if emoji in item.reactions:
+            if emoji in item.reactions or is_private(item.channel):
                 continue
             event = reaction(self._secret, item.event.id, emoji, item.channel)
             if await self.send(event, f"{emoji} reaction"):
@@ -150,7 +157,7 @@ class StatusPublisher:
     @contextlib.asynccontextmanager
     async def typing(self, channel: str) -> AsyncIterator[None]:
         """Typing indicators for `channel` while the block runs: now, then every 5 s."""
-        if not self.typing_enabled:
+        if not self.typing_enabled or is_private(channel):
             yield
             return
 
@@ -176,4 +183,8 @@ class StatusPublisher:
         await self.notice(channel, anchor, NOTICE_FAILURE)
 
     async def notice(self, channel: str, anchor: str, kind: str, text: str | None = None) -> bool:
+        if is_private(channel):
+            if self.private_notice is None:
+                return False
+            return await self.private_notice(channel, anchor, text or NOTICE_TEXT.get(kind, kind))
         return await self.send(notice(self._secret, channel, anchor, kind, text), f"{kind} notice")

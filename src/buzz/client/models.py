@@ -184,6 +184,7 @@ class ReactionRemoved:
 class Dm:
     channel_id: str
     participants: list[str]
+    e2ee: bool = False  # a channel DM: the relay reads it (private DMs: PrivateConversation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,3 +246,45 @@ class Huddle:
     event_id: str
     ended_at: int | None
     participants: list[str]
+
+
+# -- private DMs (NIP-17 gift wraps; docs/decisions.md 280) ----------------------------------------
+@dataclass(frozen=True, slots=True)
+class PrivateMessage:
+    """One end-to-end encrypted DM, unwrapped: `id` is the rumor's (the message's own id, the
+    same in every copy), `participants` the other people of its conversation (sorted), `wrap_id`
+    the gift wrap it came in. `e2ee` is always true: the mark faces show beside ordinary DMs."""
+
+    id: str
+    pubkey: str
+    created_at: int
+    content: str
+    participants: list[str]
+    reply_to: str | None
+    wrap_id: str
+    e2ee: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PrivateSent:
+    """A private DM sent: the rumor id, its recipients, and the wraps published (one per
+    recipient, then the copy to myself)."""
+
+    event_id: str
+    created_at: int
+    recipients: list[str]
+    reply_to: str | None
+    wrap_ids: list[str]
+    e2ee: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PrivateConversation:
+    """A `buzz dms list` row of private DMs: no channel (the relay holds only wraps), the other
+    participants, the newest message's time and how many messages were read."""
+
+    channel_id: None
+    participants: list[str]
+    e2ee: bool
+    last_at: int
+    messages: int

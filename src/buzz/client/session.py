@@ -171,14 +171,16 @@ class Session:
         return found[0]
 
     async def relay_pubkey(self) -> str | None:
-        """The relay's own key from its NIP-11 document (`pubkey`), None when it names none;
-        cached. Relay-signed events (39000…, 48101–48103) are trusted only with this key."""
+        """The relay's own key from its NIP-11 document, None when it names none; cached.
+        Relay-signed events (39000…, 48101–48103) are trusted only with this key. NIP-11's `self`
+        is the relay's signing key; `pubkey` is the operator's contact key (set by
+        `BUZZ_OWNER_PUBKEY`), so it is only a fallback for relays that publish no `self`."""
         if self._relay_pubkey is None:
             try:
                 info = await self.bridge.relay_info()
             except BridgeError as exc:
                 raise from_bridge_error(exc) from None
-            value = info.get("pubkey")
+            value = info.get("self", info.get("pubkey"))
             self._relay_pubkey = value if isinstance(value, str) and is_hex(value, 64) else ""
         return self._relay_pubkey or None
 

@@ -7,7 +7,8 @@
         text = await ws.memory().get("core")                       # agent side (owner from the tag)
 
 Areas (each a small class over the same `Session`): `channels` (and members), `messages`
-(threads, edits, deletion, search), `reactions`, `dms`, `users` (profiles, presence),
+(threads, edits, deletion, search), `reactions`, `dms`, `private_dms` (NIP-17 gift wraps),
+`users` (profiles, presence),
 `huddles` (start, list, status), `files` (blob upload and download, media.md §13) and
 `memory(owner=…, agent=…)` (engrams). Values are the
 dataclasses of `buzz.client.models`; every failure is a `buzz.client.errors.WorkspaceError`.
@@ -33,6 +34,7 @@ from buzz.client.users import Users
 if TYPE_CHECKING:
     from buzz.client.huddles import Huddles
     from buzz.client.memory import Memory
+    from buzz.client.private_dms import PrivateDms
 
 
 class Workspace:
@@ -51,13 +53,20 @@ class Workspace:
         self.users = Users(self.session)
         self.files = self.session.files  # upload and download blobs (media.md §13)
 
-    # Huddles and memory (engram crypto, unified diffs) load when first used: a CLI command
-    # that sends a message does not import them.
+    # Huddles, memory (engram crypto, unified diffs) and private DMs (NIP-44) load when first
+    # used: a CLI command that sends a message does not import them.
     @functools.cached_property
     def huddles(self) -> Huddles:
         from buzz.client.huddles import Huddles
 
         return Huddles(self.session)
+
+    @functools.cached_property
+    def private_dms(self) -> PrivateDms:
+        """End-to-end encrypted DMs (NIP-17 gift wraps)."""
+        from buzz.client.private_dms import PrivateDms
+
+        return PrivateDms(self.session)
 
     async def __aenter__(self) -> Workspace:
         await self.session.__aenter__()

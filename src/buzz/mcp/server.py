@@ -139,6 +139,15 @@ async def _mem_search(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
     return {"results": [h.as_json() for h in hits]}
 
 
+async def _send_private_dm(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    return as_json(await ws.private_dms.send(a["pubkeys"], a["content"], a.get("reply_to")))
+
+
+async def _get_private_dms(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    found = await ws.private_dms.messages(a.get("pubkeys", ()), a["limit"])
+    return {"messages": as_json(found), "unreadable": ws.private_dms.unreadable}
+
+
 HANDLERS: dict[str, Handler] = {
     "send_message": _send_message,
     "get_messages": _get_messages,
@@ -153,6 +162,8 @@ HANDLERS: dict[str, Handler] = {
     "mem_search": _mem_search,
     "upload_file": _upload_file,
     "get_file": _get_file,
+    "send_private_dm": _send_private_dm,
+    "get_private_dms": _get_private_dms,
 }
 assert set(HANDLERS) == set(TOOLS_BY_NAME)
 

@@ -253,6 +253,38 @@ TOOLS: tuple[ToolSpec, ...] = (
         )
         | {"oneOf": [{"required": ["url"]}, {"required": ["sha256"]}]},
     ),
+    ToolSpec(
+        "send_private_dm",
+        "Send an end-to-end encrypted direct message (NIP-17): sealed and gift-wrapped to each "
+        "recipient and to you; the relay cannot read it. Answer a private DM only this way, never in a "
+        "channel. Returns {event_id, created_at, recipients, reply_to, wrap_ids, e2ee}.",
+        _obj(
+            {
+                "pubkeys": {
+                    "type": "array",
+                    "items": _PUBKEY,
+                    "minItems": 1,
+                    "maxItems": 8,
+                    "description": "Recipients.",
+                },
+                "content": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 30000,
+                    "description": "Message text, 1-30000 bytes of UTF-8.",
+                },
+                "reply_to": {**_EVENT_ID, "description": "Id of the private message answered."},
+            },
+            ("pubkeys", "content"),
+        ),
+    ),
+    ToolSpec(
+        "get_private_dms",
+        "Read your end-to-end encrypted direct messages (decrypted on your machine), oldest first: all of "
+        "them, or the conversation with exactly `pubkeys`. Returns {messages: [{id, pubkey, created_at, "
+        "content, participants, reply_to, wrap_id, e2ee}], unreadable}.",
+        _obj({"pubkeys": {"type": "array", "items": _PUBKEY, "maxItems": 8}, "limit": _limit(1000, 100)}),
+    ),
 )
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

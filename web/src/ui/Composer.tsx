@@ -1,12 +1,14 @@
 // Message box with `@` autocomplete over the channel's members: picking one writes `@Name` and
 // remembers the pubkey, which becomes a `p` tag when sent (typed names resolve the same way
-// as `buzz messages send`). Enter sends, Shift+Enter breaks the line. The text is the draft of
-// this channel or thread (drafts.ts); sending empties the box at once, the message's progress
-// shows on it (outbox.ts), so what is typed meanwhile stays.
+// as `buzz messages send`). Enter sends, Shift+Enter breaks the line. Files come through
+// *Attach file*, a drop on the channel (or thread) or a paste (AttachTray.tsx, attach.ts).
+// The text is the draft of this channel or thread (drafts.ts); sending empties the box at
+// once, the message's progress shows on it (outbox.ts), so what is typed meanwhile stays.
 import { useRef, useState } from 'preact/hooks'
 import { draftKey, useDraft } from '../drafts'
 import { editLast } from './Comfort'
 import { mentionQuery } from '../mentions'
+import { AttachButton, AttachTray, useAttachments } from './AttachTray'
 import type { Workspace } from '../workspace'
 import { humanError } from './hooks'
 
@@ -19,6 +21,8 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
   const [index, setIndex] = useState(0)
   const [error, setError] = useState('')
   const area = useRef<HTMLTextAreaElement>(null)
+  const form = useRef<HTMLFormElement>(null)
+  const files = useAttachments(ws, form, setError)
 
   const q = mentionQuery(text, caret)
   const options = q
@@ -41,14 +45,17 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
   }
 
   const send = async () => {
-    if (!text.trim()) return
-    const [body, who] = [text, picked]
+    if (!text.trim() && !files.items.length) return
+    if (files.busy()) return setError('Wait for the files to finish uploading.')
+    if (files.failed()) return setError('Remove the files that could not be uploaded first.')
+    const [body, who, attached] = [text, picked, files.ready()]
     setText('')
     setPicked([])
     setCaret(0)
     setError('')
     try {
-      await ws.send(channel, body, who, replyTo ?? null)
+      await ws.send(channel, body, who, replyTo ?? null, attached)
+      files.clear()
     } catch (e) {
       // Refused before it left (too long, not signed): the text comes back unless more was typed.
       if (!area.current?.value) setText(body)
@@ -86,7 +93,7 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
   }
 
   return (
-    <form class="composer" onSubmit={(e) => { e.preventDefault(); void send() }}>
+    <form class="composer" ref={form} onSubmit={(e) => { e.preventDefault(); void send() }}>
       {options.length > 0 && (
         <ul class="mentions" role="listbox" id={listId} aria-label="Mention a member">
           {options.map((o, i) => (
@@ -112,8 +119,16 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
         }}
         onKeyDown={onKey}
         onClick={(e) => setCaret(e.currentTarget.selectionStart ?? 0)}
+        onPaste={(e) => {
+          const pasted = [...(e.clipboardData?.files ?? [])]
+          if (!pasted.length) return
+          e.preventDefault()
+          setError(files.add(pasted, true))
+        }}
       />
+      <AttachButton files={files} onError={setError} />
       <button type="submit">{button}</button>
+      <AttachTray files={files} />
       {error && <p class="error" role="alert">{error}</p>}
     </form>
   )

@@ -6,9 +6,9 @@ import { Timeline } from './Timeline'
 import { Composer } from './Composer'
 import { ChannelSettings } from './ChannelSettings'
 
-type Props = { ws: Workspace; channel: Channel; onThread: (id: string) => void; onMembers: () => void; onHuddle: () => void }
+type Props = { ws: Workspace; channel: Channel; onThread: (id: string) => void; onMembers: () => void; onHuddle: () => void; onPrivate: (peers: string[]) => void }
 
-export function Conversation({ ws, channel, onThread, onMembers, onHuddle }: Props) {
+export function Conversation({ ws, channel, onThread, onMembers, onHuddle, onPrivate }: Props) {
   const [settings, setSettings] = useState(false)
   const typing = ws.typingIn(channel.id)
   const label = ws.channelLabel(channel)
@@ -23,6 +23,11 @@ export function Conversation({ ws, channel, onThread, onMembers, onHuddle }: Pro
         <div class="chan-actions">
           {inHuddle.length > 0 && <span class="huddle-live" title={inHuddle.join(', ')}>In the huddle: {inHuddle.join(', ')}</span>}
           {channel.member && channel.type !== 'dm' && <button type="button" class="quiet" onClick={onHuddle}>Huddle</button>}
+          {channel.type === 'dm' && (
+            <button type="button" class="quiet" title="Messages only you and them can read (NIP-17)" onClick={() => onPrivate(channel.peers.filter((p) => p !== ws.me.pubkey))}>
+              🔒 End-to-end encrypted
+            </button>
+          )}
           <button type="button" class="quiet" onClick={onMembers}>Members</button>
           {channel.member && <button type="button" class="quiet" onClick={() => setSettings(true)}>Channel settings</button>}
         </div>

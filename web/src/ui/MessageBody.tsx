@@ -1,12 +1,13 @@
 // A message's body: its Markdown (render/markdown.ts, sanitised HTML) and then its files
-// (imeta, render/attachments.ts). Long bodies show their first lines and *Show more*; a huge
-// one renders only its first 4,000 characters until *Show all*. The buttons inside the HTML
+// (imeta, render/attachments.ts, drawn by Files.tsx). Long bodies show their first lines and
+// *Show more*; a huge one renders only its first 4,000 characters until *Show all*. The buttons inside the HTML
 // (Copy code, code folding, mention chips, channel links) are handled here by delegation.
 import { useState } from 'preact/hooks'
-import { attachmentsOf, withoutAttachmentLines, type Attachment } from '../render/attachments'
+import { attachmentsOf, withoutAttachmentLines } from '../render/attachments'
 import { renderMarkdown, shownLines } from '../render/markdown'
 import type { Msg, Workspace } from '../workspace'
 import { useUi, type Ui } from './context'
+import { Files } from './Files'
 import { renderContext } from './render-context'
 
 const FOLD_CHARS = 4000 // rendered at most until asked
@@ -24,27 +25,13 @@ export function MessageBody({ ws, m, compact = false }: { ws: Workspace; m: Msg;
   return (
     <div class={`body ${long && !open ? 'clamped' : ''} ${compact ? 'compact' : ''}`}>
       <div class="text" onClick={(e) => onBodyClick(e, ui)} dangerouslySetInnerHTML={{ __html: html }} />
-      {files.length > 0 && <Attachments files={files} />}
+      {files.length > 0 && <Files ws={ws} files={files} />}
       {long && (
         <button type="button" class="link more" aria-expanded={open} onClick={() => setOpen(!open)}>
           {open ? 'Show less' : huge ? `Show all (${Math.round(text.length / 1000)} k characters)` : 'Show more'}
         </button>
       )}
     </div>
-  )
-}
-
-/** The files of a message. Until the files feature draws local blobs (thumbnails, file cards
- * with size and type), each is a link named after its file. */
-function Attachments({ files }: { files: Attachment[] }) {
-  return (
-    <ul class="files">
-      {files.map((f) => (
-        <li key={f.url}>
-          <a href={f.url} target="_blank" rel="noopener noreferrer nofollow">{f.name}</a>
-        </li>
-      ))}
-    </ul>
   )
 }
 

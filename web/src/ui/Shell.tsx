@@ -15,6 +15,7 @@ import { NewChannelDialog } from './NewChannel'
 import { BrowsePanel } from './Browse'
 import { AgentsPanel } from './Agents'
 import { HuddlePanel } from './Huddle'
+import { PrivateConversation } from './PrivateDms'
 import { InboxPanel } from './Inbox'
 import { JumpTo, ThemeSwitch, useShortcuts } from './Comfort'
 
@@ -31,12 +32,19 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
   const [card, setCard] = useState<string | null>(null)
   const [jumping, setJumping] = useState(false)
   useShortcuts(() => setJumping(true), () => setPanel(null))
+  const [priv, setPriv] = useState<string[] | null>(null) // an open end-to-end encrypted DM
+  const openPrivate = (peers: string[]) => {
+    setMenu(false)
+    if (panel === 'thread' || panel === 'members' || panel === 'huddle') setPanel(null)
+    setPriv(peers)
+  }
 
   // Messages render again when the highlighter or the emoji table arrives.
   useEffect(() => onLoaded(() => ws.changed()), [ws])
 
   const open = (id: string) => {
     setMenu(false)
+    setPriv(null)
     if (panel === 'thread' || panel === 'members') setPanel(null)
     void act(ws, () => ws.openChannel(id))
   }
@@ -108,15 +116,18 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
         <ThemeSwitch />
         <button type="button" class="quiet" onClick={() => setProfile(true)}>{ws.nameOf(ws.me.pubkey)}</button>
       </header>
-      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} inbox={panel === 'inbox'} onInbox={() => { setMenu(false); toggle('inbox') }} />
+      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} privateActive={priv} onPrivate={openPrivate} inbox={panel === 'inbox'} onInbox={() => { setMenu(false); toggle('inbox') }} />
       <main class="main">
-        {channel ? (
+        {priv ? (
+          <PrivateConversation ws={ws} peers={priv} />
+        ) : channel ? (
           <Conversation
             ws={ws}
             channel={channel}
             onThread={openThread}
             onMembers={() => toggle('members')}
             onHuddle={() => setPanel('huddle')}
+            onPrivate={openPrivate}
           />
         ) : ws.active && ws.channelsLoaded ? (
           <div class="empty">

@@ -2,11 +2,23 @@
 // count is its description (aria-describedby), so screen readers and tests see both apart.
 // Mentions of me and direct messages get a badge of their own (red), apart from plain unread.
 import type { Channel, Workspace } from '../workspace'
+import { privateDms } from '../private-dms'
 import { InboxLink } from './Inbox'
+import { PrivateRows } from './PrivateDms'
 
-type Props = { ws: Workspace; onOpen: (id: string) => void; onNew: () => void; onBrowse: () => void; onAgents: () => void; inbox: boolean; onInbox: () => void }
+type Props = {
+  ws: Workspace
+  onOpen: (id: string) => void
+  onNew: () => void
+  onBrowse: () => void
+  onAgents: () => void
+  privateActive: string[] | null
+  onPrivate: (peers: string[]) => void
+  inbox: boolean
+  onInbox: () => void
+}
 
-export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, inbox, onInbox }: Props) {
+export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, privateActive, onPrivate, inbox, onInbox }: Props) {
   const mine = ws.myChannels().filter((c) => !c.ttl) // huddle channels open from their parent's huddle panel
   const channels = mine.filter((c) => c.type !== 'dm').sort(byName)
   const dms = mine.filter((c) => c.type === 'dm')
@@ -19,13 +31,16 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, inbox, onInbox 
       <InboxLink ws={ws} open={inbox} onOpen={onInbox} />
       <h2 class="side-heading">Channels</h2>
       <ul>
-        {channels.map((c) => <Item ws={ws} c={c} label={c.name} onOpen={onOpen} />)}
+        {channels.map((c) => <Item ws={ws} c={c} label={c.name} onOpen={onOpen} shadowed={!!privateActive} />)}
         {!channels.length && <li class="hint">{ws.channelsLoaded ? 'No channels yet.' : 'Loading…'}</li>}
       </ul>
-      {dms.length > 0 && (
+      {(dms.length > 0 || privateDms(ws).msgs.size > 0) && (
         <>
           <h2 class="side-heading">Direct messages</h2>
-          <ul>{dms.map((c) => <Item ws={ws} c={c} label={ws.channelLabel(c)} onOpen={onOpen} />)}</ul>
+          <ul>
+            {dms.map((c) => <Item ws={ws} c={c} label={ws.channelLabel(c)} onOpen={onOpen} shadowed={!!privateActive} />)}
+            <PrivateRows ws={ws} active={privateActive} onOpen={onPrivate} />
+          </ul>
         </>
       )}
       <div class="side-actions bottom">
@@ -35,7 +50,8 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, inbox, onInbox 
   )
 }
 
-function Item({ ws, c, label, onOpen }: { ws: Workspace; c: Channel; label: string; onOpen: (id: string) => void }) {
+function Item({ ws, c, label, onOpen, shadowed }: { ws: Workspace; c: Channel; label: string; onOpen: (id: string) => void; shadowed: boolean }) {
+  const current = ws.active === c.id && !shadowed // a private conversation is open instead
   const muted = ws.reads.muted.has(c.id)
   const unread = muted ? 0 : ws.unread.get(c.id) ?? 0 // a muted channel shows mentions only
   const descId = `unread-${c.id}`
@@ -48,8 +64,8 @@ function Item({ ws, c, label, onOpen }: { ws: Workspace; c: Channel; label: stri
         href={`#${c.id}`}
         aria-label={label}
         aria-describedby={described || undefined}
-        aria-current={ws.active === c.id ? 'page' : undefined}
-        class={`chan ${ws.active === c.id ? 'active' : ''} ${unread ? 'unread' : ''} ${muted ? 'muted' : ''}`}
+        aria-current={current ? 'page' : undefined}
+        class={`chan ${current ? 'active' : ''} ${unread ? 'unread' : ''} ${muted ? 'muted' : ''}`}
         onClick={(e) => {
           e.preventDefault()
           onOpen(c.id)
