@@ -14,8 +14,10 @@ and buzz's own fan-out loop time (`buzz_fanout_seconds` from its /metrics).
 
 The cost of idle subscriptions is measured first, on the fresh relay: the publisher
 pipelines N kind 1 events while 100 connections hold 1 (100 in all) or 100 (10,000 in all)
-non-matching subscriptions; the ratio of the two publish rates is the cost. See
-bench/README.md.
+non-matching subscriptions; the ratio of the two publish rates is the cost. With `--baseline REV`
+buzz as it was at git revision REV (bench/ingest.py builds it into `.bench-baseline/`) runs the
+same steps just before this tree's buzz: the same-run yardstick of a fan-out change (issue 30
+item 3). See bench/README.md.
 """
 
 from __future__ import annotations
@@ -204,9 +206,36 @@ def bench(relay: ingest.RelayProc, args: argparse.Namespace, wait: float) -> dic
     return out
 
 
+def baseline_run(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """buzz at `args.baseline`, its own installed code, through the same steps (`out["base"]`)."""
+    import tempfile
+
+    base = ingest.ensure_baseline(args.baseline)
+    out["baseline"] = {"rev": args.baseline, "sha": base.sha, "label": base.label}
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "BUZZ_MAX_CONNECTIONS")}
+    # A PYTHONPATH pointing at this tree (how developers run the bench) would run this tree's code.
+    os.environ.pop("PYTHONPATH", None)
+    os.environ["BUZZ_MAX_CONNECTIONS"] = str(max(args.steps) + 100)
+    try:
+        with tempfile.TemporaryDirectory(prefix="buzz-fanout-base-") as tmp:
+            relay = ingest.start_buzz(Path(tmp), buzz=base.buzz, name=base.label)
+            try:
+                out["base"] = bench(relay, args, ingest.AUTH_TIMEOUT_S)
+            finally:
+                relay.stop()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {**ingest.machine_facts(), "workers": args.workers, "messages": args.messages}
     ingest.PEER_SUBSCRIPTION_LIMIT = 128  # nostr-relay's default 32 would refuse the idle row
+    if args.baseline:
+        baseline_run(args, out)
     out["buzz"], peer = clients.buzz_then_peer(args, "buzz-fanout-", bench, max(args.steps) + 100)
     if peer is not None:
         out["peer"] = peer
@@ -232,6 +261,12 @@ def render(out: dict[str, Any]) -> str:
     lines.append(f"{out['messages']} events per step, subscribers over {out['workers']} client processes")
     relays = clients.relays_of(out)
     lines += clients.config_lines(out)
+    if "base" in out:
+        label = out["baseline"]["label"]
+        relays = [(label, out["base"]), *relays]
+        lines.append(
+            f"  {label}: git {out['baseline']['rev']} = {out['baseline']['sha']}, run just before buzz"
+        )
     rows = [
         f"{name:<13}{f['subscribers']:>6}{f['p50_ms']:>9.1f}{f['p99_ms']:>9.1f}{f['max_ms']:>9.1f}"
         f"{f['ok_p50_ms']:>9.1f}{f['ok_p99_ms']:>9.1f}{_loop_cell(f):>15}"
@@ -271,7 +306,21 @@ def render(out: dict[str, Any]) -> str:
                 f"S={fb['subscribers']}: buzz p99 / nostr-relay p99 = {fb['p99_ms'] / fp['p99_ms']:.2f}×, "
                 f"p50 ratio {fb['p50_ms'] / fp['p50_ms']:.2f}×"
             )
+    if "base" in out:
+        label = out["baseline"]["label"]
+        for fb, f0 in zip(b["fanout"], out["base"]["fanout"], strict=True):
+            lines.append(
+                f"S={fb['subscribers']}: buzz / {label}: relay CPU per delivery "
+                f"{fb['relay_cpu_us_per_delivery'] / f0['relay_cpu_us_per_delivery']:.2f}×, "
+                f"EVENT→OK p99 {fb['ok_p99_ms'] / f0['ok_p99_ms']:.2f}×, "
+                f"client-observed p99 {fb['p99_ms'] / f0['p99_ms']:.2f}×"
+            )
     if thousand:
+        cpu = thousand["relay_cpu_us_per_delivery"]
+        lines.append(
+            f"target: relay CPU per delivery ≤ 6 µs at 1,000 subscribers: {cpu:.1f} µs "
+            f"{'MET' if cpu <= 6 else 'NOT MET'}"
+        )
         side = thousand["ok_p99_ms"]
         lines.append(
             f"target: 1,000 subscribers p99 < 20 ms relay-side: EVENT→OK p99 {side:.1f} ms "
@@ -300,6 +349,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--peer-venv", default=str(ingest.ROOT / ".bench-venv"))
     ap.add_argument("--peer-workers", type=int, default=1)
     ap.add_argument("--skip-peer", action="store_true", help="buzz only")
+    ap.add_argument(
+        "--baseline", metavar="REV", help="also run buzz at git revision REV first (same-run yardstick)"
+    )
     ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
     args = ap.parse_args(argv)
     if not all(1 <= s <= 9000 for s in args.steps) or not 1 <= args.messages <= 100:

@@ -253,8 +253,12 @@ class RelayProc:
             self.proc.wait(timeout=5)
 
 
-def _spawn(name: str, argv: list[str], log_path: Path, cwd: Path) -> RelayProc:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+def _spawn(
+    name: str, argv: list[str], log_path: Path, cwd: Path, extra_env: dict[str, str] | None = None
+) -> RelayProc:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(extra_env or {}))
+    if "PYTHONPATH" in (extra_env or {}) and not env["PYTHONPATH"]:
+        del env["PYTHONPATH"]  # an empty value still puts the working directory on sys.path
     log = open(log_path, "wb")  # noqa: SIM115 - the child owns it until it exits
     try:
         proc = subprocess.Popen(
@@ -267,13 +271,21 @@ def _spawn(name: str, argv: list[str], log_path: Path, cwd: Path) -> RelayProc:
 
 
 def start_buzz(
-    tmp: Path, database_url: str | None = None, tag: str = "", buzz: Path | None = None, name: str = "buzz"
+    tmp: Path,
+    database_url: str | None = None,
+    tag: str = "",
+    buzz: Path | None = None,
+    name: str = "buzz",
+    redis: tuple[str, str] | None = None,
 ) -> RelayProc:
     """`buzz relay serve` on a free loopback port: SQLite in `tmp`, or `database_url` (PostgreSQL).
 
-    `buzz` is the executable (default: this venv's; `--baseline` passes another venv's)."""
+    `buzz` is the executable (default: this venv's; `--baseline` passes another venv's, and
+    the child then runs without PYTHONPATH, which would otherwise import this tree's code
+    ahead of the baseline's own). `redis` = (URL, workspace id): replica mode on that Redis."""
     data = tmp / f"buzz-data{tag}"
     data.mkdir(exist_ok=True)  # bench/query.py restarts a relay on the store it loaded
+    baseline = buzz is not None
     buzz = buzz or Path(sys.executable).with_name("buzz")
     argv = [
         str(buzz),
@@ -290,8 +302,14 @@ def start_buzz(
     ]
     if database_url:
         argv[argv.index("--data-dir") : argv.index("--data-dir")] = ["--db", database_url]
-    relay = _spawn(name, argv, tmp / f"buzz{tag}-{time.monotonic_ns()}.log", tmp)
+    extra_env = {"PYTHONPATH": ""} if baseline else {}
+    if redis is not None:
+        argv += ["--redis-url", redis[0]]
+        extra_env["BUZZ_WORKSPACE_ID"] = redis[1]
+    relay = _spawn(name, argv, tmp / f"buzz{tag}-{time.monotonic_ns()}.log", tmp, extra_env)
     relay.config = "PostgreSQL, one process" if database_url else "SQLite (synchronous=FULL), one process"
+    if redis is not None:
+        relay.config = "PostgreSQL + Redis, replica mode (one replica)"
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
         log = relay.log_path.read_text(errors="replace")
@@ -572,6 +590,34 @@ def pg_database() -> Any:
         yield _pg_dsn(name)
     finally:
         asyncio.run(pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+REDIS_URL = os.environ.get("BUZZ_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@contextlib.contextmanager
+def redis_workspace() -> Any:
+    """(REDIS_URL, a fresh workspace id) for one replica-mode relay; its `buzz:<id>:` keys are
+    deleted on exit. Yields None (with the reason printed) when Redis is unreachable."""
+    from redis import Redis
+    from redis.exceptions import RedisError
+
+    workspace = f"bench-{os.urandom(6).hex()}"
+    client = Redis.from_url(REDIS_URL, socket_timeout=5)
+    try:
+        client.ping()
+    except (RedisError, OSError) as exc:
+        print(f"  Redis unreachable at {REDIS_URL} ({exc}): replica-mode rows skipped", file=sys.stderr)
+        client.close()
+        yield None
+        return
+    try:
+        yield REDIS_URL, workspace
+    finally:
+        keys = list(client.scan_iter(match=f"buzz:{workspace}:*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
 
 
 def start_sdk(tmp: Path, tag: str = "") -> RelayProc:
@@ -885,11 +931,13 @@ ROWS = (
     ("buzz", "buzz", "kind1"),
     ("base", "buzz-base", "kind1"),
     ("buzz_pg", "buzz-pg", "kind1"),
+    ("buzz_pg_rep", "buzz-pg-replica", "kind1"),
     ("peer", "nostr-relay", "kind1"),
     ("sdk", "nostr-sdk", "kind1"),
     ("buzz_mix", "buzz", "mix"),
     ("base_mix", "buzz-base", "mix"),
     ("buzz_pg_mix", "buzz-pg", "mix"),
+    ("buzz_pg_rep_mix", "buzz-pg-replica", "mix"),
     ("peer_mix", "nostr-relay", "mix"),
     ("sdk_mix", "nostr-sdk", "mix"),
 )
@@ -964,14 +1012,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             elif relay_name == "buzz-base":
                 assert base is not None  # _wanted keeps these rows only with --baseline
                 relay, wait = start_buzz(tmp, None, tag, base.buzz, base.label), AUTH_TIMEOUT_S
-            elif relay_name == "buzz-pg":
-                with pg_database() as url:  # a fresh database per row
-                    if url is None:
+            elif relay_name in ("buzz-pg", "buzz-pg-replica"):
+                with pg_database() as url, contextlib.ExitStack() as stack:  # a fresh database per row
+                    redis = (
+                        stack.enter_context(redis_workspace()) if relay_name == "buzz-pg-replica" else None
+                    )
+                    if url is None or (relay_name == "buzz-pg-replica" and redis is None):
                         continue
-                    relay = start_buzz(tmp, url, tag)
+                    relay = start_buzz(tmp, url, tag, redis=redis)
+                    spy = _start_profiler(relay, args, key)
                     try:
                         out[key] = bench_relay(relay, wl, args, AUTH_TIMEOUT_S, wl_name == "kind1")
                     finally:
+                        _stop_profiler(spy)
                         relay.stop()
                 continue
             elif relay_name == "nostr-relay":
@@ -1032,7 +1085,9 @@ def _wanted(row: tuple[str, str, str], args: argparse.Namespace) -> bool:
         return False
     if relay == "buzz-base" and not args.baseline:
         return False
-    if relay == "buzz-pg" and args.skip_pg:
+    if relay.startswith("buzz-pg") and args.skip_pg:
+        return False
+    if relay == "buzz-pg-replica" and args.skip_replica:
         return False
     if relay in ("nostr-relay", "nostr-sdk") and args.skip_peer:
         return False
@@ -1047,6 +1102,8 @@ LABELS = {
     "sdk": "nostr-sdk LocalRelay",
     "buzz_mix": "buzz SQLite",
     "buzz_pg_mix": "buzz PostgreSQL",
+    "buzz_pg_rep": "buzz PG replica",
+    "buzz_pg_rep_mix": "buzz PG replica",
     "base": "buzz@REV SQLite",  # REV: the baseline's short sha (_label)
     "base_mix": "buzz@REV SQLite",
     "peer_mix": "nostr-relay",
@@ -1084,6 +1141,8 @@ def ratios(out: dict[str, Any]) -> dict[str, float | None]:
         "buzz_over_peer": _div(b, _rate(out, "peer")),
         "buzz_over_sdk": _div(b, _rate(out, "sdk")),
         "buzz_pg_over_buzz": _div(_rate(out, "buzz_pg"), b),
+        "buzz_pg_mix_over_buzz_mix": _div(_rate(out, "buzz_pg_mix"), mix),
+        "buzz_pg_replica_over_buzz_pg": _div(_rate(out, "buzz_pg_rep"), _rate(out, "buzz_pg")),
         "mix_over_kind1": _div(mix, b),
         "mix_over_peer_mix": _div(mix, _rate(out, "peer_mix")),
         "mix_over_sdk_mix": _div(mix, _rate(out, "sdk_mix")),
@@ -1133,7 +1192,25 @@ def _baseline_lines(out: dict[str, Any]) -> list[str]:
     return lines
 
 
-TARGETS = {"buzz_over_verify": 0.5, "buzz_over_peer": 1.5, "req_p50_peer_over_buzz": 1.0}
+TARGETS = {
+    "buzz_over_verify": 0.5,
+    "buzz_over_peer": 1.5,
+    "req_p50_peer_over_buzz": 1.0,
+    "buzz_pg_over_buzz": 0.6,  # issue 30 item 1
+    "buzz_pg_mix_over_buzz_mix": 0.5,
+}
+REPLICA_CPU_TARGET = 0.10  # replica mode's extra relay CPU per event over PostgreSQL alone (issue 30)
+
+
+def replica_cpu_extra(out: dict[str, Any]) -> dict[str, float | None]:
+    """Relay CPU per event in replica mode over the same without Redis, minus 1, per workload."""
+    res: dict[str, float | None] = {}
+    for wl, rep, alone in (("kind1", "buzz_pg_rep", "buzz_pg"), ("mix", "buzz_pg_rep_mix", "buzz_pg_mix")):
+        ratio = _div(_cpu_per_event(out, rep), _cpu_per_event(out, alone))
+        res[wl] = None if ratio is None else ratio - 1
+    return res
+
+
 ABS_TARGETS = {"buzz": 10_500, "buzz_mix": 5_000}  # ev/s (issue 17 item 2)
 CPU_TARGET_US = 90
 
@@ -1186,6 +1263,13 @@ def render(out: dict[str, Any]) -> str:
     rs = ratios(out)
     for k, v in rs.items():
         lines.append(_ratio_line(k.replace("_", " "), v, TARGETS.get(k)))
+    for wl, extra in replica_cpu_extra(out).items():
+        if extra is not None:
+            verdict = "MET" if extra <= REPLICA_CPU_TARGET else "NOT MET"
+            lines.append(
+                f"{'replica mode extra relay CPU/event, ' + wl:<44}{extra * 100:>+8.1f} %  "
+                f"target ≤ {REPLICA_CPU_TARGET * 100:g} %  {verdict}"
+            )
     if "baseline" in out:
         lines += _baseline_lines(out)
     for key, target in ABS_TARGETS.items():
@@ -1219,6 +1303,7 @@ def to_json(out: dict[str, Any]) -> dict[str, Any]:
 
     res = conv(out)
     res["ratios"] = {**ratios(out), "targets": TARGETS, "absolute_targets_ev_s": ABS_TARGETS}
+    res["replica_cpu_extra"] = {**replica_cpu_extra(out), "target": REPLICA_CPU_TARGET}
     if "baseline" in out:
         res["baseline"]["ratios"] = baseline_ratios(out)
         res["baseline"]["targets"] = BASELINE_TARGETS
@@ -1262,6 +1347,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--skip-sdk", action="store_true", help="do not run nostr-sdk's LocalRelay")
     ap.add_argument("--skip-pg", action="store_true", help="no PostgreSQL rows for buzz")
     ap.add_argument("--skip-mix", action="store_true", help="no workspace-mix rows")
+    ap.add_argument(
+        "--skip-replica", action="store_true", help="no PostgreSQL + Redis (replica mode) rows for buzz"
+    )
     ap.add_argument(
         "--baseline",
         metavar="REV",

@@ -23,8 +23,9 @@ LAYERS: dict[str, frozenset[str]] = {
     "buzz.client": frozenset({"buzz.core", "buzz.recall"}),
     # files (issue 26): pure checks over core, byte stores and metadata over the store's interface
     "buzz.media": frozenset({"buzz.core", "buzz.store"}),
-    "buzz.relay": frozenset({"buzz.core", "buzz.store", "buzz.media"}),
-    "buzz.workflows": frozenset({"buzz.core"}),  # the engine's pure core (issue 28); its runner comes later
+    "buzz.relay": frozenset({"buzz.core", "buzz.store", "buzz.media", "buzz.workflows"}),
+    # the workflow engine (issue 28): a pure core over core, and its runner over the store's interface
+    "buzz.workflows": frozenset({"buzz.core", "buzz.store"}),
     "buzz.agent": frozenset({"buzz.core", "buzz.client"}),
     "buzz.mcp": frozenset({"buzz.core", "buzz.client"}),
     "buzz.voice": frozenset({"buzz.core", "buzz.client"}),

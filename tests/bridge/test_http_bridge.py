@@ -180,6 +180,7 @@ def test_status_tables_cover_every_prefix() -> None:
         "auth-required: not authenticated": 401,
         "blocked: you are banned from this community": 403,
         "rate-limited: too many concurrent requests": 429,
+        "conflict: workflow changed since it was loaded": 409,  # workflows.md §2.2 item 4
         "error: internal server error": 500,
     }
     assert {m: event_status(False, m) for m in expected} == expected

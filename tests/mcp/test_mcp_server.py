@@ -37,6 +37,19 @@ TOOLS = {
     "get_file": ({"url", "sha256", "path"}, set()),  # url or sha256 (oneOf)
     "send_private_dm": ({"pubkeys", "content", "reply_to"}, {"pubkeys", "content"}),
     "get_private_dms": ({"pubkeys", "limit"}, set()),
+    # workflows.md §17
+    "list_workflows": ({"channel_id"}, {"channel_id"}),
+    "get_workflow": ({"workflow_id"}, {"workflow_id"}),
+    "create_workflow": ({"channel_id", "yaml", "name"}, {"channel_id", "yaml"}),
+    "update_workflow": ({"workflow_id", "yaml", "name"}, {"workflow_id", "yaml"}),
+    "delete_workflow": ({"workflow_id"}, {"workflow_id"}),
+    "enable_workflow": ({"workflow_id"}, {"workflow_id"}),
+    "disable_workflow": ({"workflow_id"}, {"workflow_id"}),
+    "trigger_workflow": ({"workflow_id", "inputs"}, {"workflow_id"}),
+    "list_workflow_runs": ({"workflow_id", "limit", "before", "before_id"}, {"workflow_id"}),
+    "get_workflow_run": ({"workflow_id", "run_id"}, {"workflow_id", "run_id"}),
+    "approve_workflow_step": ({"approval", "note"}, {"approval"}),
+    "deny_workflow_step": ({"approval", "note"}, {"approval"}),
 }
 SEND_KEYS = {"event_id", "channel_id", "created_at", "reply_to", "root", "mention_pubkeys"}
 MESSAGE_KEYS = {"id", "pubkey", "created_at", "kind", "tags", "content", "sig"}

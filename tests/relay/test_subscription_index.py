@@ -71,3 +71,24 @@ def test_a_subscription_is_yielded_once_even_when_several_filters_match() -> Non
     index.add(sub)
     event = Event.create(sk, 1, "", [["t", "x"]])
     assert [s.sub_id for s in index.matching(event, None)] == ["multi"]
+
+
+def test_subscriptions_with_equal_filters_share_one_match_and_leave_independently() -> None:
+    """Equal filters (limit aside) are matched once per event for all their holders
+    (issue 30 item 3); removing one holder leaves the others reached."""
+    sk = generate_secret_key()
+    pk = public_key(sk)
+    index = SubscriptionIndex()
+    subs = [_sub(f"s{i}", {"kinds": [1], "authors": [pk], "limit": i}) for i in range(5)]
+    other = _sub("other", {"kinds": [1], "authors": [pk], "since": 2_000_000_000})
+    for s in (*subs, other):
+        index.add(s)
+    event = Event.create(sk, 1, "hi")
+    assert [s.sub_id for s in index.matching(event, None)] == [f"s{i}" for i in range(5)]
+    index.remove(subs[2])
+    index.remove(other)
+    assert [s.sub_id for s in index.matching(event, None)] == ["s0", "s1", "s3", "s4"]
+    for s in subs:
+        index.remove(s)
+    assert index.matching(event, None) == []
+    assert len(index) == 0

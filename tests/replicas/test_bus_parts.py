@@ -17,6 +17,7 @@ from buzz.relay.bus_wire import (
     Topics,
     decode_control,
     decode_event,
+    decode_event_unless,
     encode_access_changed,
     encode_event,
 )
@@ -40,6 +41,22 @@ def test_event_payload_round_trip(channel_id: str | None) -> None:
     data = encode_event(event.to_json(), channel_id)
     assert orjson.loads(data) == {"v": 1, "channel_id": channel_id, "event": event.to_dict()}
     assert decode_event(data) == (event, channel_id)
+
+
+def test_an_echoed_event_is_skipped_before_it_is_checked() -> None:
+    event = Event.create(generate_secret_key(), 9, "hi", [["h", CHANNEL]])
+    data = encode_event(event.to_json(), CHANNEL)
+    assert decode_event_unless(data, {event.id}.__contains__) is None
+    assert decode_event_unless(data, set().__contains__) == (event, CHANNEL)
+    # Not an echo: the whole payload is checked as before.
+    for bad in (
+        b'{"v":1,"channel_id":null,"event":{"id":"x"}}',
+        b'{"v":1,"channel_id":null,"event":{"id":[1]}}',
+    ):
+        with pytest.raises(BadPayload):
+            decode_event_unless(bad, set().__contains__)
+    with pytest.raises(BadPayload):
+        decode_event_unless(b'{"v":2,"channel_id":null,"event":{"id":"x"}}', {"x"}.__contains__)
 
 
 def test_control_payload_round_trip() -> None:

@@ -101,7 +101,14 @@ async def test_workflow_definition_rules(relay: RunningRelay, alice: Identity) -
                 Event.create(alice.secret, 30620, "steps: []", tags),
                 "invalid: workflow d tag must be a UUID",
             )
-        flow = Event.create(alice.secret, 30620, "steps: []", [["h", c], ["d", new_channel_id()]])
+        await refused(
+            relay,
+            a,
+            Event.create(alice.secret, 30620, "steps: []", [["h", c], ["d", new_channel_id()]]),
+            "invalid: workflow YAML parse error: name: is required (line 1, column 1)",
+        )
+        valid = "name: Flow\ntrigger: {on: webhook}\nsteps:\n  - {id: s, action: send_message, text: hi}\n"
+        flow = Event.create(alice.secret, 30620, valid, [["h", c], ["d", new_channel_id()]])
         await accepted(a, flow)
         stored = await relay.relay.store.get(flow.id)
         assert stored is not None and stored.channel_id == c

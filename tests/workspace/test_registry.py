@@ -148,7 +148,10 @@ def test_message_like_kinds_are_regular() -> None:
 
 
 def test_named_sets_and_places() -> None:
-    assert {1059, 24200, 30024, 30174, 30179, 30300, 30350, 44100, 44101, 44200} == kinds.NON_SEARCHABLE_KINDS
+    workflow_records = {*range(46001, 46013), 46020, 46030, 46031}  # workflows.md §2.2 item 6
+    assert {1059, 24200, 30024, 30174, 30179, 30300, 30350, 44100, 44101, 44200} | workflow_records == (
+        kinds.NON_SEARCHABLE_KINDS
+    )
     assert {9009, *range(43001, 43007)} == kinds.RESERVED_KINDS
     assert {
         39000,

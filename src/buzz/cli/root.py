@@ -40,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "mcp",
         "Serve the workspace to an MCP client over stdio (tools: send_message, get_messages, "
         "get_thread, search, list_channels, join_channel, add_reaction, mem_get, mem_set, "
-        "mem_ls, mem_search, upload_file, get_file).",
+        "mem_ls, mem_search, upload_file, get_file, and the twelve workflow tools).",
     ),
     "mem": (
         "buzz.cli.mem_cmd",
@@ -55,6 +55,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "reactions": ("buzz.cli.reactions_cmd", "reactions", "Reactions on messages."),
     "relay": ("buzz.cli.relay_cmd", "relay", "Run and inspect the relay."),
     "users": ("buzz.cli.users_cmd", "users", "Profiles and presence."),
+    "workflows": (
+        "buzz.cli.workflows_cmd",
+        "workflows",
+        "Workflows: create, update, enable, run, approve and inspect a channel's automations.",
+    ),
 }
 
 

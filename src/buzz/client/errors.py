@@ -89,6 +89,6 @@ class Conflict(Refused):
 
 
 def refusal(relay_message: str, message: str, *, retryable: bool = False) -> Refused:
-    """A relay verdict: `Conflict` for `duplicate:`, else `Refused` (agents.md §2.1 exits 4/5)."""
-    cls = Conflict if relay_message.startswith("duplicate:") else Refused
+    """A relay verdict: `Conflict` for `duplicate:` and `conflict:` (workflows.md §2.2 item 4), else `Refused` (agents.md §2.1 exits 4/5)."""
+    cls = Conflict if relay_message.startswith(("duplicate:", "conflict:")) else Refused
     return cls(message, retryable=retryable, relay_message=relay_message)

@@ -157,6 +157,25 @@ class BridgeClient:
                 ) from None
         raise _unexpected(status, body, self.base)
 
+    async def call(self, method: str, path: str, body: bytes | None = None) -> tuple[int, Any]:
+        """A NIP-98-signed request to one of the relay's JSON routes (`/workflows…`): the
+        status and the parsed body, whatever the status. Raises BridgeError when unreachable."""
+        if self._session is None:
+            raise RuntimeError("BridgeClient used outside `async with`")
+        url = self.base + path
+        headers = {"Authorization": build_auth_header(self.secret_key, url, method, body)}
+        if self.auth_tag:
+            headers["X-Auth-Tag"] = orjson.dumps(self.auth_tag).decode()
+        try:
+            async with self._session.request(method, url, data=body, headers=headers) as resp:
+                raw, status = await resp.read(), resp.status
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise BridgeError(f"cannot reach the relay at {self.base}: {_describe(exc)}") from None
+        try:
+            return status, orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return status, _NotJson(raw.decode("utf-8", "replace")[:200])
+
     async def relay_info(self) -> dict[str, Any]:
         """`GET /info`: the NIP-11 document (relay.md §14); no authentication. Raises BridgeError."""
         if self._session is None:

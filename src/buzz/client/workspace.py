@@ -30,6 +30,7 @@ from buzz.client.messages import Messages
 from buzz.client.reactions import Reactions
 from buzz.client.session import DEFAULT_TIMEOUT_S, Session
 from buzz.client.users import Users
+from buzz.client.workflows import Workflows
 
 if TYPE_CHECKING:
     from buzz.client.huddles import Huddles
@@ -51,6 +52,7 @@ class Workspace:
         self.reactions = Reactions(self.session)
         self.dms = Dms(self.session)
         self.users = Users(self.session)
+        self.workflows = Workflows(self.session)  # workflows.md §16
         self.files = self.session.files  # upload and download blobs (media.md §13)
 
     # Huddles, memory (engram crypto, unified diffs) and private DMs (NIP-44) load when first

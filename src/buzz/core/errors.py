@@ -97,6 +97,12 @@ class ServerError(BuzzError):
     prefix = "error"
 
 
+class Conflict(BuzzError):
+    """The event raced a concurrent change; rebuild it from fresh state (workflows.md §2.2 item 4)."""
+
+    prefix = "conflict"
+
+
 class Duplicate(BuzzError):
     prefix = "duplicate"
 

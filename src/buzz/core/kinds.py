@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from buzz.core.limits import DEFAULT_MAX_TAGS
+
 
 class StorageClass(Enum):
     """relay.md §3.1."""
@@ -207,6 +209,9 @@ _TABLE: tuple[tuple[int, str, StorageClass, str, Scope, Place], ...] = (
     (46006, "workflow failed", REGULAR, "", RELAY, H),
     (46007, "workflow cancelled", REGULAR, "", RELAY, H),
     (46010, "workflow approval requested", REGULAR, "", RELAY, H),
+    (46020, "workflow manual trigger", REGULAR, "", M_W, OPT_H),  # channel: the workflow's (workflows.md §13)
+    (46030, "workflow approval grant", REGULAR, "", M_W, OPT_H),  # channel: the approval's (§9.4)
+    (46031, "workflow approval deny", REGULAR, "", M_W, OPT_H),
     (46011, "workflow approval granted", REGULAR, "", RELAY, H),
     (46012, "workflow approval denied", REGULAR, "", RELAY, H),
     (48100, "huddle started", REGULAR, "", C_W, H),
@@ -264,13 +269,23 @@ RELAY_ONLY_KINDS = frozenset(k for k, info in REGISTRY.items() if info.scope is 
 RESERVED_KINDS = frozenset(k for k, info in REGISTRY.items() if info.scope is Scope.RESERVED)
 TOKEN_KINDS = frozenset(k for k, info in REGISTRY.items() if info.scope is Scope.AUTH)
 MEMBERSHIP_NOTICE_KINDS = frozenset({44100, 44101})
-NON_SEARCHABLE_KINDS = P_GATED_KINDS | AUTHOR_ONLY_KINDS | {ENGRAM_KIND}
+# workflows.md §2.2 item 6: run records and workflow commands are not message text.
+WORKFLOW_RECORD_KINDS = frozenset({*range(46001, 46013), 46020, 46030, 46031})
+NON_SEARCHABLE_KINDS = P_GATED_KINDS | AUTHOR_ONLY_KINDS | {ENGRAM_KIND} | WORKFLOW_RECORD_KINDS
 # Every kind `visibility.visible_by_sets` may refuse; any other kind passes it for every reader.
 SETS_GATED_KINDS = AUTHOR_ONLY_KINDS | SHARED_GATED_KINDS | P_GATED_KINDS | {ENGRAM_KIND}
 AUTH_KIND = 22242
 HTTP_AUTH_KIND = 27235
 DELETION_KIND = 5
 GIFT_WRAP_KIND = 1059
+
+
+# Tags per event (issue 24 item 11): an event of 25,000 tags cost every reader that parsed it
+# (four REQs took the relay from 92 MB to 2.2 GB). Lists that name people, events or emoji
+# one by one may hold a frame's worth (a `p` tag is ~72 bytes: 512 KiB holds ~7,300); every
+# other kind holds at most limits.DEFAULT_MAX_TAGS. Relay-signed events are not checked.
+LIST_MAX_TAGS = 10_000
+TAG_CAPS: dict[int, int] = {k: LIST_MAX_TAGS for k in (3, 10000, 10001, 10003, 10030, 30000, 30003, 30030)}
 
 
 # -- the operator's kinds (BUZZ_OPEN_KINDS) ------------------------------------------------------
@@ -379,6 +394,10 @@ class KindTable:
                     r.template.place,
                 )
         return None
+
+    def max_tags(self, kind: int) -> int:
+        """The most tags an event of `kind` may carry (`TAG_CAPS`, else DEFAULT_MAX_TAGS)."""
+        return TAG_CAPS.get(kind, DEFAULT_MAX_TAGS)
 
     def is_known(self, kind: int) -> bool:
         """Known = in the table and not reserved (relay.md §3.2 item 1)."""

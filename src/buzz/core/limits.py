@@ -22,6 +22,19 @@ MAX_FILTERS = 10
 MAX_SUBID_LENGTH = 64
 COUNT_EXACT_BUDGET = 5000
 SEARCH_MAX_QUERY_CHARS = 4096
+# Reads one member can make expensive (issue 24 items 9–12, docs/limits.md "Reads"; not in
+# relay.md §17 but for COUNT_EXACT_BUDGET). A search's terms are deduplicated (case does not
+# tell two apart); more distinct terms, or a longer term, are refused. A search or COUNT that
+# runs past READ_TIMEOUT_S is stopped in the database. One read (a REQ's stored results, a
+# `POST /query` answer) holds at most READ_MAX_BYTES of events (their tags and content as
+# stored): the first event past it ends the answer, as `limit` does.
+SEARCH_MAX_TERMS = 32
+SEARCH_MAX_TERM_BYTES = 256
+READ_TIMEOUT_S = 5.0
+READ_MAX_BYTES = 4 << 20
+# Tags per event, by kind (`buzz.core.kinds.KindTable.max_tags`): lists that name people or
+# events one by one may hold many; every other kind DEFAULT_MAX_TAGS.
+DEFAULT_MAX_TAGS = 2000
 D_TAG_MAX_BYTES = 1024
 MAX_THREAD_DEPTH = 100
 MAX_DELETION_TARGETS = 100  # `e` and `a` targets of one kind 5 (NIP-09 lists; decision 175)

@@ -41,6 +41,7 @@ from buzz.client.models import as_json
 from buzz.client.workspace import Workspace
 from buzz.mcp.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
 from buzz.mcp.wire import answering_unreadable
+from buzz.mcp.workflow_tools import WORKFLOW_HANDLERS
 
 log = logging.getLogger("buzz.mcp")
 
@@ -164,6 +165,7 @@ HANDLERS: dict[str, Handler] = {
     "get_file": _get_file,
     "send_private_dm": _send_private_dm,
     "get_private_dms": _get_private_dms,
+    **WORKFLOW_HANDLERS,  # workflows.md §17
 }
 assert set(HANDLERS) == set(TOOLS_BY_NAME)
 

@@ -287,4 +287,12 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
+
+def _with_workflow_tools(tools: tuple[ToolSpec, ...]) -> tuple[ToolSpec, ...]:
+    from buzz.mcp.workflow_tools import WORKFLOW_TOOLS  # it builds on this module's helpers
+
+    return tools + WORKFLOW_TOOLS
+
+
+TOOLS = _with_workflow_tools(TOOLS)
 TOOLS_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from buzz.relay import http_bridge, media_routes, nip11, oplog
+from buzz.relay import http_bridge, media_routes, nip11, oplog, workflow_routes
 from buzz.relay import web as web_ui
 from buzz.relay.connection import Connection
 from buzz.relay.metrics_prom import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -145,6 +145,7 @@ def build_app(relay: Relay) -> web.Application:
     if relay.config.http_bridge:
         http_bridge.add_routes(app, relay)  # relay.md §15
     media_routes.add_routes(app, relay)  # media.md §2: Blossom upload and read
+    workflow_routes.add_routes(app, relay)  # workflows.md §14, §15
 
     async def _startup(app: web.Application) -> None:
         await relay.start()

@@ -56,7 +56,7 @@ from buzz.relay.bus_wire import (
     EchoCache,
     Topics,
     decode_control,
-    decode_event,
+    decode_event_unless,
     encode_access_changed,
     encode_event,
 )
@@ -418,14 +418,15 @@ class RedisBus:
     # -- receiving (items 4 and 5) -----------------------------------------------------------
     async def _on_event(self, data: bytes) -> None:
         try:
-            event, channel_id = decode_event(data)
+            decoded = decode_event_unless(data, self.echo.__contains__)
         except BadPayload as exc:
             self.stats["bus_bad_payload"] += 1
             self._repeats.warning("bad-payload", "dropping a bad bus payload: %s", exc)
             return
-        if event.id in self.echo:
+        if decoded is None:  # our own, or a second copy: dropped before the event is checked
             self.stats["bus_echo_dropped"] += 1
             return
+        event, channel_id = decoded
         self.echo.add(event.id)  # a second copy (a retried publish) is dropped too
         self.stats["bus_received"] += 1
         # The accepting replica verified it (§8); Redis is trusted infrastructure (§12.4 item 4).

@@ -102,7 +102,20 @@ def _object(data: bytes | str) -> dict[str, object]:
 def decode_event(data: bytes | str) -> tuple[Event, str | None]:
     """(event, channel_id) of an event payload. Raises BadPayload. The event's id and
     signature are not checked again: Redis is trusted infrastructure (§12.4 item 4)."""
+    return _event_of(_object(data))
+
+
+def decode_event_unless(data: bytes | str, skip: Callable[[str], bool]) -> tuple[Event, str | None] | None:
+    """`decode_event`, or None with the event left unchecked when `skip` is true of its `id`
+    (the receiver's echo cache: each replica gets every event it published back, decision 262)."""
     body = _object(data)
+    event = body.get("event")
+    if isinstance(event, dict) and isinstance(event.get("id"), str) and skip(event["id"]):
+        return None
+    return _event_of(body)
+
+
+def _event_of(body: dict[str, object]) -> tuple[Event, str | None]:
     channel_id = body.get("channel_id")
     if channel_id is not None and not is_channel_id(channel_id):
         raise BadPayload("channel_id must be a canonical UUID or null")

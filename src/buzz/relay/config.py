@@ -16,6 +16,7 @@ from buzz.core.keys import is_hex
 from buzz.core.kinds import KindRange, parse_open_kinds
 from buzz.core.nip98 import http_base
 from buzz.media.limits import MediaSettings, settings_from_env
+from buzz.workflows.host import Settings as WorkflowSettings
 
 # relay.md §16's RELAY_URL default. It names no real address (the relay binds 127.0.0.1:3000
 # by default): while it is in force, clients name the host they dialled, and nothing says
@@ -127,6 +128,7 @@ class RelayConfig:
     # a refusal names what the operator actually typed, never a variable they did not set.
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     media: MediaSettings = field(default_factory=MediaSettings)  # BUZZ_MEDIA_* (media.md §16)
+    workflows: WorkflowSettings = field(default_factory=WorkflowSettings)  # BUZZ_WORKFLOW* (workflows.md §19)
     open_kinds: tuple[KindRange, ...] = ()  # BUZZ_OPEN_KINDS: kinds opened without code (docs/kinds.md)
 
     @classmethod
@@ -208,6 +210,7 @@ class RelayConfig:
                 kw[attr] = v
         try:
             kw["media"] = settings_from_env(env)
+            kw["workflows"] = WorkflowSettings.from_env(env)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         given = {k: v for k, v in overrides.items() if v is not None}

@@ -98,6 +98,7 @@ class Connection:
         "_transport",
         "_writer_task",
         "challenge",
+        "direct",
         "host",
         "owners",
         "pubkey",
@@ -145,6 +146,17 @@ class Connection:
         self._auth_timer: asyncio.TimerHandle | None = None
         self._writer_task: asyncio.Task[None] | None = None  # runs while `_out` holds messages
         self._timer_tasks: set[asyncio.Task[Any]] | None = None  # None while none runs
+        # The transport while a frame may be written to it at once (not paused, nothing queued
+        # or being written, not closing), else None: a flag kept by `_refresh_direct` on each
+        # change, read by live fan-out for every delivery (`FanOut`).
+        self.direct: Any = None
+
+    def _refresh_direct(self) -> None:
+        self.direct = (
+            None
+            if self._closing or self._writer_task is not None or len(self._out)
+            else self.ws.direct_transport()
+        )
 
     # -- outbound ------------------------------------------------------------------------------
     def send(self, text: str) -> None:
@@ -167,11 +179,10 @@ class Connection:
         nothing is queued ahead of it and the socket takes it without waiting (no hop through
         the writer task, no coroutine per subscriber); a socket that does not keep up pauses,
         and then `send` queues and drops."""
-        if not self._closing and self._writer_task is None and self._out.empty:
-            transport = self.ws.direct_transport()
-            if transport is not None:
-                transport.write(live.frame(sub_id_json))
-                return
+        transport = self.direct
+        if transport is not None:
+            transport.write(live.frame(sub_id_json))
+            return
         self.send(live.text(sub_id))
 
     async def send_wait(self, text: str) -> None:
@@ -197,6 +208,7 @@ class Connection:
         answer that explains the close, e.g. `blocked:` — is sent first."""
         if not self._closing:
             self._closing = True
+            self.direct = None
             if not last_words:
                 self._out.clear()
             self._loop.create_task(self._close(code, message))
@@ -216,6 +228,7 @@ class Connection:
 
     def _kick_writer(self) -> None:
         if self._writer_task is None:
+            self.direct = None  # frames written directly now would overtake the queued ones
             self._writer_task = self._loop.create_task(self._writer())
 
     async def _writer(self) -> None:
@@ -230,6 +243,7 @@ class Connection:
             self._out.clear()
         finally:
             self._writer_task = None
+            self._refresh_direct()
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def run(self) -> None:
@@ -241,9 +255,13 @@ class Connection:
         self._auth_timer = loop.call_later(self.relay.config.auth_timeout_s, self._auth_due)
         self.send(messages.auth_challenge(self.challenge))
         try:
+            self.ws.watch_writable(self._refresh_direct)  # `finally` stops the watch
+            self._refresh_direct()
             await self._read_frames()
         finally:
             self._closing = True
+            self.direct = None
+            self.ws.unwatch_writable()
             self.relay.pings.remove(self, self._ping_slot)
             if self._auth_timer is not None:
                 self._auth_timer.cancel()
@@ -311,7 +329,7 @@ class Connection:
             self._spawn(self._close(1001, b"ping timeout"))
             return
         self._missed_pongs += 1
-        transport = self.ws.direct_transport() if self._writer_task is None and self._out.empty else None
+        transport = self.direct
         if transport is not None:
             transport.write(PING_FRAME)  # what `ws.ping()` writes, without a task for it
         else:

@@ -13,10 +13,14 @@ import os
 import signal
 
 ENV = "BUZZ_TEST_KILL_AFTER_COMMIT_KIND"
+COUNT_ENV = "BUZZ_TEST_KILL_AFTER_COMMIT_COUNT"  # the n-th commit of that kind (default the first)
 _KIND = int(os.environ.get(ENV) or -1)
+_left = [int(os.environ.get(COUNT_ENV) or 1)]
 
 
 def after_commit(kind: int) -> None:
-    """Kill this process when `kind` is the configured crash kind."""
+    """Kill this process when `kind` is the configured crash kind (its n-th commit)."""
     if kind == _KIND:
-        os.kill(os.getpid(), signal.SIGKILL)
+        _left[0] -= 1
+        if _left[0] <= 0:
+            os.kill(os.getpid(), signal.SIGKILL)

@@ -3,8 +3,10 @@
 For an accepted event: find candidate subscriptions through the index, then deliver to each
 whose subscriber passes `visible` at delivery time (sets predicate + channel readability with
 current membership). The event is serialized once (`LiveEvent`); each subscriber's EVENT frame
-is a concatenation around it, written straight to a socket that takes it at once. The loop
-awaits only for a membership answer the cache does not hold.
+is a concatenation around it, built once per subscription id, and written straight to a socket
+that takes it at once (its connection's `direct` flag, kept from the transport's pause and
+resume). Identical filters are matched once per event (`SubscriptionIndex`). The loop awaits
+only for a membership answer the cache does not hold.
 
 With Redis configured (relay.md §12.4), `publish` also hands the event to the bus for the other
 replicas; events arriving from the bus take `deliver`, the local half only.
@@ -70,18 +72,34 @@ class FanOut:
         tell; from there on the returned coroutine delivers the rest, in the same order."""
         event, channel_id = stored.event, stored.channel_id
         started = time.perf_counter()  # fanout_seconds: matching + every frame handed over
-        subs: list[Subscription] = list(self.index.matching(event, channel_id))
+        subs = self.index.matching(event, channel_id)
         if not subs:
             return 0
         live = LiveEvent(event.id, event.to_json())
+        event_id = event.id
         access = self._access
         delivered = 0
+        # The common path in one tight loop: a live subscriber whose socket takes the frame
+        # now gets it written to its transport here (the frame built once per subscription id,
+        # the transport a flag its connection keeps); the rest go through `_send` and queue.
         for i, sub in enumerate(subs):
             seen = access.visible_known(stored, sub.conn.reader)
             if seen is None:  # not in the membership cache: the store answers, from here on
                 return self._deliver_rest(stored, live, subs, i, delivered, started)
-            if seen:  # relay.md §12.1 item 1: visible at delivery time
+            if not seen:  # relay.md §12.1 item 1: visible at delivery time
+                continue
+            transport = sub.conn.direct if sub.live else None
+            if transport is None:
                 delivered += _send(sub, live)
+                continue
+            if sub.sent_ids and event_id in sub.sent_ids:
+                continue  # already sent from the stored results of this REQ
+            try:
+                transport.write(live.frame(sub.sub_id_json))
+            except Exception:  # one broken subscriber never stops delivery to the others
+                log.exception("delivery to subscription %r failed", sub.sub_id)
+                continue
+            delivered += 1
         self._done(delivered, started)
         return delivered
 

@@ -66,6 +66,7 @@ EVENT_STATUS: dict[str, int] = {
     "auth-required": 401,
     "blocked": 403,
     "rate-limited": 429,
+    "conflict": 409,  # workflows.md §2.2 item 4
     "error": 500,
 }
 # relay.md §15 item 3: HTTP status of a `/query` or `/count` refusal by prefix.

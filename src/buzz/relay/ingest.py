@@ -83,6 +83,9 @@ class Ingest:
         self._pending: list[tuple[Event, asyncio.Future[StoredEvent]]] = []
         self._table = table
         self._precheck_ctx = PrecheckContext(-1, max_past_drift_s, table)
+        # Set by the relay: the workflow engine's door for committed events (workflows.md §7.1);
+        # it returns at once, so it never delays the OK.
+        self.on_stored: Callable[[StoredEvent], None] | None = None
 
     async def verify(self, event: Event) -> StoredEvent:
         """relay.md §2.3 in the thread pool. Raises InvalidId / InvalidSignature / ServerError.
@@ -195,6 +198,11 @@ class Ingest:
         if outcome is not InsertOutcome.STORED:
             return NOT_STORED[outcome]
         crash_hook.after_commit(plan.stored.event.kind)
+        if self.on_stored is not None:
+            try:
+                self.on_stored(plan.stored)
+            except Exception:
+                log.exception("workflow door failed for %s", plan.stored.event.id)
         if plan.after_commit:
             return self._follow_ups(plan)
         return self._publish(plan)

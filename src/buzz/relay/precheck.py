@@ -95,6 +95,12 @@ def _size(session: Session, event: Event, ctx: PrecheckContext) -> None:
         raise Invalid(f"content exceeds maximum size of {limits.MAX_CONTENT_BYTES} bytes (got {n})")
 
 
+def _tag_count(session: Session, event: Event, ctx: PrecheckContext) -> None:
+    cap = ctx.table.max_tags(event.kind)
+    if len(event.tags) > cap:
+        raise Invalid(f"too many tags ({len(event.tags)}, max {cap} for kind {event.kind})")
+
+
 PRECHECKS: tuple[Gate, ...] = (
     _session,
     _not_auth_kind,
@@ -103,6 +109,7 @@ PRECHECKS: tuple[Gate, ...] = (
     _kind_class,
     _clock,
     _size,
+    _tag_count,
 )
 
 

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from buzz.core.channel_id import is_channel_id
 from buzz.core.errors import Invalid, Refusal, Restricted, ServerError
 from buzz.core.filters import Filter
-from buzz.core.kinds import BUILTIN, KindTable
+from buzz.core.kinds import BUILTIN, ENGRAM_KIND, KindTable
 from buzz.core.limits import HISTORY_MAX_BYTES
+from buzz.core.search import check_search
 from buzz.core.stored import StoredEvent
 from buzz.core.visibility import (
     HISTORY_READERS,
@@ -31,11 +32,21 @@ from buzz.core.visibility import (
 from buzz.relay.access import ChannelAccess
 from buzz.relay.metrics_prom import RelayMetrics
 from buzz.relay.presence import Presence, presence_results
-from buzz.store.base import Accept, EventStore, History
+from buzz.store.base import Accept, EventStore, Gates, History
 
 MIXED_SEARCH = Refusal(ServerError, "mixed search and non-search filters not supported")
 NOT_A_MEMBER = Refusal(Restricted, "not a channel member")
 HISTORY_KINDS_MESSAGE = "history is served for kind " + ", ".join(map(str, sorted(HISTORY_READERS))) + " only"
+
+
+def gates_of(table: KindTable) -> Gates:
+    """`visible_by_sets` of `table` as the store's SQL gates (`buzz.store.base.Gates`)."""
+    return Gates(
+        author=table.author_only,
+        p_tagged=table.p_gated,
+        author_or_p=frozenset({ENGRAM_KIND}),
+        author_or_shared=table.shared_gated,
+    )
 
 
 class Reads:
@@ -43,6 +54,7 @@ class Reads:
         self._store = store
         self._access = access
         self._table = table
+        self._gates = gates_of(table)
         self.presence: Presence | None = None  # set by the relay: 20001 on stored reads (§12.2)
         self.metrics: RelayMetrics | None = None  # set by the relay: store latency
 
@@ -64,6 +76,8 @@ class Reads:
                 raise Invalid("search is not supported in COUNT")
             if not all(searching):
                 raise MIXED_SEARCH()
+            for flt in filters:
+                check_search(flt.search or "")
             return True
         return False
 
@@ -82,7 +96,7 @@ class Reads:
         """Stored results in relay.md §6.4 order; every event passes `visible`. Live presence
         (relay.md §12.2 item 2) follows the stored rows of a request that asks for it."""
         started = time.perf_counter()
-        results = await self._store.query(filters, reader, self.accept(reader))
+        results = await self._store.query(filters, reader, self.accept(reader), self._gates)
         if self.metrics is not None:
             self.metrics.store_query_seconds.observe(time.perf_counter() - started)
         if self.presence is not None:
@@ -93,8 +107,11 @@ class Reads:
     async def count(self, filters: Sequence[Filter], reader: Reader) -> int:
         # No predicate when no matching event can fail it (`sets_admit_all`): COUNT stays one
         # SQL statement instead of reading every matching row (docs/decisions.md 102).
-        accept = None if sets_admit_all(filters, self._table) else self.accept(reader)
-        return await self._store.count(filters, reader, accept)
+        # Otherwise only the events of gated kinds are read one by one, at most
+        # COUNT_EXACT_BUDGET of them (relay.md §7.7 item 3; store.CountTooBroad beyond).
+        if sets_admit_all(filters, self._table):
+            return await self._store.count(filters, reader)
+        return await self._store.count(filters, reader, self.accept(reader), self._gates)
 
     async def history(
         self,
@@ -121,5 +138,12 @@ class Reads:
             return stored.channel_id is None and history_visible(stored.event, reader)
 
         return await self._store.history(
-            kind, pubkey, d, limit=limit, max_bytes=HISTORY_MAX_BYTES, before=before, accept=accept
+            kind,
+            pubkey,
+            d,
+            limit=limit,
+            max_bytes=HISTORY_MAX_BYTES,
+            before=before,
+            accept=accept,
+            readable_by=reader,  # the gate in SQL: a refused reader reads no version (item 12)
         )

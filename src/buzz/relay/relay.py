@@ -17,6 +17,7 @@ from buzz.core.event import Event
 from buzz.core.keys import public_key
 from buzz.core.kinds import KindTable
 from buzz.core.nip42 import normalize_relay_url
+from buzz.core.stored import StoredEvent
 from buzz.media.blobs import DbBlobs, FileBlobs
 from buzz.media.service import MediaService
 from buzz.relay import banwatch, relay_key
@@ -36,8 +37,11 @@ from buzz.relay.rules.base import KindRules
 from buzz.relay.sessions import Sessions
 from buzz.relay.subscriptions import SubscriptionIndex
 from buzz.relay.telemetry import Telemetry
+from buzz.relay.workflow_host import WorkflowHost
 from buzz.store import open_store
 from buzz.store.base import EventStore, StoreError
+from buzz.workflows import commands as workflow_commands
+from buzz.workflows.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +90,15 @@ class Relay:
         self.rules.media = self.media
         self.access.on_forget.append(self.media.forget_access)  # a membership change, anywhere
         self.reads.presence = self.presence
+        # workflows.md: the engine acts through the relay's own paths (`WorkflowHost`); ingest
+        # hands it committed events. Off (BUZZ_WORKFLOWS_ENABLED=false): definitions are stored only.
+        self.workflow_host = WorkflowHost(self.store, self.fanout, self.rules, self.emitter, self.secret_key)
+        self.workflows = Engine(
+            self.store, self.workflow_host, self.secret_key, self.pubkey, config.workflows
+        )
+        if config.workflows.enabled:
+            self.rules.workflows = self.workflows
+            self.ingest.on_stored = self._workflow_door
         self.huddles = Huddles(self)  # huddle.md: audio sockets, rooms, lifecycle
         self.stats: collections.Counter[str] = collections.Counter()
         # The open-file limit shared out between HTTP and WebSockets (docs/limits.md).
@@ -122,6 +135,10 @@ class Relay:
             self.media.start()  # the collection of unreferenced blobs, now and hourly
         # A crash between a channel change's commit and its follow-ups left state behind.
         await self.emitter.repair_all()
+        if self.config.workflows.enabled:
+            await self.workflows.start(
+                sole=not self.config.on_postgres
+            )  # resumes runs a crash left behind (workflows.md §11.3)
         self._ban_watch = asyncio.get_running_loop().create_task(
             banwatch.watch(self.sessions, self.store.banned_among),  # type: ignore[attr-defined]
             name="ban-watch",
@@ -129,12 +146,18 @@ class Relay:
 
     async def stop(self) -> None:
         self.pings.stop()
+        await self.workflows.stop()
         await self.media.stop()
         await banwatch.stop(self._ban_watch)
         if self.bus is not None:
             await self.bus.stop()
         await self.store.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def _workflow_door(self, stored: StoredEvent) -> None:
+        self.workflows.on_stored(stored)
+        if stored.event.kind == 5:  # a deleted 30620 head deletes its workflow (workflows.md §6.6)
+            self.workflows._spawn(workflow_commands.on_deletion(self.workflows, stored))
 
     # -- NIP-42 ------------------------------------------------------------------------------
     def relay_urls(self, host: str | None) -> frozenset[str]:

@@ -15,9 +15,8 @@ same function the stored path uses.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from buzz.core import messages
 from buzz.core.event import Event
@@ -29,24 +28,36 @@ from buzz.relay.websocket import text_frame
 
 BucketKey = tuple[str, str] | tuple[str, int] | tuple[str]
 WILDCARD: BucketKey = ("*",)
+FRAME_CACHE_BYTES = 256 << 10  # per event being fanned out: frames kept for reuse by sub id
 HELD_ENTRY_OVERHEAD = 200  # bytes per held match besides its JSON: id string, tuple, list slot
 
 
 class LiveEvent:
     """One accepted event on its way to every matching subscription: serialized once, and
     each `["EVENT",<sub id>,<event>]` built from it by concatenation — as a WebSocket frame
-    for a socket that takes it at once, as text for the send queue otherwise."""
+    for a socket that takes it at once (once per distinct subscription id: clients often
+    share ids, and then a thousand subscribers get the same bytes), as text for the send
+    queue otherwise."""
 
-    __slots__ = ("_tail", "id", "json")
+    __slots__ = ("_cached", "_frames", "_tail", "id", "json")
 
     def __init__(self, event_id: str, event_json: str) -> None:
         self.id = event_id
         self.json = event_json
         self._tail = f",{event_json}]".encode()
+        self._frames: dict[bytes, bytes] = {}  # JSON-encoded sub id → its frame
+        self._cached = 0  # bytes of frames in `_frames`, at most FRAME_CACHE_BYTES
 
     def frame(self, sub_id_json: bytes) -> bytes:
         """The TEXT frame for the subscription whose JSON-encoded id is `sub_id_json`."""
-        return text_frame(b'["EVENT",', sub_id_json, self._tail)
+        frame = self._frames.get(sub_id_json)
+        if frame is None:
+            frame = text_frame(b'["EVENT",', sub_id_json, self._tail)
+            # Bounded: distinct ids of a large event must not each keep a copy alive.
+            if self._cached + len(frame) <= FRAME_CACHE_BYTES:
+                self._frames[sub_id_json] = frame
+                self._cached += len(frame)
+        return frame
 
     def text(self, sub_id: str) -> str:
         return messages.event(sub_id, self.json)
@@ -59,6 +70,10 @@ class Subscriber(Protocol):
     def reader(self) -> Reader:
         """Whose rights decide what the subscription is sent (`ChannelAccess.visible`)."""
         ...
+
+    # The transport while a frame written to it now cannot wait (not paused, nothing queued
+    # ahead, not closing), else None: live fan-out writes there directly (`FanOut`).
+    direct: Any
 
     def send(self, text: str) -> None: ...
 
@@ -139,12 +154,35 @@ class ChannelListener(Protocol):
     def release(self, channel_id: str) -> None: ...
 
 
+def filter_key(flt: Filter) -> tuple[object, ...]:
+    """What decides whether `flt` matches a live event: equal keys match the same events, so
+    one `Filter.matches` answers for every subscription holding such a filter (`limit` and
+    `search` are not matching clauses)."""
+    tags = tuple(sorted(flt.tags.items())) if flt.tags else ()
+    return (flt.ids, flt.authors, flt.kinds, tags, flt.since, flt.until)
+
+
+class _Group:
+    """The subscriptions holding one filter (by `filter_key`) in one bucket."""
+
+    __slots__ = ("filter", "members")
+
+    def __init__(self, flt: Filter) -> None:
+        self.filter = flt
+        self.members: dict[tuple[Subscription, int], None] = {}  # (sub, filter index), in order
+
+
 class SubscriptionIndex:
-    """Bucketed registry of live filters. Not thread-safe; lives on the event loop."""
+    """Bucketed registry of live filters. Not thread-safe; lives on the event loop.
+
+    Within a bucket, subscriptions with equal filters (`filter_key`) share one group, so an
+    event is matched once per distinct filter rather than once per subscription: a thousand
+    clients of one channel cost one `Filter.matches`.
+    """
 
     def __init__(self) -> None:
-        self._buckets: dict[BucketKey, dict[tuple[Subscription, int], Filter]] = {}
-        self._keys: dict[Subscription, list[BucketKey]] = {}
+        self._buckets: dict[BucketKey, dict[tuple[object, ...], _Group]] = {}
+        self._keys: dict[Subscription, list[tuple[BucketKey, tuple[object, ...]]]] = {}
         self.listener: ChannelListener | None = None  # set by the Redis bus (relay.md §12.4)
         self._channels: dict[Subscription, frozenset[str]] = {}  # what was acquired, per sub
 
@@ -152,13 +190,18 @@ class SubscriptionIndex:
         return len(self._keys)
 
     def add(self, sub: Subscription) -> None:
-        keys: list[BucketKey] = []
+        keys: list[tuple[BucketKey, tuple[object, ...]]] = []
         for i, flt in enumerate(sub.filters):
             if flt.is_empty_match:
                 continue  # a present empty list matches nothing (relay.md §6.1 item 2)
+            fkey = filter_key(flt)
             for key in _bucket_keys(flt):
-                self._buckets.setdefault(key, {})[(sub, i)] = flt
-                keys.append(key)
+                groups = self._buckets.setdefault(key, {})
+                group = groups.get(fkey)
+                if group is None:
+                    group = groups[fkey] = _Group(flt)
+                group.members[(sub, i)] = None
+                keys.append((key, fkey))
         self._keys[sub] = keys
         if self.listener is not None:
             channels = self._channels[sub] = named_channels(sub.filters)
@@ -169,37 +212,42 @@ class SubscriptionIndex:
         for channel_id in self._channels.pop(sub, ()):
             if self.listener is not None:
                 self.listener.release(channel_id)
-        for key in self._keys.pop(sub, ()):
-            bucket = self._buckets.get(key)
-            if bucket is None:
+        for key, fkey in self._keys.pop(sub, ()):
+            groups = self._buckets.get(key)
+            group = groups.get(fkey) if groups is not None else None
+            if group is None:
                 continue
-            for entry in [e for e in bucket if e[0] is sub]:
-                del bucket[entry]
-            if not bucket:
-                del self._buckets[key]
+            for entry in [e for e in group.members if e[0] is sub]:
+                del group.members[entry]
+            if not group.members:
+                del groups[fkey]  # type: ignore[index]
+                if not groups:
+                    del self._buckets[key]
 
-    def matching(self, event: Event, channel_id: str | None) -> Iterator[Subscription]:
-        """Subscriptions with a filter that matches `event` under the live scope rule (§6.3 item 3).
-
-        Each subscription is yielded once.
-        """
+    def matching(self, event: Event, channel_id: str | None) -> list[Subscription]:
+        """Subscriptions with a filter that matches `event` under the live scope rule (§6.3 item 3),
+        each once, in the order their groups are found."""
         if not self._buckets:
-            return  # no live subscription at all: nothing to look up
+            return []  # no live subscription at all: nothing to look up
         idx = tag_index(event)
         keys: list[BucketKey] = [("a", event.pubkey), ("k", event.kind), WILDCARD]
         for name, values in idx.items():
             keys.extend(("#" + name, v) for v in values)
+        out: list[Subscription] = []
         seen: set[Subscription] = set()
         for key in keys:
-            bucket = self._buckets.get(key)
-            if not bucket:
+            groups = self._buckets.get(key)
+            if not groups:
                 continue
-            for (sub, _), flt in list(bucket.items()):
-                if sub in seen:
-                    continue
+            for group in groups.values():
+                flt = group.filter
                 # Live scope: channel events only through a filter naming their channel.
                 if channel_id is not None and channel_id not in flt.channels:
                     continue
-                if flt.matches(event, idx):
-                    seen.add(sub)
-                    yield sub
+                if not flt.matches(event, idx):
+                    continue
+                for sub, _ in group.members:
+                    if sub not in seen:
+                        seen.add(sub)
+                        out.append(sub)
+        return out

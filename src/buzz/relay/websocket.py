@@ -15,7 +15,7 @@ import contextlib
 import re
 import struct
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiohttp import WSCloseCode, web
@@ -28,6 +28,42 @@ _LEN16 = struct.Struct("!BBH").pack
 _LEN64 = struct.Struct("!BBQ").pack
 _NO_REQUESTS: tuple[()] = ()  # stands for an upgraded connection's request queue: always empty
 _FIN_TEXT = 0x81  # FIN + opcode 1 (text), no RSV bit: uncompressed
+
+
+# protocol → what to call when its writability may have changed (`RelayWebSocket.watch_writable`)
+_WATCHING: dict[Any, Callable[[], None]] = {}
+_WATCHED_CLASSES: dict[type, type] = {}
+
+
+def _changed(protocol: Any) -> None:
+    changed = _WATCHING.get(protocol)
+    if changed is not None:
+        changed()
+
+
+def _watched_class(cls: type) -> type:
+    """`cls` (aiohttp's request handler, slotted) that also reports pause, resume and loss:
+    the same layout, so an upgraded connection's protocol can take it as its class."""
+    watched = _WATCHED_CLASSES.get(cls)
+    if watched is None:
+
+        class Watched(cls):  # type: ignore[valid-type, misc]
+            __slots__ = ()
+
+            def pause_writing(self) -> None:
+                super().pause_writing()
+                _changed(self)
+
+            def resume_writing(self) -> None:
+                super().resume_writing()
+                _changed(self)
+
+            def connection_lost(self, exc: BaseException | None) -> None:
+                super().connection_lost(exc)
+                _changed(self)
+
+        watched = _WATCHED_CLASSES[cls] = Watched
+    return watched
 
 
 def text_frame(*parts: bytes) -> bytes:
@@ -74,6 +110,7 @@ class RelayWebSocket(web.WebSocketResponse):
     # (aiohttp's frame writer, the transport, its protocol) when frames may bypass the writer:
     # set by `prepare` for an uncompressed socket whose writer aiohttp 3.14 lays out as known.
     _direct: tuple[Any, Any, Any] | None = None
+    _watched: Any = None  # the protocol reporting to `watch_writable`'s callback
 
     def __init__(self, max_frame_bytes: int, **kw: object) -> None:
         # aiohttp refuses a frame of max_msg_size bytes itself; the relay's limit admits it.
@@ -130,6 +167,27 @@ class RelayWebSocket(web.WebSocketResponse):
             if writer.protocol._paused:
                 await writer.protocol._drain_helper()
 
+    def watch_writable(self, changed: Callable[[], None]) -> None:
+        """Call `changed` whenever `direct_transport` may answer differently: the transport
+        paused or resumed, the connection lost, the close begun. Live fan-out keeps the
+        answer as a flag instead of asking per frame. Without direct writes, never called."""
+        direct = self._direct
+        if direct is None:
+            return
+        protocol = direct[2]
+        try:
+            protocol.__class__ = _watched_class(type(protocol))
+        except TypeError:  # an aiohttp whose handler cannot take it: no direct writes then
+            self._direct = None
+            return
+        self._watched = protocol
+        _WATCHING[protocol] = changed
+
+    def unwatch_writable(self) -> None:
+        if self._watched is not None:
+            _WATCHING.pop(self._watched, None)
+            self._watched = None
+
     def direct_transport(self) -> Any:
         """The transport, when a frame written to it now cannot wait: an uncompressed socket,
         not closing, its buffer under the high-water mark (the transport not
@@ -146,6 +204,10 @@ class RelayWebSocket(web.WebSocketResponse):
     async def close(self, *, code: int = WSCloseCode.OK, message: bytes = b"", drain: bool = True) -> bool:
         if self.relay_close is None and self.close_code is None and not self.closed:
             self.relay_close = (code, message.decode("utf-8", "replace"))
+        if self._direct is not None:  # nothing may be written directly after the close frame
+            self._direct = None
+            if self._watched is not None:
+                _changed(self._watched)
         if code == WSCloseCode.MESSAGE_TOO_BIG and not self.closed:
             text = frame_too_large(refused_size(self), self.max_frame_bytes)
             if self.relay_close is None:  # aiohttp set the code itself: the log names our limit

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal, Protocol
 
-from buzz.core.errors import Duplicate, Invalid
+from buzz.core.errors import Duplicate, Invalid, Restricted, ServerError
 from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent
+from buzz.store.workflow_rows import WorkflowWrite
 
 
 class InsertOutcome(Enum):
@@ -249,9 +250,31 @@ Effect = (
     | RegisterDm
     | SetDmHidden
     | PutMediaRefs
+    | WorkflowWrite
 )
 
 Accept = Callable[[StoredEvent], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Gates:
+    """The per-event gates of a read's `accept`, by kind, as far as SQL can apply them, so that
+    rows the reader may not see are not read at all (issue 24 item 12: 20,000 such rows were
+    parsed for each REQ). SQL keeps a superset of what `accept` keeps; `accept` decides. A kind
+    in none of the sets passes every reader.
+
+    `author`: only their author reads them; `p_tagged`: only a pubkey a `p` tag names;
+    `author_or_p`: either; `author_or_shared`: their author, or anyone when a `shared` tag says
+    `true` (not indexed: SQL keeps every such row, `accept` decides)."""
+
+    author: frozenset[int] = frozenset()
+    p_tagged: frozenset[int] = frozenset()
+    author_or_p: frozenset[int] = frozenset()
+    author_or_shared: frozenset[int] = frozenset()
+
+    @property
+    def kinds(self) -> frozenset[int]:
+        return self.author | self.p_tagged | self.author_or_p | self.author_or_shared
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +328,11 @@ class EventStore(Protocol):
         """
 
     async def query(
-        self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None
+        self,
+        filters: Sequence[Filter],
+        reader: Reader,
+        accept: Accept | None = None,
+        gates: Gates | None = None,
     ) -> list[StoredEvent]:
         """Stored results of a REQ (relay.md §6.3 item 2, §6.4, §6.5; §11 when `search` is set).
 
@@ -313,11 +340,24 @@ class EventStore(Protocol):
         rank first); at most `effective_limit` accepted events per filter; events already
         returned for an earlier filter are skipped. A filter without `#h` covers global events
         and channels readable by `reader`; with `#h` it covers the events whose h tags name V. Deleted and
-        superseded rows are never returned. `accept` filters candidates before the limit counts.
+        superseded rows are never returned. `accept` filters candidates before the limit counts;
+        `gates` (what `accept` refuses, in SQL) keep the rows it would refuse from being read.
+
+        Bounded (issue 24 items 9–12): at most READ_MAX_BYTES of events in all (the first event
+        past it ends the answer, as `limit` would), at most READ_MAX_REFUSED candidates refused
+        by `accept` per filter, and READ_TIMEOUT_S (ReadTimeout).
         """
 
-    async def count(self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None) -> int:
-        """Distinct events matching any filter and accepted (relay.md §7.7); `limit` ignored."""
+    async def count(
+        self,
+        filters: Sequence[Filter],
+        reader: Reader,
+        accept: Accept | None = None,
+        gates: Gates | None = None,
+    ) -> int:
+        """Distinct events matching any filter and accepted (relay.md §7.7); `limit` ignored.
+        With `gates`, `accept` is asked only about events of gated kinds. Raises CountTooBroad
+        when more than COUNT_EXACT_BUDGET candidates would be read one by one; ReadTimeout."""
 
     async def get(self, event_id: str, include_deleted: bool = False) -> StoredEvent | None:
         """One event by exact id (deleted/superseded rows only with include_deleted)."""
@@ -332,6 +372,7 @@ class EventStore(Protocol):
         max_bytes: int,
         before: tuple[int, str] | None = None,
         accept: Accept | None = None,
+        readable_by: str | None = None,
     ) -> History:
         """The versions kept at the address `(kind, pubkey, d)` of an addressable kind: the head
         and the superseded ones (soft-deleted by replacement, §3.1 item 4), newest first.
@@ -342,7 +383,8 @@ class EventStore(Protocol):
         `limit` counts them; at most `limit` versions and at most `max_bytes` of event JSON
         (the first version that would pass the budget ends the page). `before` resumes after
         the version with that `(created_at, id)`. Regular and replaceable kinds have no such
-        address: the answer is empty.
+        address: the answer is empty. `readable_by`: only versions signed by that pubkey or
+        naming it in a `p` tag are read at all (the history gate, in SQL).
         """
 
     async def get_channel(self, channel_id: str, include_deleted: bool = False) -> Channel | None:
@@ -434,6 +476,22 @@ class EventStore(Protocol):
 
 class StoreError(Exception):
     """A backend failure (connection lost, constraint surprise). Maps to `error: database error`."""
+
+
+class ReadTimeout(StoreError, ServerError):
+    """A read ran past its time budget and was stopped in the database (issue 24 item 9): its
+    `str` is the wire text, `error: query took longer than <n> s; narrow it`."""
+
+    def __init__(self, seconds: float) -> None:
+        ServerError.__init__(self, f"query took longer than {seconds:g} s; narrow it")
+
+
+class CountTooBroad(Restricted):
+    """COUNT would examine more than COUNT_EXACT_BUDGET candidates one by one (relay.md §7.7
+    item 3): `restricted: count filter requires narrower constraints`."""
+
+    def __init__(self) -> None:
+        super().__init__("count filter requires narrower constraints")
 
 
 class StoreUnreachable(StoreError):

@@ -51,6 +51,12 @@ async def insert_many_txn(conn: Conn, items: Sequence[Item], now: int) -> list[I
     """
     for sql in conn.dialect.bulk_sql:  # PostgreSQL: other writers wait (the checks hold)
         await conn.execute(sql)
+    return await insert_items_txn(conn, items, now)
+
+
+async def insert_items_txn(conn: Conn, items: Sequence[Item], now: int) -> list[InsertOutcome]:
+    """`insert_many_txn` without its `bulk_sql`: for a caller whose transaction already ran it
+    (PostgreSQL's group commit, `pg_group`)."""
     outcomes: list[InsertOutcome | None] = [None] * len(items)
     run: list[int] = []
     for i, (stored, effects) in enumerate(items):

@@ -16,20 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from buzz.core.filters import Filter
-from buzz.store.base import SYSTEM, Reader
+from buzz.core.search import search_terms
+from buzz.store.base import SYSTEM, Gates, Reader
 from buzz.store.dialect import Params
 
 EVENT_COLUMNS = "e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig, e.received_at, e.channel_id"
 ORDER = "e.created_at DESC, e.id ASC"  # relay.md §6.4 item 2: newest first, then lowest id
-SEARCH_MAX_QUERY_CHARS = 4096  # relay.md §17
-
-
-def search_terms(text: str) -> list[str]:
-    """relay.md §11 item 2: trim, NUL → space, cut to 4096 characters, split on whitespace.
-
-    An empty list means the search has no results.
-    """
-    return text.strip().replace("\0", " ")[:SEARCH_MAX_QUERY_CHARS].split()
 
 
 def matches_nothing(f: Filter) -> bool:
@@ -74,6 +66,61 @@ def _scope(reader: Reader, p: Params) -> str | None:
     return f"(e.channel_id IS NULL OR e.channel_id IN ({channels}))"
 
 
+def _keys(reader: Reader) -> list[str]:
+    if reader is None or reader is SYSTEM:
+        return []
+    return sorted(reader) if isinstance(reader, frozenset) else [reader]
+
+
+def _tagged(name: str, values: list[str], p: Params) -> str:
+    return (
+        f"e.id IN (SELECT t.event_id FROM event_tags t"
+        f" WHERE t.name = {p.add(name)} AND {p.in_list('t.value', values, 'utf8')})"
+    )
+
+
+def gated_kinds(gates: Gates, f: Filter, reader: Reader) -> frozenset[int]:
+    """The gated kinds `f` may match whose gate `f` itself does not already pass for `reader`
+    (`authors` or `#p` naming only the reader's keys, relay.md §5.4's own narrowing): the
+    kinds whose events `accept` must look at."""
+    if reader is SYSTEM:
+        return frozenset()
+    gated = gates.kinds if f.kinds is None else gates.kinds & f.kinds
+    keys = set(_keys(reader))
+    if keys and f.authors is not None and f.authors <= keys:
+        gated -= gates.author | gates.author_or_p | gates.author_or_shared
+    named = f.tags.get("p")
+    if keys and named is not None and named <= keys:
+        gated -= gates.p_tagged | gates.author_or_p
+    return gated
+
+
+def gate_clause(gates: Gates, f: Filter, reader: Reader, p: Params) -> str | None:
+    """`gates` in SQL for `reader` over `f`'s events: a row of a gated kind is kept only when
+    the reader may see it by author, `p` tag or `shared` tag. None when no kind of the filter
+    needs it (`gated_kinds`), so ungated reads keep their plans."""
+    gated = gated_kinds(gates, f, reader)
+    if not gated:
+        return None
+    kinds = f.kinds
+    keys = _keys(reader)
+    by_author = gated & (gates.author | gates.author_or_p | gates.author_or_shared)
+    by_p = gated & (gates.p_tagged | gates.author_or_p)
+    shared = gated & gates.author_or_shared
+    ok: list[str] = []
+    if keys and by_author:
+        ok.append(f"({p.in_list('e.kind', by_author, 'int')} AND {p.in_list('e.pubkey', keys, 'text')})")
+    if keys and by_p:
+        ok.append(f"({p.in_list('e.kind', by_p, 'int')} AND {_tagged('p', keys, p)})")
+    if shared:
+        # Only one-letter tags are indexed: whether a `shared` tag says `true` is `accept`'s
+        # to find out (its refusals are bounded by READ_MAX_REFUSED).
+        ok.append(p.in_list("e.kind", shared, "int"))
+    if kinds is not None and kinds <= gated:
+        return "(" + " OR ".join(ok) + ")" if ok else "FALSE"
+    return "(" + " OR ".join([f"NOT {p.in_list('e.kind', gated, 'int')}", *ok]) + ")"
+
+
 def _ids(prefixes: frozenset[str], p: Params) -> str:
     """relay.md §6.4 item 1: prefix match. A hex prefix `x` covers exactly [x, x + "g").
 
@@ -107,9 +154,12 @@ def _kind_column(f: Filter, p: Params) -> str:
     return "e.kind"
 
 
-def where(f: Filter, reader: Reader, p: Params, *, without_h: bool = False) -> str:
+def where(
+    f: Filter, reader: Reader, p: Params, *, without_h: bool = False, gates: Gates | None = None
+) -> str:
     """Every matching clause of `f` (§6.1, §6.2), the read scope and `deleted_at IS NULL`;
-    `without_h`: all but the `#h` clause (the caller applies it)."""
+    `without_h`: all but the `#h` clause (the caller applies it); `gates`: the reader's
+    per-event gates as far as SQL applies them (`gate_clause`)."""
     parts = ["e.deleted_at IS NULL"]
     if f.ids is not None:
         parts.append(_ids(f.ids, p))
@@ -127,13 +177,19 @@ def where(f: Filter, reader: Reader, p: Params, *, without_h: bool = False) -> s
     scope = _scope(reader, p)
     if scope is not None:
         parts.append(scope)
+    if gates is not None:
+        gate = gate_clause(gates, f, reader, p)
+        if gate is not None:
+            parts.append(gate)
     return " AND ".join(parts)
 
 
-def _from_where(f: Filter, reader: Reader, p: Params, extra: str = "") -> tuple[str, str | None]:
+def _from_where(
+    f: Filter, reader: Reader, p: Params, extra: str = "", gates: Gates | None = None
+) -> tuple[str, str | None]:
     """FROM … WHERE … of a filter (and `extra`, ` AND …`), and the search placeholder when
     `f.search` is set."""
-    clause = where(f, reader, p) + extra
+    clause = where(f, reader, p, gates=gates) + extra
     if f.search is None:
         return f"FROM events e WHERE {clause}", None
     ref = p.add(p.dialect.search_arg(search_terms(f.search)))
@@ -148,17 +204,19 @@ def _after(page: Page, p: Params) -> str:
     return f" AND (e.created_at < {c} OR (e.created_at = {c} AND e.id > {p.add(event_id)}))"
 
 
-def select_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
-    """One page of `f`'s matches in §6.4 order (search: §11 item 5), as full event rows."""
+def select_page(f: Filter, reader: Reader, page: Page, p: Params, gates: Gates | None = None) -> str:
+    """One page of `f`'s matches in §6.4 order (search: §11 item 5), as full event rows;
+    `gates` as in `where` (a `#h` window's own channels hold no gated kind: they are
+    global-only, so only its part 2 applies them)."""
     if f.search is None and "h" in f.tags and len(f.tags["h"]) <= p.dialect.h_by_channel_max:
-        return _h_by_channel_page(f, reader, page, p)
-    body, ref = _from_where(f, reader, p, _after(page, p))
+        return _h_by_channel_page(f, reader, page, p, gates)
+    body, ref = _from_where(f, reader, p, _after(page, p), gates)
     order = ORDER if ref is None else f"{p.dialect.search_order(ref)}, {ORDER}"
     offset = f" OFFSET {page.offset}" if page.offset else ""
     return f"SELECT {EVENT_COLUMNS} {body} ORDER BY {order} LIMIT {page.size}{offset}"
 
 
-def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
+def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params, gates: Gates | None) -> str:
     """`select_page` for a `#h` filter as two disjoint parts whose union is its match (an h
     tag in V):
 
@@ -175,7 +233,7 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     tag_in = p.in_list("t.value", values, "utf8")  # one parameter, read by `h_ok` and `others`
     h_ok = _h_ok(tag_in, p)
     if not p.dialect.lateral:
-        return _h_unrolled_page(f, reader, page, p, tag_in, h_ok)
+        return _h_unrolled_page(f, reader, page, p, tag_in, h_ok, gates)
     # The read scope of part 1 is that of its channel, tested once per channel (not per row):
     # fewer per-row filters the planner must guess keeps its estimate above one page, so it
     # walks the index in order and stops, rather than fetch and sort the whole channel.
@@ -194,7 +252,8 @@ def _h_by_channel_page(f: Filter, reader: Reader, page: Page, p: Params) -> str:
     # One key lookup per such id (LIMIT 1 keeps the lateral subquery a lookup).
     rest = (
         f"SELECT r.* FROM ({others}) AS o (id) CROSS JOIN LATERAL (SELECT {EVENT_COLUMNS} FROM events e"
-        f" WHERE e.id = o.id AND {where(f, reader, p, without_h=True)}{after} AND {elsewhere} LIMIT 1) AS r"
+        f" WHERE e.id = o.id AND {where(f, reader, p, without_h=True, gates=gates)}{after} AND {elsewhere}"
+        " LIMIT 1) AS r"
     )
     union = f"SELECT w.* FROM {channels} CROSS JOIN LATERAL ({own}) AS w{in_scope} UNION ALL {rest}"
     return f"SELECT {EVENT_COLUMNS} FROM ({union}) AS e ORDER BY {ORDER} LIMIT {page.size}"
@@ -212,7 +271,9 @@ def _others(tag_in: str, p: Params) -> str:
     )
 
 
-def _h_unrolled_page(f: Filter, reader: Reader, page: Page, p: Params, tag_in: str, h_ok: str) -> str:
+def _h_unrolled_page(
+    f: Filter, reader: Reader, page: Page, p: Params, tag_in: str, h_ok: str, gates: Gates | None
+) -> str:
     """`_h_by_channel_page` without LATERAL (SQLite): part 1 is one ordered, limited subquery
     per channel of V, written out (`Dialect.h_by_channel_max` bounds how many); part 2 a plain
     join, which SQLite runs as one key lookup per tag row."""
@@ -231,16 +292,26 @@ def _h_unrolled_page(f: Filter, reader: Reader, page: Page, p: Params, tag_in: s
     rest = (
         f"SELECT {EVENT_COLUMNS} FROM ({_others(tag_in, p)}) AS o"
         " JOIN events e ON e.id = o.event_id"
-        f" WHERE {where(f, reader, p, without_h=True)}{after} AND {elsewhere}"
+        f" WHERE {where(f, reader, p, without_h=True, gates=gates)}{after} AND {elsewhere}"
     )
     union = " UNION ALL ".join([*own, f"SELECT * FROM ({rest})"])
     return f"SELECT {EVENT_COLUMNS} FROM ({union}) AS e ORDER BY {ORDER} LIMIT {page.size}"
 
 
-def count_union(filters: list[Filter], reader: Reader, p: Params) -> str:
-    """COUNT of the distinct ids matching any of `filters` (non-empty list)."""
+def count_union(
+    filters: list[Filter],
+    reader: Reader,
+    p: Params,
+    without: frozenset[int] = frozenset(),
+    gates: Gates | None = None,
+) -> str:
+    """COUNT of the distinct ids matching any of `filters` (non-empty list), leaving out
+    events of the kinds `without` (the gated ones, counted one by one); `gates` as in `where`."""
+    extra = f" AND NOT {p.in_list('e.kind', without, 'int')}" if without else ""
     selects = [
-        _h_ids(f, reader, p) if "h" in f.tags else f"SELECT e.id {_from_where(f, reader, p)[0]}"
+        _h_ids(f, reader, p, extra, gates)
+        if "h" in f.tags
+        else f"SELECT e.id {_from_where(f, reader, p, extra, gates)[0]}"
         for f in filters
     ]
     if len(selects) == 1:
@@ -249,7 +320,7 @@ def count_union(filters: list[Filter], reader: Reader, p: Params) -> str:
     return f"SELECT COUNT(*) FROM ({union}) AS matched"
 
 
-def _h_ids(f: Filter, reader: Reader, p: Params) -> str:
+def _h_ids(f: Filter, reader: Reader, p: Params, extra: str = "", gates: Gates | None = None) -> str:
     """The ids a `#h` filter matches, each once, for COUNT: `_h_by_channel_page`'s two
     disjoint parts without a limit — the events of V's channels (channel index) that pass
     `h_ok`, and the few whose h tag in V does not name their own channel. The generic OR of
@@ -257,7 +328,7 @@ def _h_ids(f: Filter, reader: Reader, p: Params) -> str:
     values = f.tags["h"]
     tag_in = p.in_list("t.value", values, "utf8")
     channel_in = p.in_list("e.channel_id", values, "text")
-    base = where(f, reader, p, without_h=True)  # shared text: its parameters are added once
+    base = where(f, reader, p, without_h=True, gates=gates) + extra  # shared text: parameters added once
     own = f"SELECT e.id FROM events e WHERE {channel_in} AND {base} AND {_h_ok(tag_in, p)}"
     rest = (
         f"SELECT e.id FROM ({_others(tag_in, p)}) AS o JOIN events e ON e.id = o.event_id"

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol
 
 from buzz.store import schema
@@ -41,6 +41,14 @@ class Conn(Protocol):
     dialect: Dialect
 
     async def fetch(self, sql: str, args: Sequence[object] = ()) -> Sequence[Sequence[Any]]: ...
+
+    async def fetch_bounded(
+        self, sql: str, args: Sequence[object], max_bytes: int, size_of: Callable[[Sequence[Any]], int]
+    ) -> tuple[Sequence[Sequence[Any]], bool]:
+        """`fetch`, stopped at the first row that brings the sum of `size_of` past `max_bytes`
+        (that row included): the rows and whether rows were left unread. Rows are read from the
+        database a few at a time, so at most about `max_bytes` is held (issue 24 item 11)."""
+        ...
 
     async def execute(self, sql: str, args: Sequence[object] = ()) -> None: ...
 
@@ -69,6 +77,19 @@ class Conn(Protocol):
     async def index_search_many(self, rows: Sequence[tuple[object, str]]) -> None:
         """`index_search` for each (row key, text), in one bulk operation where the driver has one."""
         ...
+
+
+FETCH_CHUNK_MAX = 256  # rows a bounded fetch asks for at once
+
+
+def fetch_chunk(rows: int, used: int, max_bytes: int) -> int:
+    """How many rows a bounded fetch (`Conn.fetch_bounded`) asks the cursor for next: as many
+    as the rows read so far say fit in what is left of `max_bytes` (16 before any), so one
+    chunk overshoots the bound by a few rows at most, and small rows still come in bulk."""
+    if rows == 0:
+        return 16
+    left = max_bytes - used
+    return max(1, min(FETCH_CHUNK_MAX, left * rows // max(used, 1)))
 
 
 class Params:

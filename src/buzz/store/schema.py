@@ -180,6 +180,79 @@ CREATE TABLE IF NOT EXISTS media_chunks (
 )
 """
 
+
+# Workflow engine tables (`buzz.store.workflows`, workflows.md §11.1): a run's and a step's
+# details are the runner's JSON (`data`); the columns are what is queried.
+_WORKFLOW_TABLES = """
+CREATE TABLE IF NOT EXISTS workflows (
+    id {key} PRIMARY KEY,
+    channel_id {key} NOT NULL,
+    owner {key} NOT NULL,
+    name {text} NOT NULL,
+    head_event_id {key} NOT NULL,
+    definition {text} NOT NULL,
+    definition_hash {key} NOT NULL,
+    trigger_on {key} NOT NULL,
+    elevated {int} NOT NULL,
+    enabled {int} NOT NULL,
+    status {key} NOT NULL,
+    secret_hash {key},
+    accepted_at {int} NOT NULL,
+    created_at {int} NOT NULL,
+    updated_at {int} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS workflows_by_channel ON workflows (channel_id, id);
+CREATE INDEX IF NOT EXISTS workflows_by_trigger ON workflows (trigger_on, id);
+CREATE TABLE IF NOT EXISTS workflow_runs (
+    id {key} PRIMARY KEY,
+    workflow_id {key} NOT NULL,
+    status {key} NOT NULL,
+    created_at {int} NOT NULL,
+    current_step {int} NOT NULL,
+    seq {int} NOT NULL,
+    wake_at {int},
+    error_code {key},
+    lease_owner {key},
+    lease_until {int},
+    data {text} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS workflow_runs_by_workflow ON workflow_runs (workflow_id, created_at, id);
+CREATE INDEX IF NOT EXISTS workflow_runs_by_status ON workflow_runs (status, created_at, id);
+CREATE TABLE IF NOT EXISTS workflow_steps (
+    run_id {key} NOT NULL,
+    idx {int} NOT NULL,
+    data {text} NOT NULL,
+    PRIMARY KEY (run_id, idx)
+);
+CREATE TABLE IF NOT EXISTS workflow_approvals (
+    reference {key} PRIMARY KEY,
+    workflow_id {key} NOT NULL,
+    run_id {key} NOT NULL,
+    channel_id {key} NOT NULL,
+    status {key} NOT NULL,
+    expires_at {int} NOT NULL,
+    request_event_id {key},
+    data {text} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS workflow_approvals_by_run ON workflow_approvals (run_id);
+CREATE INDEX IF NOT EXISTS workflow_approvals_by_request ON workflow_approvals (request_event_id);
+CREATE INDEX IF NOT EXISTS workflow_approvals_by_expiry ON workflow_approvals (status, expires_at);
+CREATE TABLE IF NOT EXISTS workflow_schedule_claims (
+    workflow_id {key} NOT NULL,
+    scheduled_for {int} NOT NULL,
+    claimed_at {int} NOT NULL,
+    run_id {key} NOT NULL,
+    PRIMARY KEY (workflow_id, scheduled_for)
+);
+CREATE TABLE IF NOT EXISTS workflow_webhook_keys (
+    workflow_id {key} NOT NULL,
+    idempotency_key {text} NOT NULL,
+    run_id {key} NOT NULL,
+    created_at {int} NOT NULL,
+    PRIMARY KEY (workflow_id, idempotency_key)
+)
+"""
+
 _SQLITE_TYPES = {
     "key": "TEXT",
     "text": "TEXT",
@@ -258,7 +331,9 @@ def _statements(script: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in script.split(";") if s.strip())
 
 
-SQLITE = _statements(_TABLES.format(**_SQLITE_TYPES) + ";" + _SQLITE_SEARCH)
+SQLITE = _statements(
+    _TABLES.format(**_SQLITE_TYPES) + ";" + _SQLITE_SEARCH + ";" + _WORKFLOW_TABLES.format(**_SQLITE_TYPES)
+)
 # Blob chunks are stored as given: compressing already-compressed media (pglz on every 1 MiB
 # row) costs CPU and saves nothing.
 _POSTGRES_CHUNK_STORAGE = "ALTER TABLE media_chunks ALTER COLUMN data SET STORAGE EXTERNAL"
@@ -267,4 +342,5 @@ POSTGRES = (
     _POSTGRES_SEARCH_MIGRATION,
     *_POSTGRES_TAG_MIGRATION,
     _POSTGRES_CHUNK_STORAGE,
+    *_statements(_WORKFLOW_TABLES.format(**_POSTGRES_TYPES)),
 )

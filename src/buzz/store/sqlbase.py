@@ -22,12 +22,25 @@ from buzz.core.kinds import (
     is_ephemeral,
     is_replaceable,
 )
+from buzz.core.limits import READ_TIMEOUT_S
 from buzz.core.stored import StoredEvent, require_verified
 from buzz.store import operator, reads, workspace
-from buzz.store.base import Accept, Channel, Effect, History, InsertOutcome, Member, Reader, StoreError
+from buzz.store.base import (
+    SYSTEM,
+    Accept,
+    Channel,
+    Effect,
+    Gates,
+    History,
+    InsertOutcome,
+    Member,
+    Reader,
+    StoreError,
+)
 from buzz.store.bulk import insert_many_txn
 from buzz.store.dialect import Conn
 from buzz.store.media import MediaStoreMixin
+from buzz.store.workflows import WorkflowStoreMixin
 from buzz.store.writes import claim_auth_event_txn, insert_txn, put_relay_member_txn, set_agent_owner_txn
 
 P = ParamSpec("P")
@@ -43,8 +56,11 @@ def _check_storable(stored: StoredEvent) -> None:
         )
 
 
-class SqlStore(MediaStoreMixin, ABC):
+class SqlStore(MediaStoreMixin, WorkflowStoreMixin, ABC):
     """The EventStore methods; subclasses implement open/close, `_write` and `_read`."""
+
+    # How long a REQ, COUNT or history read may run before the database stops it (ReadTimeout).
+    read_timeout_s: float = READ_TIMEOUT_S
 
     @abstractmethod
     async def open(self) -> None:
@@ -64,6 +80,17 @@ class SqlStore(MediaStoreMixin, ABC):
     @abstractmethod
     async def _read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run `fn(conn, …)` on a read connection off the event loop; driver errors → StoreError."""
+
+    @abstractmethod
+    async def _timed_read(self, seconds: float, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`_read`, stopped in the database once it has run `seconds` (issue 24 item 9): raises
+        ReadTimeout then."""
+
+    async def _admission_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`_read` for the lookups an AUTH waits on (the ban list, the member list, the workspace
+        switch), on a lane of their own: long reads holding every read connection must not
+        time logins out (issue 24 item 9). Same errors."""
+        return await self._read(fn, *args, **kwargs)
 
     async def _point_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """`_read` for a lookup bounded by one index probe (a row by key); a backend may run it
@@ -113,15 +140,31 @@ class SqlStore(MediaStoreMixin, ABC):
         return await self._write(insert_many_txn, batch, int(time.time()))
 
     async def query(
-        self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None
+        self,
+        filters: Sequence[Filter],
+        reader: Reader,
+        accept: Accept | None = None,
+        gates: Gates | None = None,
     ) -> list[StoredEvent]:
         """Stored results of a REQ; see `EventStore.query` (relay.md §6.3–§6.5, §11)."""
-        read = self._small_read if small_query(filters) else self._read
-        return await read(reads.query_txn, filters, reader, accept)
+        if small_query(filters):
+            return await self._small_read(reads.query_txn, filters, reader, accept, gates)
+        if reader is SYSTEM:
+            # The relay's own lookups (state repair, rules) need every row they ask for: no
+            # member chose their cost, so neither the time nor the byte budget applies.
+            return await self._read(reads.query_txn, filters, reader, accept, gates, reads.UNBOUNDED)
+        return await self._timed_read(self.read_timeout_s, reads.query_txn, filters, reader, accept, gates)
 
-    async def count(self, filters: Sequence[Filter], reader: Reader, accept: Accept | None = None) -> int:
-        """Distinct events matching any filter and accepted (relay.md §7.7); `limit` ignored."""
-        return await self._read(reads.count_txn, filters, reader, accept)
+    async def count(
+        self,
+        filters: Sequence[Filter],
+        reader: Reader,
+        accept: Accept | None = None,
+        gates: Gates | None = None,
+    ) -> int:
+        """Distinct events matching any filter and accepted (relay.md §7.7); `limit` ignored.
+        Raises CountTooBroad past COUNT_EXACT_BUDGET candidates read one by one."""
+        return await self._timed_read(self.read_timeout_s, reads.count_txn, filters, reader, accept, gates)
 
     async def get(self, event_id: str, include_deleted: bool = False) -> StoredEvent | None:
         """One event by exact id (deleted/superseded rows only with include_deleted)."""
@@ -137,12 +180,24 @@ class SqlStore(MediaStoreMixin, ABC):
         max_bytes: int,
         before: tuple[int, str] | None = None,
         accept: Accept | None = None,
+        readable_by: str | None = None,
     ) -> History:
         """Stored versions of one address, superseded ones included, deleted ones never; see
         `EventStore.history`. Raises ValueError for `limit` or `max_bytes` below 1."""
         if limit < 1 or max_bytes < 1:
             raise ValueError("history needs limit ≥ 1 and max_bytes ≥ 1")
-        return await self._read(reads.history_txn, kind, pubkey, d, limit, max_bytes, before, accept)
+        return await self._timed_read(
+            self.read_timeout_s,
+            reads.history_txn,
+            kind,
+            pubkey,
+            d,
+            limit,
+            max_bytes,
+            before,
+            accept,
+            readable_by,
+        )
 
     async def get_channel(self, channel_id: str, include_deleted: bool = False) -> Channel | None:
         """The channel row; a deleted one only with include_deleted (relay.md §4.1 item 2)."""
@@ -172,7 +227,7 @@ class SqlStore(MediaStoreMixin, ABC):
 
     async def is_relay_member(self, pubkey: str) -> bool:
         """On the workspace member list as owner, admin or member (relay.md §4.4 item 1)."""
-        return await self._point_read(reads.is_relay_member_txn, pubkey)
+        return await self._admission_read(reads.is_relay_member_txn, pubkey)
 
     async def put_relay_member(self, pubkey: str, role: str) -> None:
         """Operator tooling: add a workspace member or change its role (relay.md §4.4)."""
@@ -199,7 +254,7 @@ class SqlStore(MediaStoreMixin, ABC):
 
     async def banned_among(self, pubkeys: Iterable[str]) -> frozenset[str]:
         """Which of `pubkeys` are banned: read at every AUTH, so a running relay sees a new ban."""
-        return await self._read(operator.banned_among_txn, sorted(set(pubkeys)))
+        return await self._admission_read(operator.banned_among_txn, sorted(set(pubkeys)))
 
     async def list_bans(self) -> list[operator.Ban]:
         return await self._read(operator.list_bans_txn)
@@ -208,7 +263,7 @@ class SqlStore(MediaStoreMixin, ABC):
         """An operator setting (`operator.SETTINGS`), None when never set. Raises ValueError for
         an unknown name."""
         operator.check_setting(name)
-        return await self._read(operator.get_setting_txn, name)
+        return await self._admission_read(operator.get_setting_txn, name)
 
     async def set_setting(self, name: str, value: str) -> None:
         """Raises ValueError for a name or value `operator.SETTINGS` does not list."""

@@ -19,7 +19,8 @@ import contextlib
 import queue
 import sqlite3
 import threading
-from collections.abc import Coroutine, Sequence
+import time
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,14 +29,16 @@ from typing import Any
 import orjson
 
 from buzz.store import schema
-from buzz.store.base import StoreError
-from buzz.store.dialect import SQLITE, Dialect
+from buzz.store.base import ReadTimeout, StoreError
+from buzz.store.dialect import SQLITE, Dialect, fetch_chunk
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 from buzz.store.writes import ROW_COLUMNS
 
 BUSY_TIMEOUT_MS = 5000  # relay.md §13.1: at least 5 s
 MAX_BATCH = 256  # writes per group commit
 MEMO_ENTRIES = 4096  # point-read answers kept while the database is unchanged
+# A timed read looks at the clock every this many SQLite VM instructions (well under 1 ms).
+PROGRESS_STEPS = 10_000
 SEARCH_BATCH_CHARS = 1 << 20  # deferred search text written in one statement, at most
 # The batch's search rows as one JSON array of [rowid, text] pairs (`_SyncConn.flush_search`).
 _SEARCH_BATCH_SQL = (
@@ -74,6 +77,23 @@ class _SyncConn:
 
     async def fetch(self, sql: str, args: Sequence[object] = ()) -> Sequence[Sequence[Any]]:
         return self._conn.execute(sql, args).fetchall()
+
+    async def fetch_bounded(
+        self, sql: str, args: Sequence[object], max_bytes: int, size_of: Callable[[Sequence[Any]], int]
+    ) -> tuple[Sequence[Sequence[Any]], bool]:
+        cursor = self._conn.execute(sql, args)
+        rows: list[Sequence[Any]] = []
+        used = 0
+        try:
+            while chunk := cursor.fetchmany(fetch_chunk(len(rows), used, max_bytes)):
+                for row in chunk:
+                    rows.append(row)
+                    used += size_of(row)
+                    if used > max_bytes:
+                        return rows, True
+            return rows, False
+        finally:
+            cursor.close()
 
     async def execute(self, sql: str, args: Sequence[object] = ()) -> None:
         self._conn.execute(sql, args)
@@ -169,6 +189,10 @@ class SqliteStore(SqlStore):
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._read_pool: ThreadPoolExecutor | None = None
+        # The admission lane (`_admission_read`): its own connection and thread, so an AUTH's
+        # ban-list read never queues behind the readers' long reads.
+        self._admission_reader: sqlite3.Connection | None = None
+        self._admission_pool: ThreadPoolExecutor | None = None
         # Point reads on the event loop's own thread (`_point_read`); the lock keeps a second
         # thread (another loop) off it, and that thread takes the pool instead.
         self._inline_reader: sqlite3.Connection | None = None
@@ -193,6 +217,7 @@ class SqliteStore(SqlStore):
         self._writer_thread = threading.Thread(target=self._writer_loop, name="sqlite-writer", daemon=True)
         self._writer_thread.start()
         self._read_pool = ThreadPoolExecutor(self._reader_count, thread_name_prefix="sqlite-reader")
+        self._admission_pool = ThreadPoolExecutor(1, thread_name_prefix="sqlite-admission")
 
     def _open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -217,6 +242,9 @@ class SqliteStore(SqlStore):
             reader.execute("PRAGMA query_only = ON")
             self._all_readers.append(reader)
             self._readers.put(reader)
+        admission = _connect(self.path)
+        admission.execute("PRAGMA query_only = ON")
+        self._admission_reader = admission
         inline = _connect(self.path)
         inline.execute("PRAGMA query_only = ON")
         # Never wait for a lock on the loop: a busy read goes to the pool, which waits.
@@ -233,6 +261,12 @@ class SqliteStore(SqlStore):
         pool, self._read_pool = self._read_pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+        lane, self._admission_pool = self._admission_pool, None
+        if lane is not None:
+            lane.shutdown(wait=True)
+        admission, self._admission_reader = self._admission_reader, None
+        if admission is not None:
+            admission.close()
         readers, self._all_readers = self._all_readers, []
         for reader in readers:
             reader.close()
@@ -368,6 +402,17 @@ class SqliteStore(SqlStore):
             raise StoreError("store is not open")
         return await asyncio.get_running_loop().run_in_executor(pool, self._read_sync, fn, args, kwargs)
 
+    async def _timed_read(self, seconds: float, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        pool = self._read_pool
+        if pool is None:
+            raise StoreError("store is not open")
+        return await asyncio.get_running_loop().run_in_executor(
+            pool, self._read_sync, fn, args, kwargs, seconds
+        )
+
+    async def _admission_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._inline_read(fn, args, kwargs, memo=False, lane=True)
+
     async def _point_read(self, fn: TxnFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._inline_read(fn, args, kwargs, memo=True)
 
@@ -376,7 +421,7 @@ class SqliteStore(SqlStore):
         return await self._inline_read(fn, args, kwargs, memo=False)
 
     async def _inline_read(
-        self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, memo: bool
+        self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, memo: bool, lane: bool = False
     ) -> Any:
         # One B-tree probe in WAL mode costs less than the hop to a reader thread and back
         # (two thread switches and a future, ~50–100 µs under load); readers never wait for
@@ -396,7 +441,23 @@ class SqliteStore(SqlStore):
                 raise StoreError(f"sqlite read failed: {exc}") from exc
             finally:
                 self._inline_lock.release()
+        if lane:  # the admission lane's own thread, not the readers' pool
+            pool = self._admission_pool
+            if pool is None:
+                raise StoreError("store is not open")
+            return await asyncio.get_running_loop().run_in_executor(
+                pool, self._admission_sync, fn, args, kwargs
+            )
         return await self._read(fn, *args, **kwargs)
+
+    def _admission_sync(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        conn = self._admission_reader
+        if conn is None:
+            raise StoreError("store is not open")
+        try:
+            return run_inline(fn(_SyncConn(conn), *args, **kwargs))
+        except sqlite3.Error as exc:
+            raise StoreError(f"sqlite read failed: {exc}") from exc
 
     def _memo_read(
         self, inline: sqlite3.Connection, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -414,13 +475,29 @@ class SqliteStore(SqlStore):
         self._memo[key] = value
         return value
 
-    def _read_sync(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _read_sync(
+        self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], seconds: float | None = None
+    ) -> Any:
         reader = self._readers.get()
+        stopped = False
+        if seconds is not None:
+            deadline = time.monotonic() + seconds
+
+            def past_deadline() -> int:
+                nonlocal stopped
+                stopped = time.monotonic() > deadline
+                return int(stopped)  # non-zero interrupts the statement
+
+            reader.set_progress_handler(past_deadline, PROGRESS_STEPS)
         try:
             return run_inline(fn(_SyncConn(reader), *args, **kwargs))
         except sqlite3.Error as exc:
+            if stopped:
+                raise ReadTimeout(seconds or 0) from None
             raise StoreError(f"sqlite read failed: {exc}") from exc
         finally:
+            if seconds is not None:
+                reader.set_progress_handler(None, 0)
             self._readers.put(reader)
 
 

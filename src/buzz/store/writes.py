@@ -35,6 +35,7 @@ from buzz.store.base import (
     SetDmHidden,
     SoftDelete,
     UpdateChannel,
+    WorkflowWrite,
 )
 from buzz.store.dialect import Conn, Dialect, Params
 from buzz.store.media import put_refs_txn
@@ -276,6 +277,10 @@ async def _apply_txn(conn: Conn, effect: Effect, now: int) -> None:
             await set_dm_hidden_txn(conn, effect)
         case PutMediaRefs():
             await put_refs_txn(conn, effect)
+        case WorkflowWrite():
+            from buzz.store.workflows import workflow_write_txn  # it inserts events: imports this module
+
+            await workflow_write_txn(conn, effect, now)
         case _:
             assert_never(effect)
 

@@ -6,7 +6,7 @@ reads. Adding a rule means adding a module (or a row), never a branch in the pip
 from __future__ import annotations
 
 from buzz.core.kinds import NEEDS_H_KINDS
-from buzz.relay.rules import channels, deletion, dms, engram, huddle, messages, profile, records
+from buzz.relay.rules import channels, deletion, dms, engram, huddle, messages, profile, records, workflows
 from buzz.relay.rules import metrics as turn_metrics
 from buzz.relay.rules.base import KindRules, Plan, Validator
 from buzz.relay.rules.threads import with_thread_rules
@@ -21,6 +21,7 @@ _FRAGMENTS = (
     messages.VALIDATORS,
     records.VALIDATORS,
     turn_metrics.VALIDATORS,
+    workflows.VALIDATORS,
 )
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from buzz.media.service import MediaService
     from buzz.relay.emit import Emitter
     from buzz.relay.presence import Presence
+    from buzz.workflows.engine import Engine
 
 NOT_A_MEMBER = Refusal(Restricted, "not a channel member")
 
@@ -70,6 +71,7 @@ class KindRules:
         self.emitter: Emitter | None = None
         self.presence: Presence | None = None
         self.media: MediaService | None = None  # imeta checks and references (media.md §9.2)
+        self.workflows: Engine | None = None  # the workflow engine (workflows.md), when enabled
         self._validators: dict[int, Validator] | None = None  # `buzz.relay.rules.VALIDATORS`
 
     # -- ephemeral (relay.md §12.2) ----------------------------------------------------------

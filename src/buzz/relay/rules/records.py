@@ -103,5 +103,4 @@ VALIDATORS: dict[int, Validator] = {
     30175: persona,
     30178: team_catalog,
     30300: event_reminder,
-    30620: workflow_definition,
 }

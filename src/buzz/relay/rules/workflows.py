@@ -1,0 +1,91 @@
+"""Workflow kinds at ingest (workflows.md §6.2, §9.4, §13): thin glue over
+`buzz.workflows.commands`, which runs the checks and returns the engine's write; the write
+commits with the event (an effect), and its follow-up fans out and starts the run.
+
+46020 / 46030 / 46031 are `OPT_H` in the kind table: their channel is the workflow's or the
+approval's, derived here (a present `h` must name it), and then the write gate of that channel.
+"""
+
+from __future__ import annotations
+
+from buzz.core.errors import Invalid, Restricted
+from buzz.relay.rules.base import KindRules, Plan
+from buzz.relay.rules.records import workflow_definition
+from buzz.relay.session import Session
+from buzz.workflows import commands
+from buzz.workflows.engine import Engine
+
+
+def _engine(rules: KindRules) -> Engine:
+    engine = rules.workflows
+    if engine is None:
+        raise Restricted("workflows are disabled on this relay")
+    return engine
+
+
+async def _gate(rules: KindRules, channel_id: str, pubkey: str) -> None:
+    try:
+        await rules.write_gate(channel_id, pubkey)
+    except Restricted:
+        raise Restricted("not a channel member") from None
+
+
+async def definition(rules: KindRules, plan: Plan, session: Session) -> None:
+    """30620 (§6.2): the `d` rule, then the engine's checks; the row commits with the event."""
+    await workflow_definition(rules, plan, session)
+    engine = rules.workflows
+    if engine is None:
+        return
+    saved = await commands.save_definition(engine, plan.stored)
+    if saved.write is not None:
+        plan.effects.append(saved.write)
+        channel_id = plan.stored.channel_id
+
+        async def invalidate() -> None:
+            if channel_id is not None:
+                engine.invalidate(channel_id)
+                engine.host.invalidate(channel_id)
+
+        plan.after_commit.append(invalidate)
+    plan.response = saved.response
+
+
+async def manual_trigger(rules: KindRules, plan: Plan, session: Session) -> None:
+    """46020 (§13): stored in the workflow's channel with its new run, one transaction."""
+    engine = _engine(rules)
+    channel_id, prepared = await commands.manual_trigger(engine, plan.stored, lambda c, p: _gate(rules, c, p))
+    plan.stored = plan.stored.with_channel(channel_id)
+    plan.effects.append(prepared.write)
+    plan.response = commands.manual_response(prepared, prepared.write.runs[0].workflow_id)
+
+    async def start() -> None:
+        await engine.created(prepared)
+
+    plan.after_commit.append(start)
+
+
+async def approval_answer(rules: KindRules, plan: Plan, session: Session) -> None:
+    """46030 / 46031 (§9.4): the decision, the run's change and 46011/46012 commit with it."""
+    engine = _engine(rules)
+    answered = await commands.answer_approval(engine, plan.stored, lambda c, p: _gate(rules, c, p))
+    if plan.stored.channel_id not in (None, answered.channel_id):
+        raise Invalid("approval belongs to a different channel")
+    plan.stored = plan.stored.with_channel(answered.channel_id)
+    plan.effects.append(answered.write)
+    write = answered.write
+
+    async def resume() -> None:
+        for stored in write.events:
+            await engine.host.fanout(stored)
+        if write.runs:
+            engine.kick(answered.run_id)
+
+    plan.after_commit.append(resume)
+
+
+VALIDATORS = {
+    30620: definition,
+    46020: manual_trigger,
+    46030: approval_answer,
+    46031: approval_answer,
+}

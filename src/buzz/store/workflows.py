@@ -1,0 +1,416 @@
+"""The workflow engine's tables (workflows.md §11.1), shared by both backends: the `_txn`
+functions and `WorkflowStoreMixin`, the `SqlStore` methods over them.
+
+Exactly-once across replicas rests on three row-level rules, the same on both backends:
+a schedule instant or webhook key is a unique row inserted `ON CONFLICT DO NOTHING` in the
+transaction that creates its run (`Claim`); a replica drives a run only while it holds the
+run's lease, taken by compare-and-set (`take_runs_txn`: PostgreSQL picks candidates `FOR
+UPDATE SKIP LOCKED`, SQLite has one writer) and checked by every later write of that run
+(`WorkflowWrite.lease`); an approval leaves `pending` by compare-and-set (`ApprovalSwap`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from buzz.store.dialect import Conn, Params
+from buzz.store.workflow_rows import (
+    ApprovalRaced,
+    ApprovalRow,
+    Claim,
+    LeaseLost,
+    RunRow,
+    StepRow,
+    WorkflowRow,
+    WorkflowWrite,
+)
+
+_WF_COLUMNS = ("id", "channel_id", "owner", "name", "head_event_id", "definition", "definition_hash",
+               "trigger_on", "elevated", "enabled", "status", "accepted_at", "created_at", "updated_at",
+               "secret_hash")  # fmt: skip
+_RUN_COLUMNS = (
+    "id",
+    "workflow_id",
+    "status",
+    "created_at",
+    "current_step",
+    "seq",
+    "data",
+    "wake_at",
+    "error_code",
+)
+_APPROVAL_COLUMNS = ("reference", "workflow_id", "run_id", "channel_id", "status", "expires_at", "data",
+                     "request_event_id")  # fmt: skip
+_CLAIM_TABLES = {
+    "schedule": ("workflow_schedule_claims", "scheduled_for", "claimed_at"),
+    "webhook": ("workflow_webhook_keys", "idempotency_key", "created_at"),
+}
+WAITING = ("waiting", "waiting_approval")
+
+
+def _lock(conn: Conn) -> str:
+    return " FOR UPDATE SKIP LOCKED" if conn.dialect.name == "postgres" else ""
+
+
+def _workflow(values: Sequence[Any]) -> WorkflowRow:
+    row = dict(zip(_WF_COLUMNS, values, strict=True))
+    row["elevated"], row["enabled"] = bool(row["elevated"]), bool(row["enabled"])
+    return WorkflowRow(**row)
+
+
+def _run(values: Sequence[Any]) -> RunRow:
+    return RunRow(**dict(zip(_RUN_COLUMNS, values, strict=True)))
+
+
+def _approval(values: Sequence[Any]) -> ApprovalRow:
+    return ApprovalRow(**dict(zip(_APPROVAL_COLUMNS, values, strict=True)))
+
+
+async def _upsert(conn: Conn, table: str, columns: Sequence[str], values: Sequence[Any], key: str,
+                  where: str = "", where_values: Sequence[Any] = ()) -> bool:  # fmt: skip
+    """INSERT, or UPDATE every other column on a key clash (only `where` holds). True when a row
+    was written."""
+    p = Params(conn.dialect)
+    marks = ", ".join(p.add(v) for v in values)
+    keys = {k.strip() for k in key.split(",")}
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in keys)
+    condition = ""
+    if where:
+        condition = " WHERE " + where.format(*(p.add(v) for v in where_values))
+    rows = await conn.fetch(
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
+        f" ON CONFLICT ({key}) DO UPDATE SET {updates}{condition} RETURNING 1",
+        p.values,
+    )
+    return bool(rows)
+
+
+async def workflow_write_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
+    """Apply one engine transition (`WorkflowWrite`). False, writing nothing, when its claim was
+    taken already; raises ApprovalRaced for a lost approval swap and LeaseLost when a run it
+    updates is leased by another replica (both roll the transaction back)."""
+    from buzz.store.writes import insert_txn  # writes applies WorkflowWrite: a cycle at import
+
+    if w.claim is not None and not await _claim_txn(conn, w.claim, now):
+        return False
+    if w.swap is not None:
+        row = w.swap.row
+        p = Params(conn.dialect)
+        done = await conn.fetch(
+            f"UPDATE workflow_approvals SET status = {p.add(row.status)}, data = {p.add(row.data)}"
+            f" WHERE reference = {p.add(row.reference)} AND status = {p.add(w.swap.expected)} RETURNING 1",
+            p.values,
+        )
+        if not done:
+            raise ApprovalRaced()
+    if w.workflow is not None:
+        wf = w.workflow
+        await _upsert(conn, "workflows", _WF_COLUMNS, [getattr(wf, c) for c in _WF_COLUMNS], "id")
+    for run in w.runs:
+        values = [getattr(run, c) for c in _RUN_COLUMNS]
+        if w.lease is None:
+            written = await _upsert(conn, "workflow_runs", _RUN_COLUMNS, values, "id")
+        else:
+            written = await _upsert(conn, "workflow_runs", _RUN_COLUMNS, values, "id",
+                                    "workflow_runs.lease_owner = {0}", [w.lease])  # fmt: skip
+        if not written:
+            raise LeaseLost(run.id)
+        if w.release:  # without `lease`: whoever drives the run loses it (a cancellation)
+            p = Params(conn.dialect)
+            mine = f" AND lease_owner = {p.add(w.lease)}" if w.lease is not None else ""
+            await conn.execute(
+                f"UPDATE workflow_runs SET lease_owner = NULL, lease_until = NULL WHERE id = {p.add(run.id)}{mine}",
+                p.values,
+            )
+    for step in w.steps:
+        await _upsert(conn, "workflow_steps", ("run_id", "idx", "data"), (step.run_id, step.idx, step.data),
+                      "run_id, idx")  # fmt: skip
+    if w.approval is not None:
+        a = w.approval
+        p = Params(conn.dialect)
+        marks = ", ".join(p.add(getattr(a, c)) for c in _APPROVAL_COLUMNS)
+        await conn.execute(
+            f"INSERT INTO workflow_approvals ({', '.join(_APPROVAL_COLUMNS)}) VALUES ({marks})"
+            " ON CONFLICT (reference) DO NOTHING",
+            p.values,
+        )
+    for stored in w.events:
+        await insert_txn(conn, stored, (), now)
+    return True
+
+
+async def _claim_txn(conn: Conn, claim: Claim, now: int) -> bool:
+    table, key_column, time_column = _CLAIM_TABLES[claim.table]
+    key: object = int(claim.key) if claim.table == "schedule" else claim.key
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"INSERT INTO {table} (workflow_id, {key_column}, {time_column}, run_id)"
+        f" VALUES ({p.add(claim.workflow_id)}, {p.add(key)}, {p.add(now)}, {p.add(claim.run_id)})"
+        f" ON CONFLICT (workflow_id, {key_column}) DO NOTHING RETURNING 1",
+        p.values,
+    )
+    return bool(rows)
+
+
+async def claimed_run_txn(conn: Conn, table: str, workflow_id: str, key: str) -> str | None:
+    """The run of an existing claim (a repeated webhook `Idempotency-Key`), or None."""
+    name, key_column, _ = _CLAIM_TABLES[table]
+    value: object = int(key) if table == "schedule" else key
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT run_id FROM {name} WHERE workflow_id = {p.add(workflow_id)} AND {key_column} = {p.add(value)}",
+        p.values,
+    )
+    return str(rows[0][0]) if rows else None
+
+
+async def last_claim_txn(conn: Conn, workflow_id: str) -> int | None:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT MAX(scheduled_for) FROM workflow_schedule_claims WHERE workflow_id = {p.add(workflow_id)}",
+        p.values,
+    )
+    return None if not rows or rows[0][0] is None else int(rows[0][0])
+
+
+async def get_workflow_txn(conn: Conn, workflow_id: str) -> WorkflowRow | None:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(f"SELECT {', '.join(_WF_COLUMNS)} FROM workflows WHERE id = {p.add(workflow_id)}",
+                            p.values)  # fmt: skip
+    return _workflow(rows[0]) if rows else None
+
+
+async def workflows_txn(
+    conn: Conn, channel_id: str | None, trigger_on: str | None, after_id: str, limit: int
+) -> list[WorkflowRow]:
+    """Live workflows (not deleted) of a channel and/or a trigger type, by id after `after_id`."""
+    p = Params(conn.dialect)
+    clauses = ["status <> 'deleted'", f"id > {p.add(after_id)}"]
+    if channel_id is not None:
+        clauses.append(f"channel_id = {p.add(channel_id)}")
+    if trigger_on is not None:
+        clauses.append(f"trigger_on = {p.add(trigger_on)}")
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_WF_COLUMNS)} FROM workflows WHERE {' AND '.join(clauses)}"
+        f" ORDER BY id LIMIT {p.add(limit)}",
+        p.values,
+    )
+    return [_workflow(r) for r in rows]
+
+
+async def get_run_txn(conn: Conn, run_id: str) -> tuple[RunRow, list[StepRow]] | None:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(f"SELECT {', '.join(_RUN_COLUMNS)} FROM workflow_runs WHERE id = {p.add(run_id)}",
+                            p.values)  # fmt: skip
+    if not rows:
+        return None
+    p = Params(conn.dialect)
+    steps = await conn.fetch(
+        f"SELECT run_id, idx, data FROM workflow_steps WHERE run_id = {p.add(run_id)} ORDER BY idx", p.values
+    )
+    return _run(rows[0]), [StepRow(str(s[0]), int(s[1]), str(s[2])) for s in steps]
+
+
+async def list_runs_txn(
+    conn: Conn, workflow_id: str, before: tuple[int, str] | None, limit: int
+) -> list[RunRow]:
+    """Runs of a workflow newest first, keyset `(created_at DESC, id DESC)` (§15 item 3)."""
+    p = Params(conn.dialect)
+    where = f"workflow_id = {p.add(workflow_id)}"
+    if before is not None:
+        t, i = p.add(before[0]), p.add(before[1])
+        where += f" AND (created_at < {t} OR (created_at = {t} AND id < {i}))"
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_RUN_COLUMNS)} FROM workflow_runs WHERE {where}"
+        f" ORDER BY created_at DESC, id DESC LIMIT {p.add(limit)}",
+        p.values,
+    )
+    return [_run(r) for r in rows]
+
+
+async def take_runs_txn(conn: Conn, owner: str, now: int, lease_s: int, limit: int,
+                        run_id: str | None = None, force: bool = False) -> list[str]:  # fmt: skip
+    """Lease up to `limit` runs that need a replica (§11.2 item 2): pending ones in queue order,
+    running ones whose lease lapsed, waiting ones whose `wake_at` passed. With `run_id`, only
+    that run (`force`: also when it waits for a later time). Returns the ids now leased to `owner` until `now + lease_s`."""
+    p = Params(conn.dialect)
+    free = f"(lease_until IS NULL OR lease_until < {p.add(now)})"
+    due = f"(status IN ('pending', 'running') OR (status IN ('waiting', 'waiting_approval') AND wake_at <= {p.add(now)}))"
+    if force:  # an answer arrived for a waiting run (a job result): take it whatever its wake_at
+        due = "status NOT IN ('completed', 'failed', 'cancelled')"
+    only = f" AND id = {p.add(run_id)}" if run_id is not None else ""
+    rows = await conn.fetch(
+        f"SELECT id FROM workflow_runs WHERE {free} AND {due}{only}"
+        f" ORDER BY created_at, id LIMIT {p.add(limit)}{_lock(conn)}",
+        p.values,
+    )
+    ids = [str(r[0]) for r in rows]
+    if ids:
+        p = Params(conn.dialect)
+        await conn.execute(
+            f"UPDATE workflow_runs SET lease_owner = {p.add(owner)}, lease_until = {p.add(now + lease_s)}"
+            f" WHERE {p.in_list('id', ids, 'text')}",
+            p.values,
+        )
+    return ids
+
+
+async def renew_leases_txn(conn: Conn, owner: str, run_ids: list[str], until: int) -> None:
+    if not run_ids:
+        return
+    p = Params(conn.dialect)
+    await conn.execute(
+        f"UPDATE workflow_runs SET lease_until = {p.add(until)}"
+        f" WHERE lease_owner = {p.add(owner)} AND {p.in_list('id', run_ids, 'text')}",
+        p.values,
+    )
+
+
+async def release_lease_txn(conn: Conn, owner: str, run_id: str) -> None:
+    p = Params(conn.dialect)
+    await conn.execute(
+        "UPDATE workflow_runs SET lease_owner = NULL, lease_until = NULL"
+        f" WHERE id = {p.add(run_id)} AND lease_owner = {p.add(owner)}",
+        p.values,
+    )
+
+
+async def release_all_txn(conn: Conn) -> None:
+    await conn.execute(
+        "UPDATE workflow_runs SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL"
+    )
+
+
+async def count_runs_txn(conn: Conn, status: str) -> int:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(f"SELECT COUNT(*) FROM workflow_runs WHERE status = {p.add(status)}", p.values)
+    return int(rows[0][0])
+
+
+async def started_runs_txn(conn: Conn, workflow_id: str) -> int:
+    """Runs of the workflow that started and have not ended (a workflow's `max_concurrent`)."""
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT COUNT(*) FROM workflow_runs WHERE workflow_id = {p.add(workflow_id)}"
+        " AND status IN ('running', 'waiting', 'waiting_approval')",
+        p.values,
+    )
+    return int(rows[0][0])
+
+
+async def active_runs_txn(conn: Conn, workflow_id: str) -> list[str]:
+    """Ids of the workflow's non-terminal runs (cancelled when it is deleted, §6.6 item 4)."""
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT id FROM workflow_runs WHERE workflow_id = {p.add(workflow_id)}"
+        " AND status NOT IN ('completed', 'failed', 'cancelled') ORDER BY created_at, id",
+        p.values,
+    )
+    return [str(r[0]) for r in rows]
+
+
+async def get_approval_txn(
+    conn: Conn, reference: str | None, request_event_id: str | None
+) -> ApprovalRow | None:
+    p = Params(conn.dialect)
+    where = (
+        f"reference = {p.add(reference)}"
+        if reference is not None
+        else f"request_event_id = {p.add(request_event_id)}"
+    )
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_APPROVAL_COLUMNS)} FROM workflow_approvals WHERE {where}", p.values
+    )
+    return _approval(rows[0]) if rows else None
+
+
+async def run_approvals_txn(conn: Conn, run_id: str) -> list[ApprovalRow]:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_APPROVAL_COLUMNS)} FROM workflow_approvals WHERE run_id = {p.add(run_id)}"
+        " ORDER BY expires_at, reference",
+        p.values,
+    )
+    return [_approval(r) for r in rows]
+
+
+async def due_approvals_txn(conn: Conn, now: int, limit: int) -> list[ApprovalRow]:
+    """Pending approvals whose expiry passed (the sweeper, §9.5)."""
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_APPROVAL_COLUMNS)} FROM workflow_approvals WHERE status = 'pending'"
+        f" AND expires_at <= {p.add(now)} ORDER BY expires_at LIMIT {p.add(limit)}",
+        p.values,
+    )
+    return [_approval(r) for r in rows]
+
+
+class WorkflowStoreMixin:
+    """The workflow methods of `SqlStore` (the backends' `_write` / `_read` / `_point_read`)."""
+
+    _write: Any
+    _read: Any
+    _point_read: Any
+
+    async def workflow_write(self, write: WorkflowWrite, now: int) -> bool:
+        """Commit one engine transition; see `workflow_write_txn`."""
+        return bool(await self._write(workflow_write_txn, write, now))
+
+    async def workflow(self, workflow_id: str) -> WorkflowRow | None:
+        return await self._point_read(get_workflow_txn, workflow_id)
+
+    async def workflows(self, *, channel_id: str | None = None, trigger_on: str | None = None,
+                        after_id: str = "", limit: int = 500) -> list[WorkflowRow]:  # fmt: skip
+        return await self._read(workflows_txn, channel_id, trigger_on, after_id, limit)
+
+    async def workflow_run(self, run_id: str) -> tuple[RunRow, list[StepRow]] | None:
+        return await self._read(get_run_txn, run_id)
+
+    async def workflow_runs(
+        self, workflow_id: str, before: tuple[int, str] | None, limit: int
+    ) -> list[RunRow]:
+        return await self._read(list_runs_txn, workflow_id, before, limit)
+
+    async def workflow_take_runs(self, owner: str, now: int, lease_s: int, limit: int,
+                                 run_id: str | None = None, force: bool = False) -> list[str]:  # fmt: skip
+        return await self._write(take_runs_txn, owner, now, lease_s, limit, run_id, force)
+
+    async def workflow_renew_leases(self, owner: str, run_ids: list[str], until: int) -> None:
+        await self._write(renew_leases_txn, owner, sorted(run_ids), until)
+
+    async def workflow_release(self, owner: str, run_id: str) -> None:
+        await self._write(release_lease_txn, owner, run_id)
+
+    async def workflow_release_all(self) -> None:
+        """Drop every lease: on a database only this process uses (SQLite), leases found at
+        start belong to a dead process (§11.2 item 3)."""
+        await self._write(release_all_txn)
+
+    async def workflow_count_runs(self, status: str) -> int:
+        return await self._read(count_runs_txn, status)
+
+    async def workflow_started_runs(self, workflow_id: str) -> int:
+        return await self._read(started_runs_txn, workflow_id)
+
+    async def workflow_active_runs(self, workflow_id: str) -> list[str]:
+        return await self._read(active_runs_txn, workflow_id)
+
+    async def workflow_claimed_run(self, table: str, workflow_id: str, key: str) -> str | None:
+        return await self._read(claimed_run_txn, table, workflow_id, key)
+
+    async def workflow_last_claim(self, workflow_id: str) -> int | None:
+        return await self._read(last_claim_txn, workflow_id)
+
+    async def workflow_approval(self, reference: str | None = None,
+                                request_event_id: str | None = None) -> ApprovalRow | None:  # fmt: skip
+        return await self._read(get_approval_txn, reference, request_event_id)
+
+    async def workflow_run_approvals(self, run_id: str) -> list[ApprovalRow]:
+        return await self._read(run_approvals_txn, run_id)
+
+    async def workflow_due_approvals(self, now: int, limit: int = 100) -> list[ApprovalRow]:
+        return await self._read(due_approvals_txn, now, limit)
+
+
+__all__ = ["LeaseLost", "WorkflowStoreMixin", "workflow_write_txn"]

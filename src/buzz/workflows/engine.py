@@ -1,0 +1,576 @@
+"""The runner: doors that create runs, and replicas that drive them (workflows.md §7, §11, §12).
+
+Every run change is one `machine.advance` and one `EventStore.workflow_write` (rows, lifecycle
+events, approval, claim) committed before its effect happens; the effect of a step is recorded
+with the step's start (`actions.build`) and performed after the commit (`actions.perform`).
+A replica drives a run only under its lease; a crash leaves the lease to lapse, and the scan of
+any replica takes the run and resumes it at the step after its last completed one.
+
+Doors: `on_stored` (channel events, after commit, never delaying the OK), `prepare_run` for the
+manual trigger (committed with its 46020 by the ingest effect), `webhook`, and the scheduler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Any
+
+from buzz.core.filters import Filter
+from buzz.core.stored import StoredEvent, relay_signed
+from buzz.store.base import SYSTEM, EventStore, StoreError
+from buzz.store.workflow_rows import ApprovalRaced, ApprovalSwap, Claim, LeaseLost, WorkflowRow, WorkflowWrite
+from buzz.workflows import definition as d
+from buzz.workflows import machine as m
+from buzz.workflows.actions import Actions
+from buzz.workflows.approvals import Approval, approval_reference, expire, parse_approver_spec
+from buzz.workflows.capacity import REFUSALS, Door, RunRate, Verdict, admit
+from buzz.workflows.context import channel_event_context, fires, is_engine_event, webhook_context
+from buzz.workflows.host import Host, Settings
+from buzz.workflows.resolve import StepFailure
+from buzz.workflows.rows import (
+    approval_of,
+    approval_row,
+    changed_steps,
+    definition_of,
+    run_of,
+    run_row,
+    step_effect,
+    step_row,
+    trigger_event_id,
+)
+from buzz.workflows.schedule import due
+
+log = logging.getLogger(__name__)
+
+HOOK_RATE = 60  # requests per minute per hook id (§14 item 2)
+_DUMMY_HASH = hashlib.sha256(b"buzz: no such webhook").hexdigest()
+NOT_FOUND = (404, {"error": "workflow not found"}, {})
+JOB_ANSWERS = frozenset({43004, 43005, 43006})
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A new run ready to commit: its row and 46001 in `write` (fan out `events` after)."""
+
+    run_id: str
+    write: WorkflowWrite
+
+
+def secret_hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class Engine:
+    def __init__(
+        self, store: EventStore, host: Host, secret_key: str, relay_pubkey: str, settings: Settings
+    ) -> None:
+        self.store: Any = store  # the SqlStore methods beyond the EventStore protocol
+        self.host = host
+        self.settings = settings
+        self.relay_pubkey = relay_pubkey
+        self.replica = uuid.uuid4().hex
+        self.actions = Actions(store, host, secret_key, relay_pubkey, settings)
+        self.rate = RunRate(settings.run_rate)
+        self.hook_rate = RunRate(HOOK_RATE)
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._by_workflow: Counter[str] = Counter()
+        self._deferred: dict[str, list[str]] = {}
+        self._starting: Counter[str] = Counter()  # runs past the `max_concurrent` check, not yet running
+        self._cap_lock = asyncio.Lock()
+        self._cache: dict[str, tuple[float, list[WorkflowRow]]] = {}
+        self._last_claim: dict[str, int] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._loose: set[asyncio.Task[Any]] = set()
+
+    # -- lifetime ----------------------------------------------------------------------------
+    async def start(self, sole: bool = False) -> None:
+        """Start the loops. `sole`: no other process shares the database (SQLite), so every lease
+        found now belongs to a dead process and its run is resumed at once."""
+        if sole:
+            await self.store.workflow_release_all()
+        loop = asyncio.get_running_loop()
+        for name, fn, period in (("scan", self.scan, self.settings.tick_s),
+                                 ("schedule", self.schedule_tick, self.settings.tick_s),
+                                 ("renew", self._renew, self.settings.lease_s / 3),
+                                 ("sweep", self.sweep, self.settings.sweep_s)):  # fmt: skip
+            self._tasks.append(loop.create_task(self._every(name, fn, period), name=f"workflows-{name}"))
+
+    async def stop(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        tasks = [*self._tasks, *self._running.values(), *self._loose]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def _every(self, name: str, fn: Any, period: float) -> None:
+        while True:
+            try:
+                await fn()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("workflow %s failed", name)
+            await asyncio.sleep(period)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._loose.add(task)
+        task.add_done_callback(self._loose.discard)
+
+    # -- facts -------------------------------------------------------------------------------
+    def definition(self, wf: WorkflowRow) -> d.Definition:
+        return definition_of(wf.definition, wf.channel_id, wf.accepted_at)
+
+    async def authorized(self, owner: str, channel_id: str, elevated: bool) -> bool:
+        """Owner authority (§6.5 item 2); a lookup error means it does not hold."""
+        try:
+            member = await self.store.get_member(channel_id, owner)
+            if member is None or not member.active:
+                return False
+            if elevated and member.role not in ("owner", "admin"):
+                return False
+            return not await self.store.banned_among({owner})
+        except StoreError:
+            return False
+
+    async def effectively_enabled(self, wf: WorkflowRow) -> bool:
+        if wf.status != "active" or not wf.enabled:
+            return False
+        channel = await self.store.get_channel(wf.channel_id)
+        return channel is not None and channel.archived_at is None
+
+    async def may_start(self, wf: WorkflowRow) -> bool:
+        return await self.effectively_enabled(wf) and await self.authorized(
+            wf.owner, wf.channel_id, wf.elevated
+        )
+
+    async def channel_workflows(self, channel_id: str) -> list[WorkflowRow]:
+        hit = self._cache.get(channel_id)
+        now = time.monotonic()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        rows = await self.store.workflows(channel_id=channel_id, limit=1000)
+        self._cache[channel_id] = (now + self.settings.cache_s, rows)
+        return rows
+
+    def invalidate(self, channel_id: str) -> None:
+        self._cache.pop(channel_id, None)
+
+    # -- creating runs -------------------------------------------------------------------------
+    def _signed(self, templates: list[Any], channel_id: str) -> tuple[StoredEvent, ...]:
+        return tuple(relay_signed(self.actions.sign(t), channel_id) for t in templates)
+
+    async def prepare_run(self, wf: WorkflowRow, door: Door, trigger: dict[str, Any], now: int,
+                          trigger_event_id: str | None = None, claim_key: str | None = None) -> Prepared | Verdict:  # fmt: skip
+        """A new run's write, or the verdict refusing it (§7.1, §7.4). A refused channel-event
+        or schedule run is recorded `failed` with `capacity_exceeded` here (no events)."""
+        definition = self.definition(wf)
+        if not self.rate.allow(wf.id, now):
+            log.warning("workflow %s: run rate exceeded, trigger dropped", wf.id)
+            return Verdict.RATE_LIMITED
+        run_id = str(uuid.uuid4())
+        verdict = admit(await self.store.workflow_count_runs("pending"), self.settings.queue_max)
+        claim = None
+        if claim_key is not None:
+            claim = Claim("schedule" if door is Door.SCHEDULE else "webhook", wf.id, claim_key, run_id)
+        kw = {"run_id": run_id, "workflow_id": wf.id, "owner": wf.owner, "channel_id": wf.channel_id,
+              "revision": wf.head_event_id, "definition": definition, "trigger": trigger, "now": now}  # fmt: skip
+        if verdict is not Verdict.ADMIT:
+            if REFUSALS[(door, verdict)].record_failed:
+                log.warning(
+                    "workflow %s: run queue is full; run %s recorded capacity_exceeded", wf.id, run_id
+                )
+                await self.store.workflow_write(
+                    WorkflowWrite(runs=(run_row(m.refused(**kw)),), claim=claim), now
+                )
+            return verdict
+        t = m.create(**kw, trigger_event_id=trigger_event_id)
+        write = WorkflowWrite(runs=(run_row(t.run, trigger_event_id),), events=self._signed(t.emitted, wf.channel_id),
+                              claim=claim)  # fmt: skip
+        return Prepared(run_id, write)
+
+    async def commit_new(self, prepared: Prepared, now: int) -> bool:
+        if not await self.store.workflow_write(prepared.write, now):
+            return False
+        await self.created(prepared)
+        return True
+
+    async def created(self, prepared: Prepared) -> None:
+        """After a new run committed: fan out its 46001 and start it."""
+        for stored in prepared.write.events:
+            await self.host.fanout(stored)
+        self.kick(prepared.run_id)
+
+    # -- the channel-event door (§7.1) -------------------------------------------------------
+    def on_stored(self, stored: StoredEvent) -> None:
+        """Called by ingest after an event committed; returns at once."""
+        kind = stored.event.kind
+        if kind in d.TRIGGER_KINDS or kind in JOB_ANSWERS:
+            self._spawn(self._channel_event(stored))
+
+    async def _channel_event(self, stored: StoredEvent) -> None:
+        event, channel_id = stored.event, stored.channel_id
+        if event.kind in JOB_ANSWERS:
+            await self._job_answer(stored)
+            return
+        if channel_id is None or is_engine_event(event):
+            return
+        on = d.TRIGGER_KINDS[event.kind]
+        now = int(time.time())
+        for wf in await self.channel_workflows(channel_id):
+            if wf.trigger_on != on:
+                continue
+            try:
+                definition = self.definition(wf)
+            except ValueError:
+                continue
+            context = channel_event_context(event, channel_id)
+            go, error = fires(definition.trigger, event, context)
+            if error is not None:
+                log.info("workflow %s: filter failed: %s", wf.id, error)
+            if not go or not await self.may_start(wf):
+                continue
+            prepared = await self.prepare_run(wf, Door.CHANNEL_EVENT, context, now, event.id)
+            if isinstance(prepared, Prepared):
+                await self.commit_new(prepared, now)
+
+    async def _job_answer(self, stored: StoredEvent) -> None:
+        job_id = next((v for v in stored.event.tag_values("e") if len(v) == 64), None)
+        job = await self.store.get(job_id) if job_id else None
+        if job is None or job.event.kind != 43001 or job.event.pubkey != self.relay_pubkey:
+            return
+        if stored.event.kind == 43005 and stored.event.pubkey == self.relay_pubkey:
+            return  # the engine's own cancel
+        try:
+            run_id = json.loads(job.event.content)["source"]["run_id"]
+        except (ValueError, KeyError, TypeError):
+            return
+        self.kick(run_id, force=True)
+
+    # -- the webhook door (§14) --------------------------------------------------------------
+    async def webhook(self, workflow_id: str, secret: str | None, body: bytes, idem: str | None
+                      ) -> tuple[int, dict[str, Any], dict[str, str]]:  # fmt: skip
+        now = int(time.time())
+        if not self.hook_rate.allow(workflow_id, now):
+            return 429, {"error": "too many requests"}, {"Retry-After": "60"}
+        wf = await self.store.workflow(workflow_id)
+        stored_hash = wf.secret_hash if wf is not None and wf.secret_hash else _DUMMY_HASH
+        matches = hmac.compare_digest(secret_hash(secret or ""), stored_hash) and secret is not None
+        if wf is None or not matches or wf.trigger_on != "webhook" or not await self.may_start(wf):
+            return NOT_FOUND
+        if len(body) > 1_048_576:
+            return 413, {"error": "request body too large"}, {}
+        parsed: dict[str, Any] | None = None
+        if body.strip():
+            try:
+                parsed = json.loads(body)
+            except ValueError as exc:
+                return 400, {"error": f"invalid JSON body: {exc}"}, {}
+            if not isinstance(parsed, dict):
+                return 400, {"error": "invalid JSON body: not a JSON object"}, {}
+        if idem is not None:
+            if len(idem.encode()) > 128:
+                return 400, {"error": "Idempotency-Key exceeds 128 bytes"}, {}
+            first = await self.store.workflow_claimed_run("webhook", wf.id, idem)
+            if first is not None:
+                return 202, {"run_id": first, "workflow_id": wf.id, "status": "pending"}, {}
+        prepared = await self.prepare_run(wf, Door.WEBHOOK, webhook_context(wf.channel_id, now, parsed), now,
+                                          claim_key=idem)  # fmt: skip
+        if prepared is Verdict.RATE_LIMITED:
+            return 429, {"error": "workflow run rate exceeded"}, {"Retry-After": "60"}
+        if not isinstance(prepared, Prepared):
+            return 503, {"error": "workflow run queue is full"}, {"Retry-After": "30"}
+        if not await self.commit_new(prepared, now):
+            first = await self.store.workflow_claimed_run("webhook", wf.id, idem or "")
+            return 202, {"run_id": first, "workflow_id": wf.id, "status": "pending"}, {}
+        return 202, {"run_id": prepared.run_id, "workflow_id": wf.id, "status": "pending"}, {}
+
+    # -- the scheduler (§12) -----------------------------------------------------------------
+    async def schedule_tick(self) -> None:
+        now = int(time.time())
+        after = ""
+        while True:
+            page = await self.store.workflows(trigger_on="schedule", after_id=after, limit=500)
+            for wf in page:
+                try:
+                    await self._schedule_one(wf, now)
+                except Exception:
+                    log.exception("schedule of workflow %s failed", wf.id)
+            if len(page) < 500:
+                return
+            after = page[-1].id
+
+    async def _schedule_one(self, wf: WorkflowRow, now: int) -> None:
+        trigger = self.definition(wf).trigger
+        if not isinstance(trigger, d.ScheduleTrigger):
+            return
+        last = self._last_claim.get(wf.id)
+        if last is None or last < wf.accepted_at:
+            last = max(await self.store.workflow_last_claim(wf.id) or 0, wf.accepted_at)
+            self._last_claim[wf.id] = last
+        plan = due(trigger.schedule, last, now)
+        if plan.missed:
+            log.warning("workflow %s: %d schedule instant(s) missed between %s and %s", wf.id, plan.missed,
+                        plan.missed_first, plan.missed_last)  # fmt: skip
+        if plan.fire is None:
+            if plan.missed and plan.missed_last is not None:
+                self._last_claim[wf.id] = plan.missed_last
+            return
+        self._last_claim[wf.id] = plan.fire
+        if not await self.may_start(wf):
+            return
+        from buzz.workflows.context import schedule_context
+
+        prepared = await self.prepare_run(wf, Door.SCHEDULE, schedule_context(wf.channel_id, plan.fire), now,
+                                          claim_key=str(plan.fire))  # fmt: skip
+        if isinstance(prepared, Prepared):
+            await self.commit_new(prepared, now)
+
+    # -- driving runs (§7.5, §11.2–§11.3) ----------------------------------------------------
+    def kick(self, run_id: str, force: bool = False) -> None:
+        """Try to take and drive one run now (the scan finds it otherwise)."""
+        if run_id in self._running or len(self._running) >= self.settings.max_concurrent:
+            return
+        self._spawn(self._take_and_drive(run_id, force))
+
+    async def _take_and_drive(self, run_id: str, force: bool) -> None:
+        now = int(time.time())
+        taken = await self.store.workflow_take_runs(
+            self.replica, now, self.settings.lease_s, 1, run_id, force
+        )
+        if taken:
+            self._start(run_id)
+
+    def _start(self, run_id: str) -> None:
+        if run_id not in self._running:
+            self._running[run_id] = asyncio.get_running_loop().create_task(
+                self._drive(run_id), name=f"run-{run_id}"
+            )
+
+    async def scan(self) -> None:
+        free = self.settings.max_concurrent - len(self._running)
+        if free <= 0:
+            return
+        now = int(time.time())
+        for run_id in await self.store.workflow_take_runs(self.replica, now, self.settings.lease_s, free):
+            self._start(run_id)
+
+    async def _renew(self) -> None:
+        if self._running:
+            until = int(time.time()) + self.settings.lease_s
+            await self.store.workflow_renew_leases(self.replica, list(self._running), until)
+
+    def _wake_later(self, run_id: str, at: int) -> None:
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, at - time.time()) + 0.05
+        holder: list[asyncio.TimerHandle] = []
+
+        def fire() -> None:
+            self._timers.discard(holder[0])
+            self.kick(run_id)
+
+        holder.append(loop.call_later(delay, fire))
+        self._timers.add(holder[0])
+
+    async def _drive(self, run_id: str) -> None:
+        workflow_id = None
+        try:
+            loaded = await self.store.workflow_run(run_id)
+            if loaded is None:
+                return
+            row, steps = loaded
+            workflow_id = row.workflow_id
+            run = run_of(row, steps)
+            cap = run.definition.max_concurrent
+            starting = cap is not None and run.status is m.RunStatus.PENDING
+            if starting and not await self._may_start_one(workflow_id, cap):
+                self._deferred.setdefault(workflow_id, []).append(run_id)
+                workflow_id = None
+                await self.store.workflow_release(self.replica, run_id)
+                return
+            self._by_workflow[workflow_id] += 1
+            effects = {s.idx: e for s in steps if (e := step_effect(s)) is not None}
+            drive = _Drive(self, run, trigger_event_id(row), effects)
+            if starting:
+                drive.started = lambda: self._starting.__setitem__(
+                    row.workflow_id, self._starting[row.workflow_id] - 1
+                )
+            try:
+                await drive.go()
+            finally:
+                if drive.started is not None:  # ended before its first commit
+                    drive.started()
+        except LeaseLost:
+            log.info("run %s: lease taken by another replica", run_id)
+        except Exception:
+            log.exception("run %s: driving failed; its lease will lapse and the run resume", run_id)
+        finally:
+            self._running.pop(run_id, None)
+            if workflow_id is not None:
+                self._by_workflow[workflow_id] -= 1
+                waiting = self._deferred.get(workflow_id)
+                if waiting:
+                    self.kick(waiting.pop(0))
+
+    async def _may_start_one(self, workflow_id: str, cap: int) -> bool:
+        """Decision 184: a workflow's runs beyond its `max_concurrent` wait in the queue. Runs
+        started anywhere count (the store), and runs of this process not yet committed `running`."""
+        async with self._cap_lock:
+            if await self.store.workflow_started_runs(workflow_id) + self._starting[workflow_id] >= cap:
+                return False
+            self._starting[workflow_id] += 1
+            return True
+
+    # -- approvals (§9.5) --------------------------------------------------------------------
+    async def sweep(self) -> None:
+        """Runs waiting on an approval whose expiry passed are taken by the scan (`wake_at`);
+        this finds approvals left pending by runs that ended another way and closes them."""
+        now = int(time.time())
+        for row in await self.store.workflow_due_approvals(now):
+            self.kick(row.run_id)
+
+
+class _Drive:
+    """One replica driving one leased run until it waits, ends, or the process dies."""
+
+    def __init__(
+        self, engine: Engine, run: m.Run, trigger_event_id: str | None, effects: dict[int, Any]
+    ) -> None:
+        self.e = engine
+        self.run = run
+        self.tei = trigger_event_id
+        self.effects = effects
+        self.started: Any = None  # called once after the first commit (the run is `running`)
+
+    async def authorized(self) -> bool:
+        return await self.e.authorized(self.run.owner, self.run.channel_id, self.run.definition.elevated)
+
+    async def commit(self, t: m.Transition, *, release: bool = False, approval: Any = None,
+                     swap: ApprovalSwap | None = None, events: tuple[StoredEvent, ...] = ()) -> None:  # fmt: skip
+        before = self.run
+        signed = events or self.e._signed(t.emitted, before.channel_id)
+        steps = tuple(step_row(before.id, r, self.effects.get(r.index)) for r in changed_steps(before, t.run))
+        write = WorkflowWrite(runs=(run_row(t.run, self.tei),), steps=steps, events=signed, approval=approval,
+                              swap=swap, lease=self.e.replica, release=release)  # fmt: skip
+        await self.e.store.workflow_write(write, int(time.time()))
+        self.run = t.run
+        if self.started is not None:
+            started, self.started = self.started, None
+            started()
+        for stored in signed:
+            await self.e.host.fanout(stored)
+
+    async def first_input(self) -> m.Input | None:
+        run, now = self.run, int(time.time())
+        rec = run.record
+        if run.status is m.RunStatus.WAITING_APPROVAL:
+            await self.expire(now)
+            return None
+        if run.status is m.RunStatus.WAITING:
+            if rec is not None and rec.job_id:
+                answer = await self.job_answer(rec.job_id, rec.agent or "", now)
+                if answer is not None:
+                    return answer
+            return m.Wake(now)
+        return m.Proceed(now, await self.authorized())
+
+    async def job_answer(self, job_id: str, agent: str, now: int) -> m.Input | None:
+        flt = Filter(kinds=frozenset(JOB_ANSWERS), tags={"e": frozenset({job_id})})
+        for stored in sorted(await self.e.store.query([flt], SYSTEM), key=lambda s: s.event.created_at):
+            ev = stored.event
+            if ev.kind == 43005 and ev.pubkey == self.e.relay_pubkey:
+                continue
+            if ev.kind == 43005:
+                return m.JobFinished(now, cancelled=True)
+            try:
+                body = json.loads(ev.content)
+            except ValueError:
+                body = {}
+            if ev.kind == 43006:
+                return m.JobFinished(now, failure=f"{body.get('code', 'failed')}: {body.get('message', '')}")
+            return m.JobFinished(now, output={"text": body.get("outcome", ""), "disposition": body.get("disposition"),
+                                              "artifacts": body.get("artifacts", []), "job_id": job_id,
+                                              "agent": agent, "result_event_id": ev.id})  # fmt: skip
+        return None
+
+    async def expire(self, now: int) -> None:
+        rec = self.run.record
+        if rec is None or rec.approval_ref is None:
+            return
+        row = await self.e.store.workflow_approval(rec.approval_ref)
+        expired = expire(approval_of(row), now) if row is not None else None
+        if expired is None:
+            await self.e.store.workflow_release(self.e.replica, self.run.id)
+            return
+        t = m.advance(self.run, m.ApprovalDecided(now, expired))
+        try:
+            await self.commit(t, release=True, swap=ApprovalSwap(approval_row(expired)))
+        except ApprovalRaced:
+            await self.e.store.workflow_release(self.e.replica, self.run.id)
+
+    async def go(self) -> None:
+        if self.run.status in m.TERMINAL:
+            await self.e.store.workflow_release(self.e.replica, self.run.id)
+            return
+        inp = await self.first_input()
+        while inp is not None:
+            t = m.advance(self.run, inp)
+            dispatch = next((x for x in t.effects if isinstance(x, m.Dispatch)), None)
+            if dispatch is None:
+                cont = any(isinstance(x, m.Continue) for x in t.effects)
+                await self.commit(t, release=not cont)
+                for x in t.effects:
+                    if isinstance(x, m.WakeAt):
+                        self.e._wake_later(self.run.id, x.at)
+                inp = m.Proceed(int(time.time()), await self.authorized()) if cont else None
+                continue
+            inp = await self.dispatch(t, dispatch)
+
+    async def dispatch(self, t: m.Transition, dispatch: m.Dispatch) -> m.Input | None:
+        now = int(time.time())
+        if dispatch.resolved.action == "request_approval":
+            return await self.open_approval(t, dispatch, now)
+        effect = self.effects.get(dispatch.step_index) if dispatch.resume else None
+        if effect is None:
+            try:
+                effect = await self.e.actions.build(t.run, dispatch)
+            except StepFailure as exc:
+                await self.commit(t)
+                return m.StepFailed(now, exc.code, exc.message)
+            self.effects[dispatch.step_index] = effect
+        await self.commit(t)
+        try:
+            timeout = max(0.1, dispatch.deadline - time.time())
+            return await asyncio.wait_for(self.e.actions.perform(self.run, dispatch, effect), timeout)
+        except TimeoutError:
+            return m.StepFailed(int(time.time()), "step_timeout", f"step {dispatch.step_id} timed out")
+
+    async def open_approval(self, t: m.Transition, dispatch: m.Dispatch, now: int) -> None:
+        f = dispatch.resolved.fields
+        run = t.run
+        spec = parse_approver_spec(f["approver_spec"])
+        members = await self.e.store.active_members(run.channel_id)
+        designated = spec.designated({mb.pubkey: mb.role for mb in members})
+        approval = Approval(approval_reference(str(uuid.uuid4())), run.workflow_id, run.id, dispatch.step_id,
+                            dispatch.step_index, run.channel_id, spec, dispatch.effect_at + int(f["timeout"]), now)  # fmt: skip
+        t2 = m.advance(run, m.ApprovalOpened(now, approval, tuple(designated)))
+        events = self.e._signed([*t.emitted, *t2.emitted], run.channel_id)
+        request_id = events[-1].event.id
+        approval = replace(approval, request_event_id=request_id)
+        await self.commit(m.Transition(t2.run, (*t.effects, *t2.effects)), release=True,
+                          approval=approval_row(approval), events=events)  # fmt: skip
+        self.e._wake_later(run.id, approval.expires_at)
+        return None
