@@ -72,6 +72,7 @@ try {
     await p.getByRole('button', { name: 'Jump to latest' }).waitFor({ state: 'detached' })
     if (!(await inView(article(p, 'live 2')))) throw new Error('the newest message is not in view')
   })
+  reached('scrolled up') // again when the check failed before it: the test then reads the failure, not a hang
   await check(report, 'screenshots: the divider at phone width', async () => {
     await openChannel(p, 'random')
     reached('away')
@@ -88,6 +89,7 @@ try {
     await log(m).getByRole('separator', { name: 'New messages' }).waitFor()
     await shot(m, 'unread-phone')
   })
+  reached('away') // again when the check failed before it: the test then reads the failure, not a hang
 } finally {
   finish(report)
   await close()

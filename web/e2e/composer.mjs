@@ -74,6 +74,7 @@ try {
     await article(p, 'exactly once please').getByText('Not sent').waitFor()
     if ((await box().inputValue()) !== 'typed during the send') throw new Error('the text typed during the send is gone')
   })
+  reached('sending') // again when the check failed before it: the test then reads the failure, not a hang
   reached('not sent')
   await until('restarted')
   await check(report, 'Retry after the relay is back sends the same event: Sent', async () => {
