@@ -29,7 +29,7 @@ export function Conversation({ ws, channel, onThread, onMembers, onHuddle, onPri
             </button>
           )}
           <button type="button" class="quiet" onClick={onMembers}>Members</button>
-          {channel.member && ws.isElevated(channel.id) && <button type="button" class="quiet" onClick={() => setSettings(true)}>Channel settings</button>}
+          {channel.member && <button type="button" class="quiet" onClick={() => setSettings(true)}>Channel settings</button>}
         </div>
       </header>
       {channel.archived && <p class="banner">This channel is archived: it is read-only.</p>}
