@@ -15,6 +15,7 @@ from tests.huddle.support import (
     NOT_A_MEMBER,
     NOT_RELAY_MEMBER,
     ChannelSpec,
+    frame,
     join,
     make_channel,
     refused,
@@ -47,6 +48,30 @@ async def test_a_member_removed_while_seated_loses_the_seat(
         assert await refused(sqlite_relay, bob, cid) == NOT_A_MEMBER
     for peer in (pa, pb):
         await peer.close()
+
+
+async def test_a_seat_still_sending_when_it_is_closed_still_reads_why(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    """The relay closes an ended seat's TCP connection only after the client's own close frame:
+    a client still sending audio (a loaded box reads late) would otherwise get a reset that
+    discards the error and the close frame unread ("no close frame" instead of `room_ended` /
+    `not a member`, issue 24)."""
+    cid = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
+    async with sqlite_relay.client(alice) as owner:
+        sub = await owner.subscribe([{"kinds": [48102], "#h": [cid]}])
+        await asyncio.wait_for(sub.eose.wait(), 5)
+        pb = await join(sqlite_relay, bob, cid)
+        removal = Event.create(alice.secret, 9001, "", [["h", cid], ["p", bob.pubkey]])
+        assert (await owner.publish(removal)).accepted
+        gone = await sub.next(timeout=5)  # the seat's cleanup ran: the relay has closed it
+        assert gone.first_tag("p") == bob.pubkey
+        for seq in range(5):  # bob has not read yet and keeps talking
+            await pb.ws.send_bytes(frame(seq))
+        texts = await pb.expect_close(10)
+        assert texts[-1] == NOT_A_MEMBER, texts
+        assert pb.close_frame == (1008, "channel access revoked")
+    await pb.close()
 
 
 async def test_a_key_banned_while_seated_loses_the_seat(

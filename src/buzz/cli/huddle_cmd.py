@@ -192,7 +192,7 @@ def huddle() -> None:
     "--record-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Write peer-<index>.wav per remote peer and tts.wav (spoken agent replies) here.",
+    help="Write peer-<index>.wav per remote peer (its packets as received) and tts.wav (spoken agent replies) here.",
 )
 @click.option(
     "--transcribe/--no-transcribe",

@@ -2,8 +2,9 @@
 Nostr side (transcripts out, agent replies in). Used by `buzz huddle join` (huddle.md §10).
 
 Tasks while joined: the socket reader (control messages applied at once, frames to the jitter
-buffers, remote barge-in), a 20 ms capture clock (microphone → Opus frames → socket, and 100 ms
-batches to the STT worker), a 10 ms playout clock (per-peer PCM → per-peer WAVs), the reply
+buffers and, with `record_dir`, to the per-peer WAVs in `seq` order, remote barge-in), a 20 ms
+capture clock (microphone → Opus frames → socket, and 100 ms batches to the STT worker), a 10 ms
+playout clock (per-peer PCM for a device; recordings never come from it, decision 276), the reply
 speaker (agent replies → TTS → `tts.wav`), and a watcher for agent replies on the relay.
 
 The host supplies a connected `RelayClient` and a `Signer`; this module never holds a key.
@@ -48,6 +49,8 @@ from buzz.voice.agents import AgentDirectory, room_vocabulary
 from buzz.voice.echo import EchoGate, RemoteFloor
 from buzz.voice.engines import SttChoice, build_recognizer
 from buzz.voice.guidelines import GuidelinesNotifier, i_post_guidelines
+from buzz.voice.receiver import default_decoder
+from buzz.voice.recording import PeerRecorder
 from buzz.voice.replies import ReplySpeaker
 from buzz.voice.session import HuddleSession, JoinFailed, Phase
 from buzz.voice.stt import Recognizer, SpeechToText, SttWorker
@@ -137,6 +140,7 @@ class HuddleReport:
     guidelines: list[dict[str, object]] = field(default_factory=list)  # 48106 posted: id, agents
     stt_dropped: int = 0
     recordings: list[str] = field(default_factory=list)
+    recording_late: int = 0  # packets that came after their place in a recording was written
     # The huddle was ended while this client sat in it (`huddle leave --end`, an archive, the
     # TTL): the relay's `room_ended`. A normal way to leave, so the report is still the answer.
     ended: bool = False
@@ -206,6 +210,8 @@ class HuddleClient:
         self.signer = signer
         self.nostr = nostr
         self.report = HuddleReport()
+        self._wavs = PeerWavs(options.record_dir) if options.record_dir else None
+        self._recorder = PeerRecorder(self._wavs, default_decoder) if self._wavs is not None else None
         self.session = self._new_session(options.protocol_version)
         self.agents = AgentDirectory(nostr.query, options.channel_id)
         self.publisher = TranscriptPublisher(
@@ -224,7 +230,6 @@ class HuddleClient:
         self._reply_seen = asyncio.Event()
         self.seated = asyncio.Event()  # set once the relay's `joined` gave this client its seat
         self._joined_at = 0
-        self._wavs = PeerWavs(options.record_dir) if options.record_dir else None
         self._names: dict[str, str] = {}  # pubkey → kind 0 display name ("" when it has none)
         self._tts_wav: WavWriter | None = None
         self._close_reason = ""  # the relay's close reason on the audio socket, when it gave one
@@ -234,6 +239,7 @@ class HuddleClient:
             self._sign_auth,
             parent_channel_id=self.options.parent_channel_id,
             protocol_version=protocol_version,
+            tap=self._recorder,
         )
 
     def now_ms(self) -> float:
@@ -457,9 +463,8 @@ class HuddleClient:
         tick_s = PLAYOUT_TICK_MS / 1000
         next_at = time.monotonic()
         while True:
-            buffers = self.session.tick(self.now_ms())
-            if self._wavs is not None and buffers:
-                self._wavs.write(buffers)
+            # Headless there is no device to play to; the tick still drains the jitter buffers.
+            self.session.tick(self.now_ms())
             next_at += tick_s
             delay = next_at - time.monotonic()
             if delay < -0.3:  # a stall over 300 ms: reset the schedule, do not catch up (§10.3)
@@ -474,6 +479,9 @@ class HuddleClient:
         self._tts_wav.write(block)
 
     def _close_outputs(self) -> None:
+        if self._recorder is not None:
+            self._recorder.close()  # what was held for reordering, before the files close
+            self.report.recording_late = self._recorder.late
         if self._wavs is not None:
             self._wavs.close()
             self.report.recordings = [str(w.path) for w in self._wavs.writers.values()]

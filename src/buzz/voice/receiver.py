@@ -30,6 +30,13 @@ class Decoder(Protocol):
     def conceal(self) -> np.ndarray: ...
 
 
+class PacketTap(Protocol):
+    """Sees every accepted packet in arrival order, beside playout (the `--record-dir` recorder)."""
+
+    def packet(self, index: int, seq: int, ts_48k: int, packet: bytes) -> None: ...
+    def reset(self, index: int) -> None: ...
+
+
 class PeerPlayout:
     """One remote peer: jitter buffer + decoder + the half-packet left over between ticks."""
 
@@ -79,8 +86,10 @@ class Receiver:
         self,
         decoder_factory: Callable[[], Decoder] = default_decoder,
         protocol_version: int = CURRENT_PROTOCOL_VERSION,
+        tap: PacketTap | None = None,
     ) -> None:
         self.roster = ClientRoster()
+        self.tap = tap
         self.protocol_version = protocol_version
         self.dropped = 0
         self._factory = decoder_factory
@@ -93,6 +102,8 @@ class Receiver:
         if change is not None:
             for index in change.reset:
                 self._peers.pop(index, None)
+                if self.tap is not None:
+                    self.tap.reset(index)
 
     def on_frame(self, message: bytes, now_ms: float) -> bool:
         """Take one relay → client binary message; False when §6.5 / §6.6 say drop it: too short,
@@ -105,6 +116,8 @@ class Receiver:
         if peer is None:
             peer = self._peers[frame.peer_index] = PeerPlayout(self._factory())
         header = frame.header
+        if self.tap is not None:
+            self.tap.packet(frame.peer_index, header.seq, header.ts_48k, frame.opus_packet)
         peer.push(header.seq, header.ts_48k, frame.opus_packet, header.dtx, now_ms)
         return True
 

@@ -28,7 +28,7 @@ from buzz.core.huddle_wire import (
     parse_server_message,
     retry_advice,
 )
-from buzz.voice.receiver import Decoder, Receiver, default_decoder
+from buzz.voice.receiver import Decoder, PacketTap, Receiver, default_decoder
 from buzz.voice.sender import Encoder, FrameSender
 
 
@@ -68,10 +68,11 @@ class HuddleSession:
         protocol_version: int = CURRENT_PROTOCOL_VERSION,
         encoder_factory: Callable[[], Encoder] = _default_encoder,
         decoder_factory: Callable[[], Decoder] = default_decoder,
+        tap: PacketTap | None = None,
     ) -> None:
         self.phase = Phase.AWAIT_CHALLENGE
         self.protocol_version = protocol_version
-        self.receiver = Receiver(decoder_factory, protocol_version)
+        self.receiver = Receiver(decoder_factory, protocol_version, tap)
         self._sign_auth = sign_auth
         self._parent = parent_channel_id
         self._encoder_factory = encoder_factory

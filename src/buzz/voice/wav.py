@@ -96,10 +96,14 @@ class PeerWavs:
     def write(self, buffers: dict[int, np.ndarray]) -> None:
         """Append one playout tick's per-peer buffers (e.g. `Receiver.tick(now)`)."""
         for index, pcm in buffers.items():
-            writer = self.writers.get(index)
-            if writer is None:
-                writer = self.writers[index] = WavWriter(self.directory / f"peer-{index}.wav", self.rate)
-            writer.write(pcm)
+            self.append(index, pcm)
+
+    def append(self, index: int, pcm: np.ndarray) -> None:
+        """Append samples to peer `index`'s WAV (e.g. from `recording.PeerRecorder`)."""
+        writer = self.writers.get(index)
+        if writer is None:
+            writer = self.writers[index] = WavWriter(self.directory / f"peer-{index}.wav", self.rate)
+        writer.write(pcm)
 
     def close(self) -> None:
         for writer in self.writers.values():

@@ -130,6 +130,8 @@ class AudioSocket:
         self.owners: frozenset[str] = frozenset()  # whose ban ends the seat too (`Admission`)
         self.missed_pongs = 0
         self._oversized = 0
+        self._reading: asyncio.Task[None] | None = None  # the seat's read loop, while serving
+        self._ending: tuple[int, bytes] | None = None  # the close an end/revoke/ban asked for
 
     @property
     def pubkey(self) -> str | None:
@@ -159,15 +161,24 @@ class AudioSocket:
         self._end_seat(ROOM_ENDED, ENDED_CLOSE, "huddle_seats_ended_total")
 
     def _end_seat(self, error: ErrorMessage, close: tuple[int, bytes], counter: str) -> None:
-        if self.ws.closed:
+        if self.ws.closed or self._ending is not None:
             return
+        self._ending = close
         self.huddles.stats.count(counter)
 
         async def end() -> None:
             with contextlib.suppress(Exception):
                 await self.ws.send_str(error.to_text())
-            with contextlib.suppress(Exception):
-                await self.ws.close(code=close[0], message=close[1])
+            # The close is `run`'s, from the task that reads: aiohttp's close from another task
+            # while one reads drops the TCP connection right after the close frame, and a client
+            # still sending audio then gets a reset that can discard this error unread (it saw
+            # "no close frame" instead of `room_ended` under load). Read by `run`, the close
+            # waits for the client's own close frame, discarding its audio meanwhile.
+            if self._reading is not None:
+                self._reading.cancel()
+            else:
+                with contextlib.suppress(Exception):
+                    await self.ws.close(code=close[0], message=close[1])
 
         task = asyncio.get_running_loop().create_task(end())
         self.huddles.background.add(task)
@@ -195,8 +206,9 @@ class AudioSocket:
             if self.seat is not None:
                 await self._cleanup(self.seat)
             if not ws.closed:
+                code, message = self._ending or (WSCloseCode.OK, b"")
                 with contextlib.suppress(Exception):
-                    await ws.close()
+                    await ws.close(code=code, message=message)
 
     # -- §3 handshake ----------------------------------------------------------------------
     async def _await_auth(self) -> Auth | None:
@@ -393,12 +405,16 @@ class AudioSocket:
     async def _serve(self, seat: Seat) -> None:
         writer = asyncio.create_task(seat.sink.run_writer(self.ws, self.transport))
         heartbeat = asyncio.create_task(self._heartbeat(seat.sink))
+        reading = self._reading = asyncio.create_task(self._read_loop(seat))
         try:
-            await self._read_loop(seat)
+            await asyncio.wait({reading})  # cancelled by `_end_seat`: the seat was ended
+            if not reading.cancelled():
+                reading.result()
         finally:
-            for task in (writer, heartbeat):
+            self._reading = None
+            for task in (reading, writer, heartbeat):
                 task.cancel()
-            for task in (writer, heartbeat):
+            for task in (reading, writer, heartbeat):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
 
