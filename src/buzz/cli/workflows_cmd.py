@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from buzz.cli.common import run, stdin_or
+from buzz.cli.common import run, stdin_or_now
 from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context
 from buzz.client.errors import UserError
@@ -34,8 +34,7 @@ def _definition(yaml_text: str | None, yaml_file: str | None) -> str:
             return Path(yaml_file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UserError(f"cannot read {yaml_file}: {exc}") from None
-    text = stdin_or(yaml_text or "", "definition")
-    return text() if callable(text) else text
+    return stdin_or_now(yaml_text or "", "definition")
 
 
 @click.group(cls=CommandGroup)
