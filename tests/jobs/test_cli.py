@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from buzz.core.nip_oa import build_auth_tag
-from tests.cli.helpers import buzz
+from tests.cli.helpers import Result, buzz
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import create_channel, put_user
 
@@ -36,6 +36,26 @@ def _manifest(job_id: str, reference: str = "src/fix.py") -> bytes:
     ).encode()
 
 
+async def _handoff(
+    url: str, agent: Identity, channel: str, job: str, manifest: bytes, env: dict[str, str]
+) -> Result:
+    """`buzz jobs handoff` as the agent, the manifest on stdin."""
+    return await buzz(
+        url,
+        agent,
+        "jobs",
+        "handoff",
+        "--channel",
+        channel,
+        "--job",
+        job,
+        "--manifest",
+        "-",
+        stdin=manifest,
+        env=env,
+    )
+
+
 async def test_request_handoff_show_list_cancel(sqlite_relay: RunningRelay) -> None:
     url = sqlite_relay.url
     channel, asker, agent, agent_env = await _setup(sqlite_relay)
@@ -47,42 +67,14 @@ async def test_request_handoff_show_list_cancel(sqlite_relay: RunningRelay) -> N
     job = asked["job_id"]
     assert asked == {"job_id": job, "event_id": job, "channel_id": channel, "assignee": agent.pubkey}
 
-    local = await buzz(
-        url,
-        agent,
-        "jobs",
-        "handoff",
-        "--channel",
-        channel,
-        "--job",
-        job,
-        "--manifest",
-        "-",
-        stdin=_manifest(job, "/home/me/fix.py"),
-        env=agent_env,
-    )
+    local = await _handoff(url, agent, channel, job, _manifest(job, "/home/me/fix.py"), agent_env)
     assert local.code == 1
     assert local.error["message"] == "job result: artifact 1 reference is a local path"
     assert (await buzz(url, asker, "jobs", "show", "--job", job)).json["job"][
         "state"
     ] == "requested"  # nothing signed
 
-    done = (
-        await buzz(
-            url,
-            agent,
-            "jobs",
-            "handoff",
-            "--channel",
-            channel,
-            "--job",
-            job,
-            "--manifest",
-            "-",
-            stdin=_manifest(job),
-            env=agent_env,
-        )
-    ).json
+    done = (await _handoff(url, agent, channel, job, _manifest(job), agent_env)).json
     assert done["disposition"] == "completed" and done["job_id"] == job
     shown = (await buzz(url, asker, "jobs", "show", "--job", job)).json
     assert shown["job"]["state"] == "completed" and shown["result"]["outcome"] == "fixed the flaky test"
@@ -143,20 +135,7 @@ async def test_request_wait_prints_the_result(sqlite_relay: RunningRelay) -> Non
     async with sqlite_relay.client(agent) as c:
         sub = await c.subscribe([{"kinds": [43001], "#h": [channel], "#p": [agent.pubkey]}])
         request = await sub.next(30)
-    done = await buzz(
-        url,
-        agent,
-        "jobs",
-        "handoff",
-        "--channel",
-        channel,
-        "--job",
-        request.id,
-        "--manifest",
-        "-",
-        stdin=_manifest(request.id),
-        env=agent_env,
-    )
+    done = await _handoff(url, agent, channel, request.id, _manifest(request.id), agent_env)
     assert done.code == 0, done.stderr
     printed = (await waiting).json
     assert printed["job"]["state"] == "completed" and printed["failure"] is None
