@@ -185,6 +185,20 @@ def strip_mention(content: str) -> str:
     return text.strip()
 
 
+async def sleep_unless_cancelled(text: str, cancel: asyncio.Event) -> str | None:
+    """`sleep N` (N seconds, 1 when unreadable): the answer "slept N", or None when the turn
+    was cancelled first."""
+    try:
+        seconds = float(text.split()[1])
+    except (IndexError, ValueError):
+        seconds = 1.0
+    try:
+        await asyncio.wait_for(cancel.wait(), seconds)
+    except TimeoutError:
+        return f"slept {seconds:g}"
+    return None
+
+
 def buzz_cli() -> str:
     configured = os.environ.get("BUZZ_CLI")
     if configured:
@@ -301,14 +315,9 @@ class RulesAgent:
                 if text == "fail":
                     raise RequestError.internal_error({"details": "told to fail"})
                 if text.startswith("sleep "):
-                    try:
-                        seconds = float(text.split()[1])
-                    except (IndexError, ValueError):
-                        seconds = 1.0
-                    try:
-                        await asyncio.wait_for(cancel.wait(), seconds)
-                    except TimeoutError:
-                        answers.append(f"slept {seconds:g}")
+                    slept = await sleep_unless_cancelled(text, cancel)
+                    if slept is not None:
+                        answers.append(slept)
                         continue
                     self.record({"type": "cancelled", "session_id": session_id, "turn": state["turns"]})
                     return PromptResponse(stop_reason="cancelled", usage=self.usage(blocks, 0))
@@ -378,15 +387,8 @@ class RulesAgent:
             raise RequestError.internal_error({"details": "told to fail"})
         answer: str | None = f"done: {text}"
         if text.startswith("sleep "):
-            try:
-                seconds = float(text.split()[1])
-            except (IndexError, ValueError):
-                seconds = 1.0
-            try:
-                await asyncio.wait_for(cancel.wait(), seconds)
-            except TimeoutError:
-                answer = f"slept {seconds:g}"
-            else:
+            answer = await sleep_unless_cancelled(text, cancel)
+            if answer is None:
                 self.record({"type": "cancelled", "session_id": session_id, "job": parsed.job})
                 return PromptResponse(stop_reason="cancelled", usage=self.usage(blocks, 0))
         elif text == "silent":

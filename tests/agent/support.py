@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from buzz.agent.config import load_config
 from buzz.agent.harness import Harness
@@ -89,6 +90,14 @@ def message(
 
 def notice_kind(event: Event) -> str | None:
     return next((t[1] for t in event.tags if len(t) >= 2 and t[0] == "buzz:agent-notice"), None)
+
+
+async def until_logged(caplog: pytest.LogCaptureFixture, text: str, why: str, timeout: float = 60) -> None:
+    """Wait until a captured log line contains `text`; `why` is the failure when none does."""
+    deadline = time.monotonic() + scaled(timeout)
+    while not any(text in r.getMessage() for r in caplog.records):
+        assert time.monotonic() < deadline, why
+        await asyncio.sleep(0.1)
 
 
 @dataclass

@@ -10,14 +10,13 @@ import asyncio
 import logging
 import os
 import signal
-import time
 
 import pytest
 
 from buzz.agent.claims import CLAIM_KIND, CLAIMED, claim_address, claim_event
 from buzz.core import nip59
 from buzz.core.event import Event
-from tests.agent.support import Watcher, Workspace, publish
+from tests.agent.support import Watcher, Workspace, publish, until_logged
 from tests.agent.test_harness_claim_lease import (
     LEASE,
     _claim,
@@ -143,8 +142,7 @@ async def test_a_stale_claim_whose_private_answer_was_sent_is_not_answered_again
             await publish(agent, wrap)
     await ws.next_second()
     async with ws.harness(claim_lease=LEASE):
-        deadline = time.monotonic() + 60
-        while not any("after its answer was posted" in r.getMessage() for r in caplog.records):
-            assert time.monotonic() < deadline, "the harness never looked at the stale claim again"
-            await asyncio.sleep(0.1)
+        await until_logged(
+            caplog, "after its answer was posted", "the harness never looked at the stale claim again"
+        )
     assert _prompts_of(ws, dm) == 0

@@ -69,3 +69,20 @@ async def buzz(
     if who is not None:  # agents.md §1.1 item 3: a secret key never appears in CLI output
         assert who.secret not in result.stdout + result.stderr
     return result
+
+
+async def private_reply(relay_url: str, who: Identity, to: str, reply_to: str, content: str) -> Result:
+    """`buzz dms send --private` from `who` to `to`, answering the message `reply_to`."""
+    return await buzz(
+        relay_url,
+        who,
+        "dms",
+        "send",
+        "--private",
+        "--pubkey",
+        to,
+        "--reply-to",
+        reply_to,
+        "--content",
+        content,
+    )

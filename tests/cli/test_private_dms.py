@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from buzz.core import nip19
-from tests.cli.helpers import buzz
+from tests.cli.helpers import buzz, private_reply
 from tests.support.plaintext import database_holds
 from tests.support.relay import Identity, RunningRelay
 
@@ -39,21 +39,7 @@ async def test_private_dm_round_trip(
     assert read["unreadable"] == 0
 
     # Bob answers privately; Alice sees the answer, and her own message through her copy.
-    answer = (
-        await buzz(
-            url,
-            bob,
-            "dms",
-            "send",
-            "--private",
-            "--pubkey",
-            alice.pubkey,
-            "--reply-to",
-            sent["event_id"],
-            "--content",
-            "got it",
-        )
-    ).json
+    answer = (await private_reply(url, bob, alice.pubkey, sent["event_id"], "got it")).json
     mine = (await buzz(url, alice, "dms", "read", "--pubkey", bob.pubkey)).json["messages"]
     private = [(m["pubkey"], m["content"], m["reply_to"]) for m in mine if m["e2ee"]]
     assert sorted(private) == sorted([(alice.pubkey, secret, None), (bob.pubkey, "got it", sent["event_id"])])

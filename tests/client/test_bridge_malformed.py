@@ -7,6 +7,7 @@ import pytest
 from aiohttp import web
 
 from buzz.client.http_bridge import BridgeClient, BridgeError
+from tests.support.http_app import serve_app
 from tests.support.relay import Identity
 
 
@@ -17,16 +18,8 @@ async def test_a_malformed_event_from_query_is_a_bridge_error() -> None:
 
     app = web.Application()
     app.router.add_post("/query", query)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        async with BridgeClient(f"http://127.0.0.1:{port}", Identity.new().secret) as bridge:
-            with pytest.raises(BridgeError) as caught:
-                await bridge.query([{"kinds": [1]}])
-        assert caught.value.malformed is True
-        assert "malformed event" in str(caught.value)
-    finally:
-        await runner.cleanup()
+    async with serve_app(app) as base, BridgeClient(base, Identity.new().secret) as bridge:
+        with pytest.raises(BridgeError) as caught:
+            await bridge.query([{"kinds": [1]}])
+    assert caught.value.malformed is True
+    assert "malformed event" in str(caught.value)

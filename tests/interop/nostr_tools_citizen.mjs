@@ -4,7 +4,7 @@
 // `OK false` for a superseded version and a deleted event, reactions matched by `#h` as
 // nostr-tools re-checks them, a deletion of several targets, CLOSE without CLOSED, NIP-11.
 // Usage: node nostr_tools_citizen.mjs <ws-url>; prints one JSON object {checks, errors, …}.
-import { Relay, useWebSocketImplementation } from 'nostr-tools/relay'
+import { useWebSocketImplementation } from 'nostr-tools/relay'
 import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure'
 import * as nip17 from 'nostr-tools/nip17'
 import * as nip59 from 'nostr-tools/nip59'
@@ -13,6 +13,7 @@ import { finishReactionEvent } from 'nostr-tools/nip25'
 import { finishRepostEvent } from 'nostr-tools/nip18'
 import { fetchRelayInformation } from 'nostr-tools/nip11'
 import WebSocket from 'ws'
+import { connect, query as queryStored, timeout } from './nostr_tools_common.mjs'
 
 // Every frame the relay sends, to see what nostr-tools itself hides (a CLOSED after CLOSE).
 const frames = []
@@ -31,31 +32,8 @@ const check = (name, ok, detail) => {
   if (!ok) out.errors.push(`${name}: ${JSON.stringify(detail)}`)
 }
 const now = () => Math.floor(Date.now() / 1000)
-const timeout = (ms, what) => new Promise((_, reject) => setTimeout(() => reject(new Error(`timeout: ${what}`)), ms))
 let invalid = 0 // events a subscription got that do not match its filter (nostr-tools drops them)
-
-async function connect (sk) {
-  const relay = await Relay.connect(url)
-  for (let i = 0; i < 100 && !relay.challenge; i++) await new Promise((r) => setTimeout(r, 20))
-  await Promise.race([relay.auth((e) => finalizeEvent(e, sk)), timeout(5000, 'auth')])
-  return relay
-}
-
-// Stored events up to EOSE; rejects with the CLOSED reason.
-function query (relay, filters) {
-  return Promise.race([
-    new Promise((resolve, reject) => {
-      const got = []
-      const sub = relay.subscribe(filters, {
-        onevent: (e) => got.push(e),
-        oninvalidevent: () => { invalid++ },
-        oneose: () => { resolve(got); sub.close() },
-        onclose: (reason) => reject(new Error(reason)) // after EOSE: no effect
-      })
-    }),
-    timeout(5000, `query ${JSON.stringify(filters)}`)
-  ])
-}
+const query = (relay, filters) => queryStored(relay, filters, { oninvalidevent: () => { invalid++ } })
 
 const refusal = async (relay, event) => {
   try {
@@ -72,8 +50,8 @@ const sign = (sk, kind, content, tags = [], createdAt = undefined) =>
 try {
   const skA = generateSecretKey(); const pkA = getPublicKey(skA)
   const skB = generateSecretKey(); const pkB = getPublicKey(skB)
-  const a = await connect(skA)
-  const b = await connect(skB)
+  const a = await connect(url, skA)
+  const b = await connect(url, skB)
 
   // -- item 8: NIP-11 ------------------------------------------------------------------------------
   const info = await fetchRelayInformation(url)

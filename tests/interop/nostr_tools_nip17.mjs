@@ -6,41 +6,19 @@
 //   node nostr_tools_nip17.mjs read <ws-url> <secret-hex>
 //     reads the wraps addressed to the key and unwraps them (nip17.unwrapEvent); prints
 //     {messages: [{id, pubkey, content, tags}], unreadable}
-import { Relay, useWebSocketImplementation } from 'nostr-tools/relay'
-import { finalizeEvent, getPublicKey } from 'nostr-tools/pure'
+import { useWebSocketImplementation } from 'nostr-tools/relay'
+import { getPublicKey } from 'nostr-tools/pure'
 import { hexToBytes } from 'nostr-tools/utils'
 import * as nip17 from 'nostr-tools/nip17'
 import WebSocket from 'ws'
+import { connect, query, timeout } from './nostr_tools_common.mjs'
 
 useWebSocketImplementation(WebSocket)
 
 const [mode, url, skHex, ...rest] = process.argv.slice(2)
 const sk = hexToBytes(skHex)
 const pk = getPublicKey(sk)
-const timeout = (ms, what) => new Promise((_, reject) => setTimeout(() => reject(new Error(`timeout: ${what}`)), ms))
-
-async function connect () {
-  const relay = await Relay.connect(url)
-  for (let i = 0; i < 100 && !relay.challenge; i++) await new Promise((r) => setTimeout(r, 20))
-  await Promise.race([relay.auth((e) => finalizeEvent(e, sk)), timeout(5000, 'auth')])
-  return relay
-}
-
-function query (relay, filters) {
-  return Promise.race([
-    new Promise((resolve, reject) => {
-      const got = []
-      const sub = relay.subscribe(filters, {
-        onevent: (e) => got.push(e),
-        oneose: () => { resolve(got); sub.close() },
-        onclose: (reason) => reject(new Error(reason))
-      })
-    }),
-    timeout(5000, 'query')
-  ])
-}
-
-const relay = await connect()
+const relay = await connect(url, sk)
 if (mode === 'send') {
   const [recipient, text] = rest
   const wraps = nip17.wrapManyEvents(sk, [{ publicKey: recipient, relayUrl: url }], text)

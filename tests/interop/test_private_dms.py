@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from buzz.core.event import Event
-from tests.cli.helpers import buzz
+from tests.cli.helpers import buzz, private_reply
 from tests.interop.test_nostr_tools import node  # noqa: F401  (fixture)
 from tests.support.plaintext import database_holds
 from tests.support.relay import Identity, RunningRelay
@@ -52,21 +52,7 @@ async def test_nostr_tools_nip17_and_buzz_dms(
     hello_id = read["messages"][0]["id"]
 
     answer = f"from-buzz-{uuid.uuid4().hex}"
-    ours = (
-        await buzz(
-            url,
-            bob,
-            "dms",
-            "send",
-            "--private",
-            "--pubkey",
-            alice.pubkey,
-            "--reply-to",
-            hello_id,
-            "--content",
-            answer,
-        )
-    ).json
+    ours = (await private_reply(url, bob, alice.pubkey, hello_id, answer)).json
     theirs = await nostr_tools(node, "read", url, alice.secret)
     assert theirs["unreadable"] == 0
     got = {m["content"]: m for m in theirs["messages"]}
@@ -105,21 +91,7 @@ async def test_nostr_sdk_nip17_and_buzz_dms(relay: RunningRelay, alice: Identity
 
     answer = f"from-buzz-to-the-sdk-{uuid.uuid4().hex}"
     hello_id = read["messages"][0]["id"]
-    ours = (
-        await buzz(
-            url,
-            bob,
-            "dms",
-            "send",
-            "--private",
-            "--pubkey",
-            alice.pubkey,
-            "--reply-to",
-            hello_id,
-            "--content",
-            answer,
-        )
-    ).json
+    ours = (await private_reply(url, bob, alice.pubkey, hello_id, answer)).json
     async with relay.client(alice) as client:
         wraps = await client.query([{"kinds": [1059], "#p": [alice.pubkey]}])
     theirs = json.loads(await nostr_sdk("unwrap", alice.secret, stdin="\n".join(w.to_json() for w in wraps)))

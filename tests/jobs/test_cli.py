@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from buzz.core.nip_oa import build_auth_tag
-from tests.cli.helpers import buzz
+from tests.cli.helpers import Result, buzz
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import create_channel, put_user
 
@@ -36,18 +36,18 @@ def _manifest(job_id: str, reference: str = "src/fix.py") -> bytes:
     ).encode()
 
 
-async def test_request_handoff_show_list_cancel(sqlite_relay: RunningRelay) -> None:
-    url = sqlite_relay.url
-    channel, asker, agent, agent_env = await _setup(sqlite_relay)
-    asked = (
-        await buzz(
-            url, asker, "jobs", "request", "--channel", channel, "--agent", agent.pubkey, "--prompt", "fix it"
-        )
-    ).json
-    job = asked["job_id"]
-    assert asked == {"job_id": job, "event_id": job, "channel_id": channel, "assignee": agent.pubkey}
+async def _request(url: str, asker: Identity, channel: str, agent: str, prompt: str, *more: str) -> Result:
+    """`buzz jobs request` from the asker to `agent` in `channel`, `more` options after."""
+    return await buzz(
+        url, asker, "jobs", "request", "--channel", channel, "--agent", agent, "--prompt", prompt, *more
+    )
 
-    local = await buzz(
+
+async def _handoff(
+    url: str, agent: Identity, channel: str, job: str, manifest: bytes, env: dict[str, str]
+) -> Result:
+    """`buzz jobs handoff` as the agent, the manifest on stdin."""
+    return await buzz(
         url,
         agent,
         "jobs",
@@ -58,50 +58,32 @@ async def test_request_handoff_show_list_cancel(sqlite_relay: RunningRelay) -> N
         job,
         "--manifest",
         "-",
-        stdin=_manifest(job, "/home/me/fix.py"),
-        env=agent_env,
+        stdin=manifest,
+        env=env,
     )
+
+
+async def test_request_handoff_show_list_cancel(sqlite_relay: RunningRelay) -> None:
+    url = sqlite_relay.url
+    channel, asker, agent, agent_env = await _setup(sqlite_relay)
+    asked = (await _request(url, asker, channel, agent.pubkey, "fix it")).json
+    job = asked["job_id"]
+    assert asked == {"job_id": job, "event_id": job, "channel_id": channel, "assignee": agent.pubkey}
+
+    local = await _handoff(url, agent, channel, job, _manifest(job, "/home/me/fix.py"), agent_env)
     assert local.code == 1
     assert local.error["message"] == "job result: artifact 1 reference is a local path"
     assert (await buzz(url, asker, "jobs", "show", "--job", job)).json["job"][
         "state"
     ] == "requested"  # nothing signed
 
-    done = (
-        await buzz(
-            url,
-            agent,
-            "jobs",
-            "handoff",
-            "--channel",
-            channel,
-            "--job",
-            job,
-            "--manifest",
-            "-",
-            stdin=_manifest(job),
-            env=agent_env,
-        )
-    ).json
+    done = (await _handoff(url, agent, channel, job, _manifest(job), agent_env)).json
     assert done["disposition"] == "completed" and done["job_id"] == job
     shown = (await buzz(url, asker, "jobs", "show", "--job", job)).json
     assert shown["job"]["state"] == "completed" and shown["result"]["outcome"] == "fixed the flaky test"
     assert [e["kind"] for e in shown["events"]] == [43004]
 
-    second = (
-        await buzz(
-            url,
-            asker,
-            "jobs",
-            "request",
-            "--channel",
-            channel,
-            "--agent",
-            agent.pubkey,
-            "--prompt",
-            "another",
-        )
-    ).json["job_id"]
+    second = (await _request(url, asker, channel, agent.pubkey, "another")).json["job_id"]
     assert (await buzz(url, asker, "jobs", "cancel", "--job", second, "--reason", "changed my mind")).json[
         "job_id"
     ] == second
@@ -114,9 +96,7 @@ async def test_request_handoff_show_list_cancel(sqlite_relay: RunningRelay) -> N
 
     unknown = await buzz(url, asker, "jobs", "show", "--job", "ab" * 32)
     assert (unknown.code, unknown.error["error"]) == (1, "not_found")
-    human = await buzz(
-        url, asker, "jobs", "request", "--channel", channel, "--agent", asker.pubkey, "--prompt", "x"
-    )
+    human = await _request(url, asker, channel, asker.pubkey, "x")
     assert human.code == 1 and "target is not an agent member" in human.error["message"]
 
 
@@ -124,57 +104,16 @@ async def test_request_wait_prints_the_result(sqlite_relay: RunningRelay) -> Non
     url = sqlite_relay.url
     channel, asker, agent, agent_env = await _setup(sqlite_relay)
     waiting = asyncio.create_task(
-        buzz(
-            url,
-            asker,
-            "jobs",
-            "request",
-            "--channel",
-            channel,
-            "--agent",
-            agent.pubkey,
-            "--prompt",
-            "wait for me",
-            "--wait",
-            "--timeout",
-            "30",
-        )
+        _request(url, asker, channel, agent.pubkey, "wait for me", "--wait", "--timeout", "30")
     )
     async with sqlite_relay.client(agent) as c:
         sub = await c.subscribe([{"kinds": [43001], "#h": [channel], "#p": [agent.pubkey]}])
         request = await sub.next(30)
-    done = await buzz(
-        url,
-        agent,
-        "jobs",
-        "handoff",
-        "--channel",
-        channel,
-        "--job",
-        request.id,
-        "--manifest",
-        "-",
-        stdin=_manifest(request.id),
-        env=agent_env,
-    )
+    done = await _handoff(url, agent, channel, request.id, _manifest(request.id), agent_env)
     assert done.code == 0, done.stderr
     printed = (await waiting).json
     assert printed["job"]["state"] == "completed" and printed["failure"] is None
     assert printed["result"]["jobRequest"] == request.id
 
-    timed_out = await buzz(
-        url,
-        asker,
-        "jobs",
-        "request",
-        "--channel",
-        channel,
-        "--agent",
-        agent.pubkey,
-        "--prompt",
-        "nobody",
-        "--wait",
-        "--timeout",
-        "0.5",
-    )
+    timed_out = await _request(url, asker, channel, agent.pubkey, "nobody", "--wait", "--timeout", "0.5")
     assert timed_out.code == 4 and "had not ended" in timed_out.error["message"]

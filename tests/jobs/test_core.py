@@ -16,6 +16,7 @@ from buzz.jobs import limits as L
 from buzz.jobs.redact import redact_title
 from buzz.jobs.result import check_result
 from buzz.jobs.wire import check_content, parse_tags
+from tests.jobs.support import result_manifest
 
 C = "0b5c6a3e-8f1d-4c4a-9b35-1f0c2d3e4f50"
 ASKER, AGENT, OTHER = (generate_secret_key() for _ in range(3))
@@ -24,20 +25,6 @@ J = "ab" * 32
 
 def sign(secret: str, template: build.Template, at: int = 1_700_000_000) -> Event:
     return Event.create(secret, template.kind, template.content, template.tags, created_at=at)
-
-
-def manifest(**over: object) -> dict:
-    body = {
-        "schemaVersion": 1,
-        "jobRequest": J,
-        "requestedOutcome": "a fix",
-        "outcome": "fixed it",
-        "disposition": "completed",
-        "artifacts": [{"kind": "file", "label": "the fix", "reference": "src/x.py"}],
-        "verification": [{"label": "tests", "status": "passed"}],
-    }
-    body.update(over)
-    return body
 
 
 def reason(exc: pytest.ExceptionInfo) -> str:
@@ -114,7 +101,7 @@ def test_progress_failure_and_cancel_contents() -> None:
 
 # -- the result document --------------------------------------------------------------------------
 def test_valid_result_and_its_tags() -> None:
-    t = build.result(C, J, public_key(ASKER), manifest())
+    t = build.result(C, J, public_key(ASKER), result_manifest(J))
     event = sign(AGENT, t)
     tags = parse_tags(event)
     assert tags.disposition == "completed" and tags.p == public_key(ASKER)
@@ -140,18 +127,20 @@ def test_valid_result_and_its_tags() -> None:
 )
 def test_result_invariants(over: dict, text: str) -> None:
     with pytest.raises(Invalid) as exc:
-        check_result(json.dumps(manifest(**over)), J)
+        check_result(json.dumps(result_manifest(J, **over)), J)
     assert reason(exc).startswith("invalid: job result: ") and text in reason(exc)
 
 
 def test_result_blocked_with_blocker_and_partial_pass() -> None:
-    check_result(json.dumps(manifest(disposition="blocked", blocker="need access", artifacts=[])), J)
-    check_result(json.dumps(manifest(disposition="partial", artifacts=[])), J)
-    check_result(json.dumps(manifest(disposition="no_artifact", artifacts=[])), J)
+    check_result(
+        json.dumps(result_manifest(J, disposition="blocked", blocker="need access", artifacts=[])), J
+    )
+    check_result(json.dumps(result_manifest(J, disposition="partial", artifacts=[])), J)
+    check_result(json.dumps(result_manifest(J, disposition="no_artifact", artifacts=[])), J)
 
 
 def test_result_size_cap() -> None:
-    big = manifest(verification=[{"label": "t", "status": "passed", "evidence": "e" * 2000}] * 40)
+    big = result_manifest(J, verification=[{"label": "t", "status": "passed", "evidence": "e" * 2000}] * 40)
     with pytest.raises(Invalid, match="content too large"):
         check_result(json.dumps(big), J)
 
@@ -161,7 +150,7 @@ def test_result_size_cap() -> None:
     ["/home/u/x", "C:\\x", "../x", "~/x", "file:///x", "https://u:p@host/x", "src/../../etc", "ftp://h/x"],
 )
 def test_refused_references(ref: str) -> None:
-    body = manifest(artifacts=[{"kind": "link", "label": "x", "reference": ref}])
+    body = result_manifest(J, artifacts=[{"kind": "link", "label": "x", "reference": ref}])
     with pytest.raises(Invalid, match="artifact 1 reference"):
         check_result(json.dumps(body), J)
 
@@ -170,19 +159,23 @@ def test_refused_references(ref: str) -> None:
     "kind, ref", [("file", "src/x.py"), ("link", "https://host/x"), ("link", "nostr:note1abc")]
 )
 def test_accepted_references(kind: str, ref: str) -> None:
-    check_result(json.dumps(manifest(artifacts=[{"kind": kind, "label": "x", "reference": ref}])), J)
+    check_result(
+        json.dumps(result_manifest(J, artifacts=[{"kind": kind, "label": "x", "reference": ref}])), J
+    )
 
 
 def test_commit_references() -> None:
-    short = manifest(artifacts=[{"kind": "commit", "label": "c", "reference": "a" * 39}])
+    short = result_manifest(J, artifacts=[{"kind": "commit", "label": "c", "reference": "a" * 39}])
     with pytest.raises(Invalid, match="hex object id"):
         check_result(json.dumps(short), J)
-    check_result(json.dumps(manifest(artifacts=[{"kind": "commit", "label": "c", "reference": "a" * 40}])), J)
+    check_result(
+        json.dumps(result_manifest(J, artifacts=[{"kind": "commit", "label": "c", "reference": "a" * 40}])), J
+    )
 
 
 def test_disposition_tag_must_match() -> None:
     with pytest.raises(Invalid, match="disposition does not match"):
-        check_result(json.dumps(manifest()), J, "partial")
+        check_result(json.dumps(result_manifest(J)), J, "partial")
 
 
 # -- the state machine ----------------------------------------------------------------------------

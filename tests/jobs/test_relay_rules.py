@@ -22,6 +22,7 @@ from buzz.jobs import build
 from buzz.relay.ratelimit import SlidingWindow
 from buzz.relay.rules.jobs import _WINDOWS, relay_signed
 from buzz.store.base import InsertOutcome
+from tests.jobs.support import result_manifest
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import accepted, create_channel, live, put_user, refused
 
@@ -75,20 +76,6 @@ async def team(running: RunningRelay, visibility: str = "open") -> AsyncIterator
         for who in (owner, agent, other):
             await put_user(clients["asker"], asker, channel, who.pubkey)
         yield Team(running, channel, asker, owner, agent, other, clients)
-
-
-def manifest(job_id: str, **over: object) -> dict:
-    body = {
-        "schemaVersion": 1,
-        "jobRequest": job_id,
-        "requestedOutcome": "fix the bug",
-        "outcome": "fixed",
-        "disposition": "completed",
-        "artifacts": [{"kind": "file", "label": "fix", "reference": "src/fix.py"}],
-        "verification": [{"label": "tests", "status": "passed"}],
-    }
-    body.update(over)
-    return body
 
 
 async def test_request_is_stored_and_delivered_to_the_assignee(sqlite_relay: RunningRelay) -> None:
@@ -197,31 +184,35 @@ async def test_lifecycle_signers_and_states(sqlite_relay: RunningRelay) -> None:
             t.sign(t.agent, build.progress(C, J, seq=2, message="two")),
             "rate-limited: job progress rate exceeded (1/sec per job)",
         )
-        wrong_p = t.sign(t.agent, build.result(C, J, t.other.pubkey, manifest(J)))
+        wrong_p = t.sign(t.agent, build.result(C, J, t.other.pubkey, result_manifest(J)))
         await t.refused("agent", wrong_p, "invalid: job result: p tag must name the requester")
         no_artifact = t.sign(
             t.agent,
             build.Template(
                 43004,
-                build.result(C, J, t.asker.pubkey, manifest(J)).tags,
-                json.dumps(manifest(J, artifacts=[])),
+                build.result(C, J, t.asker.pubkey, result_manifest(J)).tags,
+                json.dumps(result_manifest(J, artifacts=[])),
             ),
         )
         await t.refused(
             "agent", no_artifact, "invalid: job result: disposition completed requires at least one artifact"
         )
-        local = manifest(J, artifacts=[{"kind": "file", "label": "x", "reference": "/home/u/x"}])
+        local = result_manifest(J, artifacts=[{"kind": "file", "label": "x", "reference": "/home/u/x"}])
         local_event = t.sign(
             t.agent,
-            build.Template(43004, build.result(C, J, t.asker.pubkey, manifest(J)).tags, json.dumps(local)),
+            build.Template(
+                43004, build.result(C, J, t.asker.pubkey, result_manifest(J)).tags, json.dumps(local)
+            ),
         )
         await t.refused("agent", local_event, "invalid: job result: artifact 1 reference is a local path")
-        await accepted(t.clients["agent"], t.sign(t.agent, build.result(C, J, t.asker.pubkey, manifest(J))))
+        await accepted(
+            t.clients["agent"], t.sign(t.agent, build.result(C, J, t.asker.pubkey, result_manifest(J)))
+        )
         row = await sqlite_relay.relay.store.get_job(J)
         assert row is not None and (row.state, row.disposition, row.last_seq) == ("completed", "completed", 1)
         later = [
             ("agent", build.progress(C, J, seq=5, message="late")),
-            ("agent", build.result(C, J, t.asker.pubkey, manifest(J, outcome="again"))),
+            ("agent", build.result(C, J, t.asker.pubkey, result_manifest(J, outcome="again"))),
             ("asker", build.cancel(C, J, t.agent.pubkey)),
             ("agent", build.failed(C, J, t.asker.pubkey, code="agent_error", message="x")),
         ]
@@ -267,7 +258,7 @@ async def test_decline_and_cancels(sqlite_relay: RunningRelay) -> None:
         await accepted(t.clients["other"], t.sign(t.other, build.cancel(C, job.id, t.agent.pubkey)))
         await t.refused(
             "agent",
-            t.sign(t.agent, build.result(C, job.id, t.asker.pubkey, manifest(job.id))),
+            t.sign(t.agent, build.result(C, job.id, t.asker.pubkey, result_manifest(job.id))),
             "invalid: job is cancelled",
         )
 
@@ -335,11 +326,12 @@ async def test_a_relay_signed_request_belongs_to_its_actor(sqlite_relay: Running
         assert row is not None and (row.requester, row.assignee) == (t.asker.pubkey, t.agent.pubkey)
         await t.refused(
             "agent",
-            t.sign(t.agent, build.result(C, job.id, sqlite_relay.relay.pubkey, manifest(job.id))),
+            t.sign(t.agent, build.result(C, job.id, sqlite_relay.relay.pubkey, result_manifest(job.id))),
             "invalid: job result: p tag must name the requester",
         )
         await accepted(
-            t.clients["agent"], t.sign(t.agent, build.result(C, job.id, t.asker.pubkey, manifest(job.id)))
+            t.clients["agent"],
+            t.sign(t.agent, build.result(C, job.id, t.asker.pubkey, result_manifest(job.id))),
         )
         second = await _relay_job(
             sqlite_relay,

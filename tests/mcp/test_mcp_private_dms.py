@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from buzz.core import nip19
-from tests.cli.helpers import buzz
+from tests.cli.helpers import private_reply
 from tests.mcp.session import mcp_server
 from tests.support.plaintext import database_holds
 from tests.support.relay import Identity, RunningRelay
@@ -19,21 +19,7 @@ async def test_private_dms_over_mcp(sqlite_relay: RunningRelay, alice: Identity,
         sent = await server.ok("send_private_dm", {"pubkeys": [nip19.npub(bob.pubkey)], "content": hello})
         assert sent["e2ee"] is True and sent["recipients"] == [bob.pubkey] and len(sent["wrap_ids"]) == 2
         answer = f"answer-{uuid.uuid4().hex}"
-        assert (
-            await buzz(
-                relay.url,
-                bob,
-                "dms",
-                "send",
-                "--private",
-                "--pubkey",
-                alice.pubkey,
-                "--reply-to",
-                sent["event_id"],
-                "--content",
-                answer,
-            )
-        ).code == 0
+        assert (await private_reply(relay.url, bob, alice.pubkey, sent["event_id"], answer)).code == 0
         got = await server.ok("get_private_dms", {"pubkeys": [bob.pubkey]})
         assert [(m["pubkey"], m["content"], m["reply_to"]) for m in got["messages"]] == [
             (alice.pubkey, hello, None),

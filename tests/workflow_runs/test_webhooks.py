@@ -14,6 +14,7 @@ from aiohttp import web
 from buzz.core.event import Event
 from buzz.workflows.host import Settings
 from buzz.workflows.webhook_call import Allow
+from tests.support.http_app import serve_app
 from tests.support.relay import Identity, relay_on
 from tests.workflow_runs.support import run_end, save, wait_for
 from tests.workspace.helpers import create_channel, put_user
@@ -45,15 +46,8 @@ async def receiver(statuses: list[int]) -> AsyncIterator[tuple[str, list[dict[st
 
     app = web.Application()
     app.router.add_route("*", "/hook", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}/hook", seen
-    finally:
-        await runner.cleanup()
+    async with serve_app(app) as base:
+        yield f"{base}/hook", seen
 
 
 async def test_hook_starts_a_run_that_calls_a_webhook_with_retry(tmp_path: Path) -> None:

@@ -143,6 +143,23 @@ class Claims:
         the last look (its holder is gone) or was released, and no answer is on the relay."""
         return await self._take(event, stale=self.seen.get(event.id))
 
+    async def await_takeover(self, event: Event, watching: Callable[[], bool]) -> bool:
+        """Look again at a HELD claim once a lease while `watching()`: True once it is taken
+        over (its holder died or released it), False when the event was answered or the
+        watch stopped. A look that fails is logged and tried again a lease later."""
+        while watching():
+            await asyncio.sleep(self.lease)
+            try:
+                claim = await self.retake(event)
+            except Exception as exc:
+                log.warning("could not look at the claim on %s: %s", event.id[:12], exc)
+                continue
+            if claim is Claim.SETTLED:
+                return False
+            if claim is Claim.TAKEN:
+                return True
+        return False
+
     async def _take(self, event: Event, stale: State | None) -> Claim:
         try:
             state = await self._state(event.id)

@@ -182,22 +182,12 @@ class Intake:
         died (the asker is never left in silence), stop when it was answered."""
         claims = self.rt.claims
         try:
-            while self.accepting:
-                await asyncio.sleep(claims.lease)
-                try:
-                    claim = await claims.retake(event)
-                except Exception as exc:
-                    log.warning("could not look at the claim on %s: %s", event.id[:12], exc)
-                    continue
-                if claim is Claim.SETTLED:
-                    return
-                if claim is Claim.TAKEN:
-                    sub = PRIVATE_SUB if is_private(channel) else channel_sub(channel)
-                    if self.accepting and self.rt.link.subscribed(sub):
-                        await self.accept(channel, event, prompt_tag, solo=True)
-                    else:
-                        await claims.release(event.id)
-                    return
+            if await claims.await_takeover(event, lambda: self.accepting):
+                sub = PRIVATE_SUB if is_private(channel) else channel_sub(channel)
+                if self.accepting and self.rt.link.subscribed(sub):
+                    await self.accept(channel, event, prompt_tag, solo=True)
+                else:
+                    await claims.release(event.id)
         finally:
             self.watching.pop(event.id, None)
 

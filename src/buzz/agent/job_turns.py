@@ -203,14 +203,7 @@ async def _ended_on_relay(dispatcher: Dispatcher, ticket: JobTicket) -> bool:
 async def publish_lifecycle(rt: Runtime, template: build.Template, what: str) -> bool:
     """Sign and publish a job event as the agent; a refusal is logged, never raised."""
     event = Event.create(rt.identity.secret, template.kind, template.content, template.tags)
-    try:
-        result = await rt.link.publish(event)
-    except Exception as exc:
-        log.warning("%s not published: %s", what, exc)
-        return False
-    if not result.accepted:
-        log.info("%s refused: %s", what, result.message)
-    return result.accepted
+    return await rt.status.send(event, what)
 
 
 async def _fail(dispatcher: Dispatcher, ticket: JobTicket, code: str, message: str) -> None:

@@ -204,21 +204,10 @@ class JobDesk:
 
     async def _watch_claim(self, channel: str, event: Event) -> None:
         """Another process holds the job: take it over when its claim stops moving."""
-        claims = self.rt.claims
         try:
-            while self.accepting:
-                await asyncio.sleep(claims.lease)
-                try:
-                    claim = await claims.retake(event)
-                except Exception as exc:
-                    log.warning("could not look at the claim on job %s: %s", event.id[:12], exc)
-                    continue
-                if claim is Claim.SETTLED:
-                    return
-                if claim is Claim.TAKEN:
-                    log.info("took over job %s", event.id[:12])
-                    await self._take(channel, event)
-                    return
+            if await self.rt.claims.await_takeover(event, lambda: self.accepting):
+                log.info("took over job %s", event.id[:12])
+                await self._take(channel, event)
         finally:
             self.watching.pop(event.id, None)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from buzz.cli.common import keyed, run, stdin_or
+from buzz.cli.common import keyed, run, stdin_or_now
 from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context
 from buzz.client.errors import UserError
@@ -87,8 +87,7 @@ def personas_set(
             raise UserError("--system-prompt and --system-prompt-file are mutually exclusive")
         prompt: str | None = None
         if system_prompt is not None:
-            text = stdin_or(system_prompt, "--system-prompt")
-            prompt = text() if callable(text) else text
+            prompt = stdin_or_now(system_prompt, "--system-prompt")
         elif system_prompt_file is not None:
             try:
                 with open(system_prompt_file, encoding="utf-8") as f:
@@ -161,8 +160,7 @@ def teams_set(
     async def body(ws: Workspace) -> Any:
         text: str | None = None
         if instructions is not None:
-            reader = stdin_or(instructions, "--instructions")
-            text = reader() if callable(reader) else reader
+            text = stdin_or_now(instructions, "--instructions")
         return await ws.agent_records.set_team(
             team_id, name, description, text, list(persona_ids) or None, clear_instructions
         )

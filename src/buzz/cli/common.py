@@ -154,3 +154,9 @@ def stdin_or(value: str, what: str = "content") -> Text:
         return text.removesuffix("\r\n") if text.endswith("\r\n") else text.removesuffix("\n")
 
     return read
+
+
+def stdin_or_now(value: str, what: str = "content") -> str:
+    """`stdin_or`, stdin read at once: for a command body that needs the text itself."""
+    text = stdin_or(value, what)
+    return text() if callable(text) else text

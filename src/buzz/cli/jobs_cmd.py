@@ -8,7 +8,7 @@ from typing import Any
 import click
 import orjson
 
-from buzz.cli.common import run, stdin_or
+from buzz.cli.common import run, stdin_or, stdin_or_now
 from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context
 from buzz.client.errors import UserError, WorkspaceError
@@ -148,8 +148,7 @@ def handoff(ctx: Context, channel_id: str, job_id: str, manifest: str) -> None:
 
     def load() -> Any:
         if manifest == "-":
-            reader = stdin_or("-", "--manifest")
-            raw = reader() if callable(reader) else reader
+            raw = stdin_or_now("-", "--manifest")
         else:
             try:
                 with open(manifest, "rb") as f:

@@ -4,14 +4,19 @@ A thin shell over `buzz.client.workflows`; JSON out, the exit-code table of agen
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from buzz.cli.common import run, stdin_or
+from buzz.cli.common import run, stdin_or_now
 from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context
 from buzz.client.errors import UserError
+
+if TYPE_CHECKING:  # the client loads when a command runs (tests/cli/test_startup.py)
+    from buzz.client.workflows import Workflows
 
 _workflow = click.option("--workflow", "workflow_id", required=True, help="The workflow id (a UUID).")
 _yaml = click.option("--yaml", "yaml_text", default=None, help="The definition text, or - for stdin.")
@@ -29,8 +34,7 @@ def _definition(yaml_text: str | None, yaml_file: str | None) -> str:
             return Path(yaml_file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UserError(f"cannot read {yaml_file}: {exc}") from None
-    text = stdin_or(yaml_text or "", "definition")
-    return text() if callable(text) else text
+    return stdin_or_now(yaml_text or "", "definition")
 
 
 @click.group(cls=CommandGroup)
@@ -58,17 +62,56 @@ def list_(ctx: Context, channel_id: str) -> None:
     run(ctx, lambda ws: ws.workflows.list(channel_id))
 
 
-@workflows.command()
-@_workflow
-@click.pass_obj
-def get(ctx: Context, workflow_id: str) -> None:
+def _on_workflow(name: str, call: Callable[[Workflows, str], Any], doc: str) -> None:
+    """Declare `buzz workflows <name> --workflow <W>`: one client call on that workflow."""
+
+    @workflows.command(name=name, help=doc)
+    @_workflow
+    @click.pass_obj
+    def command(ctx: Context, workflow_id: str) -> None:
+        run(ctx, lambda ws: call(ws.workflows, workflow_id))
+
+
+_on_workflow(
+    "get",
+    lambda flows, workflow_id: flows.get(workflow_id),
     """One workflow and its YAML. Prints {"workflow", "yaml"}; unknown: not_found (exit 1).
 
     \b
     Example:
       buzz workflows get --workflow <W>
-    """
-    run(ctx, lambda ws: ws.workflows.get(workflow_id))
+    """,
+)
+_on_workflow(
+    "delete",
+    lambda flows, workflow_id: flows.delete(workflow_id),
+    """Delete a workflow (kind 5 with its `a` coordinate); its unfinished runs are cancelled.
+
+    \b
+    Example:
+      buzz workflows delete --workflow <W>
+    """,
+)
+_on_workflow(
+    "enable",
+    lambda flows, workflow_id: flows.set_enabled(workflow_id, True),
+    """Turn a workflow on (a new version with `enabled: true`).
+
+    \b
+    Example:
+      buzz workflows enable --workflow <W>
+    """,
+)
+_on_workflow(
+    "disable",
+    lambda flows, workflow_id: flows.set_enabled(workflow_id, False),
+    """Turn a workflow off (a new version with `enabled: false`); running runs continue.
+
+    \b
+    Example:
+      buzz workflows disable --workflow <W>
+    """,
+)
 
 
 @workflows.command()
@@ -106,45 +149,6 @@ def update(
       buzz workflows update --workflow <W> --yaml - < standup.yaml
     """
     run(ctx, lambda ws: ws.workflows.update(workflow_id, _definition(yaml_text, yaml_file), name))
-
-
-@workflows.command()
-@_workflow
-@click.pass_obj
-def delete(ctx: Context, workflow_id: str) -> None:
-    """Delete a workflow (kind 5 with its `a` coordinate); its unfinished runs are cancelled.
-
-    \b
-    Example:
-      buzz workflows delete --workflow <W>
-    """
-    run(ctx, lambda ws: ws.workflows.delete(workflow_id))
-
-
-@workflows.command()
-@_workflow
-@click.pass_obj
-def enable(ctx: Context, workflow_id: str) -> None:
-    """Turn a workflow on (a new version with `enabled: true`).
-
-    \b
-    Example:
-      buzz workflows enable --workflow <W>
-    """
-    run(ctx, lambda ws: ws.workflows.set_enabled(workflow_id, True))
-
-
-@workflows.command()
-@_workflow
-@click.pass_obj
-def disable(ctx: Context, workflow_id: str) -> None:
-    """Turn a workflow off (a new version with `enabled: false`); running runs continue.
-
-    \b
-    Example:
-      buzz workflows disable --workflow <W>
-    """
-    run(ctx, lambda ws: ws.workflows.set_enabled(workflow_id, False))
 
 
 @workflows.command()

@@ -160,31 +160,11 @@ class BridgeClient:
     async def call(self, method: str, path: str, body: bytes | None = None) -> tuple[int, Any]:
         """A NIP-98-signed request to one of the relay's JSON routes (`/workflows…`): the
         status and the parsed body, whatever the status. Raises BridgeError when unreachable."""
-        if self._session is None:
-            raise RuntimeError("BridgeClient used outside `async with`")
-        url = self.base + path
-        headers = {"Authorization": build_auth_header(self.secret_key, url, method, body)}
-        if self.auth_tag:
-            headers["X-Auth-Tag"] = orjson.dumps(self.auth_tag).decode()
-        try:
-            async with self._session.request(method, url, data=body, headers=headers) as resp:
-                raw, status = await resp.read(), resp.status
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise BridgeError(f"cannot reach the relay at {self.base}: {_describe(exc)}") from None
-        try:
-            return status, orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return status, _NotJson(raw.decode("utf-8", "replace")[:200])
+        return await self._signed(method, path, body, {})
 
     async def relay_info(self) -> dict[str, Any]:
         """`GET /info`: the NIP-11 document (relay.md §14); no authentication. Raises BridgeError."""
-        if self._session is None:
-            raise RuntimeError("BridgeClient used outside `async with`")
-        try:
-            async with self._session.get(self.base + "/info") as resp:
-                raw, status = await resp.read(), resp.status
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise BridgeError(f"cannot reach the relay at {self.base}: {_describe(exc)}") from None
+        status, raw = await self._exchange("GET", self.base + "/info", None, {})
         try:
             doc = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -195,25 +175,34 @@ class BridgeClient:
 
     # -- transport ---------------------------------------------------------------------------
     async def _post(self, path: str, body: bytes) -> tuple[int, Any]:
-        if self._session is None:
-            raise RuntimeError("BridgeClient used outside `async with`")
+        return await self._signed("POST", path, body, {"Content-Type": "application/json"})
+
+    async def _signed(
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, Any]:
+        """`method` on `path` with a NIP-98 `Authorization` (and `X-Auth-Tag` when set): the
+        status and the parsed body, a `_NotJson` when the body is not JSON."""
         url = self.base + path
-        headers = {
-            "Authorization": build_auth_header(self.secret_key, url, "POST", body),
-            "Content-Type": "application/json",
-        }
+        headers = {"Authorization": build_auth_header(self.secret_key, url, method, body), **headers}
         if self.auth_tag:
             headers["X-Auth-Tag"] = orjson.dumps(self.auth_tag).decode()
-        try:
-            async with self._session.post(url, data=body, headers=headers) as resp:
-                raw = await resp.read()
-                status = resp.status
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            raise BridgeError(f"cannot reach the relay at {self.base}: {_describe(exc)}") from None
+        status, raw = await self._exchange(method, url, body, headers)
         try:
             return status, orjson.loads(raw)
         except orjson.JSONDecodeError:
             return status, _NotJson(raw.decode("utf-8", "replace")[:200])
+
+    async def _exchange(
+        self, method: str, url: str, body: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, bytes]:
+        """One HTTP round trip: the status and the raw body. Raises BridgeError when unreachable."""
+        if self._session is None:
+            raise RuntimeError("BridgeClient used outside `async with`")
+        try:
+            async with self._session.request(method, url, data=body, headers=headers) as resp:
+                return resp.status, await resp.read()
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise BridgeError(f"cannot reach the relay at {self.base}: {_describe(exc)}") from None
 
 
 @dataclass(frozen=True)

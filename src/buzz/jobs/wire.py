@@ -142,10 +142,16 @@ def check_request(content: str, created_at: int, tags: JobTags) -> dict[str, Any
     return body
 
 
+def _status_body(content: str, pre: str, max_bytes: int) -> dict[str, Any]:
+    """The JSON object of an accept, progress, cancel or failure: `schemaVersion` optional."""
+    body = json_object(content, pre, max_bytes)
+    schema_version(body, pre, required=False)
+    return body
+
+
 def check_accept(content: str) -> dict[str, Any]:
     pre = "job accept"
-    body = json_object(content, pre, L.ACCEPT_MAX_BYTES)
-    schema_version(body, pre, required=False)
+    body = _status_body(content, pre, L.ACCEPT_MAX_BYTES)
     if "etaSecs" in body and body["etaSecs"] is not None:
         if not is_int(body["etaSecs"]) or body["etaSecs"] < 0:
             raise Invalid(f"{pre}: etaSecs must be an integer >= 0")
@@ -155,8 +161,7 @@ def check_accept(content: str) -> dict[str, Any]:
 
 def check_progress(content: str) -> dict[str, Any]:
     pre = "job progress"
-    body = json_object(content, pre, L.PROGRESS_MAX_BYTES)
-    schema_version(body, pre, required=False)
+    body = _status_body(content, pre, L.PROGRESS_MAX_BYTES)
     seq = body.get("seq")
     if not is_int(seq) or seq < 1:
         raise Invalid(f"{pre}: seq must be an integer >= 1")
@@ -179,16 +184,14 @@ def check_progress(content: str) -> dict[str, Any]:
 
 def check_cancel(content: str) -> dict[str, Any]:
     pre = "job cancel"
-    body = json_object(content, pre, L.CANCEL_MAX_BYTES)
-    schema_version(body, pre, required=False)
+    body = _status_body(content, pre, L.CANCEL_MAX_BYTES)
     string(body, "reason", pre, L.CANCEL_REASON_MAX_BYTES)
     return body
 
 
 def check_failure(content: str) -> dict[str, Any]:
     pre = "job failure"
-    body = json_object(content, pre, L.FAILURE_MAX_BYTES)
-    schema_version(body, pre, required=False)
+    body = _status_body(content, pre, L.FAILURE_MAX_BYTES)
     if body.get("code") not in L.FAILURE_CODES:
         raise Invalid(f"{pre}: code must be one of {', '.join(L.FAILURE_CODES)}")
     text(body, "message", pre, L.PROGRESS_TEXT_MAX_BYTES, required=True)

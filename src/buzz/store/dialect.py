@@ -82,14 +82,33 @@ class Conn(Protocol):
 FETCH_CHUNK_MAX = 256  # rows a bounded fetch asks for at once
 
 
-def fetch_chunk(rows: int, used: int, max_bytes: int) -> int:
-    """How many rows a bounded fetch (`Conn.fetch_bounded`) asks the cursor for next: as many
-    as the rows read so far say fit in what is left of `max_bytes` (16 before any), so one
-    chunk overshoots the bound by a few rows at most, and small rows still come in bulk."""
-    if rows == 0:
-        return 16
-    left = max_bytes - used
-    return max(1, min(FETCH_CHUNK_MAX, left * rows // max(used, 1)))
+class BoundedRows:
+    """The rows of a bounded fetch (`Conn.fetch_bounded`), read chunk by chunk until their
+    sizes pass `max_bytes`; the row that passes it is kept and ends the read."""
+
+    def __init__(self, max_bytes: int, size_of: Callable[[Sequence[Any]], int]) -> None:
+        self.rows: list[Sequence[Any]] = []
+        self.used = 0
+        self._max_bytes = max_bytes
+        self._size_of = size_of
+
+    def next_chunk(self) -> int:
+        """How many rows to ask the cursor for next: as many as the rows read so far say fit
+        in what is left (16 before any), so one chunk overshoots the bound by a few rows at
+        most, and small rows still come in bulk."""
+        if not self.rows:
+            return 16
+        left = self._max_bytes - self.used
+        return max(1, min(FETCH_CHUNK_MAX, left * len(self.rows) // max(self.used, 1)))
+
+    def take(self, chunk: Iterable[Sequence[Any]]) -> bool:
+        """Add `chunk`'s rows; True once the bound is passed (the rest of the chunk is dropped)."""
+        for row in chunk:
+            self.rows.append(row)
+            self.used += self._size_of(row)
+            if self.used > self._max_bytes:
+                return True
+        return False
 
 
 class Params:

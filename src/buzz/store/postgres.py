@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 
 from buzz.store.base import ReadTimeout, StoreError, StoreUnreachable
-from buzz.store.dialect import POSTGRES, Conn, Dialect, fetch_chunk
+from buzz.store.dialect import POSTGRES, BoundedRows, Conn, Dialect
 from buzz.store.pg_group import GroupWriter
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 from buzz.store.writes import ROW_COLUMNS
@@ -86,16 +86,12 @@ class _PgConn:
         if not self._conn.is_in_transaction():  # a cursor needs one; only small reads have none
             return await self.fetch(sql, args), False
         await self._before_statement()
-        rows: list[asyncpg.Record] = []
-        used = 0
+        bounded = BoundedRows(max_bytes, size_of)
         cursor = await self._conn.cursor(sql, *args)
-        while chunk := await cursor.fetch(fetch_chunk(len(rows), used, max_bytes)):
-            for row in chunk:
-                rows.append(row)
-                used += size_of(row)
-                if used > max_bytes:
-                    return rows, True
-        return rows, False
+        while chunk := await cursor.fetch(bounded.next_chunk()):
+            if bounded.take(chunk):
+                return bounded.rows, True
+        return bounded.rows, False
 
     async def execute(self, sql: str, args: Sequence[object] = ()) -> None:
         await self._conn.execute(sql, *args)

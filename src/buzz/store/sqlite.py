@@ -30,7 +30,7 @@ import orjson
 
 from buzz.store import schema
 from buzz.store.base import ReadTimeout, StoreError
-from buzz.store.dialect import SQLITE, Dialect, fetch_chunk
+from buzz.store.dialect import SQLITE, BoundedRows, Dialect
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
 from buzz.store.writes import ROW_COLUMNS
 
@@ -82,16 +82,12 @@ class _SyncConn:
         self, sql: str, args: Sequence[object], max_bytes: int, size_of: Callable[[Sequence[Any]], int]
     ) -> tuple[Sequence[Sequence[Any]], bool]:
         cursor = self._conn.execute(sql, args)
-        rows: list[Sequence[Any]] = []
-        used = 0
+        bounded = BoundedRows(max_bytes, size_of)
         try:
-            while chunk := cursor.fetchmany(fetch_chunk(len(rows), used, max_bytes)):
-                for row in chunk:
-                    rows.append(row)
-                    used += size_of(row)
-                    if used > max_bytes:
-                        return rows, True
-            return rows, False
+            while chunk := cursor.fetchmany(bounded.next_chunk()):
+                if bounded.take(chunk):
+                    return bounded.rows, True
+            return bounded.rows, False
         finally:
             cursor.close()
 
