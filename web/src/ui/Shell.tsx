@@ -16,8 +16,9 @@ import { BrowsePanel } from './Browse'
 import { AgentsPanel } from './Agents'
 import { HuddlePanel } from './Huddle'
 import { PrivateConversation } from './PrivateDms'
+import { WorkflowsPanel } from './Workflows'
 
-export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | null
+export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | 'workflows' | null
 
 export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
   useWorkspace(ws)
@@ -122,6 +123,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
             onThread={openThread}
             onMembers={() => toggle('members')}
             onHuddle={() => setPanel('huddle')}
+            onWorkflows={() => toggle('workflows')}
             onPrivate={openPrivate}
           />
         ) : ws.active && ws.channelsLoaded ? (
@@ -141,6 +143,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
       {panel === 'search' && <SearchPanel ws={ws} query={query} onClose={() => { setPanel(null); setQuery('') }} onJump={jump} />}
       {panel === 'browse' && <BrowsePanel ws={ws} onClose={() => setPanel(null)} onOpen={open} />}
       {panel === 'agents' && <AgentsPanel ws={ws} onClose={() => setPanel(null)} />}
+      {panel === 'workflows' && channel && <WorkflowsPanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {profile && <ProfileDialog ws={ws} fresh={fresh} onClose={() => setProfile(false)} />}
       {creating && <NewChannelDialog ws={ws} onClose={() => setCreating(false)} onCreated={(id) => { setCreating(false); open(id) }} />}
