@@ -124,7 +124,9 @@ export class WorkflowDesk {
   private async rest<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
     const raw = body === undefined ? undefined : JSON.stringify(body)
     const url = location.origin + path
-    const tags: Tag[] = [['u', url], ['method', method]]
+    // A random tag keeps two equal requests in one second from being one event, which the
+    // relay's replay guard would refuse the second time.
+    const tags: Tag[] = [['u', url], ['method', method], ['nonce', bytesToHex(crypto.getRandomValues(new Uint8Array(8)))]]
     if (raw !== undefined) tags.push(['payload', bytesToHex(sha256(new TextEncoder().encode(raw)))])
     const auth = await this.ws.me.sign({ kind: HTTP_AUTH, created_at: now(), tags, content: '' })
     const headers: Record<string, string> = { Authorization: `Nostr ${btoa(JSON.stringify(auth))}` }
@@ -157,8 +159,15 @@ export class WorkflowDesk {
   async save(channel: string, yaml: string, id: string | null, expected: string | null): Promise<{ id: string; secret: string | null }> {
     const wid = id ?? crypto.randomUUID()
     const tags: Tag[] = [['d', wid], ['h', channel]]
-    if (expected) tags.push(['expected-revision', expected])
-    const ev = await this.ws.me.sign({ kind: DEFINITION, created_at: now(), tags, content: yaml })
+    let created = now()
+    if (expected) {
+      tags.push(['expected-revision', expected])
+      // A new version must be newer than the head, also when saved within the head's second
+      // (an addressable event with an equal created_at may lose to the one it replaces).
+      const [head] = await this.ws.relay.query([{ ids: [expected] }])
+      if (head) created = Math.max(created, head.created_at + 1)
+    }
+    const ev = await this.ws.me.sign({ kind: DEFINITION, created_at: created, tags, content: yaml })
     const answer = await this.ws.relay.publishSigned(ev)
     const m = /^response:(.*)$/s.exec(answer)
     const secret = m ? (parse(m[1]).webhook_secret as string | undefined) ?? null : null

@@ -1,0 +1,97 @@
+// Workflows in the browser (issue 28 items 9, 10): the channel's Workflows panel — a definition
+// with an error shown inline at its line, fixed and saved, Enabled switched off and on, Run now
+// and the run with its steps; then an approval workflow whose card in the timeline is approved
+// and the run completes (tests/web/test_workflows.py).
+import { launch, person, signIn, scenario, check, finish, openChannel, article, PHONE, DESKTOP } from './lib.mjs'
+
+const { config, report } = scenario()
+const shot = (page, name) => page.screenshot({ path: `${config.images}/${name}.png` })
+const { browser, close } = await launch()
+try {
+  const p = (await person(browser, report, 'alice')).page
+  await signIn(p, config.url, config.alice)
+  await openChannel(p, 'general')
+  const panel = p.getByRole('region', { name: 'Workflows' })
+  const yaml = panel.getByRole('textbox', { name: 'Workflow YAML' })
+  const row = (name) => panel.getByRole('listitem', { name })
+
+  await check(report, 'a definition with an error shows it inline at its line', async () => {
+    await p.getByRole('button', { name: 'Workflows', exact: true }).click()
+    await panel.getByText('No workflows in this channel yet.').waitFor()
+    await panel.getByRole('button', { name: 'New workflow' }).click()
+    await yaml.fill(config.badYaml)
+    await panel.getByRole('button', { name: 'Save workflow' }).click()
+    const problem = panel.getByRole('list', { name: 'Validation' }).getByRole('listitem').first()
+    await problem.filter({ hasText: 'timeout_secs' }).filter({ hasText: 'line 9' }).waitFor()
+    if ((await yaml.getAttribute('aria-invalid')) !== 'true') throw new Error('the editor is not marked invalid')
+    if (await row('Stand-up reminder').count()) throw new Error('an invalid definition was saved')
+  })
+  await check(report, 'fixed and saved, it is listed with its schedule', async () => {
+    await yaml.fill(config.goodYaml)
+    await panel.getByRole('list', { name: 'Validation' }).getByRole('listitem').first().waitFor({ state: 'detached' })
+    await panel.getByRole('button', { name: 'Save workflow' }).click()
+    await row('Stand-up reminder').getByText('on a schedule, next').waitFor()
+  })
+  await check(report, 'the Enabled switch disables and enables it', async () => {
+    const sw = row('Stand-up reminder').getByRole('switch', { name: 'Enabled' })
+    await p.waitForFunction(() => true)
+    if ((await sw.getAttribute('aria-checked')) !== 'true') throw new Error('a new workflow is not enabled')
+    await sw.click()
+    await row('Stand-up reminder').locator('[role=switch][aria-checked=false]').waitFor()
+    await row('Stand-up reminder').getByText('disabled', { exact: true }).waitFor()
+    await sw.click()
+    await row('Stand-up reminder').locator('[role=switch][aria-checked=true]').waitFor()
+  })
+  await check(report, 'Run now: the run appears with its steps and the message is posted', async () => {
+    await row('Stand-up reminder').getByRole('button', { name: 'Run now' }).click()
+    const run = panel.getByRole('article', { name: /^Run / }).first()
+    await run.locator('.wf-status.s-completed').first().waitFor()
+    await run.getByRole('list', { name: 'Steps' }).getByRole('listitem').filter({ hasText: 'remind' }).filter({ hasText: 'completed' }).waitFor()
+    await run.getByText('"sent": true').waitFor()
+    await article(p, config.standupText).first().waitFor()
+  })
+  await check(report, 'screenshots: the Workflows panel at both widths', async () => {
+    await shot(p, 'workflows-desktop')
+    await p.setViewportSize(PHONE)
+    await panel.getByRole('article', { name: /^Run / }).first().scrollIntoViewIfNeeded()
+    await shot(p, 'workflows-phone')
+    await p.setViewportSize(DESKTOP)
+  })
+  const card = p.getByRole('article', { name: 'Approval: Deploy approval' })
+  await check(report, 'a request_approval workflow puts an approval card in the timeline', async () => {
+    await panel.getByRole('button', { name: 'New workflow' }).click()
+    await yaml.fill(config.approvalYaml)
+    await panel.getByRole('button', { name: 'Save workflow' }).click()
+    await panel.getByRole('status').getByText('Webhook secret (shown once)').waitFor()
+    await panel.getByRole('status').getByRole('button', { name: 'Done' }).click()
+    await row('Deploy approval').getByRole('button', { name: 'Run now' }).click()
+    await card.getByText(config.approvalMessage).waitFor()
+    await card.getByRole('button', { name: 'Approve' }).waitFor()
+    await card.getByRole('button', { name: 'Deny' }).waitFor()
+    await panel.getByRole('article', { name: /^Run / }).first().locator('.wf-status.s-waiting_approval').first().waitFor()
+  })
+  await check(report, 'screenshots: an approval card at both widths', async () => {
+    await p.getByRole('button', { name: 'Close workflows' }).click()
+    await card.scrollIntoViewIfNeeded()
+    await shot(p, 'workflow-approval-desktop')
+    await p.setViewportSize(PHONE)
+    await card.scrollIntoViewIfNeeded()
+    await shot(p, 'workflow-approval-phone')
+    await p.setViewportSize(DESKTOP)
+  })
+  await check(report, 'Approve: the card shows the decision and the run completes', async () => {
+    await card.getByRole('textbox', { name: 'Approval note' }).fill('ship it')
+    await card.getByRole('button', { name: 'Approve' }).click()
+    await card.getByRole('status').filter({ hasText: 'Approved by Alice' }).filter({ hasText: 'ship it' }).waitFor()
+    if (await card.getByRole('button', { name: 'Approve' }).count()) throw new Error('the buttons stayed')
+    await article(p, 'Deploying build 42').first().waitFor()
+    await p.getByRole('button', { name: 'Workflows', exact: true }).click()
+    await row('Deploy approval').getByRole('button', { name: 'Deploy approval' }).click()
+    const run = panel.getByRole('article', { name: /^Run / }).first()
+    await run.locator('header .wf-status.s-completed').waitFor()
+    await run.getByText('"approved": true').waitFor()
+  })
+} finally {
+  finish(report)
+  await close()
+}
