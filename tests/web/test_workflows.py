@@ -72,7 +72,7 @@ async def test_workflows_in_the_browser(tmp_path: Path, alice: Identity, bob: Id
                 "a definition with an error shows it inline at its line",
                 "fixed and saved, it is listed with its schedule",
                 "the Enabled switch disables and enables it",
-                "Run now: the run appears with its steps and the message is posted",
+                "Run now: the run appears with its steps and the message is posted as the owner's workflow",
                 "screenshots: the Workflows panel at both widths",
                 "a request_approval workflow puts an approval card in the timeline",
                 "screenshots: an approval card at both widths",

@@ -42,13 +42,16 @@ try {
     await sw.click()
     await row('Stand-up reminder').locator('[role=switch][aria-checked=true]').waitFor()
   })
-  await check(report, 'Run now: the run appears with its steps and the message is posted', async () => {
+  await check(report, 'Run now: the run appears with its steps and the message is posted as the owner\'s workflow', async () => {
     await row('Stand-up reminder').getByRole('button', { name: 'Run now' }).click()
     const run = panel.getByRole('article', { name: /^Run / }).first()
-    await run.locator('.wf-status.s-completed').first().waitFor()
+    await run.locator('header .wf-status.s-completed').waitFor()
+    await row('Stand-up reminder').getByText('completed', { exact: true }).waitFor()
     await run.getByRole('list', { name: 'Steps' }).getByRole('listitem').filter({ hasText: 'remind' }).filter({ hasText: 'completed' }).waitFor()
     await run.getByText('"sent": true').waitFor()
-    await article(p, config.standupText).first().waitFor()
+    const posted = article(p, config.standupText).first()
+    await posted.getByRole('button', { name: 'Alice', exact: true }).waitFor()
+    await posted.getByText('workflow', { exact: true }).waitFor()
   })
   await check(report, 'screenshots: the Workflows panel at both widths', async () => {
     await shot(p, 'workflows-desktop')

@@ -280,3 +280,10 @@ export class WorkflowDesk {
     a.refusal = null
   }
 }
+
+/** The owner a relay-signed workflow message speaks for (workflows.md §18 item 6), else null. */
+export function workflowOwner(e: NEvent, relayPubkey: string): string | null {
+  if (!relayPubkey || e.pubkey !== relayPubkey || firstTag(e, 'buzz:workflow') !== 'true') return null
+  const owner = firstTag(e, 'buzz:workflow-owner') ?? firstTag(e, 'actor')
+  return owner && /^[0-9a-f]{64}$/.test(owner) ? owner : null
+}

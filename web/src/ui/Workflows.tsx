@@ -52,18 +52,23 @@ export function WorkflowsPanel({ ws, channel, onClose }: { ws: Workspace; channe
   const [selected, setSelected] = useState<string | null>(null)
   const [runs, setRuns] = useState<Run[]>([])
   const [secret, setSecret] = useState<{ id: string; secret: string } | null>(null)
-  const latest = useRef({ selected })
+  const latest = useRef({ selected, reloads: 0 })
   latest.current.selected = selected
 
+  // Reloads overlap (a click and a burst of lifecycle events): only the newest one's answers
+  // are shown, so an older, slower answer never replaces a newer state.
   const reload = async () => {
+    const n = ++latest.current.reloads
     try {
       const got = await desk.list(channel.id)
-      setList(got.workflows)
-      setError('')
       const sel = latest.current.selected
-      if (sel) setRuns((await desk.runs(sel)).runs)
+      const shownRuns = sel ? (await desk.runs(sel)).runs : null
+      if (n !== latest.current.reloads) return
+      setList(got.workflows)
+      if (shownRuns) setRuns(shownRuns)
+      setError('')
     } catch (e) {
-      setError(humanError(e))
+      if (n === latest.current.reloads) setError(humanError(e))
     }
   }
 
@@ -88,8 +93,8 @@ export function WorkflowsPanel({ ws, channel, onClose }: { ws: Workspace; channe
   }, [channel.id])
 
   useEffect(() => {
-    if (!selected) return
-    void desk.runs(selected).then((r) => setRuns(r.runs), (e) => setError(humanError(e)))
+    setRuns([])
+    if (selected) void reload()
   }, [selected])
 
   const edit = async (w: Workflow) => {
