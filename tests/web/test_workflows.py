@@ -59,6 +59,7 @@ async def test_workflows_in_the_browser(tmp_path: Path, alice: Identity, bob: Id
             {
                 "url": relay.http_url + "/",
                 "alice": alice.secret,
+                "bob": bob.secret,
                 "badYaml": BAD,
                 "goodYaml": GOOD,
                 "standupText": STANDUP,
@@ -76,7 +77,10 @@ async def test_workflows_in_the_browser(tmp_path: Path, alice: Identity, bob: Id
                 "screenshots: the Workflows panel at both widths",
                 "a request_approval workflow puts an approval card in the timeline",
                 "screenshots: an approval card at both widths",
+                "another member sees the card without the buttons",
                 "Approve: the card shows the decision and the run completes",
+                "the other member's card shows the decision live",
+                "the owner deletes a workflow",
             ],
         )
         # The relay recorded the browser's decision: one 46011 naming Alice, and the message.
@@ -84,4 +88,6 @@ async def test_workflows_in_the_browser(tmp_path: Path, alice: Identity, bob: Id
             granted = await client.query([{"kinds": [46011], "#h": [general]}])
             assert len(granted) == 1 and ["p", alice.pubkey] in [list(t) for t in granted[0].tags]
             posted = await client.query([{"kinds": [9], "#h": [general]}])
-            assert [e.content for e in posted if e.content.startswith("Deploying")] == ["Deploying build 42 (ship it)"]
+            assert [e.content for e in posted if e.content.startswith("Deploying")] == [
+                "Deploying build 42 (ship it)"
+            ]

@@ -82,6 +82,14 @@ try {
     await shot(p, 'workflow-approval-phone')
     await p.setViewportSize(DESKTOP)
   })
+  const b = (await person(browser, report, 'bob')).page
+  const bobCard = b.getByRole('article', { name: 'Approval: Deploy approval' })
+  await check(report, 'another member sees the card without the buttons', async () => {
+    await signIn(b, config.url, config.bob)
+    await openChannel(b, 'general')
+    await bobCard.getByText('Waiting for a decision.').waitFor()
+    if (await bobCard.getByRole('button', { name: 'Approve' }).count()) throw new Error('a non-approver got Approve')
+  })
   await check(report, 'Approve: the card shows the decision and the run completes', async () => {
     await card.getByRole('textbox', { name: 'Approval note' }).fill('ship it')
     await card.getByRole('button', { name: 'Approve' }).click()
@@ -93,6 +101,15 @@ try {
     const run = panel.getByRole('article', { name: /^Run / }).first()
     await run.locator('header .wf-status.s-completed').waitFor()
     await run.getByText('"approved": true').waitFor()
+  })
+  await check(report, "the other member's card shows the decision live", async () => {
+    await bobCard.getByRole('status').filter({ hasText: 'Approved by Alice' }).waitFor()
+  })
+  await check(report, 'the owner deletes a workflow', async () => {
+    await row('Stand-up reminder').getByRole('button', { name: 'Delete', exact: true }).click()
+    await row('Stand-up reminder').getByRole('button', { name: 'Delete workflow' }).click()
+    await row('Stand-up reminder').waitFor({ state: 'detached' })
+    await row('Deploy approval').waitFor()
   })
 } finally {
   finish(report)

@@ -60,6 +60,7 @@ export type Run = {
   created_at: number
 }
 
+export type RunsCursor = { before: string; before_id: string }
 export type Problem = { path: string; line: number | null; column: number | null; message: string }
 export type Verdict = { valid: boolean; errors: Problem[]; warnings: Problem[]; next_fires: number[] }
 
@@ -145,8 +146,14 @@ export class WorkflowDesk {
     return this.rest('GET', `/workflows/${encodeURIComponent(id)}`)
   }
 
-  runs(id: string, limit = 20): Promise<{ runs: Run[] }> {
-    return this.rest('GET', `/workflows/${encodeURIComponent(id)}/runs?limit=${limit}`)
+  /** One page of runs, newest first; `next` is the cursor of the page after it (keyset paging). */
+  runs(id: string, limit = 20, before: RunsCursor | null = null): Promise<{ runs: Run[]; next: RunsCursor | null }> {
+    const q = new URLSearchParams({ limit: String(limit) })
+    if (before) {
+      q.set('before', before.before)
+      q.set('before_id', before.before_id)
+    }
+    return this.rest('GET', `/workflows/${encodeURIComponent(id)}/runs?${q}`)
   }
 
   validate(yaml: string, channel: string): Promise<Verdict> {
@@ -177,6 +184,12 @@ export class WorkflowDesk {
   async setEnabled(id: string, enabled: boolean): Promise<void> {
     const got = await this.get(id)
     await this.save(got.workflow.channel_id, withEnabled(got.yaml ?? '', enabled), id, got.workflow.revision)
+  }
+
+  /** Delete a definition: a kind 5 naming its address (as `buzz workflows delete`). */
+  async remove(w: Workflow): Promise<void> {
+    const tags: Tag[] = [['a', `${DEFINITION}:${w.owner}:${w.id}`], ['k', String(DEFINITION)], ['h', w.channel_id]]
+    await this.ws.relay.publish({ kind: 5, created_at: now(), tags, content: '' })
   }
 
   /** Run now (46020); resolves with the run id the relay names. */

@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import '../workflows.css'
 import {
-  problemText, RestError, VALIDATE_DEBOUNCE_MS, workflowsOf, type Problem, type Run, type StepTrace, type Workflow,
+  problemText, RestError, VALIDATE_DEBOUNCE_MS, workflowsOf, type Problem, type Run, type RunsCursor, type StepTrace, type Workflow,
 } from '../workflows'
 import type { Channel, Workspace } from '../workspace'
 import { humanError } from './hooks'
@@ -51,6 +51,7 @@ export function WorkflowsPanel({ ws, channel, onClose }: { ws: Workspace; channe
   const [editing, setEditing] = useState<Editing | null>(null)
   const [selected, setSelected] = useState<string | null>(null)
   const [runs, setRuns] = useState<Run[]>([])
+  const [older, setOlder] = useState<RunsCursor | null>(null)
   const [secret, setSecret] = useState<{ id: string; secret: string } | null>(null)
   const latest = useRef({ selected, reloads: 0 })
   latest.current.selected = selected
@@ -62,10 +63,13 @@ export function WorkflowsPanel({ ws, channel, onClose }: { ws: Workspace; channe
     try {
       const got = await desk.list(channel.id)
       const sel = latest.current.selected
-      const shownRuns = sel ? (await desk.runs(sel)).runs : null
+      const page = sel ? await desk.runs(sel) : null
       if (n !== latest.current.reloads) return
       setList(got.workflows)
-      if (shownRuns) setRuns(shownRuns)
+      if (page) {
+        setRuns(page.runs)
+        setOlder(page.next)
+      }
       setError('')
     } catch (e) {
       if (n === latest.current.reloads) setError(humanError(e))
@@ -94,6 +98,7 @@ export function WorkflowsPanel({ ws, channel, onClose }: { ws: Workspace; channe
 
   useEffect(() => {
     setRuns([])
+    setOlder(null)
     if (selected) void reload()
   }, [selected])
 
@@ -119,7 +124,10 @@ export function WorkflowsPanel({ ws, channel, onClose }: { ws: Workspace; channe
           <div class="wf-secret" role="status">
             <p>Webhook secret (shown once): <code>{secret.secret}</code></p>
             <p class="fine">POST {location.origin}/hooks/{secret.id} with the header X-Webhook-Secret.</p>
-            <button type="button" class="quiet" onClick={() => setSecret(null)}>Done</button>
+            <div class="row">
+              <button type="button" class="quiet" onClick={() => void navigator.clipboard?.writeText(secret.secret).catch(() => undefined)}>Copy secret</button>
+              <button type="button" class="quiet" onClick={() => setSecret(null)}>Done</button>
+            </div>
           </div>
         )}
         {editing ? (
@@ -153,6 +161,12 @@ export function WorkflowsPanel({ ws, channel, onClose }: { ws: Workspace; channe
           <section class="wf-runs" aria-label={`Runs of ${shown.name}`}>
             <h3>Runs of {shown.name}</h3>
             {runs.length === 0 ? <p class="hint">No runs yet.</p> : runs.map((r) => <RunView key={r.id} run={r} />)}
+            {older && (
+              <button type="button" class="quiet" onClick={() => void desk.runs(shown.id, 20, older).then((page) => {
+                setRuns((have) => [...have, ...page.runs.filter((r) => !have.some((h) => h.id === r.id))])
+                setOlder(page.next)
+              }, (e) => setError(humanError(e)))}>Older runs</button>
+            )}
           </section>
         )}
       </div>
@@ -166,6 +180,7 @@ function Row({ ws, w, selected, onSelect, onEdit, onError, onChanged }: {
   const desk = workflowsOf(ws)
   const mine = w.owner === ws.me.pubkey
   const [busy, setBusy] = useState(false)
+  const [confirming, setConfirming] = useState(false)
   const run = async (fn: () => Promise<unknown>) => {
     setBusy(true)
     try {
@@ -199,7 +214,15 @@ function Row({ ws, w, selected, onSelect, onEdit, onError, onChanged }: {
         </span>
         <button type="button" class="quiet" disabled={!mine || busy} onClick={() => void run(async () => { await desk.trigger(w.id); onSelect() })}>Run now</button>
         {mine && <button type="button" class="quiet" onClick={onEdit}>Edit</button>}
+        {mine && !confirming && <button type="button" class="quiet danger" onClick={() => setConfirming(true)}>Delete</button>}
       </div>
+      {confirming && (
+        <div class="wf-actions" role="group" aria-label={`Delete ${w.name}?`}>
+          <span class="fine">Delete this workflow? Its runs stop.</span>
+          <button type="button" class="danger" disabled={busy} onClick={() => void run(() => desk.remove(w))}>Delete workflow</button>
+          <button type="button" class="quiet" onClick={() => setConfirming(false)}>Keep</button>
+        </div>
+      )}
     </li>
   )
 }
