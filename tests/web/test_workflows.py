@@ -70,7 +70,7 @@ async def test_workflows_in_the_browser(tmp_path: Path, alice: Identity, bob: Id
         assert_all_passed(
             report,
             [
-                "a definition with an error shows it inline at its line",
+                "a definition with an error shows it inline at its line (screenshot)",
                 "fixed and saved, it is listed with its schedule",
                 "the Enabled switch disables and enables it",
                 "Run now: the run appears with its steps and the message is posted as the owner's workflow",

@@ -15,7 +15,7 @@ try {
   const yaml = panel.getByRole('textbox', { name: 'Workflow YAML' })
   const row = (name) => panel.getByRole('listitem', { name })
 
-  await check(report, 'a definition with an error shows it inline at its line', async () => {
+  await check(report, 'a definition with an error shows it inline at its line (screenshot)', async () => {
     await p.getByRole('button', { name: 'Workflows', exact: true }).click()
     await panel.getByText('No workflows in this channel yet.').waitFor()
     await panel.getByRole('button', { name: 'New workflow' }).click()
@@ -25,6 +25,7 @@ try {
     await problem.filter({ hasText: 'timeout_secs' }).filter({ hasText: 'line 9' }).waitFor()
     if ((await yaml.getAttribute('aria-invalid')) !== 'true') throw new Error('the editor is not marked invalid')
     if (await row('Stand-up reminder').count()) throw new Error('an invalid definition was saved')
+    await shot(p, 'workflow-editor-desktop')
   })
   await check(report, 'fixed and saved, it is listed with its schedule', async () => {
     await yaml.fill(config.goodYaml)

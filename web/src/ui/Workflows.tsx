@@ -300,6 +300,7 @@ function Editor({ ws, channel, editing, onCancel, onSaved }: {
         aria-invalid={errors.length > 0}
         aria-describedby="wf-problems"
         spellcheck={false}
+        wrap="off"
         rows={Math.min(24, Math.max(10, lines + 1))}
         value={yaml}
         onInput={(e) => setYaml(e.currentTarget.value)}
