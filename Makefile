@@ -74,6 +74,7 @@ bench: $(VENV)/.dev web/node_modules/.installed
 	$(BIN)/python bench/web.py
 	$(BIN)/python bench/media.py
 	$(BIN)/python bench/workflows.py
+	$(BIN)/python bench/jobs.py
 
 # The import-layer rule (docs/architecture.md) is a test; lint runs it too, without servers.
 lint: $(VENV)/.dev

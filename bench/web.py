@@ -12,7 +12,9 @@ gets a Markdown image link there instead, which its page shows as text. web/e2e/
 in with the owner's key and times the click on *Sign in* until the newest message is on the
 screen. Rounds alternate between the two relays so that load on the shared box hits both alike;
 the figure is the median, the yardstick the baseline's median of the same run (issue 26: no
-worse than 1.5×). The baseline is buzz at `--baseline REV` (default: main before issue 26),
+worse than 1.5×). Then tab → tab delivery (issue 29): web/e2e/delivery.mjs signs the same key in
+twice and times each of `--messages` messages from Enter in one tab to its showing in the other;
+the figure is the p50 (issue 29: ≤ 100 ms), beside the baseline's. The baseline is buzz at `--baseline REV` (default: main before issue 26),
 installed into `.bench-baseline/<sha>/` by bench/ingest.py, so it serves its own page.
 """
 
@@ -49,6 +51,7 @@ from buzz.core.keys import generate_secret_key
 # main as it was when issue 26 was filed: the page renders every message as plain text.
 BEFORE_ISSUE_26 = "9872e6ea86de057195ae668bc106365d6f687361"
 TARGET_RATIO = 1.5
+DELIVERY_TARGET_MS = 100  # issue 29: tab → tab p50
 WEB = ingest.ROOT / "web"
 CHROMIUM = os.environ.get("BUZZ_CHROMIUM", "/usr/bin/chromium")
 SCENARIO_TIMEOUT_S = 600
@@ -131,6 +134,14 @@ def page_script(relay: ingest.RelayProc) -> str:
 
 
 def time_sign_in(relay: ingest.RelayProc, secret: str, newest: str, runs: int) -> dict[str, Any]:
+    return scenario("first-message", relay, {"secret": secret, "newest": newest, "runs": runs})
+
+
+def time_delivery(relay: ingest.RelayProc, secret: str, newest: str, count: int) -> dict[str, Any]:
+    return scenario("delivery", relay, {"secret": secret, "newest": newest, "count": count})
+
+
+def scenario(name: str, relay: ingest.RelayProc, given: dict[str, Any]) -> dict[str, Any]:
     node = shutil.which("node")
     if (
         node is None
@@ -138,15 +149,10 @@ def time_sign_in(relay: ingest.RelayProc, secret: str, newest: str, runs: int) -
         or not (WEB / "node_modules" / "playwright-core").is_dir()
     ):
         raise ingest.BenchError("needs node, Chromium (apt-get install chromium) and `cd web && npm ci`")
-    config = {
-        "url": relay.url.replace("ws://", "http://", 1) + "/",
-        "secret": secret,
-        "newest": newest,
-        "runs": runs,
-    }
+    config = {"url": relay.url.replace("ws://", "http://", 1) + "/"} | given
     env = {k: v for k, v in os.environ.items() if not k.startswith("BUZZ_")} | {"BUZZ_CHROMIUM": CHROMIUM}
     r = subprocess.run(
-        [node, str(WEB / "e2e" / "first-message.mjs"), json.dumps(config)],
+        [node, str(WEB / "e2e" / f"{name}.mjs"), json.dumps(config)],
         cwd=WEB, env=env, capture_output=True, timeout=SCENARIO_TIMEOUT_S, check=False,
     )  # fmt: skip
     lines = [line for line in r.stdout.decode().splitlines() if line.startswith("{")]
@@ -201,6 +207,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         "images": numbers.get("images", 0),
                         "attached_files": attached[key],
                     }
+            delivery = {
+                key: time_delivery(relays[key], secret, newest, args.messages)["deliveryMs"] for key in relays
+            }
         finally:
             for relay in relays.values():
                 relay.stop()
@@ -208,6 +217,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for key in ("this", "base"):
         out[key] = {"runs_ms": times[key], "median_ms": statistics.median(times[key]), "bundle": bundles[key]}
         out[key] |= shown[key]
+        out[key]["delivery_ms"] = delivery[key]
+        out[key]["delivery_p50_ms"] = statistics.median(delivery[key])
     out["ratio"] = out["this"]["median_ms"] / out["base"]["median_ms"]
     return out
 
@@ -236,6 +247,9 @@ def render(out: dict[str, Any]) -> str:
         f"baseline {out['base']['attached_files']}",
         f"time to the newest message, this tree / {out['baseline']['label']}: {out['ratio']:.2f}× "
         f"(target ≤ {TARGET_RATIO}×: {'MET' if ok else 'NOT MET'})",
+        f"tab → tab delivery p50, {len(out['this']['delivery_ms'])} messages: this tree "
+        f"{out['this']['delivery_p50_ms']:.0f} ms, {out['baseline']['label']} {out['base']['delivery_p50_ms']:.0f} ms "
+        f"(target ≤ {DELIVERY_TARGET_MS} ms: {'MET' if out['this']['delivery_p50_ms'] <= DELIVERY_TARGET_MS else 'NOT MET'})",
     ]
     return "\n".join(lines)
 
@@ -246,10 +260,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--count", type=int, default=1000, help="messages in the channel (100–5000)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (1–20)")
     ap.add_argument("--runs", type=int, default=3, help="sign-ins per page and round (1–20)")
+    ap.add_argument("--messages", type=int, default=20, help="tab → tab messages per page (1–200)")
     ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
     args = ap.parse_args(argv)
     if not 100 <= args.count <= 5000 or not 1 <= args.rounds <= 20 or not 1 <= args.runs <= 20:
         ap.error("--count 100–5000, --rounds 1–20, --runs 1–20")
+    if not 1 <= args.messages <= 200:
+        ap.error("--messages 1–200")
     return args
 
 

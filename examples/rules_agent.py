@@ -22,6 +22,13 @@ example of what an ACP agent in a buzz workspace does:
   | `attach <name>`                    | writes `OUTBOX/<name>` and replies with it attached (`--file`) |
   | anything else                      | `heard: <content>`                             |
 
+- a job (`[Buzz job]` block, jobs spec §6.5) is worked on by its instructions: it reports a
+  plan and a tool call (the harness turns them into progress 43003), then
+  `handoff` publishes a NIP-AJ result itself with `buzz jobs handoff` (a file it wrote, with a
+  verification entry), `sleep <seconds>` waits (cancellable) and answers `slept <seconds>`,
+  `fail` fails the prompt, `silent` ends with no text, and anything else ends with the final
+  text `done: <instructions>` (which the harness publishes as a `no_artifact` result);
+
 - it replies itself by running `buzz messages send --channel … --reply-to … --content …` (in an
   end-to-end encrypted DM: `buzz dms send --private --pubkey … --reply-to … --content …`) as a
   subprocess with the environment the harness gave it (so the reply is signed with the agent
@@ -63,12 +70,17 @@ from acp import PROTOCOL_VERSION, RequestError, run_agent
 from acp.connection import StreamEvent
 from acp.schema import (
     AgentCapabilities,
+    AgentMessageChunk,
+    AgentPlanUpdate,
     Cost,
     Implementation,
     InitializeResponse,
     NewSessionResponse,
+    PlanEntry,
     PromptCapabilities,
     PromptResponse,
+    TextContentBlock,
+    ToolCallStart,
     Usage,
     UsageUpdate,
 )
@@ -112,6 +124,8 @@ class Parsed:
     events: list[tuple[str, str]] = field(default_factory=list)
     steered: bool = False
     system_blocks: list[str] = field(default_factory=list)
+    job: str | None = None  # a job's id (the `[Buzz job]` block)
+    instructions: str = ""
 
 
 def parse_event_block(block: str) -> list[tuple[str, str]]:
@@ -143,6 +157,11 @@ def parse_prompt(blocks: list[str]) -> Parsed:
             parsed.events = parse_event_block(block)
         elif head.startswith("[Buzz event"):
             parsed.events = parse_event_block(block)
+        elif head == "[Buzz job]":
+            if m := re.search(r"^Job: ([0-9a-f]{64})$", block, re.M):
+                parsed.job = m.group(1)
+            if m := re.search(r"^Instructions:\n(.*?)\n\nFinish in one of two ways", block, re.S | re.M):
+                parsed.instructions = m.group(1).strip()
     return parsed
 
 
@@ -269,6 +288,11 @@ class RulesAgent:
             }
         )
         cancel = self.cancels[session_id] = asyncio.Event()
+        if parsed.job is not None:
+            try:
+                return await self.work_on_job(session_id, parsed, cancel, blocks)
+            finally:
+                self.cancels.pop(session_id, None)
         try:
             answers = []
             attach: list[str] = []
@@ -321,6 +345,100 @@ class RulesAgent:
             return PromptResponse(stop_reason="end_turn", usage=self.usage(blocks, output_tokens))
         finally:
             self.cancels.pop(session_id, None)
+
+    async def update(self, session_id: str, update: Any) -> None:
+        await self.conn.session_update(session_id, update)
+
+    async def work_on_job(
+        self, session_id: str, parsed: Parsed, cancel: asyncio.Event, blocks: list[str]
+    ) -> PromptResponse:
+        """A job: a plan, a tool call, then the outcome its instructions ask for."""
+        text = parsed.instructions
+        self.record({"type": "job", "session_id": session_id, "job": parsed.job, "instructions": text})
+        await self.update(
+            session_id,
+            AgentPlanUpdate(
+                session_update="plan",
+                entries=[
+                    PlanEntry(content="Read the request", status="completed", priority="medium"),
+                    PlanEntry(content=f"Work on: {text[:60]}", status="in_progress", priority="medium"),
+                ],
+            ),
+        )
+        await self.update(
+            session_id,
+            ToolCallStart(
+                session_update="tool_call",
+                tool_call_id=f"call-{uuid.uuid4().hex[:8]}",
+                title=f"Open {Path.home() / 'notes' / 'secret.txt'} and think",
+                status="in_progress",
+            ),
+        )
+        if text == "fail":
+            raise RequestError.internal_error({"details": "told to fail"})
+        answer: str | None = f"done: {text}"
+        if text.startswith("sleep "):
+            try:
+                seconds = float(text.split()[1])
+            except (IndexError, ValueError):
+                seconds = 1.0
+            try:
+                await asyncio.wait_for(cancel.wait(), seconds)
+            except TimeoutError:
+                answer = f"slept {seconds:g}"
+            else:
+                self.record({"type": "cancelled", "session_id": session_id, "job": parsed.job})
+                return PromptResponse(stop_reason="cancelled", usage=self.usage(blocks, 0))
+        elif text == "silent":
+            answer = None
+        elif text == "handoff":
+            answer = None
+            await self.handoff(session_id, parsed)
+        if answer is not None:
+            await self.update(
+                session_id,
+                AgentMessageChunk(
+                    session_update="agent_message_chunk", content=TextContentBlock(type="text", text=answer)
+                ),
+            )
+        return PromptResponse(stop_reason="end_turn", usage=self.usage(blocks, 1))
+
+    async def handoff(self, session_id: str, parsed: Parsed) -> None:
+        """Write a file and publish a NIP-AJ result naming it (a repository-relative path)."""
+        cwd = Path(self.sessions.get(session_id, {}).get("cwd") or ".")
+        (cwd / "OUTBOX").mkdir(parents=True, exist_ok=True)
+        (cwd / "OUTBOX" / "result.txt").write_text(f"result of {parsed.instructions}\n", encoding="utf-8")
+        manifest = {
+            "schemaVersion": 1,
+            "jobRequest": parsed.job,
+            "requestedOutcome": parsed.instructions,
+            "outcome": "wrote OUTBOX/result.txt",
+            "disposition": "completed",
+            "artifacts": [{"kind": "file", "label": "the result", "reference": "OUTBOX/result.txt"}],
+            "verification": [{"label": "file written", "status": "passed"}],
+        }
+        args = [
+            buzz_cli(),
+            "jobs",
+            "handoff",
+            "--channel",
+            parsed.channel or "",
+            "--job",
+            parsed.job or "",
+            "--manifest",
+            "-",
+        ]
+        proc = await asyncio.create_subprocess_exec(
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=dict(os.environ),
+        )
+        out, err = await proc.communicate(json.dumps(manifest).encode())
+        self.record(
+            {"type": "handoff", "exit": proc.returncode, "stdout": out.decode(), "stderr": err.decode()}
+        )
 
     async def probe(self, session_id: str) -> str:
         """Ask the client for a file and a terminal; report the JSON-RPC error codes it gave."""

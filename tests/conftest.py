@@ -6,7 +6,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_timeout
 
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay, relay_on
 
 BACKENDS = ["sqlite", "postgres"]
@@ -59,3 +61,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith("tests/web/"):
             item.add_marker(pytest.mark.browser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: pytest_timeout.Settings) -> object:
+    """The per-test timeout (`timeout` in pyproject.toml, or a test's own mark) is a hang
+    detector for an idle box: stretched by the load when the test starts (decision 270)."""
+    stretched = settings._replace(timeout=scaled(settings.timeout))
+    return pytest_timeout.pytest_timeout_set_timer(item=item, settings=stretched)

@@ -20,16 +20,17 @@ LAYERS: dict[str, frozenset[str]] = {
     "buzz.core": frozenset(),
     "buzz.store": frozenset({"buzz.core"}),
     "buzz.recall": frozenset({"buzz.core"}),  # client-side search over decrypted engrams
-    "buzz.client": frozenset({"buzz.core", "buzz.recall"}),
+    "buzz.client": frozenset({"buzz.core", "buzz.recall", "buzz.jobs"}),
     # files (issue 26): pure checks over core, byte stores and metadata over the store's interface
     "buzz.media": frozenset({"buzz.core", "buzz.store"}),
-    "buzz.relay": frozenset({"buzz.core", "buzz.store", "buzz.media", "buzz.workflows"}),
+    "buzz.relay": frozenset({"buzz.core", "buzz.store", "buzz.media", "buzz.jobs", "buzz.workflows"}),
+    "buzz.jobs": frozenset({"buzz.core"}),  # the job protocol's pure core (issue 27)
     # the workflow engine (issue 28): a pure core over core, and its runner over the store's interface
     "buzz.workflows": frozenset({"buzz.core", "buzz.store"}),
-    "buzz.agent": frozenset({"buzz.core", "buzz.client"}),
-    "buzz.mcp": frozenset({"buzz.core", "buzz.client"}),
+    "buzz.agent": frozenset({"buzz.core", "buzz.client", "buzz.jobs"}),
+    "buzz.mcp": frozenset({"buzz.core", "buzz.client", "buzz.jobs"}),
     "buzz.voice": frozenset({"buzz.core", "buzz.client"}),
-    "buzz.cli": frozenset({"buzz.core", "buzz.client"}),
+    "buzz.cli": frozenset({"buzz.core", "buzz.client", "buzz.jobs"}),
 }
 
 # module → the modules (or whole packages) of other layers it may import to start them.

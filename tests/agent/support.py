@@ -23,6 +23,7 @@ from buzz.client import RelayClient, RelayError, Subscription
 from buzz.core.channel_id import new_channel_id
 from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +107,7 @@ class Watcher:
     async def wait_for(
         self, predicate: Callable[[Event], bool], timeout: float = 20.0, what: str = "event"
     ) -> Event:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while True:
             for event in self.events:
                 if predicate(event):
@@ -203,7 +204,9 @@ class Workspace:
         task = asyncio.create_task(harness.run())
         try:
             ready = asyncio.create_task(harness.ready.wait())
-            done, _ = await asyncio.wait({ready, task}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {ready, task}, timeout=scaled(30), return_when=asyncio.FIRST_COMPLETED
+            )
             if task in done:
                 task.result()
             assert ready in done, "harness did not become ready"
@@ -211,7 +214,7 @@ class Workspace:
         finally:
             await harness.request_shutdown()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(task, 30)
+                await asyncio.wait_for(task, scaled(30))
 
 
 @contextlib.asynccontextmanager

@@ -66,6 +66,11 @@ SPEC_TABLE = [
     ("--claim-lease", "BUZZ_ACP_CLAIM_LEASE", 30),
     ("--steer-limit", "BUZZ_ACP_STEER_LIMIT", 2),
     ("--max-attempts", "BUZZ_ACP_MAX_ATTEMPTS", 10),
+    ("--no-managed-policy", "BUZZ_ACP_NO_MANAGED_POLICY", False),  # jobs spec §6.8
+    ("--max-agents", "BUZZ_ACP_MAX_AGENTS", 32),
+    ("--persona", "BUZZ_ACP_PERSONA", None),
+    ("--no-jobs", "BUZZ_ACP_NO_JOBS", False),
+    ("--job-progress-interval", "BUZZ_ACP_JOB_PROGRESS_INTERVAL", 5.0),  # issue 27: pace of 43003
     ("--retry-backoff", "BUZZ_ACP_RETRY_BACKOFF", 5.0),
 ]
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from tests.support.deadline import scaled
 from tests.support.relay import Identity
 
 BUZZ = str(Path(sys.executable).parent / "buzz")
@@ -63,7 +64,7 @@ async def buzz(
         stderr=asyncio.subprocess.PIPE,
         env=_env(relay_url, who, env),
     )
-    out, err = await asyncio.wait_for(proc.communicate(stdin or b""), 60)
+    out, err = await asyncio.wait_for(proc.communicate(stdin or b""), scaled(60))
     result = Result(proc.returncode or 0, out.decode(), err.decode())
     if who is not None:  # agents.md §1.1 item 3: a secret key never appears in CLI output
         assert who.secret not in result.stdout + result.stderr

@@ -16,6 +16,7 @@ import orjson
 from buzz.core.event import Event
 from buzz.core.huddle_wire import FrameHeader, client_frame
 from buzz.core.nip42 import build_auth_event
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ class AudioPeer:
 
     async def recv_json(self, timeout: float = 5.0) -> dict[str, Any]:
         while True:
-            msg = await self.ws.receive(timeout)
+            msg = await self.ws.receive(scaled(timeout))
             if msg.type == aiohttp.WSMsgType.PING:
                 await pong(self.ws, msg.data)
                 continue
@@ -118,7 +119,7 @@ class AudioPeer:
 
     async def recv_binary(self, timeout: float = 5.0) -> bytes:
         while True:
-            msg = await self.ws.receive(timeout)
+            msg = await self.ws.receive(scaled(timeout))
             if msg.type == aiohttp.WSMsgType.PING:
                 await pong(self.ws, msg.data)
                 continue
@@ -130,7 +131,7 @@ class AudioPeer:
     async def expect_close(self, timeout: float = 5.0) -> list[dict[str, Any]]:
         """Read until the socket closes; returns the text messages seen (pings answered)."""
         texts = []
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(scaled(timeout)):
             while True:
                 msg = await self.ws.receive()
                 if msg.type == aiohttp.WSMsgType.TEXT:
@@ -186,7 +187,7 @@ async def until_seated(client: HuddleClient, running: asyncio.Task[Any]) -> None
 async def texts_until(peer: AudioPeer, want: int, kind: str) -> list[dict[str, Any]]:
     """Text messages of `kind` until `want` of them arrived (binary frames are skipped)."""
     seen: list[dict[str, Any]] = []
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(scaled(10)):
         while len(seen) < want:
             msg = await peer.ws.receive()
             if msg.type == aiohttp.WSMsgType.PING:

@@ -18,12 +18,13 @@ from buzz.voice.seat import read_seat
 from tests.cli.helpers import BUZZ, _env
 from tests.huddle.support import ChannelSpec, make_channel
 from tests.operator.support import served
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 
 async def _seated(url: str, channel: str, who: Identity, join: asyncio.subprocess.Process) -> None:
     """Until the join's seat file exists (written once the relay's `joined` arrived)."""
-    async with asyncio.timeout(120):  # a bound for a stuck join, not a measured duration
+    async with asyncio.timeout(scaled(120)):  # a bound for a stuck join, not a measured duration
         while read_seat(url, channel, who.pubkey) is None:
             assert join.returncode is None, "the join exited before it was seated"
             await asyncio.sleep(0.05)
@@ -47,7 +48,7 @@ async def test_join_reports_a_lost_relay_as_network_error(
             await _seated(relay.url, channel, alice, join)
             relay.proc.send_signal(how)
             await relay.proc.wait()
-            out, err = await asyncio.wait_for(join.communicate(), 60)
+            out, err = await asyncio.wait_for(join.communicate(), scaled(60))
         finally:
             if join.returncode is None:
                 join.kill()

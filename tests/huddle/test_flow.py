@@ -15,15 +15,16 @@ from buzz.voice.client import HuddleClient, HuddleOptions
 from buzz.voice.seat import state_dir
 from tests.cli.helpers import buzz
 from tests.huddle.support import ChannelSpec, join, make_channel, until_seated
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 
 async def until_joined_event(
     running: RunningRelay, reader: Identity, parent: str, who: Identity, kind: int = 48101
 ) -> None:
-    """Wait (bounded, 30 s) until the relay's 48101 (or `kind`) for `who` is stored in `parent`."""
+    """Wait (a hang bound: 30 s on an idle box, scaled) until the relay's 48101 (or `kind`) for `who` is stored in `parent`."""
     async with running.client(reader) as client:
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(scaled(30)):
             while not await client.query([{"kinds": [kind], "#h": [parent], "#p": [who.pubkey]}]):
                 await asyncio.sleep(0.05)
 
@@ -87,14 +88,14 @@ async def test_status_shows_the_peer_index_of_my_running_join(
             )
             assert other["you"]["in_room"] is False and other["you"]["peer_index"] is None
             # the recogniser was told the room's names and channel name (whisper's prompt)
-            async with asyncio.timeout(30):
+            async with asyncio.timeout(scaled(30)):
                 while not recognizer.contexts:
                     await asyncio.sleep(0.05)
             names, channel_name = recognizer.contexts[-1]
             assert "Alice Liddell" in names and channel_name
         finally:
             client.stop()
-            await asyncio.wait_for(running, 30)
+            await asyncio.wait_for(running, scaled(30))
     after = json.loads(
         (
             await buzz(sqlite_relay.url, bob, "huddle", "status", "--channel", huddle, "--parent", parent)
@@ -185,7 +186,7 @@ async def test_a_second_start_reports_the_live_huddles_agents(
 
     seat = await join(sqlite_relay, bob, huddle, parent=parent)  # a parent member is added (§3.6)
     assert seat.joined is not None and seat.joined["type"] == "joined", seat.joined
-    async with sqlite_relay.client(bob) as client, asyncio.timeout(30):
+    async with sqlite_relay.client(bob) as client, asyncio.timeout(scaled(30)):
         while not await client.query([{"kinds": [39002], "#d": [huddle], "#p": [bob.pubkey]}]):
             await asyncio.sleep(0.05)  # the member list is re-signed after the join commits
     inside = (await buzz(url, bob, "huddle", "start", "--channel", parent)).json
@@ -230,7 +231,7 @@ async def test_join_moves_a_start_that_lost_the_race_to_the_winner(
         room = hers["huddle_channel_id"]
         args = ["huddle", "join", "--channel", room, "--parent", parent, "--duration", "1", "--quiet"]
         joined = asyncio.create_task(buzz(sqlite_relay.url, alice, *args))
-        seat = await seats.next(timeout=60)
+        seat = await seats.next(timeout=scaled(60))
         assert orjson.loads(seat.content)["ephemeral_channel_id"] == his
         done = await joined
         assert done.code == 0, done.stderr
@@ -249,11 +250,12 @@ async def test_end_closes_the_seats_of_everyone_still_in_the_huddle(
     started = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent)
     assert started.code == 0, started.stderr
     huddle = json.loads(started.stdout)["huddle_channel_id"]
-    args = ["huddle", "join", "--channel", huddle, "--parent", parent, "--duration", "55", "--quiet"]
+    stay = f"{scaled(55):.0f}"  # far longer than the end takes to reach the seat: it must end it
+    args = ["huddle", "join", "--channel", huddle, "--parent", parent, "--duration", stay, "--quiet"]
     async with sqlite_relay.client(alice) as watcher:
         seats = await watcher.subscribe([{"kinds": [48101], "#h": [parent], "#p": [bob.pubkey]}])
         joined = asyncio.create_task(buzz(sqlite_relay.url, bob, *args, "--stt-engine", "whisper-tiny"))
-        seated = asyncio.create_task(seats.next(timeout=55))
+        seated = asyncio.create_task(seats.next(timeout=float(stay)))
         await asyncio.wait({joined, seated}, return_when=asyncio.FIRST_COMPLETED)
         assert seated.done() and not joined.done(), joined.result().stderr if joined.done() else ""
     ended = await buzz(

@@ -34,6 +34,7 @@ from buzz.voice.whisper import WhisperRecognizer
 from tests.agent.support import add_member, workspace
 from tests.cli.helpers import buzz
 from tests.huddle.support import until_seated
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 SENTENCE = "please book the design review for monday morning"
@@ -110,13 +111,13 @@ async def test_spoken_sentence_reaches_the_agent_and_its_reply_is_heard(
                 )
                 reply = ws.watcher.replies_to(transcript, agent.pubkey)[0]
                 assert "[session=" in reply.content  # the channel keeps the full text
-                async with asyncio.timeout(30):
+                async with asyncio.timeout(scaled(30)):
                     while listener.speaker.spoken == 0:
                         await asyncio.sleep(0.05)
             finally:
                 listener.stop()
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(listening, 15)
+                    await asyncio.wait_for(listening, scaled(15))
     heard = listener.report
     assert heard.transcripts == []  # bob's silence published nothing
     assert heard.replies and heard.replies[0]["id"] == reply.id and not heard.replies[0]["cut"]

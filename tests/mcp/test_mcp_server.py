@@ -37,6 +37,14 @@ TOOLS = {
     "get_file": ({"url", "sha256", "path"}, set()),  # url or sha256 (oneOf)
     "send_private_dm": ({"pubkeys", "content", "reply_to"}, {"pubkeys", "content"}),
     "get_private_dms": ({"pubkeys", "limit"}, set()),
+    "request_job": (
+        {"channel_id", "agent", "prompt", "requested_outcome", "deadline_secs", "parent_job"},
+        {"channel_id", "agent", "prompt"},
+    ),
+    "list_jobs": ({"channel_id", "state", "limit"}, {"channel_id"}),
+    "get_job": ({"job_id"}, {"job_id"}),
+    "cancel_job": ({"job_id", "reason"}, {"job_id"}),
+    "submit_job_result": ({"channel_id", "job_id", "manifest"}, {"channel_id", "job_id", "manifest"}),
     # workflows.md §17
     "list_workflows": ({"channel_id"}, {"channel_id"}),
     "get_workflow": ({"workflow_id"}, {"workflow_id"}),

@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.deadline import scaled
+
 BUZZ = str(Path(sys.executable).with_name("buzz"))
 
 
@@ -54,7 +56,7 @@ class Served:
         """SIGTERM, wait; returns the exit code."""
         if self.proc.returncode is None:
             self.proc.send_signal(signal.SIGTERM)
-        return await asyncio.wait_for(self.proc.wait(), 20)
+        return await asyncio.wait_for(self.proc.wait(), scaled(20))
 
 
 BANNER_LINES = 11  # the banner's lines, RELAY_URL last (buzz.relay.banner)
@@ -95,7 +97,7 @@ async def served(
         assert proc.stdout is not None
         banner = []
         for _ in range(BANNER_LINES):
-            line = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()
+            line = (await asyncio.wait_for(proc.stdout.readline(), scaled(20))).decode()
             assert line, f"relay exited early: {log_path.read_text()}"
             banner.append(line.rstrip("\n"))
         yield Served(proc, port, banner, log_path)

@@ -96,7 +96,7 @@ async def test_event_answers_in_pipeline_order(sqlite_relay: RunningRelay, alice
                 "invalid: AUTH events cannot be submitted via EVENT",
             ),
             "unknown kind": (Event.create(alice.secret, 1063, ""), "restricted: unknown event kind"),
-            "reserved kind": (Event.create(alice.secret, 43001, ""), "restricted: unknown event kind"),
+            "reserved kind": (Event.create(alice.secret, 9009, ""), "restricted: unknown event kind"),
             "49001": (Event.create(alice.secret, 49001, ""), "restricted: unknown event kind"),
             "relay-only": (
                 Event.create(alice.secret, 39000, "", [["d", "x"]]),

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from buzz.client import RelayClient
+from buzz.core.huddle_wire import AUTH_TIMEOUT as HUDDLE_AUTH_TIMEOUT_S
 from buzz.core.keys import generate_secret_key, public_key
+from buzz.core.limits import AUTH_TIMEOUT_S
 from buzz.relay.config import RelayConfig
 from buzz.relay.relay import Relay
 from buzz.relay.server import running_relay
+from tests.support.deadline import scaled
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,13 @@ class RunningRelay:
 async def relay_on(
     data_dir: Path, database_url: str | None = None, **config: object
 ) -> AsyncIterator[RunningRelay]:
-    """A relay on 127.0.0.1:<free port> with its data in `data_dir` (and PostgreSQL if given)."""
+    """A relay on 127.0.0.1:<free port> with its data in `data_dir` (and PostgreSQL if given).
+
+    Its AUTH deadlines (the relay's and the huddle socket's, 5 s each) are scaled by the load
+    (decision 270): they bound how fast this test's clients (browser pages, CLI processes)
+    answer a challenge, a wall-clock assumption on a loaded box; a test of a deadline itself
+    sets its own (`auth_timeout_s=…`, the huddle settings)."""
+    config.setdefault("auth_timeout_s", scaled(AUTH_TIMEOUT_S))
     cfg = RelayConfig.from_env(
         {},
         host="127.0.0.1",
@@ -54,6 +63,8 @@ async def relay_on(
         **config,
     )
     async with running_relay(cfg) as (relay, url):
+        huddles = relay.huddles
+        huddles.settings = replace(huddles.settings, auth_timeout_s=scaled(HUDDLE_AUTH_TIMEOUT_S))
         # NIP-42 relay tags name the URL the client dialled; RELAY_URL's default names
         # localhost:3000, so accept the Host-derived URL (relay.md §7.3 item 2) as clients do.
         yield RunningRelay(relay, url)

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.deadline import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "web"
 E2E = WEB / "e2e"
@@ -70,7 +72,7 @@ async def run_scenario(name: str, config: dict[str, Any], timeout: float = 240) 
     {"checks": {name: bool}, "numbers": {…}, "errors": [...], "console": [...], …}."""
     proc = await spawn(name, config)
     try:
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout)
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), scaled(timeout))
     except TimeoutError:
         proc.kill()
         stdout, stderr = await proc.communicate()
@@ -126,7 +128,7 @@ class LiveScenario:
 
     async def reached(self, step: str, timeout: float = 120) -> dict[str, Any]:
         """The scenario's `step` message, once it has printed it; fails if it ended first."""
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(scaled(timeout)):
             while step not in self.steps:
                 if self._readers[0].done():
                     pytest.fail(f"scenario {self.name} ended before step {step!r}: {self.stderr}")
@@ -142,7 +144,7 @@ class LiveScenario:
     async def report(self, timeout: float = 120) -> dict[str, Any]:
         """Wait for the scenario to end; its report (as `run_scenario`'s)."""
         try:
-            await asyncio.wait_for(self.proc.wait(), timeout)
+            await asyncio.wait_for(self.proc.wait(), scaled(timeout))
         except TimeoutError:
             self.proc.kill()
             await self.proc.wait()

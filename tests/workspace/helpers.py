@@ -26,6 +26,7 @@ _TABLES = {
     "event_threads": "event_id, root_id, parent_id, depth",
     "dm_channels": "participants, channel_id",
     "dm_hidden": "channel_id, pubkey",
+    "jobs": "id, state, last_seq, disposition, updated_at",
 }
 
 

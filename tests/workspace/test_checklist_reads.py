@@ -87,7 +87,7 @@ async def test_author_only_gate_and_count(relay: RunningRelay, alice: Identity, 
         await accepted(a, mine)
         await accepted(b, theirs)
         await accepted(b, profile)
-        persona = Event.create(bob.secret, 30175, "{}", [["d", "quiet"]])
+        persona = Event.create(bob.secret, 30175, '{"display_name": "Helper"}', [["d", "quiet"]])
         await accepted(b, persona)
         assert await _closed(a, {"kinds": [30300]}) == AO_GATE  # 62
         assert await ids(a, {"kinds": [30300], "authors": [alice.pubkey]}) == {mine.id}

@@ -2,7 +2,7 @@
 kind registry, checked against the running relay over WebSocket on both backends.
 
 Rows: every registered kind whose visibility sets are non-empty (shared-gated kinds also in the
-§5.2 tag shapes) plus one channel-scoped kind (kind 9 in a private channel). Columns: the read
+§5.2 tag shapes) plus the channel-scoped kinds 9 and 43001–43006 in a private channel. Columns: the read
 paths (stored REQ, live subscription, ids lookup with and without `kinds`, COUNT, NIP-50 search)
 × the readers (author, p-target, channel member, non-member, unauthenticated), each path with the
 filters a client would use — with their `kinds`, and the same filters without `kinds` (issue 25
@@ -49,6 +49,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 KNOWN_SETS = {"AO", "PG", "RG", "SG", "EG"}
 GATED = sorted(k for k, info in REGISTRY.items() if info.sets)
 CHANNEL_KIND = 9
+# Channel-scoped rows: a message, and the job kinds (issue 27: a job is visible to the channel's
+# readers only, on every path).
+CHANNEL_KINDS = (CHANNEL_KIND, 43001, 43002, 43003, 43004, 43005, 43006)
 READERS = ("author", "p-target", "member", "non-member", "unauthenticated")
 PATHS = ("req", "live", "ids", "ids+kinds", "count", "search")
 # relay.md §5.2: tag shapes of a shared-gated event beyond "no shared tag" (None = no extra tags).
@@ -102,7 +105,7 @@ def _variants() -> list[Variant]:
         out.append(Variant(str(kind), kind))
         if kind in SG:
             out += [Variant(f"{kind}-{shape}", kind, extra) for shape, extra in SHARED_SHAPES.items()]
-    out.append(Variant(f"{CHANNEL_KIND}-private-channel", CHANNEL_KIND, in_channel=True))
+    out += [Variant(f"{kind}-private-channel", kind, in_channel=True) for kind in CHANNEL_KINDS]
     return out
 
 
@@ -360,7 +363,7 @@ async def _subscribe_live(w: World) -> dict[tuple[str, str, int], tuple[Subscrip
 
 # -- the matrix --------------------------------------------------------------------------------------
 async def test_matrix_covers_every_gated_kind() -> None:
-    assert {v.kind for v in VARIANTS} == set(GATED) | {CHANNEL_KIND}
+    assert {v.kind for v in VARIANTS} == set(GATED) | set(CHANNEL_KINDS)
     assert set().union(*(REGISTRY[k].sets for k in GATED)) <= KNOWN_SETS  # a new set needs a spec rule here
     assert {1059, 24200, 30174, 30175, 30178, 30179, 30300, 30350, 44100, 44101, 44200} <= set(GATED)
 

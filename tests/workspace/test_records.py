@@ -33,9 +33,18 @@ async def test_persona_rules(relay: RunningRelay, alice: Identity) -> None:
             ([["d", "x" * 65]], "invalid: persona d tag must match ^[a-z0-9][a-z0-9_-]{0,63}$"),
         ]
         for tags, expected in cases:
-            await refused(relay, a, Event.create(alice.secret, 30175, "{}", tags), expected)
-        await accepted(a, Event.create(alice.secret, 30175, "{}", [["d", "x" * 64], ["shared", "true"]]))
-        await accepted(a, Event.create(alice.secret, 30175, "{}", [["d", "helper_1-b"]]))
+            await refused(
+                relay, a, Event.create(alice.secret, 30175, '{"display_name": "Helper"}', tags), expected
+            )
+        await accepted(
+            a,
+            Event.create(
+                alice.secret, 30175, '{"display_name": "Helper"}', [["d", "x" * 64], ["shared", "true"]]
+            ),
+        )
+        await accepted(
+            a, Event.create(alice.secret, 30175, '{"display_name": "Helper"}', [["d", "helper_1-b"]])
+        )
 
 
 async def test_team_catalog_rules(relay: RunningRelay, alice: Identity) -> None:
@@ -118,9 +127,11 @@ async def test_workflow_definition_rules(relay: RunningRelay, alice: Identity) -
 
 async def test_shared_gate(relay: RunningRelay, alice: Identity, bob: Identity) -> None:
     async with relay.client(alice) as a, relay.client(bob) as b:
-        shared = Event.create(alice.secret, 30175, "{}", [["d", "shared-one"], ["shared", "true"]])
-        private = Event.create(alice.secret, 30175, "{}", [["d", "private-one"]])
-        team = Event.create(alice.secret, 30176, "{}", [["d", "team"]])
+        shared = Event.create(
+            alice.secret, 30175, '{"display_name": "Helper"}', [["d", "shared-one"], ["shared", "true"]]
+        )
+        private = Event.create(alice.secret, 30175, '{"display_name": "Helper"}', [["d", "private-one"]])
+        team = Event.create(alice.secret, 30176, '{"name": "Team"}', [["d", "team"]])
         for event in (shared, private, team):
             await accepted(a, event)
         mine = {shared.id, private.id, team.id}

@@ -152,7 +152,7 @@ def test_named_sets_and_places() -> None:
     assert {1059, 24200, 30024, 30174, 30179, 30300, 30350, 44100, 44101, 44200} | workflow_records == (
         kinds.NON_SEARCHABLE_KINDS
     )
-    assert {9009, *range(43001, 43007)} == kinds.RESERVED_KINDS
+    assert {9009} == kinds.RESERVED_KINDS
     assert {
         39000,
         39001,
@@ -170,7 +170,7 @@ def test_named_sets_and_places() -> None:
     } == kinds.RELAY_ONLY_KINDS
     # agents.md §3.1: the kinds that require `h`.
     assert {
-        9, 9000, 9001, 9002, 9005, 9007, 9008, 9021, 9022, 30620, *range(40002, 40009), 40099, 40100,
+        9, 9000, 9001, 9002, 9005, 9007, 9008, 9021, 9022, 30620, *range(40002, 40009), 40099, 40100, *range(43001, 43007),
         45001, 45002, 45003, *range(46001, 46008), 46010, 46011, 46012, 48100, 48101, 48102, 48103, 48106,
     } == kinds.NEEDS_H_KINDS  # fmt: skip
     assert not kinds.GLOBAL_ONLY_KINDS & kinds.NEEDS_H_KINDS
@@ -243,7 +243,7 @@ UNKNOWN = sorted({k for k in BUZZ if not kinds.is_known(k)} | {2, 4, 1063, 10004
 
 
 async def test_unknown_and_reserved_kinds_are_refused(sqlite_relay: RunningRelay, alice: Identity) -> None:
-    assert {9009, 43001, 41, 49001, 30622} <= set(UNKNOWN)
+    assert {9009, 41, 49001, 30622} <= set(UNKNOWN)
     async with sqlite_relay.client(alice) as c:
         for kind in UNKNOWN:
             result = await c.publish(Event.create(alice.secret, kind, "", [["d", "x"]]))

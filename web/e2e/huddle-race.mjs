@@ -11,7 +11,7 @@
 // - "loser-first": the loser is stored first and its look is answered (EOSE) before the
 //   winner is let on, so the loser only learns of the winner live, from inside its own huddle
 //   (the panel moves it).
-import { launch, person, signIn, openChannel, scenario, check, finish, reached, until } from './lib.mjs'
+import { launch, person, signIn, openChannel, scenario, check, finish, reached, until, scaled } from './lib.mjs'
 
 const { config, report } = scenario()
 const { browser, close } = await launch([
@@ -104,10 +104,10 @@ try {
     report.numbers.winner = aliceWins ? 'alice' : 'bob'
     try {
       await Promise.all([
-        alice.roster.getByText('Alice (you)').waitFor({ timeout: 60000 }),
-        alice.roster.getByText('Bob', { exact: true }).waitFor({ timeout: 60000 }),
-        bob.roster.getByText('Bob (you)').waitFor({ timeout: 60000 }),
-        bob.roster.getByText('Alice', { exact: true }).waitFor({ timeout: 60000 }),
+        alice.roster.getByText('Alice (you)').waitFor({ timeout: scaled(60000) }),
+        alice.roster.getByText('Bob', { exact: true }).waitFor({ timeout: scaled(60000) }),
+        bob.roster.getByText('Bob (you)').waitFor({ timeout: scaled(60000) }),
+        bob.roster.getByText('Alice', { exact: true }).waitFor({ timeout: scaled(60000) }),
       ])
     } catch (e) {
       // Say where each page is (its room, its panel's words), so an intermittent failure can be

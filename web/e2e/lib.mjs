@@ -1,8 +1,16 @@
 // Shared helpers for the browser scenarios that tests/web/*.py run: Debian's Chromium through
 // playwright-core, one fresh profile per run, and the checks each scenario reports as JSON.
+import os from 'node:os'
 import { chromium } from 'playwright-core'
 
 export const CHROMIUM = process.env.BUZZ_CHROMIUM || '/usr/bin/chromium'
+// Waits are hang detectors, scaled by the load as the Python side's (docs/decisions.md 270):
+// with L runnable processes on N cores a page gets about N/L of a core. Read at each use.
+export function slowdown() {
+  return Math.max(1, os.loadavg()[0] / Math.max(1, os.cpus().length))
+}
+export const scaled = (ms) => Math.round(ms * slowdown())
+
 export const DESKTOP = { width: 1280, height: 800 }
 export const PHONE = { width: 390, height: 844 }
 
@@ -30,7 +38,7 @@ export async function person(browser, report, name, viewport = DESKTOP, init, op
   const context = await browser.newContext({ viewport, ...options })
   if (init) await init(context)
   const page = await context.newPage()
-  page.setDefaultTimeout(15000)
+  page.setDefaultTimeout(scaled(15000))
   page.on('dialog', async (d) => {
     report.errors.push(`${name}: unexpected ${d.type()} dialog: ${d.message()}`)
     await d.dismiss()

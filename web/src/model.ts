@@ -27,7 +27,7 @@ export type Msg = {
   deleted: boolean
   replies: Set<string>
   reactions: Map<string, Map<string, string>> // emoji -> pubkey -> reaction event id
-  seq: number // same-second order: arrival for live events, relay order for pages
+  seq: number // arrival order (live events count up, history pages down); not the display order
 }
 export type Timeline = { ids: string[]; hasMore: boolean; loading: boolean; loaded: boolean }
 /** One huddle as its lifecycle events in the parent tell it (huddle.md §8.5). `room` is the
@@ -84,7 +84,9 @@ export function profileOf(e: NEvent): Profile {
   return { name: pick('display_name') || pick('name'), about: pick('about'), picture, owner: ownerOf(e), event: e }
 }
 
-export const byTime = (a: Msg, b: Msg) => a.ev.created_at - b.ev.created_at || a.seq - b.seq
+/** One order for every reader, live and after a reload (decision 221): by created_at, then by
+ * id — the relay's own tie rule (relay.md §6.4), which a page of history arrives in anyway. */
+export const byTime = (a: Msg, b: Msg) => a.ev.created_at - b.ev.created_at || (a.ev.id < b.ev.id ? -1 : a.ev.id > b.ev.id ? 1 : 0)
 
 export function insertSorted(t: Timeline, m: Msg, msgs: Map<string, Msg>): void {
   let i = t.ids.length

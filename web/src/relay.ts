@@ -21,7 +21,8 @@ type Sub = {
 
 const OPERATION_TIMEOUT_MS = 15_000
 const MAX_QUERY_EVENTS = 5000 // a query collects at most this many events before EOSE
-const RECONNECT_MS = [500, 1000, 2000, 5000, 10000]
+// Back within about two seconds of the relay's return (issue 29 item 10), never hammering it.
+const RECONNECT_MS = [250, 500, 1000, 2000]
 
 export function relayUrl(): string {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws'
@@ -72,6 +73,9 @@ export class RelayConn {
       for (const p of [...this.oks.values(), ...this.counts.values()]) p.reject(new Error('error: connection closed'))
       this.oks.clear()
       this.counts.clear()
+      // Their callers were just told "not sent": a queued EVENT or COUNT must not go out later
+      // behind their back (a retry sends the same event again, decision 220).
+      this.outbox = this.outbox.filter((f) => !f.startsWith('["EVENT"') && !f.startsWith('["COUNT"'))
       if (!this.stopped) {
         const delay = RECONNECT_MS[Math.min(this.attempts++, RECONNECT_MS.length - 1)]
         setTimeout(() => this.open(), delay)

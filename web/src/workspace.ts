@@ -7,6 +7,11 @@ import { resolveNames } from './mentions'
 import { firstTag, now, type NEvent, type Signer, type Tag } from './types'
 import { AgentDesk } from './agents'
 import { HuddleBook } from './huddle-book'
+import { Outbox } from './outbox'
+import { ReadState } from './unread'
+import { PresenceBook } from './presence'
+import { Inbox } from './inbox'
+import { shouldNotify } from './notify'
 import {
   DELETION, EDIT, HUDDLE_ENDED, HUDDLE_JOINED, HUDDLE_KINDS, HUDDLE_LEFT, HUDDLE_STARTED, MAX_CONTENT_BYTES, MESSAGE,
   MODERATION_DELETE, PAGE, PRESENCE, REACTION, TYPING, byTime, insertSorted, profileOf, threadLinks,
@@ -18,12 +23,15 @@ export * from './model'
 
 const LIVE_KINDS = [MESSAGE, EDIT, REACTION, DELETION, MODERATION_DELETE, ...HUDDLE_KINDS]
 const TYPING_TTL_S = 6
-const LAST_READ_KEY = 'buzz.lastRead.'
 
 export class Workspace {
   readonly relay: RelayConn
   readonly desk: AgentDesk = new AgentDesk(this)
   readonly huddleBook: HuddleBook = new HuddleBook(this)
+  readonly outbox: Outbox
+  readonly reads: ReadState
+  readonly presenceBook: PresenceBook
+  readonly inbox: Inbox
   status: 'connecting' | 'online' | 'offline' = 'connecting'
   statusDetail = ''
   channels = new Map<string, Channel>()
@@ -33,10 +41,13 @@ export class Workspace {
   presence = new Map<string, string>()
   msgs = new Map<string, Msg>()
   timelines = new Map<string, Timeline>()
-  unread = new Map<string, number>()
+  get unread(): Map<string, number> {
+    return this.reads.unread
+  }
   typing = new Map<string, Map<string, number>>()
   active: string | null = null
   thread: string | null = null
+  editRequest: string | null = null // ↑ in an empty box: the message to open for editing
   focus: string | null = null // the message a permalink or search result points at (highlighted)
   notice: string | null = null
   refused = new Map<string, string>() // channel id -> the relay's refusal of a read
@@ -56,6 +67,10 @@ export class Workspace {
 
   constructor(readonly me: Signer) {
     this.relay = new RelayConn(relayUrl(), me)
+    this.outbox = new Outbox(this.relay, () => this.changed())
+    this.reads = new ReadState(this)
+    this.presenceBook = new PresenceBook(this)
+    this.inbox = new Inbox(this)
     this.relay.onstatus = (s, detail) => {
       this.status = s
       this.statusDetail = detail ?? ''
@@ -86,14 +101,14 @@ export class Workspace {
   // -- start -----------------------------------------------------------------------------
   async start(): Promise<void> {
     this.relay.start()
+    this.reads.follow()
     this.needProfiles([this.me.pubkey])
     // Being added to or removed from a channel; that channel's own state (39000/39002) then
     // comes through the per-channel subscription (relay.md §6.3 item 3: channel events reach
     // live subscriptions only through a filter naming the channel).
     this.relay.subscribe([{ kinds: [44100, 44101], '#p': [this.me.pubkey], limit: 0 }], (e) => this.onChannelState(e))
     void this.loadRelayInfo()
-    void this.publishPresence()
-    window.setInterval(() => void this.publishPresence(), 60_000)
+    this.presenceBook.start()
     await this.loadChannels()
   }
 
@@ -121,19 +136,13 @@ export class Workspace {
   /** Start a huddle from `parent` in its own channel (huddle.md §8.4); the room id to join. */
   startHuddle = (parent: string, agents: string[]): Promise<string> => this.huddleBook.start(parent, agents)
 
-  private async publishPresence(): Promise<void> {
-    try {
-      await this.relay.publish({ kind: PRESENCE, created_at: now(), tags: [], content: 'online' })
-    } catch {
-      /* presence is best effort */
-    }
-  }
-
   private stateTimer = 0
   private onChannelState(e: NEvent): void {
     if (e.kind === 39002) this.applyRoles(e)
     clearTimeout(this.stateTimer)
-    this.stateTimer = window.setTimeout(() => void this.loadChannels(), 150)
+    // A background refresh: when the relay does not answer in time (a loaded box), the page
+    // keeps the list it has and the next state change reloads it; never an unhandled rejection.
+    this.stateTimer = window.setTimeout(() => void this.loadChannels().catch(() => undefined), 150)
   }
 
   private applyRoles(e: NEvent): void {
@@ -183,7 +192,7 @@ export class Workspace {
     this.channels = next
     this.channelsLoaded = true
     this.resubscribe()
-    void this.countUnread()
+    void this.reads.countAll()
     this.changed()
   }
 
@@ -219,20 +228,6 @@ export class Workspace {
     previous?.()
   }
 
-  private async countUnread(): Promise<void> {
-    for (const c of this.myChannels()) {
-      const last = Number(localStorage.getItem(LAST_READ_KEY + c.id) ?? '0')
-      if (!last || c.id === this.active || this.unread.has(c.id)) continue
-      try {
-        const n = await this.relay.count([{ kinds: [MESSAGE], '#h': [c.id], since: last + 1 }])
-        if (n > 0 && c.id !== this.active) this.unread.set(c.id, n)
-      } catch {
-        /* counts are a hint */
-      }
-    }
-    this.changed()
-  }
-
   // -- profiles --------------------------------------------------------------------------
   needProfiles(pubkeys: string[]): void {
     let added = false
@@ -244,7 +239,8 @@ export class Workspace {
     }
     if (!added) return
     clearTimeout(this.profileTimer)
-    this.profileTimer = window.setTimeout(() => void this.fetchProfiles(), 30)
+    // Keys whose fetch failed are no longer wanted: the next view that needs them asks again.
+    this.profileTimer = window.setTimeout(() => void this.fetchProfiles().catch(() => undefined), 30)
   }
 
   private async fetchProfiles(): Promise<void> {
@@ -257,7 +253,7 @@ export class Workspace {
     ])
     for (const e of found) {
       if (e.kind === PRESENCE) {
-        this.presence.set(e.pubkey, e.content)
+        this.presenceBook.event(e)
         continue
       }
       const have = this.profiles.get(e.pubkey)
@@ -291,17 +287,21 @@ export class Workspace {
     this.active = id
     history.replaceState(null, '', `#${id}`)
     this.thread = null
-    this.unread.delete(id)
-    this.markRead(id)
+    this.reads.opened(id)
     this.changed()
     const ch = this.channels.get(id)
     if (ch && !this.roles.has(id)) void this.loadMembers(id)
     if (ch && !this.huddles.has(id)) void this.loadHuddle(id).catch(() => undefined)
     if (!this.timelines.get(id)?.loaded) await this.loadOlder(id)
-  }
-
-  private markRead(id: string): void {
-    localStorage.setItem(LAST_READ_KEY + id, String(now()))
+    // Back to the first unread message, so the divider has it (at most 500 further).
+    const divider = this.reads.dividers.get(id)
+    const shown = this.visible(id)
+    if (divider && shown.length && shown[0].ev.created_at > divider.at) await this.loadOlder(id, divider.at)
+    this.reads.settled.add(id)
+    // The inbox's queries wait for the first channel on screen (time to the first message).
+    if (!this.inbox.started) void this.inbox.load()
+    if (this.active === id) this.reads.markRead(id)
+    this.changed()
   }
 
   async loadMembers(id: string): Promise<void> {
@@ -508,7 +508,7 @@ export class Workspace {
         return this.huddleBook.event(e)
       case TYPING: {
         const ch = firstTag(e, 'h')
-        if (!ch || e.pubkey === this.me.pubkey) return
+        if (!ch || e.pubkey === this.me.pubkey || this.presenceBook.stopped(e)) return
         let m = this.typing.get(ch)
         if (!m) this.typing.set(ch, (m = new Map()))
         m.set(e.pubkey, now() + TYPING_TTL_S)
@@ -557,12 +557,9 @@ export class Workspace {
     if (!root || m.broadcast) insertSorted(this.timeline(channel), m, this.msgs)
     if (live) {
       this.typing.get(channel)?.delete(e.pubkey)
-      if (channel !== this.active && e.pubkey !== this.me.pubkey) {
-        this.unread.set(channel, (this.unread.get(channel) ?? 0) + 1)
-      } else if (channel === this.active) {
-        this.markRead(channel)
-      }
-      if (e.pubkey !== this.me.pubkey && e.tags.some((t) => t[0] === 'p' && t[1] === this.me.pubkey)) this.notify(m)
+      this.reads.live(m)
+      this.inbox.consider(e)
+      if (shouldNotify(this, m)) this.notify(m)
     }
     this.changed()
   }
@@ -578,6 +575,13 @@ export class Workspace {
     if (!m) return []
     const t = now()
     return [...m.entries()].filter(([, until]) => until > t).map(([pk]) => this.nameOf(pk))
+  }
+
+  /** The box was emptied: others' "typing" line clears at once (decision 223). */
+  stoppedTyping(channel: string): void {
+    if (!this.lastTyping) return
+    this.lastTyping = 0
+    void this.presenceBook.stoppedTyping(channel)
   }
 
   async typed(channel: string): Promise<void> {
@@ -597,7 +601,8 @@ export class Workspace {
     return out
   }
 
-  /** `files`: uploaded attachments (attach.ts), one URL line each after the text and their imeta tags. */
+  /** Sign the message and show it at once; the outbox delivers it (its state shows on it).
+   * `files`: uploaded attachments (attach.ts), one URL line each after the text and their imeta tags. */
   async send(channel: string, text: string, picked: string[], replyTo: string | null = null, files: { urls: string[]; tags: Tag[] } | null = null): Promise<NEvent> {
     if (!text.trim() && !files?.urls.length) throw new Error('Type a message first.')
     const content = files?.urls.length ? [...(text.trim() ? [text] : []), ...files.urls].join('\n') : text
@@ -614,9 +619,10 @@ export class Workspace {
     const mentions = [...new Set([...picked.filter((p) => names.has(p)), ...resolved])]
     for (const p of mentions) tags.push(['p', p])
     if (files) tags.push(...files.tags)
-    const ev = await this.relay.publish({ kind: MESSAGE, created_at: now(), tags, content })
+    const ev = await this.me.sign({ kind: MESSAGE, created_at: this.outbox.stamp(), tags, content })
     this.lastTyping = 0 // the next keystroke is a new bout of typing
     this.ingest(ev, true)
+    void this.outbox.deliver(ev)
     return ev
   }
 

@@ -395,13 +395,33 @@ class AgentPool:
         self._failures: list[int] = [0] * size
         self._not_before: list[float] = [0.0] * size
         self._locks = [asyncio.Lock() for _ in range(size)]
+        self.limit = size  # workers in use; the owner's 30177 moves it live (jobs spec §10.1)
 
     @property
     def size(self) -> int:
-        return len(self.processes)
+        return self.limit
 
     def free(self) -> list[int]:
-        return [i for i in range(self.size) if not self.busy[i]]
+        return [i for i in range(self.limit) if not self.busy[i]]
+
+    def resize(self, size: int) -> None:
+        """Use `size` workers from now on: growing adds workers (started on first use),
+        shrinking stops offering the ones above it (`surplus` lists those to stop once idle)."""
+        while len(self.processes) < size:
+            self.processes.append(None)
+            self.busy.append(False)
+            self._failures.append(0)
+            self._not_before.append(0.0)
+            self._locks.append(asyncio.Lock())
+        self.limit = size
+
+    def surplus(self) -> list[int]:
+        """Idle running workers above the limit: to be stopped."""
+        return [
+            i
+            for i in range(self.limit, len(self.processes))
+            if self.processes[i] is not None and not self.busy[i]
+        ]
 
     def process(self, index: int) -> AgentProcess | None:
         proc = self.processes[index]
@@ -449,7 +469,7 @@ class AgentPool:
 
     async def start_all(self) -> None:
         """Start every worker now (not `--lazy-pool`); failures are logged and retried later."""
-        results = await asyncio.gather(*(self.ensure(i) for i in range(self.size)), return_exceptions=True)
+        results = await asyncio.gather(*(self.ensure(i) for i in range(self.limit)), return_exceptions=True)
         for i, result in enumerate(results):
             if isinstance(result, BaseException):
                 log.warning("agent[%d] did not start: %s", i, result)

@@ -195,6 +195,11 @@ FLAGS: tuple[Flag, ...] = (
     Flag("claim_lease", "--claim-lease", "BUZZ_ACP_CLAIM_LEASE", 30, _int_in(4, 3600), "seconds a claim lives without its heartbeat before another process (or a restart) retries the event, 4–3600"),
     Flag("steer_limit", "--steer-limit", "BUZZ_ACP_STEER_LIMIT", 2, _int_in(0, None), "consecutive steers of one turn before new events queue (steer mode)"),
     Flag("max_attempts", "--max-attempts", "BUZZ_ACP_MAX_ATTEMPTS", 10, _int_in(1, MAX_ATTEMPTS_LIMIT), "attempts of a failing batch before the failure reply, 1–100"),
+    Flag("no_managed_policy", "--no-managed-policy", "BUZZ_ACP_NO_MANAGED_POLICY", False, parse_bool, "ignore the owner's managed-agent record (30177)", is_flag=True),
+    Flag("max_agents", "--max-agents", "BUZZ_ACP_MAX_AGENTS", 32, _int_in(1, MAX_AGENTS), "upper bound for parallelism from a 30177, 1–32"),
+    Flag("persona", "--persona", "BUZZ_ACP_PERSONA", None, _text, "persona slug of the owner (or <author>:<slug>) for [System] and the model"),
+    Flag("no_jobs", "--no-jobs", "BUZZ_ACP_NO_JOBS", False, parse_bool, "take no jobs (43001): neither accept nor decline them", is_flag=True),
+    Flag("job_progress_interval", "--job-progress-interval", "BUZZ_ACP_JOB_PROGRESS_INTERVAL", 5.0, _seconds, "seconds between a job's progress events (43003), in (0, 3600]"),
     Flag("retry_backoff", "--retry-backoff", "BUZZ_ACP_RETRY_BACKOFF", 5.0, _seconds, "seconds before the first retry (doubling, at most 300)"),
 )  # fmt: skip
 
@@ -259,6 +264,11 @@ class HarnessConfig:
     steer_limit: int = 2
     max_attempts: int = 10
     retry_backoff: float = 5.0
+    no_managed_policy: bool = False
+    max_agents: int = 32
+    persona: str | None = None
+    no_jobs: bool = False
+    job_progress_interval: float = 5.0
     # Derived by load_config (not flags):
     base_prompt: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)  # attribute → "flag" | "env" | "default"
@@ -349,6 +359,8 @@ def _finish(cfg: HarnessConfig) -> HarnessConfig:
     relay_urls(cfg.relay, given_as(cfg, "relay"))
     _exclusive(cfg, "system_prompt", "system_prompt_file")
     _exclusive(cfg, "heartbeat_prompt", "heartbeat_prompt_file")
+    if cfg.persona is not None and (cfg.system_prompt is not None or cfg.system_prompt_file is not None):
+        raise ConfigError("--persona and --system-prompt / --system-prompt-file are mutually exclusive")
     if cfg.heartbeat_interval and cfg.heartbeat_interval < MIN_HEARTBEAT_S:
         raise ConfigError(
             f"--heartbeat-interval must be 0 or ≥ {MIN_HEARTBEAT_S}, got {cfg.heartbeat_interval}"

@@ -273,12 +273,17 @@ def describe_policy(mode: str, owner_name: str | None = None) -> str:
     return POLICY_TEXT[mode].format(owner=f" ({owner_name})" if owner_name else "")
 
 
-def not_admitted_text(mode: str, owner_name: str | None = None) -> str:
-    """The visible answer to a mention the author gate refused (issue 14 item 1)."""
+def not_admitted_text(mode: str, owner_name: str | None = None, agent: str | None = None) -> str:
+    """The visible answer to a mention the author gate refused (issue 14 item 1): who the
+    agent answers, and how to ask its owner for access (issue 27: the owner grants it in
+    the Directory's "Answers" control, or with one command; no restart)."""
     others = "|".join(m for m in ADMITTED if m != mode)
+    owner = f"my owner {owner_name}" if owner_name else "my owner"
+    target = f" --agent {agent}" if agent else ""
     return (
         f"I only answer {describe_policy(mode, owner_name)}, so I can't help with this. "
-        f"My owner can change that with `buzz agent run --respond-to {others}`."
+        f"Ask {owner} for access: they can let you in from the Directory (Answers) or with "
+        f"`buzz agents managed set{target} --respond-to {others}`."
     )
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -43,6 +44,9 @@ from buzz.agent.directory import Members, Profiles, discover_channels
 from buzz.agent.gates import WakeRule, build_rules, describe_policy
 from buzz.agent.identity import AgentIdentity
 from buzz.agent.intake import CHANNEL_SUB_PREFIX, MEMBERSHIP_SUB, Intake
+from buzz.agent.jobs import JOBS_SUB_PREFIX, JobDesk
+from buzz.agent.persona import PERSONA_SUB, apply_persona, newest, parse_persona_ref, persona_filter
+from buzz.agent.policy import POLICY_DELETE_SUB, POLICY_SUB, Policy, PolicyWatch
 from buzz.agent.preflight import PreflightError, check_mcp
 from buzz.agent.private_inbox import PrivateInbox
 from buzz.agent.queue import WorkQueue
@@ -145,6 +149,11 @@ class Harness:
         )
         self.dispatcher = Dispatcher(self.runtime)
         self.intake = Intake(self.runtime, self.dispatcher, self.request_shutdown)
+        self.jobs = JobDesk(self.runtime, self.dispatcher)
+        self.intake.jobs = self.jobs
+        self.policy: PolicyWatch | None = None
+        if identity.owner is not None and not config.no_managed_policy:
+            self.policy = PolicyWatch(config, identity.pubkey, identity.owner, self._apply_policy)
         self.intake.private = PrivateInbox(self.runtime, self.intake)
 
     # -- hooks -------------------------------------------------------------------------------
@@ -176,9 +185,76 @@ class Harness:
         if found:
             log.info("caught up %d event(s) of %s from the last %d s", found, channel, until - since)
 
+    async def _load_persona(self) -> None:
+        """§10.2: the persona at startup (none → ConfigError, exit 1), then watched."""
+        rt = self.runtime
+        assert self.config.persona is not None
+        author, slug = parse_persona_ref(self.config.persona, self.identity.owner)
+        flt = persona_filter(author, slug)
+        found = newest(await rt.link.query([flt]))
+        if found is None:
+            raise ConfigError(f"persona not found: {slug} (author {author[:12]}…)")
+        self._persona_head = (found.created_at, found.id)
+        rt.config, rt.persona_name = apply_persona(rt.config, found, self.config)
+        log.info("persona %s applied (%s)", slug, rt.persona_name or "no display name")
+        await rt.link.subscribe(PERSONA_SUB, {k: v for k, v in flt.items() if k != "limit"}, found.created_at)
+
+    async def _persona_changed(self, event: Event) -> None:
+        key = (event.created_at, event.id)
+        head = getattr(self, "_persona_head", None)
+        if head is not None and (-key[0], key[1]) >= (-head[0], head[1]):
+            return
+        self._persona_head = key
+        rt = self.runtime
+        rt.config, rt.persona_name = apply_persona(rt.config, event, self.config)
+        log.info("persona %s updated; new sessions use it", event.d_tag)
+
+    async def _record_persona(self, slug: str | None) -> None:
+        """§10.2 item 5: without `--persona`, the owner's 30177 `persona_id` (a persona of the
+        owner) is used the same way, for sessions created from now on; cleared, the flags'
+        prompt and model come back. A persona the agent cannot read is logged and skipped."""
+        rt, owner = self.runtime, self.identity.owner
+        if slug is None or owner is None:
+            rt.config = dataclasses.replace(
+                rt.config, system_prompt=self.config.system_prompt, model=self.config.model
+            )
+            rt.persona_name = None
+            return
+        try:
+            found = newest(await rt.link.query([persona_filter(owner, slug)]))
+        except Exception as exc:
+            log.warning("persona %s of the managed-agent record not read: %s", slug, exc)
+            return
+        if found is None:
+            log.warning(
+                "persona %s of the managed-agent record not found (or not shared with the agent)", slug
+            )
+            return
+        rt.config, rt.persona_name = apply_persona(rt.config, found, self.config)
+        log.info("persona %s (from the managed-agent record) applies to new sessions", slug)
+
+    async def _apply_policy(self, policy: Policy) -> None:
+        """The owner's 30177 changed (jobs spec §10.1): the author gate reads it at once; the
+        pool grows now and shrinks as its surplus workers go idle."""
+        rt = self.runtime
+        previous, rt.policy = rt.policy, policy
+        if self.config.persona is None and policy.persona_id != (previous.persona_id if previous else None):
+            await self._record_persona(policy.persona_id)
+        rt.pool.resize(policy.parallelism)
+        if not self.config.lazy_pool:
+            for worker in rt.pool.free():
+                if rt.pool.process(worker) is None:
+                    try:
+                        await rt.pool.ensure(worker)
+                    except AgentGone as exc:
+                        log.warning("agent[%d] did not start: %s", worker, exc)
+        await self.dispatcher.trim_pool()
+        self.dispatcher.wake()
+
     async def request_shutdown(self) -> None:
         """Stop accepting events; `run` then cancels turns, goes offline and returns 0."""
         self.intake.accepting = False
+        self.jobs.accepting = False
         self._stop.set()
 
     # -- run ---------------------------------------------------------------------------------
@@ -248,6 +324,8 @@ class Harness:
     async def _startup(self, start: int) -> None:
         rt = self.runtime
         await rt.link.connected.wait()
+        if self.config.persona is not None:
+            await self._load_persona()
         own = await rt.profiles.get(self.identity.pubkey)
         rt.agent_name = own.display_name
         owner = self.identity.owner
@@ -272,9 +350,18 @@ class Harness:
             if catch_up:
                 await self._catch_up(channel, start - catch_up, start)
             await self.intake.open_channel(channel, start, catch_up=catch_up > 0)
+            await self.jobs.open_channel(channel, start)
         await rt.link.subscribe(
             MEMBERSHIP_SUB, {"kinds": [44100, 44101], "#p": [self.identity.pubkey]}, start
         )
+        if self.policy is not None:  # the head version comes with the stored phase
+            for sub_id, flt in self.policy.filters().items():
+                await rt.link.subscribe(sub_id, flt, 0)
+        for channel in channels:  # after the subscriptions: a job arriving meanwhile is seen once
+            try:
+                await self.jobs.catch_up(channel, start)
+            except Exception as exc:
+                log.warning("job catch-up of %s failed: %s", channel, exc)
         assert self.intake.private is not None
         await self.intake.private.open(start)  # end-to-end encrypted DMs (NIP-17)
         log.info(
@@ -285,7 +372,15 @@ class Harness:
         while True:
             sub_id, event = await self._inbound.get()
             try:
-                await self.intake.route(sub_id, event)
+                if sub_id.startswith(JOBS_SUB_PREFIX):
+                    await self.jobs.route(sub_id, event)
+                elif sub_id == PERSONA_SUB:
+                    await self._persona_changed(event)
+                elif sub_id in (POLICY_SUB, POLICY_DELETE_SUB):
+                    if self.policy is not None:
+                        await self.policy.route(sub_id, event)
+                else:
+                    await self.intake.route(sub_id, event)
             except Exception as exc:  # one line; the traceback only at DEBUG (issue 14 item 2)
                 log.warning("could not handle event %s: %s: %s", event.id, type(exc).__name__, exc)
                 log.debug("traceback of the failed event", exc_info=True)
@@ -346,8 +441,10 @@ class Harness:
     async def _shutdown(self) -> None:
         rt = self.runtime
         self.intake.accepting = False
+        self.jobs.accepting = False
         await self.dispatcher.shutdown()
         self.intake.stop_watching()
+        self.jobs.stop_watching()
         for task in self._tasks:  # no heartbeat may outlive the release below
             if task.get_name() == "claim-heartbeat":
                 task.cancel()

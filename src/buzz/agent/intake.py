@@ -46,6 +46,10 @@ from buzz.agent.status import (
 )
 from buzz.agent.turns import Dispatcher
 from buzz.core.event import Event
+from buzz.core.nip19 import npub
+
+if TYPE_CHECKING:
+    from buzz.agent.jobs import JobDesk
 
 if TYPE_CHECKING:
     from buzz.agent.private_inbox import PrivateInbox
@@ -79,6 +83,7 @@ class Intake:
         self.last_accepted = time.monotonic()
         self.notices = NoticeLimiter()
         self.watching: dict[str, tuple[str, asyncio.Task[None]]] = {}  # event id → (channel, watcher)
+        self.jobs: JobDesk | None = None  # set by the harness: the channel's job subscription follows it
         self.private: PrivateInbox | None = None  # end-to-end encrypted DMs (set by the harness)
 
     # -- subscriptions -----------------------------------------------------------------------
@@ -140,7 +145,7 @@ class Intake:
             return
         info = rt.channel(channel)
         decision = author_decision(
-            rt.config.respond_to, info.type, event.pubkey, agent, owner, rt.config.respond_to_allowlist
+            rt.policy.respond_to, info.type, event.pubkey, agent, owner, rt.policy.allowlist
         )
         if decision is Decision.CHECK_MEMBER:
             admitted = await rt.members.is_member(channel, event.pubkey) or (
@@ -214,7 +219,8 @@ class Intake:
             log.warning("queue of %s is full; dropped the oldest event %s", channel, evicted.event.id[:12])
             await rt.claims.done(evicted.event.id)
             await rt.status.unreact([evicted])
-        if self.dispatcher.in_flight(channel) is not None and not solo:
+        turn = self.dispatcher.in_flight(channel)
+        if turn is not None and turn.job is None and not solo:  # a job is never steered (jobs spec §6.4)
             action = arrival_action(rt.config.multiple_event_handling, event.pubkey, owner)
             if action is Arrival.STEER:
                 await self.dispatcher.steer(channel)
@@ -235,7 +241,7 @@ class Intake:
             return
         owner = rt.identity.owner
         owner_name = (await rt.profiles.get(owner)).display_name if owner is not None else None
-        text = not_admitted_text(rt.config.respond_to, owner_name)
+        text = not_admitted_text(rt.policy.respond_to, owner_name, npub(agent))
         await rt.status.notice(channel, reply_anchor(event), NOTICE_NOT_ADMITTED, text)
 
     # -- owner commands (§4.5 step 3) ----------------------------------------------------------
@@ -293,12 +299,17 @@ class Intake:
             self.rt.channels[channel] = info
         if await self.open_channel(channel, event.created_at, catch_up=self.rt.config.catch_up > 0):
             log.info("added to channel %s; subscribed", channel)
+        if self.jobs is not None:
+            await self.jobs.open_channel(channel, event.created_at)
+            await self.jobs.catch_up(channel, int(time.time()))
 
     async def remove_channel(self, channel: str) -> None:
         """44101 / revoked access: close `ch-C`, drain C's queue (removing 👀) and invalidate
         C's sessions; an in-flight turn finishes and its session is dropped when it returns."""
         rt = self.rt
         await rt.link.unsubscribe(channel_sub(channel))
+        if self.jobs is not None:
+            await self.jobs.close_channel(channel)
         drained = rt.queue.drain(channel)
         self.stop_watching(channel)
         for item in drained:

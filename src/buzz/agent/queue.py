@@ -191,6 +191,21 @@ class WorkQueue:
         ch.not_before = now + delay
         return Retry(delay, batch.attempts)
 
+    def remove(self, channel: str, event_id: str) -> Item | None:
+        """Take the queued (not in-flight) item of `event_id` out of `channel` (a cancelled
+        job, jobs spec §6.7); None when it is not waiting there."""
+        ch = self._channels.get(channel)
+        if ch is None:
+            return None
+        for item in ch.pending:
+            if item.event.id == event_id:
+                ch.pending.remove(item)
+                return item
+        if ch.retry is not None and any(i.event.id == event_id for i in ch.retry.items):
+            batch, ch.retry = ch.retry, None
+            return batch.items[0]
+        return None
+
     def drain(self, channel: str) -> list[Item]:
         """Remove every queued (not in-flight) event of `channel` (removal, §4.3 item 3)."""
         ch = self._channels.get(channel)

@@ -14,6 +14,7 @@ from buzz.agent.config import HarnessConfig
 from buzz.agent.directory import Members, Profiles
 from buzz.agent.gates import WakeRule
 from buzz.agent.identity import AgentIdentity
+from buzz.agent.policy import Policy, from_flags
 from buzz.agent.prompts import PRIVATE_DM_TYPE, ChannelInfo, is_private
 from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
@@ -43,6 +44,13 @@ class Runtime:
     channels: dict[str, ChannelInfo] = field(default_factory=dict)
     agent_name: str | None = None
     voice_guidelines: dict[str, Event] = field(default_factory=dict)  # channel → newest 48106 seen
+    persona_name: str | None = None  # the --persona's display name (default session titles)
+    # whom the agent answers and its pool size: the flags, or the owner's 30177 applied live
+    policy: Policy | None = None
+
+    def __post_init__(self) -> None:
+        if self.policy is None:
+            self.policy = from_flags(self.config)
 
     def note_voice_guidelines(self, channel_id: str, event: Event) -> None:
         """Keep `event` (a 48106 of the channel) when it is the newest seen there."""

@@ -66,7 +66,7 @@ def mcp_servers(runtime: Runtime) -> list[dict[str, Any]]:
 def session_title(runtime: Runtime, channel: ChannelInfo | None) -> str:
     if runtime.config.session_title:
         return runtime.config.session_title
-    name = runtime.agent_name or "agent"
+    name = runtime.persona_name or runtime.agent_name or "agent"
     return f"{name} · #{channel.name}" if channel is not None else f"{name} · heartbeat"
 
 

@@ -23,6 +23,8 @@ class TurnEnd(enum.Enum):
     SUPERSEDED = "superseded"  # cancelled by newer events (§4.8 interrupt)
     FAILED = "failed"  # error, crash, idle timeout or max duration (§4.7 item 4)
     SHUTDOWN = "shutdown"  # `!shutdown` or harness exit
+    JOB_CANCELLED = "job_cancelled"  # a 43005 for the running job (jobs spec §6.7)
+    JOB_TIMEOUT = "job_timeout"  # the job's deadline passed (jobs spec §6.5 item 3)
 
 
 # §4.9 item 3: endings after which the channel's session is dropped.
@@ -34,6 +36,8 @@ DROPS_SESSION: dict[TurnEnd, bool] = {
     TurnEnd.SUPERSEDED: False,
     TurnEnd.FAILED: True,
     TurnEnd.SHUTDOWN: True,
+    TurnEnd.JOB_CANCELLED: True,
+    TurnEnd.JOB_TIMEOUT: True,
 }
 
 # §4.7 item 4: only these endings are failures (retried with backoff); cancellations by owner

@@ -25,6 +25,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from buzz.agent import attachments
 from buzz.agent.acp_pool import AgentGone, AgentProcess, Block, PromptOutcome
 from buzz.agent.event_view import reply_anchor
 from buzz.agent.history import build_history
+from buzz.agent.job_turns import run_job
 from buzz.agent.metrics import TurnUsage, build_metric_event, build_payload, is_all_null, map_stop_reason
 from buzz.agent.prompts import ChannelInfo, turn_blocks
 from buzz.agent.queue import Batch, DeadLetter, Item, Retry
@@ -66,6 +68,7 @@ class Turn:
     steers: int = 0  # steering requests honoured so far (issue 14 item 7)
     answered: bool = False  # the agent answered the batch's last prompt (its claims stay)
     drop_session: bool = False
+    job: str | None = None  # the job id of a job turn (jobs spec §6.5): never steered
     session: SessionState | None = None
     proc: AgentProcess | None = None
     task: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -87,6 +90,9 @@ class Dispatcher:
         self.stats = {"turns": 0, "failures": 0, "dead_letters": 0}
         self.last_turn: dict[str, object] | None = None
         self.turn_ended = asyncio.Event()
+        # (worker, session id) → who wants that session's `session/update`s (a job's progress)
+        self.observers: dict[tuple[int, str], Callable[[dict[str, object]], None]] = {}
+        self.abandoned: dict[int, int] = {}  # worker → finished job sessions it still holds
 
     # -- control surface -------------------------------------------------------------------
     def wake(self) -> None:
@@ -119,6 +125,8 @@ class Dispatcher:
             return False
         if turn.requested is TurnEnd.STEERED:
             return True
+        if turn.job is not None:  # events arriving during a job wait for the next batch (§6.4)
+            return False
         if turn.requested is not None or not steer_allowed(turn.steers, self.rt.config.steer_limit):
             return False
         turn.steers += 1
@@ -140,7 +148,11 @@ class Dispatcher:
                 await self.rt.pool.restart(worker)
 
     def on_update(self, worker: int, session_id: str, update: dict[str, object]) -> None:
-        """`session/update` from a subprocess: usage goes to the running turn's metrics."""
+        """`session/update` from a subprocess: usage goes to the running turn's metrics, and
+        every update to the session's observer (a job's progress)."""
+        observer = self.observers.get((worker, session_id))
+        if observer is not None:
+            observer(update)
         if update.get("sessionUpdate") == "usage_update":
             usage = self._usage.get((worker, session_id))
             if usage is not None:
@@ -157,9 +169,17 @@ class Dispatcher:
                 await asyncio.wait_for(self._wake.wait(), timeout)
             self._wake.clear()
 
+    async def trim_pool(self) -> None:
+        """Stop idle workers above the pool's limit (a 30177 lowered parallelism)."""
+        for worker in self.rt.pool.surplus():
+            self.rt.sessions.drop_worker(worker)
+            await self.rt.pool.restart(worker)
+
     def _start_ready(self) -> None:
         if self.stopping:
             return
+        if self.rt.pool.surplus():
+            asyncio.get_running_loop().create_task(self.trim_pool(), name="pool-trim")
         while True:
             free = [w for w in self.rt.pool.free()]
             if not free:
@@ -173,6 +193,10 @@ class Dispatcher:
             turn = Turn(batch.channel, worker, batch)
             self.turns[batch.channel] = turn
             self.last_activity = time.monotonic()
+            if "job" in batch.items[0].meta:  # a job runs alone in its own session (jobs spec §6.5)
+                turn.job = batch.items[0].event.id
+                turn.task = asyncio.create_task(run_job(self, turn), name=f"job-{batch.channel}")
+                continue
             turn.task = asyncio.create_task(self._run(turn), name=f"turn-{batch.channel}")
 
     async def shutdown(self) -> None:

@@ -43,7 +43,8 @@ class _McpCommand(click.Command):
 def mcp(ctx: Context, relay: str | None, private_key: str | None, auth_tag: str | None) -> None:
     """Serve the workspace to an MCP client over stdio (tools: send_message, get_messages,
     get_thread, search, list_channels, join_channel, add_reaction, mem_get, mem_set, mem_ls, mem_search,
-    upload_file, get_file).
+    upload_file, get_file, request_job, list_jobs, get_job, cancel_job, submit_job_result, and the twelve
+    workflow tools).
 
     A missing or invalid key or BUZZ_AUTH_TAG exits 3 before serving. Logs go to stderr.
 

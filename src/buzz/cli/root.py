@@ -22,6 +22,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "agent",
         "Run an agent: the ACP harness, and your agents' status and usage.",
     ),
+    "agents": (
+        "buzz.cli.agents_cmd",
+        "agents",
+        "Agent directory: personas, teams and the managed-agent policy owners set.",
+    ),
     "channels": (
         "buzz.cli.channels_cmd",
         "channels",
@@ -34,13 +39,19 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "huddle",
         "Voice huddles: start, join, leave, list and inspect a channel's audio room.",
     ),
+    "jobs": (
+        "buzz.cli.jobs_cmd",
+        "jobs",
+        "Jobs for agents: request one, follow it, cancel it, hand off its result.",
+    ),
     "keys": ("buzz.cli.keys_cmd", "keys", "Key pairs (secp256k1, NIP-19 forms)."),
     "mcp": (
         "buzz.cli.mcp_cmd",
         "mcp",
         "Serve the workspace to an MCP client over stdio (tools: send_message, get_messages, "
         "get_thread, search, list_channels, join_channel, add_reaction, mem_get, mem_set, "
-        "mem_ls, mem_search, upload_file, get_file, and the twelve workflow tools).",
+        "mem_ls, mem_search, upload_file, get_file, request_job, list_jobs, get_job, cancel_job, "
+        "submit_job_result, and the twelve workflow tools).",
     ),
     "mem": (
         "buzz.cli.mem_cmd",
@@ -58,7 +69,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "workflows": (
         "buzz.cli.workflows_cmd",
         "workflows",
-        "Workflows: create, update, enable, run, approve and inspect a channel's automations.",
+        "Workflows: YAML automations bound to a channel.",
     ),
 }
 

@@ -9,7 +9,7 @@
 Areas (each a small class over the same `Session`): `channels` (and members), `messages`
 (threads, edits, deletion, search), `reactions`, `dms`, `private_dms` (NIP-17 gift wraps),
 `users` (profiles, presence),
-`huddles` (start, list, status), `files` (blob upload and download, media.md §13) and
+`huddles` (start, list, status), `jobs` (request, wait, list, cancel, handoff), `files` (blob upload and download, media.md §13) and
 `memory(owner=…, agent=…)` (engrams). Values are the
 dataclasses of `buzz.client.models`; every failure is a `buzz.client.errors.WorkspaceError`.
 Transports are the API's choice: the HTTP bridge (NIP-98) for one-shot reads and writes, a
@@ -33,7 +33,9 @@ from buzz.client.users import Users
 from buzz.client.workflows import Workflows
 
 if TYPE_CHECKING:
+    from buzz.client.agent_records import AgentRecords
     from buzz.client.huddles import Huddles
+    from buzz.client.jobs import Jobs
     from buzz.client.memory import Memory
     from buzz.client.private_dms import PrivateDms
 
@@ -69,6 +71,20 @@ class Workspace:
         from buzz.client.private_dms import PrivateDms
 
         return PrivateDms(self.session)
+
+    @functools.cached_property
+    def jobs(self) -> Jobs:
+        """Jobs (jobs spec §7): request, wait, list, show, cancel, hand off."""
+        from buzz.client.jobs import Jobs
+
+        return Jobs(self.session)
+
+    @functools.cached_property
+    def agent_records(self) -> AgentRecords:
+        """Personas, teams and managed agents (jobs spec §11, §13.2)."""
+        from buzz.client.agent_records import AgentRecords
+
+        return AgentRecords(self.session)
 
     async def __aenter__(self) -> Workspace:
         await self.session.__aenter__()

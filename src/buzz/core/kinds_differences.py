@@ -21,6 +21,10 @@ DELIBERATE_DIFFERENCES: dict[int, str] = {}
 SCOPE_DIFFERENCES: dict[int, str] = {
     40099: "the relay spec lets an agent with a registered owner sign control outcomes (m:w, §9 item 11); "
     "buzz has no client scope for system messages",
+    **dict.fromkeys(
+        range(43001, 43007),
+        "the jobs spec accepts the job lifecycle from channel members (m:w, issue 27); buzz refuses it at ingest",
+    ),
     48101: "the relay spec makes huddle joins relay-signed only; buzz lets clients send them with channels:write",
     48102: "the relay spec makes huddle leaves relay-signed only; buzz lets clients send them with channels:write",
 }
@@ -40,6 +44,10 @@ PLACE_DIFFERENCES: dict[int, str] = {
     9021: "the relay spec requires h (the channel to join); buzz checks it in the command handler instead",
     30620: "the relay spec requires h (the workflow's channel); buzz treats it as a command kind",
     40099: "the relay spec requires h (system messages live in a channel); buzz emits them internally only",
+    **dict.fromkeys(
+        range(43001, 43007),
+        "the jobs spec places jobs in their channel (Place H); buzz refuses the kinds at ingest",
+    ),
     **dict.fromkeys((46001, 46002, 46003, 46004, 46005, 46006, 46007, 46010, 46011, 46012), _WORKFLOW),
 }
 

@@ -149,6 +149,35 @@ async def _get_private_dms(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
     return {"messages": as_json(found), "unreadable": ws.private_dms.unreadable}
 
 
+async def _request_job(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    asked = await ws.jobs.request(
+        a["channel_id"],
+        a["agent"],
+        a["prompt"],
+        requested_outcome=a.get("requested_outcome"),
+        deadline_secs=a.get("deadline_secs"),
+        parent=a.get("parent_job"),
+    )
+    return asked.to_dict()
+
+
+async def _list_jobs(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    found = await ws.jobs.list(a["channel_id"], state=a.get("state"), limit=int(a.get("limit", 50)))
+    return {"jobs": [j.summary() for j in found]}
+
+
+async def _get_job(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    return (await ws.jobs.get(a["job_id"])).to_dict()
+
+
+async def _cancel_job(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    return await ws.jobs.cancel(a["job_id"], a.get("reason"))
+
+
+async def _submit_job_result(ws: Workspace, a: dict[str, Any]) -> dict[str, Any]:
+    return await ws.jobs.handoff(a["channel_id"], a["job_id"], a["manifest"])
+
+
 HANDLERS: dict[str, Handler] = {
     "send_message": _send_message,
     "get_messages": _get_messages,
@@ -165,6 +194,11 @@ HANDLERS: dict[str, Handler] = {
     "get_file": _get_file,
     "send_private_dm": _send_private_dm,
     "get_private_dms": _get_private_dms,
+    "request_job": _request_job,
+    "list_jobs": _list_jobs,
+    "get_job": _get_job,
+    "cancel_job": _cancel_job,
+    "submit_job_result": _submit_job_result,
     **WORKFLOW_HANDLERS,  # workflows.md §17
 }
 assert set(HANDLERS) == set(TOOLS_BY_NAME)

@@ -285,6 +285,78 @@ TOOLS: tuple[ToolSpec, ...] = (
         "content, participants, reply_to, wrap_id, e2ee}], unreadable}.",
         _obj({"pubkeys": {"type": "array", "items": _PUBKEY, "maxItems": 8}, "limit": _limit(1000, 100)}),
     ),
+    # -- jobs (jobs spec §8): the CLI's implementation, `buzz.client.jobs` --------------------------
+    ToolSpec(
+        "request_job",
+        "Ask an agent member of a channel for a job (kind 43001). `agent` is hex, npub or @Name. Returns "
+        "{job_id, event_id, channel_id, assignee}; follow it with get_job.",
+        _obj(
+            {
+                "channel_id": _CHANNEL,
+                "agent": {"type": "string", "minLength": 1, "description": "The agent: hex, npub or @Name."},
+                "prompt": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 65536,
+                    "description": "What to do.",
+                },
+                "requested_outcome": {
+                    "type": "string",
+                    "description": "The outcome asked for (default: the prompt).",
+                },
+                "deadline_secs": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 604800,
+                    "description": "Seconds to finish in.",
+                },
+                "parent_job": {**_EVENT_ID, "description": "The job this one was delegated from."},
+            },
+            ("channel_id", "agent", "prompt"),
+        ),
+    ),
+    ToolSpec(
+        "list_jobs",
+        "Jobs of a channel, newest first, each {id, channel_id, requester, assignee, state, disposition, "
+        "requested_outcome, last_progress, created_at, updated_at}.",
+        _obj(
+            {
+                "channel_id": _CHANNEL,
+                "state": {
+                    "type": "string",
+                    "enum": ["requested", "accepted", "running", "completed", "failed", "cancelled"],
+                },
+                "limit": _limit(500, 50),
+            },
+            ("channel_id",),
+        ),
+    ),
+    ToolSpec(
+        "get_job",
+        "One job: {job, result, failure} (result: the NIP-AJ document of its 43004).",
+        _obj({"job_id": {**_EVENT_ID, "description": "The job id (its 43001's event id)."}}, ("job_id",)),
+    ),
+    ToolSpec(
+        "cancel_job",
+        "Stop a job (kind 43005): its requester, the agent's owner or a channel admin may. Returns {job_id, event_id}.",
+        _obj({"job_id": _EVENT_ID, "reason": {"type": "string", "maxLength": 1024}}, ("job_id",)),
+    ),
+    ToolSpec(
+        "submit_job_result",
+        "Publish the result of a job you were given (kind 43004) as a NIP-AJ manifest: {schemaVersion: 1, "
+        "jobRequest: <job id>, requestedOutcome, outcome, disposition: completed|partial|blocked|failed|"
+        "no_artifact, artifacts?: [{kind, label, reference}], verification?: [{label, status: passed|failed|"
+        "not_run, evidence?}], blocker?}. References are repository-relative paths or http(s)/nostr/buzz "
+        "URLs, never local paths or file: URLs; completed needs an artifact. Returns {event_id, job_id, disposition}.",
+        _obj(
+            {
+                "channel_id": _CHANNEL,
+                "job_id": _EVENT_ID,
+                "manifest": {"type": "object", "description": "The NIP-AJ document."},
+            },
+            ("channel_id", "job_id", "manifest"),
+        ),
+    ),
 )
 
 

@@ -76,6 +76,8 @@ class Connection:
     waiters exist only while there is work (issue 17: 10,000 idle connections)."""
 
     __slots__ = (
+        "_auth_deadline",
+        "_auth_handling",
         "_auth_strikes",
         "_auth_timer",
         "_closing",
@@ -143,7 +145,12 @@ class Connection:
         self._missed_pongs = 0
         self._closing = False
         self._ping_slot: int | None = None  # in `relay.pings` while serving
-        self._auth_timer: asyncio.TimerHandle | None = None
+        # The AUTH deadline (relay.md §7.3) measures the client: an AUTH read by then is in time,
+        # however long the relay then takes to verify it and read its admission (a loaded store
+        # once closed logins that had answered in time). `_auth_handling`: AUTHs read, not answered.
+        self._auth_timer: asyncio.Handle | None = None
+        self._auth_deadline = 0.0  # loop time
+        self._auth_handling = 0
         self._writer_task: asyncio.Task[None] | None = None  # runs while `_out` holds messages
         self._timer_tasks: set[asyncio.Task[Any]] | None = None  # None while none runs
         # The transport while a frame may be written to it at once (not paused, nothing queued
@@ -252,7 +259,8 @@ class Connection:
         # only while they have work.
         loop = self._loop
         self._ping_slot = self.relay.pings.add(self)
-        self._auth_timer = loop.call_later(self.relay.config.auth_timeout_s, self._auth_due)
+        self._auth_deadline = loop.time() + self.relay.config.auth_timeout_s
+        self._auth_timer = loop.call_at(self._auth_deadline, self._auth_due)
         self.send(messages.auth_challenge(self.challenge))
         try:
             self.ws.watch_writable(self._refresh_direct)  # `finally` stops the watch
@@ -336,8 +344,21 @@ class Connection:
             self._spawn(self.ws.ping())
 
     def _auth_due(self) -> None:
-        if self.pubkey is None and not self._closing:
+        # Decided one loop turn later: after a stall of this process, a frame the loop read in
+        # the same turn as this timer reaches `_on_frame` first, and counts as in time.
+        self._auth_timer = self._loop.call_soon(self._auth_expired)
+
+    def _auth_expired(self) -> None:
+        self._auth_timer = None
+        if self.pubkey is None and not self._auth_handling and not self._closing:
             self._spawn(self._close(1008, b"auth-required: authentication timeout"))
+
+    def _auth_answered(self) -> None:
+        """An AUTH is answered: if none authenticated the connection and the deadline went by
+        meanwhile, it is enforced now (a refused AUTH past the deadline closes it)."""
+        self._auth_handling -= 1
+        if self.pubkey is None and not self._auth_handling and self._auth_timer is None and not self._closing:
+            self._auth_timer = self._loop.call_at(self._auth_deadline, self._auth_due)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run a timer's action as a task, kept (and cancelled on close) like the helpers."""
@@ -380,6 +401,8 @@ class Connection:
         checked: tuple[Session, int] | None = None
         if isinstance(msg, EventMessage):
             early, checked = self._start_verify(msg)
+        elif isinstance(msg, AuthMessage):
+            self._auth_handling += 1  # read: in time for the AUTH deadline (`_auth_answered`)
         size = sys.getsizeof(frame)
         self._inbound_bytes += size
         if self._lane is None:
@@ -614,7 +637,10 @@ class Connection:
                 # is not answered (issue 25 item 8).
                 self._drop_sub(msg.sub_id)
             case AuthMessage():
-                await self._on_auth(msg)
+                try:
+                    await self._on_auth(msg)
+                finally:
+                    self._auth_answered()
 
     async def _on_event(self, msg: EventMessage, early: Any) -> None:
         event = msg.event

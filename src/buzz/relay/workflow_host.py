@@ -17,6 +17,7 @@ from buzz.relay import crash_hook
 from buzz.relay.emit import ChannelChange, Emitter
 from buzz.relay.fanout import FanOut
 from buzz.relay.rules import dms
+from buzz.relay.rules import jobs as job_rules
 from buzz.relay.rules.base import KindRules, Plan
 from buzz.relay.rules.messages import reaction_target
 from buzz.relay.rules.threads import thread
@@ -40,7 +41,9 @@ class WorkflowHost:
     async def publish(self, stored: StoredEvent) -> InsertOutcome:
         plan = Plan(stored)
         event = stored.event
-        if event.kind == 7:
+        if event.kind in job_rules.VALIDATORS:  # ask_agent's 43001 is a job: its row opens too
+            plan = await job_rules.relay_signed(self._rules, stored)
+        elif event.kind == 7:
             target = reaction_target(event)
             parent = await self._store.get(target) if target else None
             if parent is None:

@@ -237,6 +237,51 @@ class PutMediaRefs:
     hashes: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class OpenJob:
+    """A 43001 opens its job row in `requested` (jobs spec §5.3 item 6; `buzz.store.jobs`)."""
+
+    job_id: str
+    channel_id: str
+    requester: str
+    assignee: str
+    parent: str | None
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class AdvanceJob:
+    """A lifecycle event moves its job row to `state`, checked under the row's lock: the row's
+    current state must not be one of `refusals` (state, reason), and `seq`, when set, must be
+    greater than the row's last one (else `seq_refusal`). A failed check raises JobConflict and
+    the insert is rolled back. `at` is the event's created_at."""
+
+    job_id: str
+    state: str
+    refusals: tuple[tuple[str, str], ...]
+    at: int
+    seq: int | None = None
+    seq_refusal: str = ""
+    disposition: str | None = None
+    lenient: bool = False  # a refused state leaves the row as it is instead of raising
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    """One job as the store holds it (jobs spec §5.3 item 6)."""
+
+    id: str
+    channel_id: str
+    requester: str
+    assignee: str
+    state: str
+    last_seq: int
+    disposition: str | None
+    parent: str | None
+    created_at: int
+    updated_at: int
+
+
 Effect = (
     SoftDelete
     | DeleteAddress
@@ -250,6 +295,8 @@ Effect = (
     | RegisterDm
     | SetDmHidden
     | PutMediaRefs
+    | OpenJob
+    | AdvanceJob
     | WorkflowWrite
 )
 
@@ -429,6 +476,12 @@ class EventStore(Protocol):
     async def is_healthy(self) -> bool:
         """True when the database answers a trivial query."""
 
+    async def get_job(self, job_id: str) -> JobRow | None:
+        """The job row opened by the 43001 `job_id`, or None (jobs spec §5.3 item 6)."""
+
+    async def job_chain_depth(self, job_id: str, most: int) -> int:
+        """Jobs in the parent chain from `job_id` (itself included), counted up to `most` + 1."""
+
     # -- media (media.md §9.3, §10–§12; `buzz.store.media`) ------------------------------------
     async def media_blob(self, sha256: str) -> BlobRow | None:
         """The blob's metadata row, or None."""
@@ -522,6 +575,14 @@ class MediaBlobMissing(StoreError, Invalid):
     def __init__(self, sha256: str) -> None:
         Invalid.__init__(self, f"imeta blob not found: {sha256}")
         self.sha256 = sha256
+
+
+class JobConflict(StoreError, Invalid):
+    """An AdvanceJob found its job in a state its event is refused in (a concurrent lifecycle
+    event committed first): the refusal is `invalid: <reason>` (its `str`)."""
+
+    def __init__(self, reason: str) -> None:
+        Invalid.__init__(self, reason)
 
 
 class DmExists(StoreError):

@@ -25,6 +25,9 @@ Workspace tables (`buzz.store.workspace`): `event_threads` (root and depth of ea
 item 1), `reactions` (the active-reaction index, §9 item 3), `dm_channels` (participant set →
 DM channel, the sorted pubkeys joined by `,`, §4.8) and `dm_hidden` (§4.8 item 4).
 
+`jobs` holds one row per job request 43001 (`buzz.store.jobs`, jobs spec §5.3 item 6): the
+state its lifecycle events moved it to, checked and changed in their insert's transaction.
+
 Media tables (`buzz.store.media`, media.md §10): `media_blobs` (one row per stored blob, the
 authority for its type and extension), `media_uploaders` (who holds which blob, for access and
 quota), `media_refs` (blob → referencing event; a reference counts while its event is live,
@@ -133,6 +136,18 @@ CREATE TABLE IF NOT EXISTS dm_hidden (
     channel_id {key} NOT NULL REFERENCES channels (id),
     pubkey {key} NOT NULL,
     PRIMARY KEY (channel_id, pubkey)
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    id {key} PRIMARY KEY REFERENCES events (id),
+    channel_id {key} NOT NULL,
+    requester {key} NOT NULL,
+    assignee {key} NOT NULL,
+    state {text} NOT NULL,
+    last_seq {int} NOT NULL,
+    disposition {text},
+    parent {key},
+    created_at {int} NOT NULL,
+    updated_at {int} NOT NULL
 );
 CREATE TABLE IF NOT EXISTS deleted_addresses (
     kind {int} NOT NULL,

@@ -24,7 +24,7 @@ from buzz.core.kinds import (
 )
 from buzz.core.limits import READ_TIMEOUT_S
 from buzz.core.stored import StoredEvent, require_verified
-from buzz.store import operator, reads, workspace
+from buzz.store import jobs, operator, reads, workspace
 from buzz.store.base import (
     SYSTEM,
     Accept,
@@ -33,6 +33,7 @@ from buzz.store.base import (
     Gates,
     History,
     InsertOutcome,
+    JobRow,
     Member,
     Reader,
     StoreError,
@@ -303,6 +304,14 @@ class SqlStore(MediaStoreMixin, WorkflowStoreMixin, ABC):
     async def is_dm_hidden(self, channel_id: str, pubkey: str) -> bool:
         """True when `pubkey` hid this DM (kind 41012) and has not reopened it (§4.8 item 4)."""
         return await self._point_read(workspace.dm_hidden_txn, channel_id, pubkey)
+
+    async def get_job(self, job_id: str) -> JobRow | None:
+        """The job row of the 43001 `job_id`, or None (jobs spec §5.3 item 6)."""
+        return await self._point_read(jobs.job_txn, job_id)
+
+    async def job_chain_depth(self, job_id: str, most: int) -> int:
+        """Jobs in the parent chain from `job_id`, itself included, counted up to `most` + 1."""
+        return await self._read(jobs.parent_depth_txn, job_id, most)
 
     async def is_healthy(self) -> bool:
         """True when the database answers `SELECT 1`."""

@@ -90,6 +90,7 @@ async def workflow_write_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
     """Apply one engine transition (`WorkflowWrite`). False, writing nothing, when its claim was
     taken already; raises ApprovalRaced for a lost approval swap and LeaseLost when a run it
     updates is leased by another replica (both roll the transaction back)."""
+    from buzz.store.jobs import relay_job_effects
     from buzz.store.writes import insert_txn  # writes applies WorkflowWrite: a cycle at import
 
     if w.claim is not None and not await _claim_txn(conn, w.claim, now):
@@ -135,8 +136,8 @@ async def workflow_write_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
             " ON CONFLICT (reference) DO NOTHING",
             p.values,
         )
-    for stored in w.events:
-        await insert_txn(conn, stored, (), now)
+    for stored in w.events:  # a job request or cancel moves its job row too (jobs spec §5.3)
+        await insert_txn(conn, stored, relay_job_effects(stored), now)
     return True
 
 

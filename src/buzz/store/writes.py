@@ -19,6 +19,7 @@ from buzz.core.filters import tag_index
 from buzz.core.kinds import is_addressable, is_replaceable, is_searchable
 from buzz.core.stored import StoredEvent
 from buzz.store.base import (
+    AdvanceJob,
     Channel,
     ChannelExists,
     CreateChannel,
@@ -26,6 +27,7 @@ from buzz.store.base import (
     DeleteChannel,
     Effect,
     InsertOutcome,
+    OpenJob,
     PutMediaRefs,
     PutMember,
     PutReaction,
@@ -38,6 +40,7 @@ from buzz.store.base import (
     WorkflowWrite,
 )
 from buzz.store.dialect import Conn, Dialect, Params
+from buzz.store.jobs import advance_job_txn, open_job_txn
 from buzz.store.media import put_refs_txn
 from buzz.store.workspace import (
     forget_reaction_txn,
@@ -277,6 +280,10 @@ async def _apply_txn(conn: Conn, effect: Effect, now: int) -> None:
             await set_dm_hidden_txn(conn, effect)
         case PutMediaRefs():
             await put_refs_txn(conn, effect)
+        case OpenJob():
+            await open_job_txn(conn, effect)
+        case AdvanceJob():
+            await advance_job_txn(conn, effect, now)
         case WorkflowWrite():
             from buzz.store.workflows import workflow_write_txn  # it inserts events: imports this module
 

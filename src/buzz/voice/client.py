@@ -362,7 +362,11 @@ class HuddleClient:
             capture.cancel()
             stopper.cancel()
             nostr_gone.cancel()
-            await asyncio.to_thread(self.stt.stop, 30)  # flush the last utterance
+            # Flush the last utterance. Not against a clock: the work is bounded by what is
+            # queued (STT_QUEUE_DEPTH batches and one utterance), and on a loaded box a bound in
+            # seconds dropped the transcript of the end of the input without a word (Ctrl-C
+            # still ends the wait).
+            await asyncio.to_thread(self.stt.stop)
             await asyncio.sleep(0)
             if self._publishing:
                 await asyncio.gather(*self._publishing, return_exceptions=True)

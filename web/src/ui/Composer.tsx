@@ -2,7 +2,11 @@
 // remembers the pubkey, which becomes a `p` tag when sent (typed names resolve the same way
 // as `buzz messages send`). Enter sends, Shift+Enter breaks the line. Files come through
 // *Attach file*, a drop on the channel (or thread) or a paste (AttachTray.tsx, attach.ts).
+// The text is the draft of this channel or thread (drafts.ts); sending empties the box at
+// once, the message's progress shows on it (outbox.ts), so what is typed meanwhile stays.
 import { useRef, useState } from 'preact/hooks'
+import { draftKey, useDraft } from '../drafts'
+import { editLast } from './Comfort'
 import { mentionQuery } from '../mentions'
 import { AttachButton, AttachTray, useAttachments } from './AttachTray'
 import type { Workspace } from '../workspace'
@@ -11,11 +15,10 @@ import { humanError } from './hooks'
 type Props = { ws: Workspace; channel: string; label: string; button: string; placeholder: string; replyTo?: string }
 
 export function Composer({ ws, channel, label, button, placeholder, replyTo }: Props) {
-  const [text, setText] = useState('')
+  const [text, setText] = useDraft(draftKey(ws.me.pubkey, channel, replyTo))
   const [picked, setPicked] = useState<string[]>([])
   const [caret, setCaret] = useState(0)
   const [index, setIndex] = useState(0)
-  const [sending, setSending] = useState(false)
   const [error, setError] = useState('')
   const area = useRef<HTMLTextAreaElement>(null)
   const form = useRef<HTMLFormElement>(null)
@@ -42,21 +45,22 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
   }
 
   const send = async () => {
-    if (sending || (!text.trim() && !files.items.length)) return
+    if (!text.trim() && !files.items.length) return
     if (files.busy()) return setError('Wait for the files to finish uploading.')
     if (files.failed()) return setError('Remove the files that could not be uploaded first.')
-    setSending(true)
+    const [body, who, attached] = [text, picked, files.ready()]
+    setText('')
+    setPicked([])
+    setCaret(0)
     setError('')
     try {
-      await ws.send(channel, text, picked, replyTo ?? null, files.ready())
+      await ws.send(channel, body, who, replyTo ?? null, attached)
       files.clear()
-      setText('')
-      setPicked([])
-      setCaret(0)
     } catch (e) {
+      // Refused before it left (too long, not signed): the text comes back unless more was typed.
+      if (!area.current?.value) setText(body)
       setError(humanError(e))
     } finally {
-      setSending(false)
       area.current?.focus()
     }
   }
@@ -77,6 +81,10 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
         setCaret(-1)
         return
       }
+    }
+    if (e.key === 'ArrowUp' && !text && editLast(ws, channel, replyTo)) {
+      e.preventDefault()
+      return
     }
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault()
@@ -107,7 +115,7 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
           setText(e.currentTarget.value)
           setCaret(e.currentTarget.selectionStart ?? 0)
           setIndex(0)
-          void ws.typed(channel)
+          void (e.currentTarget.value ? ws.typed(channel) : ws.stoppedTyping(channel))
         }}
         onKeyDown={onKey}
         onClick={(e) => setCaret(e.currentTarget.selectionStart ?? 0)}
@@ -119,7 +127,7 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
         }}
       />
       <AttachButton files={files} onError={setError} />
-      <button type="submit" disabled={sending}>{button}</button>
+      <button type="submit">{button}</button>
       <AttachTray files={files} />
       {error && <p class="error" role="alert">{error}</p>}
     </form>

@@ -30,7 +30,7 @@ export function Conversation({ ws, channel, onThread, onMembers, onHuddle, onWor
           )}
           {onWorkflows && channel.type !== 'dm' && <button type="button" class="quiet" onClick={onWorkflows}>Workflows</button>}
           <button type="button" class="quiet" onClick={onMembers}>Members</button>
-          {channel.member && ws.isElevated(channel.id) && <button type="button" class="quiet" onClick={() => setSettings(true)}>Channel settings</button>}
+          {channel.member && <button type="button" class="quiet" onClick={() => setSettings(true)}>Channel settings</button>}
         </div>
       </header>
       {channel.archived && <p class="banner">This channel is archived: it is read-only.</p>}

@@ -40,13 +40,17 @@ export function MembersPanel({ ws, channel, onClose }: { ws: Workspace; channel:
         {rows.map(([pk, role]) => {
           const p = ws.profiles.get(pk)
           const agent = role === 'bot' || !!p?.owner
-          const online = ws.presence.get(pk) && ws.presence.get(pk) !== 'offline'
+          const online = ws.presenceBook.status(pk) !== 'offline'
+          const activity = agent ? ws.presenceBook.activity(pk) : null
+          const text = ws.presenceBook.statusText(pk)
           return (
             <li key={pk} class="member">
-              <span class={`dot ${online ? 'on' : ''}`} aria-label={online ? 'online' : 'offline'} role="img" />
+              <span class={`dot ${online ? 'on' : ''} ${activity ?? ''}`} aria-label={online ? 'online' : 'offline'} role="img" />
               <div class="who">
                 <span class="name">{ws.nameOf(pk)}{pk === ws.me.pubkey ? ' (you)' : ''}</span>
                 {agent && <span class="tag agent">agent</span>}
+                {activity && <span class="activity">{activity}</span>}
+                {text && <span class="status-text">{text}</span>}
                 {p?.owner && <span class="owner">owned by {ws.nameOf(p.owner)}</span>}
                 <span class="npub" title={npub(pk)}>{npub(pk).slice(0, 16)}…</span>
               </div>

@@ -1,7 +1,7 @@
 // One message. The first of a group shows the avatar, the author (a button that opens their
 // card), the agent badge and the time; the next ones of the same author show their time in
 // the gutter on hover. A message that mentions me is marked; a permalink target is highlighted.
-import { useState } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
 import { permalink } from '../navigate'
 import type { Msg, Workspace } from '../workspace'
 import { Avatar } from './Avatar'
@@ -9,6 +9,7 @@ import { workflowOwner } from '../workflows'
 import { useUi } from './context'
 import { act } from './hooks'
 import { MessageBody, copyText } from './MessageBody'
+import { SendState } from './SendState'
 
 const EMOJI = ['👍', '❤️', '😂', '🎉', '👀', '✅']
 // One formatter each: building one per message (toLocale…String) is most of a render.
@@ -24,6 +25,12 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   const [confirming, setConfirming] = useState(false)
   const [linked, setLinked] = useState(false)
   const ui = useUi()
+  useEffect(() => {
+    if (ws.editRequest !== m.ev.id) return
+    ws.editRequest = null
+    setDraft(m.content)
+    setEditing(true)
+  })
   const mine = m.ev.pubkey === ws.me.pubkey
   const canModerate = !mine && ws.isElevated(m.channel)
   const author = ws.profiles.get(m.ev.pubkey)
@@ -67,7 +74,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
               void act(ws, () => ws.edit(m.ev.id, draft)).then(() => setEditing(false))
             }}
           >
-            <textarea aria-label="Edit message" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
+            <textarea aria-label="Edit message" autoFocus value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
             <div class="row">
               <button type="submit">Save</button>
               <button type="button" class="quiet" onClick={() => setEditing(false)}>Cancel</button>
@@ -76,6 +83,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
         ) : (
           <MessageBody ws={ws} m={m} />
         )}
+        {mine && <SendState ws={ws} m={m} />}
         {m.editedAt !== null && !editing && (
           <span class="edited" title={`Edited ${FULL.format(new Date(m.editedAt * 1000))}`}>(edited)</span>
         )}

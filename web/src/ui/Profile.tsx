@@ -9,6 +9,7 @@ export function ProfileDialog({ ws, fresh, onClose }: { ws: Workspace; fresh: bo
   const ref = useRef<HTMLDialogElement>(null)
   const mine = ws.profiles.get(ws.me.pubkey)
   const [name, setName] = useState(mine?.name ?? '')
+  const [status, setStatus] = useState(ws.presenceBook.text)
   const [pass, setPass] = useState('')
   const [shown, setShown] = useState(false)
   const [note, setNote] = useState('')
@@ -21,6 +22,7 @@ export function ProfileDialog({ ws, fresh, onClose }: { ws: Workspace; fresh: bo
     e.preventDefault()
     try {
       await ws.setProfile(name.trim(), mine?.about ?? '')
+      if (status.trim() !== ws.presenceBook.text) await ws.presenceBook.setText(status)
       setNote('Profile saved.')
     } catch (err) {
       setNote(humanError(err))
@@ -52,6 +54,7 @@ export function ProfileDialog({ ws, fresh, onClose }: { ws: Workspace; fresh: bo
       <form onSubmit={save}>
         <h2>{fresh ? 'Welcome to buzz' : 'Profile'}</h2>
         <label>Display name<input type="text" value={name} maxLength={80} onInput={(e) => setName(e.currentTarget.value)} /></label>
+        <label>Status<input type="text" value={status} maxLength={100} placeholder="What are you up to?" onInput={(e) => setStatus(e.currentTarget.value)} /></label>
         <button type="submit">Save profile</button>
         <p class="fine">Public key: <code>{npub(ws.me.pubkey)}</code></p>
         <h3>Your key</h3>

@@ -16,9 +16,11 @@ import { BrowsePanel } from './Browse'
 import { AgentsPanel } from './Agents'
 import { HuddlePanel } from './Huddle'
 import { PrivateConversation } from './PrivateDms'
+import { InboxPanel } from './Inbox'
+import { JumpTo, ThemeSwitch, useShortcuts } from './Comfort'
 import { WorkflowsPanel } from './Workflows'
 
-export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | 'workflows' | null
+export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | 'inbox' | 'workflows' | null
 
 export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
   useWorkspace(ws)
@@ -29,6 +31,8 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
   const [query, setQuery] = useState('')
 
   const [card, setCard] = useState<string | null>(null)
+  const [jumping, setJumping] = useState(false)
+  useShortcuts(() => setJumping(true), () => setPanel(null))
   const [priv, setPriv] = useState<string[] | null>(null) // an open end-to-end encrypted DM
   const openPrivate = (peers: string[]) => {
     setMenu(false)
@@ -110,9 +114,10 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
           <input type="search" aria-label="Search" placeholder="Search messages" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
         </form>
         <span class={`status ${ws.status}`} title={ws.statusDetail}>{ws.status === 'online' ? 'Connected' : ws.status === 'connecting' ? 'Connecting…' : 'Offline'}</span>
+        <ThemeSwitch />
         <button type="button" class="quiet" onClick={() => setProfile(true)}>{ws.nameOf(ws.me.pubkey)}</button>
       </header>
-      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} privateActive={priv} onPrivate={openPrivate} />
+      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} privateActive={priv} onPrivate={openPrivate} inbox={panel === 'inbox'} onInbox={() => { setMenu(false); toggle('inbox') }} />
       <main class="main">
         {priv ? (
           <PrivateConversation ws={ws} peers={priv} />
@@ -143,10 +148,12 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
       {panel === 'search' && <SearchPanel ws={ws} query={query} onClose={() => { setPanel(null); setQuery('') }} onJump={jump} />}
       {panel === 'browse' && <BrowsePanel ws={ws} onClose={() => setPanel(null)} onOpen={open} />}
       {panel === 'agents' && <AgentsPanel ws={ws} onClose={() => setPanel(null)} />}
+      {panel === 'inbox' && <InboxPanel ws={ws} onClose={() => setPanel(null)} onGo={go} />}
       {panel === 'workflows' && channel && <WorkflowsPanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {profile && <ProfileDialog ws={ws} fresh={fresh} onClose={() => setProfile(false)} />}
       {creating && <NewChannelDialog ws={ws} onClose={() => setCreating(false)} onCreated={(id) => { setCreating(false); open(id) }} />}
+      {jumping && <JumpTo ws={ws} onClose={() => setJumping(false)} onOpen={open} />}
       {card && <ProfileCard ws={ws} pubkey={card} onClose={() => setCard(null)} onProfile={setCard} onOpen={open} />}
       {ws.notice && (
         <div class="toast" role="alert">

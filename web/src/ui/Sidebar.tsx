@@ -1,7 +1,9 @@
 // My channels and DMs. Each link's accessible name is exactly the channel's name; the unread
 // count is its description (aria-describedby), so screen readers and tests see both apart.
+// Mentions of me and direct messages get a badge of their own (red), apart from plain unread.
 import type { Channel, Workspace } from '../workspace'
 import { privateDms } from '../private-dms'
+import { InboxLink } from './Inbox'
 import { PrivateRows } from './PrivateDms'
 
 type Props = {
@@ -12,9 +14,11 @@ type Props = {
   onAgents: () => void
   privateActive: string[] | null
   onPrivate: (peers: string[]) => void
+  inbox: boolean
+  onInbox: () => void
 }
 
-export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, privateActive, onPrivate }: Props) {
+export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, privateActive, onPrivate, inbox, onInbox }: Props) {
   const mine = ws.myChannels().filter((c) => !c.ttl) // huddle channels open from their parent's huddle panel
   const channels = mine.filter((c) => c.type !== 'dm').sort(byName)
   const dms = mine.filter((c) => c.type === 'dm')
@@ -24,6 +28,7 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, privateActive, 
         <button type="button" onClick={onNew}>New channel</button>
         <button type="button" class="quiet" onClick={onBrowse}>Browse channels</button>
       </div>
+      <InboxLink ws={ws} open={inbox} onOpen={onInbox} />
       <h2 class="side-heading">Channels</h2>
       <ul>
         {channels.map((c) => <Item ws={ws} c={c} label={c.name} onOpen={onOpen} shadowed={!!privateActive} />)}
@@ -47,16 +52,20 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, privateActive, 
 
 function Item({ ws, c, label, onOpen, shadowed }: { ws: Workspace; c: Channel; label: string; onOpen: (id: string) => void; shadowed: boolean }) {
   const current = ws.active === c.id && !shadowed // a private conversation is open instead
-  const unread = ws.unread.get(c.id) ?? 0
+  const muted = ws.reads.muted.has(c.id)
+  const unread = muted ? 0 : ws.unread.get(c.id) ?? 0 // a muted channel shows mentions only
   const descId = `unread-${c.id}`
+  const forMe = ws.reads.mentions.get(c.id) ?? 0
+  const dm = c.type === 'dm'
+  const described = [unread && descId, forMe && !dm && `mention-${c.id}`].filter(Boolean).join(' ')
   return (
     <li key={c.id}>
       <a
         href={`#${c.id}`}
         aria-label={label}
-        aria-describedby={unread ? descId : undefined}
+        aria-describedby={described || undefined}
         aria-current={current ? 'page' : undefined}
-        class={`chan ${current ? 'active' : ''} ${unread ? 'unread' : ''}`}
+        class={`chan ${current ? 'active' : ''} ${unread ? 'unread' : ''} ${muted ? 'muted' : ''}`}
         onClick={(e) => {
           e.preventDefault()
           onOpen(c.id)
@@ -65,7 +74,8 @@ function Item({ ws, c, label, onOpen, shadowed }: { ws: Workspace; c: Channel; l
         <span aria-hidden="true" class="sigil">{c.type === 'dm' ? '@' : c.visibility === 'private' ? '🔒' : '#'}</span>
         <span class="chan-name" aria-hidden="true">{label}</span>
         {c.archived && <span class="tag" aria-hidden="true">archived</span>}
-        {unread > 0 && <span id={descId} class="badge">{unread} unread</span>}
+        {unread > 0 && <span id={descId} class={`badge ${dm ? 'mention' : ''}`}>{unread} unread</span>}
+        {forMe > 0 && !dm && <span id={`mention-${c.id}`} class="badge mention">{forMe} {forMe === 1 ? 'mention' : 'mentions'}</span>}
       </a>
     </li>
   )

@@ -4,22 +4,36 @@
 // author within a few minutes are grouped under one name. A permalink target (`ws.focus`)
 // is scrolled to the middle once and highlighted.
 import { Fragment } from 'preact'
-import { useEffect, useLayoutEffect, useRef } from 'preact/hooks'
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import type { Msg, Workspace } from '../workspace'
 import { workflowsOf } from '../workflows'
 import { ApprovalCard, withApprovals } from './ApprovalCard'
 import { act } from './hooks'
 import { Message } from './Message'
+import { JumpBar, NewDivider } from './CatchUp'
 
 const GROUP_S = 5 * 60
 
 export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: string; onThread: (id: string) => void }) {
   const box = useRef<HTMLDivElement>(null)
-  const prev = useRef({ height: 0, top: 0, first: '', count: 0, channel: '', focus: '' })
+  const prev = useRef({ height: 0, top: 0, first: '', count: 0, channel: '', focus: '', placed: false })
   const msgs = ws.visible(channel)
   const t = ws.timeline(channel)
   const approvals = workflowsOf(ws).approvalsIn(channel)
   useEffect(() => workflowsOf(ws).watch(channel), [ws, channel])
+  const firstUnread = ws.reads.firstUnread(channel, msgs)
+  const [view, setView] = useState({ above: false, up: false, fresh: 0, channel })
+  const divider = () => box.current?.querySelector<HTMLElement>('.new-divider') ?? null
+  /** Where the reader is: the divider above the view? scrolled up from the bottom? */
+  const measure = (fresh: number) => {
+    const el = box.current
+    if (!el) return
+    const d = divider()
+    const above = !!d && d.offsetTop + d.offsetHeight < el.scrollTop
+    const up = el.scrollHeight - el.scrollTop - el.clientHeight > 80
+    const next = { above, up, fresh: up ? fresh : 0, channel }
+    if (next.above !== view.above || next.up !== view.up || next.fresh !== view.fresh || view.channel !== channel) setView(next)
+  }
 
   useLayoutEffect(() => {
     const el = box.current
@@ -30,15 +44,23 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
     if (target) {
       target.scrollIntoView({ block: 'center' })
       p.focus = ws.focus as string
-    } else if (p.channel !== channel) {
-      el.scrollTop = el.scrollHeight
+      p.placed = true // a permalink is the place to open at
+    } else if (p.channel !== channel || !p.placed) {
+      // A channel opens at its first unread message (under the divider), else at the bottom,
+      // once its opening has loaded back that far.
+      const d = divider()
+      if (d) showDivider(el, d)
+      else el.scrollTop = el.scrollHeight
+      p.placed = ws.reads.settled.has(channel)
     } else if (first !== p.first && msgs.length > p.count && p.count > 0 && p.first) {
       el.scrollTop = p.top + (el.scrollHeight - p.height) // older page prepended: keep the reader's place
     } else if (p.height - p.top - el.clientHeight < 80) {
       el.scrollTop = el.scrollHeight // was at the bottom: follow new messages
     }
     if (!ws.focus) p.focus = ''
+    const arrived = p.channel === channel && first === p.first ? Math.max(0, msgs.length - p.count) : 0
     Object.assign(p, { height: el.scrollHeight, top: el.scrollTop, first, count: msgs.length, channel })
+    measure((view.channel === channel ? view.fresh : 0) + arrived)
   })
 
   const onScroll = () => {
@@ -46,10 +68,12 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
     if (!el) return
     prev.current.top = el.scrollTop
     prev.current.height = el.scrollHeight
-    if (el.scrollTop < 300 && t.hasMore && !t.loading) void act(ws, () => ws.loadOlder(channel))
+    measure(view.fresh)
+    if (el.scrollTop < 300 && t.hasMore && !t.loading && prev.current.placed) void act(ws, () => ws.loadOlder(channel))
   }
 
   return (
+    <div class="timeline-wrap">
     <div class="timeline" role="log" aria-label="Messages" aria-busy={t.loading} ref={box} onScroll={onScroll} tabIndex={0}>
       {t.hasMore && t.loaded && (
         <button type="button" class="quiet older" disabled={t.loading} onClick={() => void act(ws, () => ws.loadOlder(channel))}>
@@ -61,11 +85,25 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
       {withApprovals(rows(msgs), approvals).map((row) => 'ref' in row ? <ApprovalCard key={row.ref} ws={ws} a={row} /> : (
         <Fragment key={row.m.ev.id}>
           {row.day && <h2 class="day"><span>{row.day}</span></h2>}
-          <Message ws={ws} m={row.m} onThread={onThread} inThread={false} grouped={row.grouped} />
+          {row.m === firstUnread && <NewDivider />}
+          <Message ws={ws} m={row.m} onThread={onThread} inThread={false} grouped={row.grouped && row.m !== firstUnread} />
         </Fragment>
       ))}
     </div>
+      <JumpBar
+        above={view.above && view.channel === channel}
+        scrolledUp={view.up && view.channel === channel}
+        fresh={view.fresh}
+        onFirstUnread={() => { const d = divider(); if (box.current && d) showDivider(box.current, d) }}
+        onLatest={() => { const el = box.current; if (el) el.scrollTop = el.scrollHeight }}
+      />
+    </div>
   )
+}
+
+/** The divider near the top, with a little of what was read above it. */
+function showDivider(el: HTMLElement, d: HTMLElement): void {
+  el.scrollTop = Math.max(0, d.offsetTop - el.offsetTop - 56)
 }
 
 /** Each message with the day heading to put before it (or '') and whether it continues the

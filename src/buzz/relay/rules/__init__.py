@@ -6,7 +6,18 @@ reads. Adding a rule means adding a module (or a row), never a branch in the pip
 from __future__ import annotations
 
 from buzz.core.kinds import NEEDS_H_KINDS
-from buzz.relay.rules import channels, deletion, dms, engram, huddle, messages, profile, records, workflows
+from buzz.relay.rules import (
+    channels,
+    deletion,
+    dms,
+    engram,
+    huddle,
+    jobs,
+    messages,
+    profile,
+    records,
+    workflows,
+)
 from buzz.relay.rules import metrics as turn_metrics
 from buzz.relay.rules.base import KindRules, Plan, Validator
 from buzz.relay.rules.threads import with_thread_rules
@@ -20,6 +31,7 @@ _FRAGMENTS = (
     dms.VALIDATORS,
     messages.VALIDATORS,
     records.VALIDATORS,
+    jobs.VALIDATORS,
     turn_metrics.VALIDATORS,
     workflows.VALIDATORS,
 )
@@ -32,7 +44,7 @@ def _merge() -> dict[int, Validator]:
         if overlap:  # one rule per kind: a kind claimed twice is a wiring mistake
             raise RuntimeError(f"kinds with two validators: {sorted(overlap)}")
         table.update(fragment)
-    for kind in NEEDS_H_KINDS:  # relay.md §9 item 1: thread ancestry for every needs-h kind
+    for kind in NEEDS_H_KINDS - jobs.OWN_THREAD_KINDS:  # relay.md §9 item 1: thread ancestry
         table[kind] = with_thread_rules(table.get(kind))
     return table
 

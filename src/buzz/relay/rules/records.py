@@ -1,6 +1,8 @@
-"""Addressable records with ingest rules (relay.md §9 items 6, 7, 12): personas 30175 and team
-catalogs 30178 (the `shared` tag and their `d`), event reminders 30300 (`d`, `not_before`,
-`expiration`) and workflow definitions 30620 (`d` a UUID). Failures are `invalid: <reason>`.
+"""Addressable records with ingest rules (relay.md §9 items 6, 7, 12; jobs spec §11): personas
+30175 and team catalogs 30178 (the `shared` tag and their `d`), teams 30176 and managed agents
+30177 (their `d`), the contents of all four (`buzz.jobs.records`: shapes, and no secrets),
+event reminders 30300 (`d`, `not_before`, `expiration`) and workflow definitions 30620 (`d` a
+UUID). Failures are `invalid: <reason>`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from buzz.core.channel_id import is_channel_id
 from buzz.core.errors import Invalid
 from buzz.core.event import Event
 from buzz.core.limits import MAX_NOT_BEFORE_DELTA_S
+from buzz.jobs.records import check_record, record_id_problem
+from buzz.jobs.text import is_hex64
 from buzz.relay.rules.base import KindRules, Plan, Validator
 from buzz.relay.session import Session
 
@@ -53,6 +57,24 @@ async def persona(rules: KindRules, plan: Plan, session: Session) -> None:
     check_shared(event)
     if not PERSONA_D.fullmatch(one_d(event)):
         raise Invalid("persona d tag must match ^[a-z0-9][a-z0-9_-]{0,63}$")
+    check_record(event.kind, event.content)
+
+
+async def team(rules: KindRules, plan: Plan, session: Session) -> None:
+    """30176: a stable id as `d` (as a catalog's), the team content."""
+    event = plan.stored.event
+    problem = record_id_problem(one_d(event))
+    if problem is not None:
+        raise Invalid(f"team {problem}")
+    check_record(event.kind, event.content)
+
+
+async def managed_agent(rules: KindRules, plan: Plan, session: Session) -> None:
+    """30177: `d` is the agent's pubkey; the managed-agent content (policy fields)."""
+    event = plan.stored.event
+    if not is_hex64(one_d(event)):
+        raise Invalid("managed agent d tag must be the agent's pubkey (64 lowercase hex)")
+    check_record(event.kind, event.content)
 
 
 def _plain(ch: str) -> bool:
@@ -69,6 +91,7 @@ async def team_catalog(rules: KindRules, plan: Plan, session: Session) -> None:
         raise Invalid(
             "team catalog d tag must be at most 64 characters without whitespace or control characters"
         )
+    check_record(event.kind, event.content)
 
 
 def _decimal(value: str) -> int | None:
@@ -101,6 +124,8 @@ async def workflow_definition(rules: KindRules, plan: Plan, session: Session) ->
 
 VALIDATORS: dict[int, Validator] = {
     30175: persona,
+    30176: team,
+    30177: managed_agent,
     30178: team_catalog,
     30300: event_reminder,
 }

@@ -1,0 +1,180 @@
+"""`buzz jobs` as a newcomer runs it (jobs spec §7, checklist items 39–40): the real executable
+against a real relay; JSON on stdout, one error line and the exit-code table on failure."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from buzz.core.nip_oa import build_auth_tag
+from tests.cli.helpers import buzz
+from tests.support.relay import Identity, RunningRelay
+from tests.workspace.helpers import create_channel, put_user
+
+
+async def _setup(running: RunningRelay) -> tuple[str, Identity, Identity, dict[str, str]]:
+    asker, owner, agent = Identity.new(), Identity.new(), Identity.new()
+    tag = build_auth_tag(owner.secret, agent.pubkey)
+    async with running.client(asker) as c, running.client(agent, auth_tags=[tag]) as a:
+        await a.count([{"kinds": [1], "authors": [agent.pubkey]}])  # AUTH done: owner registered
+        channel = await create_channel(c, asker)
+        await put_user(c, asker, channel, agent.pubkey)
+    return channel, asker, agent, {"BUZZ_AUTH_TAG": json.dumps(list(tag))}
+
+
+def _manifest(job_id: str, reference: str = "src/fix.py") -> bytes:
+    return json.dumps(
+        {
+            "schemaVersion": 1,
+            "jobRequest": job_id,
+            "requestedOutcome": "a fix",
+            "outcome": "fixed the flaky test",
+            "disposition": "completed",
+            "artifacts": [{"kind": "file", "label": "the fix", "reference": reference}],
+            "verification": [{"label": "pytest", "status": "passed", "evidence": "12 passed"}],
+        }
+    ).encode()
+
+
+async def test_request_handoff_show_list_cancel(sqlite_relay: RunningRelay) -> None:
+    url = sqlite_relay.url
+    channel, asker, agent, agent_env = await _setup(sqlite_relay)
+    asked = (
+        await buzz(
+            url, asker, "jobs", "request", "--channel", channel, "--agent", agent.pubkey, "--prompt", "fix it"
+        )
+    ).json
+    job = asked["job_id"]
+    assert asked == {"job_id": job, "event_id": job, "channel_id": channel, "assignee": agent.pubkey}
+
+    local = await buzz(
+        url,
+        agent,
+        "jobs",
+        "handoff",
+        "--channel",
+        channel,
+        "--job",
+        job,
+        "--manifest",
+        "-",
+        stdin=_manifest(job, "/home/me/fix.py"),
+        env=agent_env,
+    )
+    assert local.code == 1
+    assert local.error["message"] == "job result: artifact 1 reference is a local path"
+    assert (await buzz(url, asker, "jobs", "show", "--job", job)).json["job"][
+        "state"
+    ] == "requested"  # nothing signed
+
+    done = (
+        await buzz(
+            url,
+            agent,
+            "jobs",
+            "handoff",
+            "--channel",
+            channel,
+            "--job",
+            job,
+            "--manifest",
+            "-",
+            stdin=_manifest(job),
+            env=agent_env,
+        )
+    ).json
+    assert done["disposition"] == "completed" and done["job_id"] == job
+    shown = (await buzz(url, asker, "jobs", "show", "--job", job)).json
+    assert shown["job"]["state"] == "completed" and shown["result"]["outcome"] == "fixed the flaky test"
+    assert [e["kind"] for e in shown["events"]] == [43004]
+
+    second = (
+        await buzz(
+            url,
+            asker,
+            "jobs",
+            "request",
+            "--channel",
+            channel,
+            "--agent",
+            agent.pubkey,
+            "--prompt",
+            "another",
+        )
+    ).json["job_id"]
+    assert (await buzz(url, asker, "jobs", "cancel", "--job", second, "--reason", "changed my mind")).json[
+        "job_id"
+    ] == second
+    listed = (await buzz(url, asker, "jobs", "list", "--channel", channel)).json["jobs"]
+    assert {(j["id"], j["state"]) for j in listed} == {(job, "completed"), (second, "cancelled")}
+    completed = (await buzz(url, asker, "jobs", "list", "--channel", channel, "--state", "completed")).json[
+        "jobs"
+    ]
+    assert [j["id"] for j in completed] == [job]
+
+    unknown = await buzz(url, asker, "jobs", "show", "--job", "ab" * 32)
+    assert (unknown.code, unknown.error["error"]) == (1, "not_found")
+    human = await buzz(
+        url, asker, "jobs", "request", "--channel", channel, "--agent", asker.pubkey, "--prompt", "x"
+    )
+    assert human.code == 1 and "target is not an agent member" in human.error["message"]
+
+
+async def test_request_wait_prints_the_result(sqlite_relay: RunningRelay) -> None:
+    url = sqlite_relay.url
+    channel, asker, agent, agent_env = await _setup(sqlite_relay)
+    waiting = asyncio.create_task(
+        buzz(
+            url,
+            asker,
+            "jobs",
+            "request",
+            "--channel",
+            channel,
+            "--agent",
+            agent.pubkey,
+            "--prompt",
+            "wait for me",
+            "--wait",
+            "--timeout",
+            "30",
+        )
+    )
+    async with sqlite_relay.client(agent) as c:
+        sub = await c.subscribe([{"kinds": [43001], "#h": [channel], "#p": [agent.pubkey]}])
+        request = await sub.next(30)
+    done = await buzz(
+        url,
+        agent,
+        "jobs",
+        "handoff",
+        "--channel",
+        channel,
+        "--job",
+        request.id,
+        "--manifest",
+        "-",
+        stdin=_manifest(request.id),
+        env=agent_env,
+    )
+    assert done.code == 0, done.stderr
+    printed = (await waiting).json
+    assert printed["job"]["state"] == "completed" and printed["failure"] is None
+    assert printed["result"]["jobRequest"] == request.id
+
+    timed_out = await buzz(
+        url,
+        asker,
+        "jobs",
+        "request",
+        "--channel",
+        channel,
+        "--agent",
+        agent.pubkey,
+        "--prompt",
+        "nobody",
+        "--wait",
+        "--timeout",
+        "0.5",
+    )
+    assert timed_out.code == 4 and "had not ended" in timed_out.error["message"]

@@ -1,0 +1,90 @@
+// Comfort (issue 29 items 8 and 11): the "Dark theme" switch (and the system's choice when
+// none was made), Ctrl/Cmd+K "Jump to" a channel or a person, Esc closes a side panel, ↑ in
+// the empty box edits my last message.
+import { launch, person, article, scenario, check, finish, send, PHONE } from './lib.mjs'
+
+const { config, report } = scenario()
+const { browser, close } = await launch()
+const signIn = async (p) => {
+  await p.goto(config.url + '#' + config.general)
+  await p.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
+  await p.getByRole('button', { name: 'Sign in' }).click()
+  await p.getByRole('heading', { name: '# general' }).waitFor()
+}
+const shot = async (page, name) => {
+  await page.evaluate(() => document.activeElement?.blur())
+  await page.screenshot({ path: `${config.images}/${name}.png` })
+}
+const theme = (p) => p.evaluate(() => document.documentElement.dataset.theme)
+try {
+  const { page: p } = await person(browser, report, 'alice')
+  await signIn(p)
+
+  await check(report, 'the Dark theme switch turns the page dark and stays so after a reload', async () => {
+    const sw = p.getByRole('switch', { name: 'Dark theme' })
+    if ((await sw.getAttribute('aria-checked')) !== 'false' || (await theme(p)) !== 'light') throw new Error('not light at first')
+    await sw.click()
+    if ((await sw.getAttribute('aria-checked')) !== 'true' || (await theme(p)) !== 'dark') throw new Error('the switch did nothing')
+    const bg = await p.evaluate(() => getComputedStyle(document.querySelector('.main') ?? document.body).backgroundColor)
+    await article(p, 'Deploy notes').waitFor()
+    await p.getByRole('log', { name: 'Messages' }).getByRole('button', { name: 'Bob', exact: true }).first().waitFor()
+    await shot(p, 'dark-desktop')
+    await p.reload()
+    await signIn(p)
+    if ((await theme(p)) !== 'dark') throw new Error('forgotten after a reload')
+    report.numbers.darkBackground = bg
+    await p.getByRole('switch', { name: 'Dark theme' }).click()
+  })
+
+  await check(report, 'with no choice made, the theme follows the system', async () => {
+    const { page: q, context } = await person(browser, report, 'system dark', undefined, undefined, { colorScheme: 'dark' })
+    await q.goto(config.url)
+    if ((await theme(q)) !== 'dark') throw new Error('a dark system shows a light page')
+    await context.close()
+    const { page: m } = await person(browser, report, 'phone, dark', PHONE, undefined, { colorScheme: 'dark' })
+    await signIn(m)
+    await article(m, 'Deploy notes').waitFor()
+    await m.getByRole('log', { name: 'Messages' }).getByRole('button', { name: 'Bob', exact: true }).first().waitFor()
+    await shot(m, 'dark-phone')
+  })
+
+  await check(report, 'Ctrl+K opens "Jump to": a channel, then a person', async () => {
+    await p.keyboard.press('Control+k')
+    const dialog = p.getByRole('dialog', { name: 'Jump to' })
+    await dialog.getByRole('combobox', { name: 'Jump to' }).fill('rand')
+    await p.keyboard.press('Enter')
+    await p.getByRole('heading', { name: '# random' }).waitFor()
+    await dialog.waitFor({ state: 'detached' })
+    await p.keyboard.press('Control+k')
+    await dialog.getByRole('combobox', { name: 'Jump to' }).fill('@Bob')
+    await p.keyboard.press('Enter')
+    await p.getByRole('heading', { name: 'Bob', exact: true }).waitFor()
+    await p.keyboard.press('Control+k')
+    await p.keyboard.press('Escape')
+    await dialog.waitFor({ state: 'detached' })
+  })
+
+  await check(report, 'Esc closes the side panel', async () => {
+    await p.getByRole('button', { name: 'Members', exact: true }).click()
+    const panel = p.getByRole('complementary', { name: 'Members' })
+    await panel.waitFor()
+    await p.keyboard.press('Escape')
+    await panel.waitFor({ state: 'detached' })
+  })
+
+  await check(report, '↑ in the empty box edits my last message', async () => {
+    await send(p, 'a mesage with a typo')
+    const box = p.getByRole('textbox', { name: 'Message', exact: true })
+    await box.focus()
+    await box.press('ArrowUp')
+    const edit = p.getByRole('textbox', { name: 'Edit message' })
+    await edit.waitFor()
+    if ((await edit.inputValue()) !== 'a mesage with a typo') throw new Error('not my last message')
+    await edit.fill('a message without a typo')
+    await p.getByRole('button', { name: 'Save', exact: true }).click()
+    await article(p, 'a message without a typo').getByText('(edited)').waitFor()
+  })
+} finally {
+  finish(report)
+  await close()
+}

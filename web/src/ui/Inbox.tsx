@@ -1,0 +1,60 @@
+// The inbox (inbox.ts): a region named "Inbox" whose items are articles — why it is here, who,
+// where, when, the first lines — each with "Open" (the message in its channel or thread) and
+// "Mark done". The sidebar link "Inbox" carries the count as its description.
+import { useEffect } from 'preact/hooks'
+import { FULL } from './Message'
+import type { Workspace } from '../workspace'
+
+const WHY = { mention: 'Mentioned you', dm: 'Direct message', reply: 'Reply in a thread' }
+
+export function InboxLink({ ws, open, onOpen }: { ws: Workspace; open: boolean; onOpen: () => void }) {
+  const n = ws.inbox.list().length
+  return (
+    <a
+      href="#inbox"
+      class={`chan inbox-link ${open ? 'active' : ''}`}
+      aria-describedby={n ? 'inbox-count' : undefined}
+      aria-current={open ? 'page' : undefined}
+      onClick={(e) => { e.preventDefault(); onOpen() }}
+    >
+      <span class="sigil" aria-hidden="true">✉</span>
+      <span class="chan-name">Inbox</span>
+      {n > 0 && <span id="inbox-count" class="badge mention" aria-hidden="true">{n} waiting</span>}
+    </a>
+  )
+}
+
+export function InboxPanel({ ws, onClose, onGo }: { ws: Workspace; onClose: () => void; onGo: (hash: string) => void }) {
+  useEffect(() => {
+    if (!ws.inbox.loaded) void ws.inbox.load()
+  }, [])
+  const items = ws.inbox.list()
+  return (
+    <section class="panel inbox" aria-label="Inbox">
+      <header class="panel-head">
+        <h2>Inbox</h2>
+        <button type="button" class="quiet" aria-label="Close inbox" onClick={onClose}>✕</button>
+      </header>
+      <div class="panel-body">
+        {!ws.inbox.loaded && <p class="hint">Loading…</p>}
+        {ws.inbox.loaded && !items.length && <p class="hint">Nothing waits for you.</p>}
+        {items.map(({ ev, channel, why }) => {
+          const ch = ws.channels.get(channel)
+          const where = ch ? (ch.type === 'dm' ? ws.channelLabel(ch) : `#${ch.name}`) : 'a channel'
+          const when = new Date(ev.created_at * 1000)
+          return (
+            <article key={ev.id} class={`inbox-item ${why}`} aria-label={`${WHY[why]}: ${ws.nameOf(ev.pubkey)} in ${where}`}>
+              <p class="why">{WHY[why]} · {where} · <time dateTime={when.toISOString()}>{FULL.format(when)}</time></p>
+              <p class="who">{ws.nameOf(ev.pubkey)}</p>
+              <p class="snippet">{ev.content.slice(0, 280)}</p>
+              <div class="row">
+                <button type="button" onClick={() => onGo(`#${channel}/${ev.id}`)}>Open</button>
+                <button type="button" class="quiet" onClick={() => ws.inbox.markDone(ev.id)}>Mark done</button>
+              </div>
+            </article>
+          )
+        })}
+      </div>
+    </section>
+  )
+}
