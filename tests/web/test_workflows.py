@@ -26,6 +26,14 @@ steps:
 """
 BAD = GOOD.replace("timeout_secs: 60", "timeout_secs: 0")
 MESSAGE = "Deploy build 42 to production?"
+ELEVATED = """name: Notify CI
+trigger:
+  on: message_posted
+steps:
+  - id: call
+    action: call_webhook
+    url: "https://ci.example.com/hook"
+"""
 
 
 def _approval_yaml(approver: str) -> str:
@@ -65,6 +73,7 @@ async def test_workflows_in_the_browser(tmp_path: Path, alice: Identity, bob: Id
                 "standupText": STANDUP,
                 "approvalYaml": _approval_yaml(alice.pubkey),
                 "approvalMessage": MESSAGE,
+                "elevatedYaml": ELEVATED,
             },
         )
         assert_all_passed(
@@ -81,12 +90,16 @@ async def test_workflows_in_the_browser(tmp_path: Path, alice: Identity, bob: Id
                 "Approve: the card shows the decision and the run completes",
                 "the other member's card shows the decision live",
                 "the owner deletes a workflow",
+                "Deny: the card shows the denial and the run is cancelled",
+                "the relay's refusal of a save shows in the editor",
             ],
         )
         # The relay recorded the browser's decision: one 46011 naming Alice, and the message.
         async with relay.client(bob) as client:
             granted = await client.query([{"kinds": [46011], "#h": [general]}])
             assert len(granted) == 1 and ["p", alice.pubkey] in [list(t) for t in granted[0].tags]
+            assert len(await client.query([{"kinds": [46012], "#h": [general]}])) == 1
+            assert await client.query([{"kinds": [30620], "#h": [general], "authors": [bob.pubkey]}]) == []
             posted = await client.query([{"kinds": [9], "#h": [general]}])
             assert [e.content for e in posted if e.content.startswith("Deploying")] == [
                 "Deploying build 42 (ship it)"

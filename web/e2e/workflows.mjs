@@ -112,6 +112,22 @@ try {
     await row('Stand-up reminder').waitFor({ state: 'detached' })
     await row('Deploy approval').waitFor()
   })
+  await check(report, 'Deny: the card shows the denial and the run is cancelled', async () => {
+    await row('Deploy approval').getByRole('button', { name: 'Run now' }).click()
+    const second = p.getByRole('article', { name: 'Approval: Deploy approval' }).nth(1)
+    await second.getByRole('button', { name: 'Deny' }).click()
+    await second.getByRole('status').filter({ hasText: 'Denied by Alice' }).waitFor()
+    await panel.getByRole('article', { name: /^Run / }).first().locator('header .wf-status.s-cancelled').waitFor()
+  })
+  await check(report, "the relay's refusal of a save shows in the editor", async () => {
+    const bobPanel = b.getByRole('region', { name: 'Workflows' })
+    await b.getByRole('button', { name: 'Workflows', exact: true }).click()
+    await bobPanel.getByRole('button', { name: 'New workflow' }).click()
+    await bobPanel.getByRole('textbox', { name: 'Workflow YAML' }).fill(config.elevatedYaml)
+    await bobPanel.getByRole('button', { name: 'Save workflow' }).click()
+    await bobPanel.getByRole('alert').filter({ hasText: 'restricted: ' }).filter({ hasText: 'owner or admin' }).waitFor()
+    if (await bobPanel.getByRole('listitem', { name: 'Notify CI' }).count()) throw new Error('the refused definition is listed')
+  })
 } finally {
   finish(report)
   await close()
