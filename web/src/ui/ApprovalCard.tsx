@@ -51,8 +51,12 @@ export function ApprovalCard({ ws, a }: { ws: Workspace; a: Approval }) {
   )
 }
 
-/** The timeline's rows with each approval card placed before the first message newer than it. */
-export function withApprovals<T extends { m: Msg }>(rows: T[], approvals: Approval[]): (T | Approval)[] {
+/** The timeline's rows with each approval card placed before the first message newer than it;
+ * while older pages are still to load (`complete` false), cards older than the first row wait
+ * for their page rather than gather at the top. */
+export function withApprovals<T extends { m: Msg }>(rows: T[], all: Approval[], complete: boolean): (T | Approval)[] {
+  const from = complete || !rows.length ? -Infinity : rows[0].m.ev.created_at
+  const approvals = all.filter((a) => a.request.created_at >= from)
   if (!approvals.length) return rows
   const out: (T | Approval)[] = []
   let i = 0

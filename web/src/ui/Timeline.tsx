@@ -82,7 +82,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
       )}
       {!t.hasMore && t.loaded && <p class="start">This is the start of the channel.</p>}
       {!t.loaded && <p class="start">Loading messages…</p>}
-      {withApprovals(rows(msgs), approvals).map((row) => 'ref' in row ? <ApprovalCard key={row.ref} ws={ws} a={row} /> : (
+      {withApprovals(rows(msgs), approvals, !t.hasMore).map((row) => 'ref' in row ? <ApprovalCard key={row.ref} ws={ws} a={row} /> : (
         <Fragment key={row.m.ev.id}>
           {row.day && <h2 class="day"><span>{row.day}</span></h2>}
           {row.m === firstUnread && <NewDivider />}
