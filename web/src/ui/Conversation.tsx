@@ -6,9 +6,9 @@ import { Timeline } from './Timeline'
 import { Composer } from './Composer'
 import { ChannelSettings } from './ChannelSettings'
 
-type Props = { ws: Workspace; channel: Channel; onThread: (id: string) => void; onMembers: () => void; onHuddle: () => void; onPrivate: (peers: string[]) => void }
+type Props = { ws: Workspace; channel: Channel; onThread: (id: string) => void; onMembers: () => void; onHuddle: () => void; onWorkflows?: () => void; onPrivate: (peers: string[]) => void }
 
-export function Conversation({ ws, channel, onThread, onMembers, onHuddle, onPrivate }: Props) {
+export function Conversation({ ws, channel, onThread, onMembers, onHuddle, onWorkflows, onPrivate }: Props) {
   const [settings, setSettings] = useState(false)
   const typing = ws.typingIn(channel.id)
   const label = ws.channelLabel(channel)
@@ -28,6 +28,7 @@ export function Conversation({ ws, channel, onThread, onMembers, onHuddle, onPri
               🔒 End-to-end encrypted
             </button>
           )}
+          {onWorkflows && channel.type !== 'dm' && <button type="button" class="quiet" onClick={onWorkflows}>Workflows</button>}
           <button type="button" class="quiet" onClick={onMembers}>Members</button>
           {channel.member && <button type="button" class="quiet" onClick={() => setSettings(true)}>Channel settings</button>}
         </div>

@@ -5,6 +5,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { permalink } from '../navigate'
 import type { Msg, Workspace } from '../workspace'
 import { Avatar } from './Avatar'
+import { workflowOwner } from '../workflows'
 import { useUi } from './context'
 import { act } from './hooks'
 import { MessageBody, copyText } from './MessageBody'
@@ -33,6 +34,8 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   const mine = m.ev.pubkey === ws.me.pubkey
   const canModerate = !mine && ws.isElevated(m.channel)
   const author = ws.profiles.get(m.ev.pubkey)
+  const byWorkflow = workflowOwner(m.ev, ws.relayPubkey) // shown as its owner, with a badge
+  const speaker = byWorkflow ?? m.ev.pubkey
   const when = new Date(m.ev.created_at * 1000)
   const time = TIME.format(when)
   const full = FULL.format(when)
@@ -50,13 +53,14 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
         {grouped ? (
           <time class="hover-time" dateTime={when.toISOString()} title={full}>{time}</time>
         ) : (
-          <Avatar ws={ws} pubkey={m.ev.pubkey} />
+          <Avatar ws={ws} pubkey={speaker} />
         )}
       </div>
       <div class="msg-main">
         {!grouped && (
           <div class="msg-head">
-            <button type="button" class="author" onClick={() => ui.openProfile(m.ev.pubkey)}>{ws.nameOf(m.ev.pubkey)}</button>
+            <button type="button" class="author" onClick={() => ui.openProfile(speaker)}>{ws.nameOf(speaker)}</button>
+            {byWorkflow && <span class="tag" title="Posted by a workflow of theirs">workflow</span>}
             {author?.owner && <span class="tag agent" title={`Agent of ${ws.nameOf(author.owner)}`}>agent</span>}
             <time dateTime={when.toISOString()} title={full}>{time}</time>
             {m.broadcast && !inThread && <span class="tag">from a thread</span>}

@@ -18,8 +18,9 @@ import { HuddlePanel } from './Huddle'
 import { PrivateConversation } from './PrivateDms'
 import { InboxPanel } from './Inbox'
 import { JumpTo, ThemeSwitch, useShortcuts } from './Comfort'
+import { WorkflowsPanel } from './Workflows'
 
-export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | 'inbox' | null
+export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | 'inbox' | 'workflows' | null
 
 export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
   useWorkspace(ws)
@@ -127,6 +128,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
             onThread={openThread}
             onMembers={() => toggle('members')}
             onHuddle={() => setPanel('huddle')}
+            onWorkflows={() => toggle('workflows')}
             onPrivate={openPrivate}
           />
         ) : ws.active && ws.channelsLoaded ? (
@@ -147,6 +149,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
       {panel === 'browse' && <BrowsePanel ws={ws} onClose={() => setPanel(null)} onOpen={open} />}
       {panel === 'agents' && <AgentsPanel ws={ws} onClose={() => setPanel(null)} />}
       {panel === 'inbox' && <InboxPanel ws={ws} onClose={() => setPanel(null)} onGo={go} />}
+      {panel === 'workflows' && channel && <WorkflowsPanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {profile && <ProfileDialog ws={ws} fresh={fresh} onClose={() => setProfile(false)} />}
       {creating && <NewChannelDialog ws={ws} onClose={() => setCreating(false)} onCreated={(id) => { setCreating(false); open(id) }} />}

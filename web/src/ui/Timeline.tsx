@@ -4,8 +4,10 @@
 // author within a few minutes are grouped under one name. A permalink target (`ws.focus`)
 // is scrolled to the middle once and highlighted.
 import { Fragment } from 'preact'
-import { useLayoutEffect, useRef, useState } from 'preact/hooks'
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import type { Msg, Workspace } from '../workspace'
+import { workflowsOf } from '../workflows'
+import { ApprovalCard, withApprovals } from './ApprovalCard'
 import { act } from './hooks'
 import { Message } from './Message'
 import { JumpBar, NewDivider } from './CatchUp'
@@ -17,6 +19,8 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
   const prev = useRef({ height: 0, top: 0, first: '', count: 0, channel: '', focus: '', placed: false })
   const msgs = ws.visible(channel)
   const t = ws.timeline(channel)
+  const approvals = workflowsOf(ws).approvalsIn(channel)
+  useEffect(() => workflowsOf(ws).watch(channel), [ws, channel])
   const firstUnread = ws.reads.firstUnread(channel, msgs)
   const [view, setView] = useState({ above: false, up: false, fresh: 0, channel })
   const divider = () => box.current?.querySelector<HTMLElement>('.new-divider') ?? null
@@ -78,11 +82,11 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
       )}
       {!t.hasMore && t.loaded && <p class="start">This is the start of the channel.</p>}
       {!t.loaded && <p class="start">Loading messages…</p>}
-      {rows(msgs).map(({ m, day, grouped }) => (
-        <Fragment key={m.ev.id}>
-          {day && <h2 class="day"><span>{day}</span></h2>}
-          {m === firstUnread && <NewDivider />}
-          <Message ws={ws} m={m} onThread={onThread} inThread={false} grouped={grouped && m !== firstUnread} />
+      {withApprovals(rows(msgs), approvals, !t.hasMore).map((row) => 'ref' in row ? <ApprovalCard key={row.ref} ws={ws} a={row} /> : (
+        <Fragment key={row.m.ev.id}>
+          {row.day && <h2 class="day"><span>{row.day}</span></h2>}
+          {row.m === firstUnread && <NewDivider />}
+          <Message ws={ws} m={row.m} onThread={onThread} inThread={false} grouped={row.grouped && row.m !== firstUnread} />
         </Fragment>
       ))}
     </div>
