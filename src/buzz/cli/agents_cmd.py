@@ -32,7 +32,12 @@ def agents() -> None:
 # -- personas -------------------------------------------------------------------------------------
 @agents.group(cls=CommandGroup)
 def personas() -> None:
-    """Personas (30175): a system prompt, model and name an agent can run as."""
+    """Personas (30175): a system prompt, model and name an agent can run as.
+
+    \b
+    Example:
+      buzz agents personas set --slug reviewer --display-name Reviewer --system-prompt-file prompt.md
+    """
 
 
 @personas.command(name="list")
@@ -40,7 +45,12 @@ def personas() -> None:
 @click.option("--author", default=None, help="Only this author's personas (hex or npub).")
 @click.pass_obj
 def personas_list(ctx: Context, mine: bool, author: str | None) -> None:
-    """Prints {"personas": [{slug, author, display_name, model, provider, runtime, shared, event_id, created_at}]}."""
+    """Prints {"personas": [{slug, author, display_name, model, provider, runtime, shared, event_id, created_at}]}.
+
+    \b
+    Example:
+      buzz agents personas list --mine
+    """
     run(ctx, lambda ws: keyed("personas", ws.agent_records.personas(author, mine)))
 
 
@@ -49,7 +59,12 @@ def personas_list(ctx: Context, mine: bool, author: str | None) -> None:
 @click.option("--author", default=None, help="The persona's author (default: me).")
 @click.pass_obj
 def personas_get(ctx: Context, slug: str, author: str | None) -> None:
-    """Prints {"persona": {…, system_prompt}}; not readable: exit 1."""
+    """Prints {"persona": {…, system_prompt}}; not readable: exit 1.
+
+    \b
+    Example:
+      buzz agents personas get --slug reviewer
+    """
     run(ctx, lambda ws: keyed("persona", ws.agent_records.persona(slug, author)))
 
 
@@ -80,7 +95,12 @@ def personas_set(
     avatar_url: str | None,
     shared: bool | None,
 ) -> None:
-    """Publish my persona, merged with its current version. Prints {"slug", "event_id"}."""
+    """Publish my persona, merged with its current version. Prints {"slug", "event_id"}.
+
+    \b
+    Example:
+      buzz agents personas set --slug reviewer --display-name Reviewer --system-prompt - < prompt.md
+    """
 
     async def body(ws: Workspace) -> Any:
         if system_prompt is not None and system_prompt_file is not None:
@@ -111,21 +131,36 @@ def personas_set(
 @click.option("--slug", required=True)
 @click.pass_obj
 def personas_delete(ctx: Context, slug: str) -> None:
-    """Delete my persona (kind 5 with its `a` and `k`)."""
+    """Delete my persona (kind 5 with its `a` and `k`).
+
+    \b
+    Example:
+      buzz agents personas delete --slug reviewer
+    """
     run(ctx, lambda ws: ws.agent_records.delete_persona(slug))
 
 
 # -- teams ----------------------------------------------------------------------------------------
 @agents.group(cls=CommandGroup)
 def teams() -> None:
-    """Teams (30176): a named group of personas with shared instructions."""
+    """Teams (30176): a named group of personas with shared instructions.
+
+    \b
+    Example:
+      buzz agents teams set --team review --name Review --persona reviewer
+    """
 
 
 @teams.command(name="list")
 @click.option("--author", default=None)
 @click.pass_obj
 def teams_list(ctx: Context, author: str | None) -> None:
-    """Prints {"teams": [...]}."""
+    """Prints {"teams": [...]}.
+
+    \b
+    Example:
+      buzz agents teams list
+    """
     run(ctx, lambda ws: keyed("teams", ws.agent_records.teams(author)))
 
 
@@ -134,7 +169,12 @@ def teams_list(ctx: Context, author: str | None) -> None:
 @click.option("--author", default=None)
 @click.pass_obj
 def teams_get(ctx: Context, team_id: str, author: str | None) -> None:
-    """Prints {"team": {...}}."""
+    """Prints {"team": {...}}.
+
+    \b
+    Example:
+      buzz agents teams get --team review
+    """
     run(ctx, lambda ws: keyed("team", ws.agent_records.team(team_id, author)))
 
 
@@ -155,7 +195,12 @@ def teams_set(
     clear_instructions: bool,
     persona_ids: tuple[str, ...],
 ) -> None:
-    """Publish my team with both instructions and persona_ids. Prints {"team", "event_id"}."""
+    """Publish my team with both instructions and persona_ids. Prints {"team", "event_id"}.
+
+    \b
+    Example:
+      buzz agents teams set --team review --name Review --persona reviewer --persona tester
+    """
 
     async def body(ws: Workspace) -> Any:
         text: str | None = None
@@ -172,21 +217,36 @@ def teams_set(
 @click.option("--team", "team_id", required=True)
 @click.pass_obj
 def teams_delete(ctx: Context, team_id: str) -> None:
-    """Delete my team (kind 5)."""
+    """Delete my team (kind 5).
+
+    \b
+    Example:
+      buzz agents teams delete --team review
+    """
     run(ctx, lambda ws: ws.agent_records.delete_team(team_id))
 
 
 # -- managed agents -------------------------------------------------------------------------------
 @agents.group(cls=CommandGroup)
 def managed() -> None:
-    """Managed agents (30177): whom your agent answers and how many turns it runs at once."""
+    """Managed agents (30177): whom your agent answers and how many turns it runs at once.
+
+    \b
+    Example:
+      buzz agents managed set --agent npub1... --respond-to allowlist --allowlist <hex>,<hex>
+    """
 
 
 @managed.command(name="list")
 @click.option("--owner", default=None, help="Default: me.")
 @click.pass_obj
 def managed_list(ctx: Context, owner: str | None) -> None:
-    """Prints {"agents": [{agent, name, persona_id, respond_to, respond_to_allowlist, parallelism, event_id}]}."""
+    """Prints {"agents": [{agent, name, persona_id, respond_to, respond_to_allowlist, parallelism, event_id}]}.
+
+    \b
+    Example:
+      buzz agents managed list
+    """
     run(ctx, lambda ws: keyed("agents", ws.agent_records.managed(owner)))
 
 
@@ -194,7 +254,12 @@ def managed_list(ctx: Context, owner: str | None) -> None:
 @click.option("--agent", required=True)
 @click.pass_obj
 def managed_get(ctx: Context, agent: str) -> None:
-    """My record for this agent, or exit 1."""
+    """My record for this agent, or exit 1.
+
+    \b
+    Example:
+      buzz agents managed get --agent npub1...
+    """
     run(ctx, lambda ws: ws.agent_records.managed_agent(agent))
 
 
@@ -220,7 +285,12 @@ def managed_set(
     parallelism: int | None,
 ) -> None:
     """Publish my managed-agent record (merged with the current one); a running harness applies
-    it within 5 s, without a restart. Prints {"agent", "event_id"}."""
+    it within 5 s, without a restart. Prints {"agent", "event_id"}.
+
+    \b
+    Example:
+      buzz agents managed set --agent npub1... --respond-to members --parallelism 2
+    """
     allow = [p.strip().lower() for p in allowlist.split(",") if p.strip()] if allowlist else None
     fields = {
         "name": name,
@@ -236,5 +306,10 @@ def managed_set(
 @click.option("--agent", required=True)
 @click.pass_obj
 def managed_delete(ctx: Context, agent: str) -> None:
-    """Delete my record for this agent (its harness goes back to its flags)."""
+    """Delete my record for this agent (its harness goes back to its flags).
+
+    \b
+    Example:
+      buzz agents managed delete --agent npub1...
+    """
     run(ctx, lambda ws: ws.agent_records.delete_managed(agent))

@@ -99,7 +99,12 @@ def request(
 def list_(
     ctx: Context, channel_id: str, state: str | None, agent: str | None, mine: bool, limit: int
 ) -> None:
-    """The channel's jobs, newest first. Prints {"jobs": [summary…]}."""
+    """The channel's jobs, newest first. Prints {"jobs": [summary…]}.
+
+    \b
+    Example:
+      buzz jobs list --channel $CHANNEL --state running --mine
+    """
 
     async def body(ws: Workspace) -> Any:
         found = await ws.jobs.list(channel_id, state=state, agent=agent, mine=mine, limit=limit)
@@ -112,7 +117,12 @@ def list_(
 @_job_option
 @click.pass_obj
 def show(ctx: Context, job_id: str) -> None:
-    """One job: {"job", "events", "result", "failure"}; an unknown job is not_found (exit 1)."""
+    """One job: {"job", "events", "result", "failure"}; an unknown job is not_found (exit 1).
+
+    \b
+    Example:
+      buzz jobs show --job $JOB
+    """
 
     async def body(ws: Workspace) -> Any:
         return (await ws.jobs.get(job_id)).to_dict(with_events=True)
@@ -125,7 +135,12 @@ def show(ctx: Context, job_id: str) -> None:
 @click.option("--reason", default=None, help="Why (shown to the agent and the channel).")
 @click.pass_obj
 def cancel(ctx: Context, job_id: str, reason: str | None) -> None:
-    """Stop a job (kind 43005). Prints {"job_id", "event_id"}."""
+    """Stop a job (kind 43005). Prints {"job_id", "event_id"}.
+
+    \b
+    Example:
+      buzz jobs cancel --job $JOB --reason 'wrong branch'
+    """
     run(ctx, lambda ws: ws.jobs.cancel(job_id, reason))
 
 
