@@ -2,7 +2,7 @@
 kind registry, checked against the running relay over WebSocket on both backends.
 
 Rows: every registered kind whose visibility sets are non-empty (shared-gated kinds also in the
-§5.2 tag shapes) plus the channel-scoped kinds 9 and 43001–43006 in a private channel. Columns: the read
+§5.2 tag shapes) plus the channel-scoped kinds 9, 43001–43006 and the workflow kinds 46001–46031 in a private channel. Columns: the read
 paths (stored REQ, live subscription, ids lookup with and without `kinds`, COUNT, NIP-50 search)
 × the readers (author, p-target, channel member, non-member, unauthenticated), each path with the
 filters a client would use — with their `kinds`, and the same filters without `kinds` (issue 25
@@ -49,9 +49,12 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 KNOWN_SETS = {"AO", "PG", "RG", "SG", "EG"}
 GATED = sorted(k for k, info in REGISTRY.items() if info.sets)
 CHANNEL_KIND = 9
-# Channel-scoped rows: a message, and the job kinds (issue 27: a job is visible to the channel's
-# readers only, on every path).
-CHANNEL_KINDS = (CHANNEL_KIND, 43001, 43002, 43003, 43004, 43005, 43006)
+# Channel-scoped rows: a message, the job kinds (issue 27: a job is visible to the channel's
+# readers only, on every path), and the workflow kinds (issue 28 item 5: a run's lifecycle and
+# approvals are part of the channel's signed history, readable by its members and nobody else).
+JOB_KINDS = (43001, 43002, 43003, 43004, 43005, 43006)
+WORKFLOW_KINDS = (*range(46001, 46008), 46010, 46011, 46012, 46020, 46030, 46031)
+CHANNEL_KINDS = (CHANNEL_KIND, *JOB_KINDS, *WORKFLOW_KINDS)
 READERS = ("author", "p-target", "member", "non-member", "unauthenticated")
 PATHS = ("req", "live", "ids", "ids+kinds", "count", "search")
 # relay.md §5.2: tag shapes of a shared-gated event beyond "no shared tag" (None = no extra tags).
@@ -233,6 +236,8 @@ def spec_outcome(world: World, v: Variant, path: str, role: str, flt: dict[str, 
         return ("visible", False)  # ephemeral kinds are never served from storage
     if path == "search" and REGISTRY[v.kind].sets & {"PG", "AO", "EG"}:
         return ("visible", False)  # §11 item 1: non-searchable kinds never match
+    if path == "search" and v.kind in WORKFLOW_KINDS:
+        return ("visible", False)  # workflows.md §2.2 item 6: run records are not message text
     return ("visible", seen)
 
 
