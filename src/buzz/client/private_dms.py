@@ -58,7 +58,18 @@ def open_wraps(secret: str, wraps: Iterable[Event]) -> tuple[list[nip59.Opened],
             log.debug("wrap %s does not open: %s", wrap.id[:12], exc.reason)
             continue
         seen.setdefault(opened.rumor.id, opened)
-    return sorted(seen.values(), key=lambda o: (o.rumor.created_at, o.rumor.id)), failed
+    return sorted(seen.values(), key=lambda o: _order(o, seen)), failed
+
+
+def _order(opened: nip59.Opened, by_id: dict[str, nip59.Opened]) -> tuple[int, int, str]:
+    """Oldest first; within one second an answer after what it answers (its depth in the reply
+    chain among these messages), then the id, so every reader sees one order."""
+    depth, parent, hops = 0, opened, 0
+    while hops < len(by_id) and (target := next(iter(parent.rumor.tag_values("e")), None)) in by_id:
+        parent, hops = by_id[target], hops + 1
+        if parent.rumor.created_at == opened.rumor.created_at:
+            depth += 1
+    return (opened.rumor.created_at, depth, opened.rumor.id)
 
 
 class PrivateDms:
