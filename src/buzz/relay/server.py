@@ -13,9 +13,10 @@ from pathlib import Path
 from aiohttp import web
 from aiohttp.log import server_logger
 
+from buzz.core.nip98 import http_base
 from buzz.relay import datalock
 from buzz.relay.app import build_app, build_metrics_app
-from buzz.relay.config import RelayConfig, parse_bind
+from buzz.relay.config import DEFAULT_RELAY_URL, RelayConfig, parse_bind
 from buzz.relay.http_guard import raise_open_file_limit
 from buzz.relay.httplog import HttpErrorLog
 from buzz.relay.relay import Relay
@@ -80,6 +81,11 @@ async def running_relay(config: RelayConfig) -> AsyncIterator[tuple[Relay, str]]
         site = web.TCPSite(runner, config.host, config.port, reuse_address=True)
         await site.start()
         url = _bound_url(site, config.host, config.port, "ws")
+        if config.relay_url == DEFAULT_RELAY_URL and config.media.base_url is None:
+            # Nothing names the relay's public URL: file links name the address it is bound to
+            # (a relay on 127.0.0.1:3999 handed out http://localhost:3000/media/… links).
+            bound = url if config.host not in ("0.0.0.0", "::") else url.replace(config.host, "localhost", 1)
+            relay.media.base = http_base(bound.replace("[::]", "localhost", 1)) + "/media"
         if config.metrics_bind is not None:
             host, port = parse_bind(config.metrics_bind, "BUZZ_METRICS_BIND")
             metrics_runner = web.AppRunner(
