@@ -59,7 +59,11 @@ try {
     await dialog.getByRole('combobox', { name: 'Jump to' }).fill('@Bob')
     await p.keyboard.press('Enter')
     await p.getByRole('heading', { name: 'Bob', exact: true }).waitFor()
+    await dialog.waitFor({ state: 'detached' })
     await p.keyboard.press('Control+k')
+    // Esc is pressed once the dialog shows (a key sent before the page rendered it would reach
+    // the window, whose Esc closes a side panel, and the dialog would then open after it).
+    await dialog.getByRole('combobox', { name: 'Jump to' }).waitFor()
     await p.keyboard.press('Escape')
     await dialog.waitFor({ state: 'detached' })
   })
