@@ -3,6 +3,7 @@ upload slots (§11 item 4)."""
 
 from __future__ import annotations
 
+import functools
 import time
 
 import pytest
@@ -59,28 +60,29 @@ def test_every_claim_check_in_order() -> None:
     """Checklist 3, 4, 5: each bad authorization gets its own reason."""
     who = Identity.new()
     now = int(time.time())
+    check = functools.partial(claims, now=now)  # one clock for the events and the checks
 
     def make(tags: list[list[str]], content: str = "Upload", created_at: int = now) -> Event:
         return Event.create(who.secret, 24242, content, tags, created_at)
 
     good = [["t", "upload"], ["x", H], ["expiration", str(now + 60)]]
-    assert claims(make(good)) is None
-    assert claims(make(good, content="  ")) == "authorization content must not be empty"
-    assert claims(make([["t", "get"], *good[1:]])) == "authorization verb mismatch"
-    assert claims(make([["t", "upload"], ["t", "get"], *good[1:]])) == "authorization verb mismatch"
-    assert claims(make(good[:2])) == "missing expiration"
-    assert claims(make([*good[:2], ["expiration", "soon"]])) == "missing expiration"
-    assert claims(make([*good[:2], ["expiration", str(now - 1)]])) == "authorization expired"
-    assert claims(make(good, created_at=now - 601)) == "authorization timestamp out of window"
-    assert claims(make(good, created_at=now + 6)) == "authorization timestamp out of window"
-    assert claims(make([*good, ["server", "other.example"]])) == "authorization server mismatch"
-    assert claims(make([*good, ["server", "http://LOCALHOST:3000/upload"]])) is None
-    assert claims(make(good), sha="cd" * 32) == "authorization does not cover this blob"
+    assert check(make(good)) is None
+    assert check(make(good, content="  ")) == "authorization content must not be empty"
+    assert check(make([["t", "get"], *good[1:]])) == "authorization verb mismatch"
+    assert check(make([["t", "upload"], ["t", "get"], *good[1:]])) == "authorization verb mismatch"
+    assert check(make(good[:2])) == "missing expiration"
+    assert check(make([*good[:2], ["expiration", "soon"]])) == "missing expiration"
+    assert check(make([*good[:2], ["expiration", str(now - 1)]])) == "authorization expired"
+    assert check(make(good, created_at=now - 601)) == "authorization timestamp out of window"
+    assert check(make(good, created_at=now + 6)) == "authorization timestamp out of window"
+    assert check(make([*good, ["server", "other.example"]])) == "authorization server mismatch"
+    assert check(make([*good, ["server", "http://LOCALHOST:3000/upload"]])) is None
+    assert check(make(good), sha="cd" * 32) == "authorization does not cover this blob"
     # get: 3600 s window; a host-wide token (server tag, no x) reads any blob
     get = [["t", "get"], ["expiration", str(now + 60)], ["server", "127.0.0.1:3000"]]
-    assert claims(make(get, created_at=now - 3599), "get") is None
-    assert claims(make(get, created_at=now - 3601), "get") == "authorization timestamp out of window"
-    assert claims(make(get[:2], created_at=now), "get") == "authorization does not cover this blob"
+    assert check(make(get, created_at=now - 3599), "get") is None
+    assert check(make(get, created_at=now - 3601), "get") == "authorization timestamp out of window"
+    assert check(make(get[:2], created_at=now), "get") == "authorization does not cover this blob"
 
 
 def test_host_normalization() -> None:
