@@ -88,16 +88,22 @@ def _listening(port: int) -> socket.socket | None:
     return sock
 
 
-def _two_taken_ports() -> tuple[socket.socket, socket.socket]:
-    """Listening sockets on two neighbouring ports p and p + 1 (p chosen by the system)."""
+def _taken_ports(count: int) -> list[socket.socket]:
+    """Listening sockets on `count` neighbouring ports p, p + 1, ... (p chosen by the system)."""
     for _ in range(50):
         first = _listening(0)
         assert first is not None
-        second = _listening(first.getsockname()[1] + 1)
-        if second is not None:
-            return first, second
-        first.close()
-    raise AssertionError("no two neighbouring free ports on 127.0.0.1")
+        held = [first]
+        for offset in range(1, count):
+            more = _listening(first.getsockname()[1] + offset)
+            if more is None:
+                break
+            held.append(more)
+        if len(held) == count:
+            return held
+        for sock in held:
+            sock.close()
+    raise AssertionError(f"no {count} neighbouring free ports on 127.0.0.1")
 
 
 def _refusal(result: subprocess.CompletedProcess[str]) -> str:
@@ -110,15 +116,20 @@ def _refusal(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_a_port_in_use_is_one_line_naming_it_and_a_port_checked_free(tmp_path: Path) -> None:
-    """The port just above the taken one is taken too: the example is a port that was free."""
-    taken, next_taken = _two_taken_ports()
-    with taken, next_taken:
-        port = taken.getsockname()[1]
+    """The two ports just above the taken one are taken too: the example skips them, so it is
+    a port the relay bind-tested. Whether it is still free afterwards is not this test's to
+    say: another test (or the metrics run's own port 0) may take it a moment later."""
+    held = _taken_ports(3)
+    try:
+        port = held[0].getsockname()[1]
         done = buzz("relay", "serve", "--bind", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "data"))
         metrics = buzz(
             "relay", "serve", "--bind", "127.0.0.1:0", "--metrics-bind", f"127.0.0.1:{port}",
             "--data-dir", str(tmp_path / "other"),
         )  # fmt: skip
+    finally:
+        for sock in held:
+            sock.close()
     for result, flag in ((done, "--bind"), (metrics, "--metrics-bind")):
         message = _refusal(result)
         prefix = (
@@ -127,10 +138,7 @@ def test_a_port_in_use_is_one_line_naming_it_and_a_port_checked_free(tmp_path: P
         )
         assert message.startswith(prefix) and message.endswith(" (free just now)"), message
         suggested = int(message[len(prefix) :].split(" ", 1)[0])
-        assert port + 1 < suggested <= port + 20, message  # port + 1 was taken: not suggested
-        free = _listening(suggested)  # it was free when checked, and still is
-        assert free is not None, message
-        free.close()
+        assert port + 2 < suggested <= port + 20, message  # port + 1 and + 2 were taken: skipped
 
 
 def test_a_port_in_use_with_nothing_free_above_it_gets_no_example(tmp_path: Path) -> None:
