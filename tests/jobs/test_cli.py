@@ -117,3 +117,24 @@ async def test_request_wait_prints_the_result(sqlite_relay: RunningRelay) -> Non
 
     timed_out = await _request(url, asker, channel, agent.pubkey, "nobody", "--wait", "--timeout", "0.5")
     assert timed_out.code == 4 and "had not ended" in timed_out.error["message"]
+
+
+async def test_request_wait_exits_6_when_the_job_is_cancelled(sqlite_relay: RunningRelay) -> None:
+    """The document still comes on stdout; the exit code tells a script the job did not
+    complete (a `&&` chain stops there)."""
+    url = sqlite_relay.url
+    channel, asker, agent, _ = await _setup(sqlite_relay)
+    waiting = asyncio.create_task(
+        _request(url, asker, channel, agent.pubkey, "stop me", "--wait", "--timeout", "60")
+    )
+    async with sqlite_relay.client(agent) as c:
+        sub = await c.subscribe([{"kinds": [43001], "#h": [channel], "#p": [agent.pubkey]}])
+        request = await sub.next(30)
+    cancelled = await buzz(url, asker, "jobs", "cancel", "--job", request.id, "--reason", "not needed")
+    assert cancelled.code == 0, cancelled.stderr
+    ended = await waiting
+    assert ended.code == 6, ended.stderr
+    assert json.loads(ended.stdout)["job"]["state"] == "cancelled"
+    (line,) = ended.stderr.splitlines()
+    error = json.loads(line)
+    assert error["error"] == "job_failed" and error["message"] == f"job {request.id} cancelled"

@@ -26,7 +26,11 @@ try {
 
   await check(report, 'unread, mention and DM badges are distinct descriptions of the links', async () => {
     const general = nav.getByRole('link', { name: 'general', exact: true })
-    await p.waitForFunction(() => /60 unread/.test(document.querySelector('a[aria-label="general"]')?.textContent ?? ''))
+    // On a timeout the failure names what the link said instead (a count, or nothing at all).
+    const shown = () => p.evaluate(() => document.querySelector('a[aria-label="general"]')?.textContent ?? '(no link)')
+    await p
+      .waitForFunction(() => /60 unread/.test(document.querySelector('a[aria-label="general"]')?.textContent ?? ''))
+      .catch(async (e) => { throw new Error(`general never showed "60 unread": it shows "${await shown()}" (${e.message.split('\n')[0]})`) })
     const desc = await general.getAttribute('aria-describedby')
     const text = await p.evaluate((ids) => ids.split(' ').map((id) => document.getElementById(id)?.textContent).join(' | '), desc)
     if (text !== '60 unread | 1 mention') throw new Error(`general is described as "${text}"`)

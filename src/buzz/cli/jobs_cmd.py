@@ -10,7 +10,7 @@ import orjson
 
 from buzz.cli.common import run, stdin_or, stdin_or_now
 from buzz.cli.groups import CommandGroup
-from buzz.cli.output import Context
+from buzz.cli.output import Context, emit, fail
 from buzz.client.errors import UserError, WorkspaceError
 from buzz.client.workspace import Workspace
 
@@ -39,7 +39,11 @@ def jobs() -> None:
 )
 @click.option("--deadline", type=int, default=None, help="Seconds from now the job must end within.")
 @click.option("--parent", default=None, help="The job this one was delegated from.")
-@click.option("--wait", is_flag=True, help="Block until the job ends and print its summary and result.")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="Block until the job ends and print its summary and result (exit 6 if it failed or was cancelled).",
+)
 @click.option(
     "--timeout", type=float, default=None, help="With --wait: give up after this many seconds (exit 4)."
 )
@@ -58,7 +62,8 @@ def request(
     """Ask an agent for a job (kind 43001).
 
     Prints {"job_id", "event_id", "channel_id", "assignee"}; with --wait, {"job", "result",
-    "failure"} once the job is completed, failed or cancelled.
+    "failure"} once the job is completed, failed or cancelled — and for failed or cancelled
+    also a `job_failed` error line on stderr and exit 6, so `&&` stops there.
 
     \b
     Example:
@@ -82,7 +87,16 @@ def request(
         except TimeoutError:
             raise WorkspaceError(f"job {asked.job_id} had not ended after {timeout} s") from None
 
-    run(ctx, body)
+    def render(result: dict[str, Any]) -> None:
+        emit(ctx, result)
+        job = result.get("job")
+        if not wait or job is None or job["state"] not in ("failed", "cancelled"):
+            return
+        failure = result.get("failure") or {}
+        why = ": ".join(str(failure[k]) for k in ("code", "message") if failure.get(k))
+        fail(f"job {job['id']} {job['state']}" + (f" ({why})" if why else ""), "job_failed")
+
+    run(ctx, body, render)
 
 
 @jobs.command(name="list")
