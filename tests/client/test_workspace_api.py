@@ -69,6 +69,9 @@ async def test_failures_are_one_error_tree(
             "message": "invalid channel id 'not-a-channel': expected a canonical UUID (8-4-4-4-12 hex)",
             "retryable": False,
         }
+        with pytest.raises(UserError) as nil:  # canonical, but no channel can have it
+            await ws.messages.get("00000000-0000-0000-0000-000000000000")
+        assert "the nil UUID names no channel" in nil.value.message
         with pytest.raises(NotFound):
             await ws.channels.get("3f2b7c1e-8a4d-4e2f-9c1a-5b6d7e8f9a0b")
         channel = (await ws.channels.create("general", visibility="private")).channel_id

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from buzz.client.errors import UserError
 from buzz.client.identity import parse_pubkey
-from buzz.core.channel_id import is_channel_id
+from buzz.core.channel_id import NIL, is_channel_id
 from buzz.core.event import Event
 from buzz.core.keys import is_hex
 
@@ -24,6 +24,8 @@ Text = str | Callable[[], str]  # the text, or a reader of it that raises UserEr
 def channel_arg(value: str) -> str:
     """A channel id as given → canonical lowercase UUID, else UserError."""
     text = value.strip().lower()
+    if text == NIL:  # well formed, but reserved: no channel can have it (relay.md §4.1)
+        raise UserError(f"invalid channel id {value!r}: the nil UUID names no channel; use a channel's own id")
     if not is_channel_id(text):
         raise UserError(f"invalid channel id {value!r}: expected a canonical UUID (8-4-4-4-12 hex)")
     return text
