@@ -15,8 +15,10 @@ export const READ_STATE_KIND = 30078
 export const READ_STATE_D = 'buzz/read-state'
 const LOCAL_KEY = 'buzz.readState.'
 const MAX_CHANNELS = 2000 // bounds the event (about 100 bytes a channel)
-const MAX_COUNTED = 500 // "500+" beyond: one page of events per channel is enough to count
+export const MAX_COUNTED = 500 // "500+" beyond: one page of events per channel is enough to count
 const PUBLISH_GAP_MS = 1000 // at most one version a second: created_at stays near the clock
+const COUNT_RETRIES = 3 // a failed count query is asked again this many times,
+const COUNT_RETRY_MS = 3000 // after 3, 6, 9 s
 
 const later = (a: Marker, b: Marker): boolean => a.at > b.at || (a.at === b.at && a.id > b.id)
 const markerOf = (e: NEvent): Marker => ({ at: e.created_at, id: e.id })
@@ -32,6 +34,10 @@ export class ReadState {
   done = new Set<string>()
   unread = new Map<string, number>()
   mentions = new Map<string, number>()
+  /** The unread messages behind each count, by id: a message delivered twice (a live
+   * subscription re-opening overlaps the old one) or both live and in a count query's answer
+   * is counted once, and an answer never undoes what arrived live while it was on its way. */
+  private counted = new Map<string, Map<string, { mark: Marker; forMe: boolean }>>()
   /** The marker a channel had when I opened it: the "New messages" divider goes after it. */
   dividers = new Map<string, Marker>()
   /** Channels whose opening has loaded back to the divider: the view may place itself. */
@@ -80,8 +86,7 @@ export class ReadState {
     if ((this.unread.get(channel) ?? 0) > 0 && mark) this.dividers.set(channel, mark)
     else this.dividers.delete(channel)
     this.settled.delete(channel)
-    this.unread.delete(channel)
-    this.mentions.delete(channel)
+    this.forget(channel)
   }
 
   /** Read up to the newest message I know in `channel` (or `upTo`). */
@@ -89,8 +94,7 @@ export class ReadState {
     const newest = upTo ?? this.newestIn(channel)
     const next: Marker = newest ? markerOf(newest) : { at: now(), id: '' }
     const mark = this.markers.get(channel)
-    this.unread.delete(channel)
-    this.mentions.delete(channel)
+    this.forget(channel)
     if (mark && !later(next, mark)) return
     this.markers.set(channel, next)
     this.save()
@@ -117,8 +121,28 @@ export class ReadState {
     const reading = m.channel === this.ws.active && !document.hidden
     if (reading || m.ev.pubkey === this.ws.me.pubkey) return this.markRead(m.channel, m.ev)
     if (!this.isUnread(m) && this.markers.has(m.channel)) return
-    this.unread.set(m.channel, (this.unread.get(m.channel) ?? 0) + 1)
-    if (this.isForMe(m)) this.mentions.set(m.channel, (this.mentions.get(m.channel) ?? 0) + 1)
+    const ids = this.counted.get(m.channel) ?? new Map()
+    if (ids.size >= MAX_COUNTED) return // "500+": the memory a busy channel takes is bounded
+    ids.set(m.ev.id, { mark: markerOf(m.ev), forMe: this.isForMe(m) })
+    this.counted.set(m.channel, ids)
+    this.tally(m.channel)
+  }
+
+  /** The badges of `channel` from its counted ids. */
+  private tally(channel: string): void {
+    const ids = this.counted.get(channel)
+    let forMe = 0
+    for (const v of ids?.values() ?? []) if (v.forMe) forMe++
+    if (ids?.size) this.unread.set(channel, ids.size)
+    else this.unread.delete(channel)
+    if (forMe) this.mentions.set(channel, forMe)
+    else this.mentions.delete(channel)
+  }
+
+  private forget(channel: string): void {
+    this.counted.delete(channel)
+    this.unread.delete(channel)
+    this.mentions.delete(channel)
   }
 
   private newestIn(channel: string): NEvent | undefined {
@@ -133,31 +157,35 @@ export class ReadState {
     this.ws.changed()
   }
 
-  async count(channel: string): Promise<void> {
+  async count(channel: string, attempt = 0): Promise<void> {
     const dm = this.ws.channels.get(channel)?.type === 'dm'
     // A channel never opened here has no marker: a DM then counts from its start (it is all
     // for me); any other channel shows no count until it is read once.
     const mark = this.markers.get(channel) ?? (dm ? { at: 0, id: '' } : undefined)
     if (!mark || channel === this.ws.active) return
+    let found: NEvent[]
     try {
-      const found = await this.ws.relay.query([{ kinds: [MESSAGE], '#h': [channel], since: mark.at, limit: MAX_COUNTED }])
-      let unread = 0
-      let forMe = 0
-      for (const e of found) {
-        if (e.pubkey === this.ws.me.pubkey || !later(markerOf(e), this.markers.get(channel) ?? mark)) continue
-        const { root } = threadLinks(e)
-        if (root && !e.tags.some((t) => t[0] === 'broadcast')) continue
-        unread++
-        if (dm || e.tags.some((t) => t[0] === 'p' && t[1] === this.ws.me.pubkey)) forMe++
-      }
-      if (channel === this.ws.active) return
-      if (unread) this.unread.set(channel, unread)
-      else this.unread.delete(channel)
-      if (forMe) this.mentions.set(channel, forMe)
-      else this.mentions.delete(channel)
-    } catch {
-      /* counts are a hint */
+      found = await this.ws.relay.query([{ kinds: [MESSAGE], '#h': [channel], since: mark.at, limit: MAX_COUNTED }])
+    } catch (e) {
+      // The live count stands meanwhile; the query is asked again, a few times, later (a relay
+      // busy past its read budget answers the next one). Never a silent wrong badge.
+      console.warn(`unread count of ${channel} failed (attempt ${attempt + 1}):`, e)
+      if (attempt < COUNT_RETRIES) window.setTimeout(() => void this.count(channel, attempt + 1), COUNT_RETRY_MS * (attempt + 1))
+      return
     }
+    if (channel === this.ws.active) return
+    const now = this.markers.get(channel) ?? mark
+    const ids = new Map<string, { mark: Marker; forMe: boolean }>()
+    for (const e of found) {
+      if (e.pubkey === this.ws.me.pubkey || !later(markerOf(e), now)) continue
+      const { root } = threadLinks(e)
+      if (root && !e.tags.some((t) => t[0] === 'broadcast')) continue
+      ids.set(e.id, { mark: markerOf(e), forMe: dm || e.tags.some((t) => t[0] === 'p' && t[1] === this.ws.me.pubkey) })
+    }
+    // What arrived live while the query was on its way (stored after its snapshot) stays.
+    for (const [id, v] of this.counted.get(channel) ?? []) if (ids.size < MAX_COUNTED && later(v.mark, now)) ids.set(id, v)
+    this.counted.set(channel, ids)
+    this.tally(channel)
     this.ws.changed()
   }
 

@@ -4,6 +4,7 @@
 import type { Channel, Workspace } from '../workspace'
 import { privateDms } from '../private-dms'
 import { InboxLink } from './Inbox'
+import { MAX_COUNTED } from '../unread'
 import { PrivateRows } from './PrivateDms'
 
 type Props = {
@@ -74,7 +75,7 @@ function Item({ ws, c, label, onOpen, shadowed }: { ws: Workspace; c: Channel; l
         <span aria-hidden="true" class="sigil">{c.type === 'dm' ? '@' : c.visibility === 'private' ? '🔒' : '#'}</span>
         <span class="chan-name" aria-hidden="true">{label}</span>
         {c.archived && <span class="tag" aria-hidden="true">archived</span>}
-        {unread > 0 && <span id={descId} class={`badge ${dm ? 'mention' : ''}`}>{unread} unread</span>}
+        {unread > 0 && <span id={descId} class={`badge ${dm ? 'mention' : ''}`}>{unread >= MAX_COUNTED ? `${MAX_COUNTED}+` : unread} unread</span>}
         {forMe > 0 && !dm && <span id={`mention-${c.id}`} class="badge mention">{forMe} {forMe === 1 ? 'mention' : 'mentions'}</span>}
       </a>
     </li>
