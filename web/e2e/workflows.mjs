@@ -92,7 +92,7 @@ try {
     await card.getByText(config.approvalMessage).waitFor()
     await card.getByRole('button', { name: 'Approve' }).waitFor()
     await card.getByRole('button', { name: 'Deny' }).waitFor()
-    await panel.getByRole('article', { name: /^Run / }).first().locator('.wf-status.s-waiting_approval').first().waitFor()
+    await panel.getByRole('article', { name: /^Run / }).first().locator('.wf-status.s-waiting_approval', { hasText: 'waiting for approval' }).first().waitFor()
   })
   await check(report, 'axe: an approval card, light and dark', async () => {
     await audit(p, 'approval card')

@@ -36,6 +36,10 @@ function triggerText(w: Workflow): string {
   return on
 }
 
+/** A run's or step's status as words (the API's `waiting_approval` is "waiting for approval"). */
+const STATUS_WORDS: Record<string, string> = { waiting_approval: 'waiting for approval', waiting: 'waiting' }
+const statusText = (status: string): string => STATUS_WORDS[status] ?? status.replace(/_/g, ' ')
+
 function stateText(w: Workflow): string {
   if (w.status !== 'active') return w.status
   if (!w.enabled) return 'disabled'
@@ -201,7 +205,7 @@ function Row({ ws, w, selected, onSelect, onEdit, onError, onChanged }: {
       </div>
       <p class="fine">
         {triggerText(w)} · by {ws.nameOf(w.owner)}
-        {w.last_run && <> · last run <span class={`wf-status s-${w.last_run.status}`}>{w.last_run.status}</span></>}
+        {w.last_run && <> · last run <span class={`wf-status s-${w.last_run.status}`}>{statusText(w.last_run.status)}</span></>}
       </p>
       <div class="wf-actions">
         <span class="wf-switch">
@@ -345,7 +349,7 @@ export function RunView({ run }: { run: Run }) {
   return (
     <article class="wf-run" aria-label={`Run ${stamp(run.created_at)}`}>
       <header>
-        <span class={`wf-status s-${run.status}`}>{run.status}</span>
+        <span class={`wf-status s-${run.status}`}>{statusText(run.status)}</span>
         <time dateTime={new Date(run.created_at * 1000).toISOString()}>{stamp(run.created_at)}</time>
         {run.completed_at && run.started_at && <span class="fine">{run.completed_at - run.started_at} s</span>}
       </header>
@@ -356,7 +360,7 @@ export function RunView({ run }: { run: Run }) {
             <div class="wf-step-head">
               <strong>{s.step_id}</strong>
               <span class="fine">{s.action}</span>
-              <span class={`wf-status s-${s.status}`}>{s.status}</span>
+              <span class={`wf-status s-${s.status}`}>{statusText(s.status)}</span>
               <span class="fine">{duration(s)}{s.attempts > 1 ? ` · ${s.attempts} attempts` : ''}</span>
             </div>
             {s.error_code && <p class="error">{s.error_code}{s.error_message ? `: ${s.error_message}` : ''}</p>}
