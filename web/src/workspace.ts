@@ -4,6 +4,7 @@
 // 9007/9000/9001/9002/9021/9022 channel administration. Views re-render on `changed()`.
 import { RelayConn, relayUrl, type Filter } from './relay'
 import { resolveNames } from './mentions'
+import { hasFile, type SearchQuery } from './search-query'
 import { firstTag, now, type NEvent, type Signer, type Tag } from './types'
 import { AgentDesk } from './agents'
 import { HuddleBook } from './huddle-book'
@@ -656,10 +657,18 @@ export class Workspace {
     this.ingest(ev, true)
   }
 
-  async search(text: string, channel: string | null): Promise<Msg[]> {
-    const flt: Filter = { kinds: [MESSAGE], search: text, limit: 50 }
-    if (channel) flt['#h'] = [channel]
-    const found = await this.relay.query([flt])
+  /** Messages matching a parsed search (search-query.ts): its words by NIP-50, its filters
+   * as the REQ's authors, channels and times; `in:` wins over "only this channel". */
+  async search(q: SearchQuery, channel: string | null): Promise<Msg[]> {
+    const flt: Filter = { kinds: [MESSAGE], limit: q.hasFile ? 200 : 50 }
+    if (q.text) flt.search = q.text
+    const channels = q.in.length ? q.in : channel ? [channel] : []
+    if (channels.length) flt['#h'] = channels
+    if (q.from.length) flt.authors = q.from
+    if (q.since !== undefined) flt.since = q.since
+    if (q.until !== undefined) flt.until = q.until
+    let found = await this.relay.query([flt])
+    if (q.hasFile) found = found.filter((e) => hasFile(e.tags)).slice(0, 50)
     for (const e of found) if (!this.msgs.has(e.id)) this.ingestQuiet(e)
     return found.map((e) => this.msgs.get(e.id)).filter((m): m is Msg => !!m && !m.deleted)
   }

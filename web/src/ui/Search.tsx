@@ -1,42 +1,71 @@
-// NIP-50 search over what I may read, in the open channel or everywhere.
+// NIP-50 search over what I may read, in the open channel or everywhere, with the filters of
+// search-query.ts (from:, in:, has:file, before:, after:) said back in words above the hits.
 import { useEffect, useState } from 'preact/hooks'
 import type { Msg, Workspace } from '../workspace'
+import { parseSearch, type Lookups } from '../search-query'
 import { humanError } from './hooks'
 import { MessageBody } from './MessageBody'
 import { Panel } from './Panel'
 
 type Props = { ws: Workspace; query: string; onClose: () => void; onJump: (m: Msg) => void }
 
+/** One name, else one name it starts with; never a guess between two. */
+function unique(entries: [string, string][], name: string): string | undefined {
+  const want = name.toLowerCase()
+  const exact = entries.filter(([, n]) => n.toLowerCase() === want)
+  if (exact.length === 1) return exact[0][0]
+  const starts = entries.filter(([, n]) => n.toLowerCase().startsWith(want))
+  return starts.length === 1 ? starts[0][0] : undefined
+}
+
+function lookups(ws: Workspace): Lookups {
+  return {
+    me: ws.me.pubkey,
+    person: (name) => unique([...ws.profiles.entries()].map(([pk, p]) => [pk, p.name]), name),
+    channel: (name) => unique([...ws.channels.values()].filter((c) => c.type !== 'dm').map((c) => [c.id, c.name]), name),
+    nameOf: (pk) => ws.nameOf(pk),
+    channelName: (id) => {
+      const c = ws.channels.get(id)
+      return c ? (c.type === 'dm' ? ws.channelLabel(c) : `#${c.name}`) : 'a channel'
+    },
+  }
+}
+
 export function SearchPanel({ ws, query, onClose, onJump }: Props) {
   const [here, setHere] = useState(!!ws.active)
   const [hits, setHits] = useState<Msg[] | null>(null)
   const [error, setError] = useState('')
+  const parsed = parseSearch(query, lookups(ws))
+  const empty = !parsed.text && !parsed.described.length
   useEffect(() => {
-    if (!query.trim()) return
+    if (!query.trim() || parsed.errors.length || empty) return
     setHits(null)
     setError('')
     // An older search answering after a newer one must not overwrite its results.
     let current = true
-    ws.search(query.trim(), here ? ws.active : null).then(
+    ws.search(parsed, here ? ws.active : null).then(
       (found) => current && setHits(found),
       (e) => current && setError(humanError(e)),
     )
     return () => {
       current = false
     }
-  }, [query, here, ws.active])
+  }, [query, here, ws.active, parsed.errors.length])
 
+  const problem = parsed.errors.join('. ') || (empty ? 'Type words to search for, or a filter such as from:, in:, has:file, before: or after:.' : '')
   return (
     <Panel name="Search results" onClose={onClose}>
       <label class="check">
-        <input type="checkbox" checked={here} disabled={!ws.active} onChange={(e) => setHere(e.currentTarget.checked)} />
+        <input type="checkbox" checked={here && !parsed.in.length} disabled={!ws.active || !!parsed.in.length} onChange={(e) => setHere(e.currentTarget.checked)} />
         Only this channel
       </label>
+      {parsed.described.length > 0 && <p class="hint filters">{parsed.described.join(' · ')}</p>}
+      {problem && <p class="error" role="alert">{problem}</p>}
       {error && <p class="error" role="alert">{error}</p>}
-      {hits === null && !error && <p class="hint">Searching…</p>}
-      {hits && !hits.length && <p class="hint">No messages match “{query}”.</p>}
+      {!problem && hits === null && !error && <p class="hint">Searching…</p>}
+      {!problem && hits && !hits.length && <p class="hint">No messages match “{query}”.</p>}
       <ul class="hits">
-        {hits?.map((m) => {
+        {!problem && hits?.map((m) => {
           const ch = ws.channels.get(m.channel)
           return (
             <li>
