@@ -26,6 +26,14 @@ steps:
 """
 BAD = GOOD.replace("timeout_secs: 60", "timeout_secs: 0")
 MESSAGE = "Deploy build 42 to production?"
+GREETER = """name: Greeter
+trigger:
+  on: webhook
+steps:
+  - id: greet
+    action: send_message
+    text: "Hello, {{trigger.who}}!"
+"""
 ELEVATED = """name: Notify CI
 trigger:
   on: message_posted
@@ -74,6 +82,7 @@ async def test_workflows_in_the_browser(tmp_path: Path, alice: Identity, bob: Id
                 "approvalYaml": _approval_yaml(alice.pubkey),
                 "approvalMessage": MESSAGE,
                 "elevatedYaml": ELEVATED,
+                "greeterYaml": GREETER,
             },
         )
         assert_all_passed(
@@ -92,6 +101,7 @@ async def test_workflows_in_the_browser(tmp_path: Path, alice: Identity, bob: Id
                 "Approve: the card shows the decision and the run completes",
                 "the other member's card shows the decision live",
                 "the owner deletes a workflow",
+                "Run with inputs: a JSON object reaches the run as trigger values; anything else is said",
                 "Deny: the card shows the denial and the run is cancelled",
                 "the relay's refusal of a save shows in the editor",
             ],

@@ -91,6 +91,18 @@ export function withEnabled(yaml: string, enabled: boolean): string {
   return yaml + (yaml.endsWith('\n') || !yaml ? '' : '\n') + line + '\n'
 }
 
+/** Inputs typed for a run: a JSON object, else the reason it is not one. */
+export function parseInputs(text: string): Record<string, unknown> | string {
+  if (!text.trim()) return {}
+  try {
+    const v = JSON.parse(text) as unknown
+    if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>
+  } catch (e) {
+    return `Inputs are not JSON: ${e instanceof Error ? e.message : String(e)}`
+  }
+  return 'Inputs must be a JSON object, such as {"build": "42"}'
+}
+
 export function problemText(p: Problem): string {
   const where = p.line !== null && p.line !== undefined ? `line ${p.line}${p.column !== null ? `, column ${p.column}` : ''}: ` : ''
   return `${where}${p.path ? p.path + ': ' : ''}${p.message}`
@@ -192,9 +204,11 @@ export class WorkflowDesk {
     await this.ws.relay.publish({ kind: 5, created_at: now(), tags, content: '' })
   }
 
-  /** Run now (46020); resolves with the run id the relay names. */
-  async trigger(id: string): Promise<string | null> {
-    const ev = await this.ws.me.sign({ kind: MANUAL_TRIGGER, created_at: now(), tags: [['d', id]], content: '' })
+  /** Run now (46020), with a JSON object of inputs (`trigger_<key>` in the run, §7.2 item 3);
+   * resolves with the run id the relay names. */
+  async trigger(id: string, inputs?: Record<string, unknown>): Promise<string | null> {
+    const content = inputs && Object.keys(inputs).length ? JSON.stringify(inputs) : ''
+    const ev = await this.ws.me.sign({ kind: MANUAL_TRIGGER, created_at: now(), tags: [['d', id]], content })
     const answer = await this.ws.relay.publishSigned(ev)
     const m = /^response:(.*)$/s.exec(answer)
     return m ? ((parse(m[1]).run_id as string | undefined) ?? null) : null

@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import '../workflows.css'
 import {
-  problemText, RestError, VALIDATE_DEBOUNCE_MS, workflowsOf, type Problem, type Run, type RunsCursor, type StepTrace, type Workflow,
+  parseInputs, problemText, RestError, VALIDATE_DEBOUNCE_MS, workflowsOf, type Problem, type Run, type RunsCursor, type StepTrace, type Workflow,
 } from '../workflows'
 import type { Channel, Workspace } from '../workspace'
 import { humanError } from './hooks'
@@ -185,6 +185,9 @@ function Row({ ws, w, selected, onSelect, onEdit, onError, onChanged }: {
   const mine = w.owner === ws.me.pubkey
   const [busy, setBusy] = useState(false)
   const [confirming, setConfirming] = useState(false)
+  const [asking, setAsking] = useState(false)
+  const [inputsText, setInputsText] = useState('')
+  const [inputsError, setInputsError] = useState('')
   const run = async (fn: () => Promise<unknown>) => {
     setBusy(true)
     try {
@@ -217,9 +220,38 @@ function Row({ ws, w, selected, onSelect, onEdit, onError, onChanged }: {
           <span aria-hidden="true">Enabled</span>
         </span>
         <button type="button" class="quiet" disabled={!mine || busy} onClick={() => void run(async () => { await desk.trigger(w.id); onSelect() })}>Run now</button>
+        {mine && <button type="button" class="quiet" aria-expanded={asking} onClick={() => setAsking(!asking)}>Run with inputs</button>}
         {mine && <button type="button" class="quiet" onClick={onEdit}>Edit</button>}
         {mine && !confirming && <button type="button" class="quiet danger" onClick={() => setConfirming(true)}>Delete</button>}
       </div>
+      {asking && (
+        <form
+          class="wf-inputs"
+          aria-label={`Inputs for ${w.name}`}
+          onSubmit={(e) => {
+            e.preventDefault()
+            const inputs = parseInputs(inputsText)
+            if (typeof inputs === 'string') return setInputsError(inputs)
+            setInputsError('')
+            void run(async () => {
+              await desk.trigger(w.id, inputs)
+              setAsking(false)
+              onSelect()
+            })
+          }}
+        >
+          <label class="fine">
+            Inputs (a JSON object; each key is <code>trigger.&lt;key&gt;</code> in the run)
+            <textarea aria-label="Run inputs" rows={3} value={inputsText} spellcheck={false} placeholder='{"build": "42"}'
+              aria-invalid={inputsError ? 'true' : undefined} onInput={(e) => { setInputsError(''); setInputsText(e.currentTarget.value) }} />
+          </label>
+          {inputsError && <p class="error" role="alert">{inputsError}</p>}
+          <div class="wf-actions">
+            <button type="submit" disabled={busy}>Run</button>
+            <button type="button" class="quiet" onClick={() => setAsking(false)}>Cancel</button>
+          </div>
+        </form>
+      )}
       {confirming && (
         <div class="wf-actions" role="group" aria-label={`Delete ${w.name}?`}>
           <span class="fine">Delete this workflow? Its runs stop.</span>
