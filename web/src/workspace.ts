@@ -204,7 +204,8 @@ export class Workspace {
   channelLabel(c: Channel): string {
     if (c.type !== 'dm') return c.name
     const others = c.peers.filter((p) => p !== this.me.pubkey)
-    return others.length ? others.map((p) => this.nameOf(p)).join(', ') : this.nameOf(this.me.pubkey)
+    // Names in alphabetical order: the relay's participant order (by key) means nothing to a reader.
+    return others.length ? others.map((p) => this.nameOf(p)).sort((a, b) => a.localeCompare(b)).join(', ') : this.nameOf(this.me.pubkey)
   }
 
   private resubscribe(): void {
@@ -360,8 +361,10 @@ export class Workspace {
     await this.loadChannels()
   }
 
-  async openDm(pubkey: string): Promise<string> {
-    const ev = await this.me.sign({ kind: 41010, created_at: now(), tags: [['p', pubkey]], content: '' })
+  /** Open (or reuse) the DM with these people: one, or a group of up to 8 (41010). */
+  async openDm(pubkeys: string | string[]): Promise<string> {
+    const tags: Tag[] = [pubkeys].flat().map((p) => ['p', p])
+    const ev = await this.me.sign({ kind: 41010, created_at: now(), tags, content: '' })
     const answer = await this.relay.publishSigned(ev)
     const m = /^response:(.*)$/.exec(answer)
     const id = m ? (JSON.parse(m[1]) as { channel_id?: string }).channel_id : undefined

@@ -2,7 +2,8 @@
 // count is its description (aria-describedby), so screen readers and tests see both apart.
 // Mentions of me and direct messages get a badge of their own (red), apart from plain unread.
 import type { Channel, Workspace } from '../workspace'
-import { privateDms } from '../private-dms'
+import { useState } from 'preact/hooks'
+import { NewDmDialog } from './NewDm'
 import { InboxLink } from './Inbox'
 import { MAX_COUNTED } from '../unread'
 import { PrivateRows } from './PrivateDms'
@@ -23,6 +24,7 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, privateActive, 
   const mine = ws.myChannels().filter((c) => !c.ttl) // huddle channels open from their parent's huddle panel
   const channels = mine.filter((c) => c.type !== 'dm').sort(byName)
   const dms = mine.filter((c) => c.type === 'dm')
+  const [newDm, setNewDm] = useState(false)
   return (
     <nav class="sidebar" aria-label="Channels">
       <div class="side-actions">
@@ -35,15 +37,15 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, privateActive, 
         {channels.map((c) => <Item ws={ws} c={c} label={c.name} onOpen={onOpen} shadowed={!!privateActive} />)}
         {!channels.length && <li class="hint">{ws.channelsLoaded ? 'No channels yet.' : 'Loading…'}</li>}
       </ul>
-      {(dms.length > 0 || privateDms(ws).msgs.size > 0) && (
-        <>
-          <h2 class="side-heading">Direct messages</h2>
-          <ul>
-            {dms.map((c) => <Item ws={ws} c={c} label={ws.channelLabel(c)} onOpen={onOpen} shadowed={!!privateActive} />)}
-            <PrivateRows ws={ws} active={privateActive} onOpen={onPrivate} />
-          </ul>
-        </>
-      )}
+      <div class="side-heading-row">
+        <h2 class="side-heading">Direct messages</h2>
+        <button type="button" class="quiet" aria-label="New message" title="New message" onClick={() => setNewDm(true)}>+</button>
+      </div>
+      <ul>
+        {dms.map((c) => <Item ws={ws} c={c} label={ws.channelLabel(c)} onOpen={onOpen} shadowed={!!privateActive} />)}
+        <PrivateRows ws={ws} active={privateActive} onOpen={onPrivate} />
+      </ul>
+      {newDm && <NewDmDialog ws={ws} onClose={() => setNewDm(false)} onOpened={(id) => { setNewDm(false); onOpen(id) }} />}
       <div class="side-actions bottom">
         <button type="button" class="quiet" onClick={onAgents}>My agents</button>
       </div>
