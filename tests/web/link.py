@@ -1,7 +1,8 @@
 """A TCP hop between the browser and a real relay, so a test can stop and restart the relay
 (on another port, with the same data) behind one address the page keeps dialling, and can
 make the link deaf: bytes still reach the relay, its answers no longer reach the page — the
-moment of a send whose OK is lost because the relay went down. `down` refuses the page while
+moment of a send whose OK is lost because the relay went down. `mute_open` drops what the
+page writes on the connections open now (a send lost on its way; a reloaded page dials anew). `down` refuses the page while
 the relay is already back, so a test can publish what the page must catch up on."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ class Link:
         self.port = 0
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.Task[None]] = set()
+        self._muted: set[asyncio.Task[None]] = set()  # page-to-relay pipes whose bytes are dropped
+        self._from_page: set[asyncio.Task[None]] = set()
 
     @property
     def http_url(self) -> str:
@@ -26,6 +29,10 @@ class Link:
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
         self.port = self._server.sockets[0].getsockname()[1]
+
+    def mute_open(self) -> None:
+        """From now on, drop what the page writes on each connection open at this moment."""
+        self._muted |= self._from_page
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -48,6 +55,7 @@ class Link:
             asyncio.create_task(self._pipe(up_reader, writer, from_relay=True)),
         ]
         self._pipes.update(pair)
+        self._from_page.add(pair[0])
         try:
             # Either side ending ends both, as a direct connection would.
             await asyncio.wait(pair, return_when=asyncio.FIRST_COMPLETED)
@@ -55,6 +63,8 @@ class Link:
             for task in pair:
                 task.cancel()
                 self._pipes.discard(task)
+                self._from_page.discard(task)
+                self._muted.discard(task)
             for w in (writer, up_writer):
                 with contextlib.suppress(Exception):
                     w.close()
@@ -64,7 +74,7 @@ class Link:
     ) -> None:
         with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
-                if from_relay and self.deaf:
+                if (from_relay and self.deaf) or asyncio.current_task() in self._muted:
                     continue
                 writer.write(data)
                 await writer.drain()

@@ -21,7 +21,9 @@ CHECKS = [
     "a send whose answer is lost shows Not sent; text typed meanwhile stays",
     "Retry after the relay is back sends the same event: Sent",
     "after a reload the message is there once",
+    "a message lost on its way shows again after a reload: Not sent, then Retry sends it",
 ]
+LOST = "lost on its way"
 TEXT = "exactly once please"
 
 
@@ -66,6 +68,13 @@ async def test_the_composer_never_loses_or_leaks_text(tmp_path: Path, alice: Ide
                 held = await client.query([{"kinds": [9], "#h": [general], "search": TEXT}])
                 assert [e.content for e in held] == [TEXT]
             page.go("counted")
+            await page.reached("mute me")
+            link.mute_open()
+            page.go("muted")
+            await page.reached("resent")
+            async with again.client(alice) as client:
+                held = await client.query([{"kinds": [9], "#h": [general], "search": LOST}])
+                assert [e.content for e in held] == [LOST]
             report = await page.report()
     finally:
         await page.abort()

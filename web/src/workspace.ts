@@ -68,7 +68,7 @@ export class Workspace {
 
   constructor(readonly me: Signer) {
     this.relay = new RelayConn(relayUrl(), me)
-    this.outbox = new Outbox(this.relay, () => this.changed())
+    this.outbox = new Outbox(this.relay, () => this.changed(), me.pubkey)
     this.reads = new ReadState(this)
     this.presenceBook = new PresenceBook(this)
     this.inbox = new Inbox(this)
@@ -191,6 +191,11 @@ export class Workspace {
       next.set(id, ch)
     }
     this.channels = next
+    if (!this.channelsLoaded) {
+      // What a previous page left unsent shows again, on its timeline; the relay says which it holds.
+      for (const ev of this.outbox.restore()) this.ingest(ev, true)
+      void this.outbox.recheck()
+    }
     this.channelsLoaded = true
     this.resubscribe()
     void this.reads.countAll()
