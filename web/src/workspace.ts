@@ -11,7 +11,7 @@ import { HuddleBook } from './huddle-book'
 import { Outbox } from './outbox'
 import { ReadState } from './unread'
 import { PresenceBook } from './presence'
-import { Inbox } from './inbox'
+import { Inbox, INBOX_WORK_KINDS } from './inbox'
 import { shouldNotify } from './notify'
 import {
   DELETION, EDIT, HUDDLE_ENDED, HUDDLE_JOINED, HUDDLE_KINDS, HUDDLE_LEFT, HUDDLE_STARTED, MAX_CONTENT_BYTES, MESSAGE,
@@ -228,6 +228,7 @@ export class Workspace {
             { kinds: LIVE_KINDS, '#h': ids, limit: 0 },
             { kinds: [39000, 39002], '#h': ids, limit: 0 },
             { kinds: [TYPING], '#h': ids, limit: 0 },
+            { kinds: INBOX_WORK_KINDS, '#h': ids, limit: 0 },
           ],
           (e) => (e.kind === 39000 || e.kind === 39002 ? this.onChannelState(e) : this.ingest(e, true)),
         )
@@ -526,6 +527,8 @@ export class Workspace {
         window.setTimeout(() => this.changed(), TYPING_TTL_S * 1000 + 100)
         return
       }
+      default:
+        if (live && INBOX_WORK_KINDS.includes(e.kind)) this.inbox.arrived(e)
     }
   }
 

@@ -4,8 +4,9 @@
 import { useEffect } from 'preact/hooks'
 import { FULL } from './Message'
 import type { Workspace } from '../workspace'
+import { describeWork } from '../inbox'
 
-const WHY = { mention: 'Mentioned you', dm: 'Direct message', reply: 'Reply in a thread' }
+const WHY = { mention: 'Mentioned you', dm: 'Direct message', reply: 'Reply in a thread', approval: 'Waiting for your approval', job: 'Your job ended' }
 
 export function InboxLink({ ws, open, onOpen }: { ws: Workspace; open: boolean; onOpen: () => void }) {
   const n = ws.inbox.list().length
@@ -38,17 +39,21 @@ export function InboxPanel({ ws, onClose, onGo }: { ws: Workspace; onClose: () =
       <div class="panel-body">
         {!ws.inbox.loaded && <p class="hint">Loading…</p>}
         {ws.inbox.loaded && !items.length && <p class="hint">Nothing waits for you.</p>}
+        {ws.inbox.problem && <p class="error" role="alert">{ws.inbox.problem}</p>}
         {items.map(({ ev, channel, why }) => {
           const ch = ws.channels.get(channel)
           const where = ch ? (ch.type === 'dm' ? ws.channelLabel(ch) : `#${ch.name}`) : 'a channel'
           const when = new Date(ev.created_at * 1000)
+          const work = why === 'approval' || why === 'job' ? describeWork(ev) : null
+          // An approval is the relay's event: it is named by its workflow, not by the relay key.
+          const who = work ? work.title : ws.nameOf(ev.pubkey)
           return (
-            <article key={ev.id} class={`inbox-item ${why}`} aria-label={`${WHY[why]}: ${ws.nameOf(ev.pubkey)} in ${where}`}>
+            <article key={ev.id} class={`inbox-item ${why}`} aria-label={`${WHY[why]}: ${who} in ${where}`}>
               <p class="why">{WHY[why]} · {where} · <time dateTime={when.toISOString()}>{FULL.format(when)}</time></p>
-              <p class="who">{ws.nameOf(ev.pubkey)}</p>
-              <p class="snippet">{ev.content.slice(0, 280)}</p>
+              <p class="who">{who}{why === 'job' && <> · by {ws.nameOf(ev.pubkey)}</>}</p>
+              <p class="snippet">{(work ? work.body : ev.content).slice(0, 280)}</p>
               <div class="row">
-                <button type="button" onClick={() => onGo(`#${channel}/${ev.id}`)}>Open</button>
+                <button type="button" onClick={() => onGo(work ? `#${channel}` : `#${channel}/${ev.id}`)}>Open</button>
                 <button type="button" class="quiet" onClick={() => ws.inbox.markDone(ev.id)}>Mark done</button>
               </div>
             </article>

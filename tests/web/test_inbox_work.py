@@ -1,0 +1,65 @@
+"""Browser: work in the inbox (issue 29 item 3) — a workflow approval I am named for waits
+there until it is decided, the end of a job I asked for is there, and an approval that arrives
+while the tab is hidden raises a browser notification (item 4)."""
+
+from __future__ import annotations
+
+import time
+
+from buzz.core.event import Event
+from buzz.core.nip_oa import build_auth_tag
+from buzz.jobs import build
+from tests.agent.support import add_member, create_channel, set_profile
+from tests.support.relay import Identity, RunningRelay
+from tests.web.browser import LiveScenario, assert_all_passed, require_browser
+from tests.workflow_runs.support import save, trigger, wait_for
+
+CHECKS = [
+    "an approval for me and my job's result wait in the inbox, in words",
+    "an approval opens its channel at the card",
+    "deciding the approval takes it out of the inbox",
+    "an approval that arrives while the tab is hidden is notified",
+]
+
+APPROVAL = """name: Deploy
+trigger: {{on: webhook}}
+steps:
+  - {{id: ok, action: request_approval, from: "{approver}", message: "Ship {{{{trigger.version}}}}?", timeout: 1h}}
+"""
+
+
+def _sign(who: Identity, template: build.Template) -> Event:
+    return Event.create(who.secret, template.kind, template.content, [list(t) for t in template.tags])
+
+
+async def test_work_in_the_inbox(sqlite_relay: RunningRelay, alice: Identity) -> None:
+    require_browser()
+    agent = Identity.new()
+    tag = build_auth_tag(alice.secret, agent.pubkey)
+    async with sqlite_relay.client(alice) as a, sqlite_relay.client(agent, auth_tags=[tag]) as g:
+        await set_profile(a, alice, "Alice")
+        await set_profile(g, agent, "Rulesbot", list(tag))
+        general = await create_channel(a, alice, "general")
+        await add_member(a, alice, general, agent.pubkey)
+        workflow, _ = await save(a, alice, general, APPROVAL.format(approver=alice.pubkey))
+        await trigger(a, alice, workflow, {"version": "1.2"})
+        await wait_for(a, [{"kinds": [46010], "#h": [general]}], lambda evs: len(evs) == 1)
+        asked = _sign(
+            alice,
+            build.request(general, agent.pubkey, prompt="Summarise the week", created_at=int(time.time())),
+        )
+        assert (await a.publish(asked)).accepted
+        manifest = build.text_result(asked.id, "Summarise the week", "Three releases and a retro.", None)
+        done = await g.publish(_sign(agent, build.result(general, asked.id, alice.pubkey, manifest)))
+        assert done.accepted, done.message
+        page = await LiveScenario.start(
+            "inboxwork", {"url": sqlite_relay.http_url + "/", "secret": alice.secret}
+        )
+        try:
+            await page.reached("hidden")
+            await trigger(a, alice, workflow, {"version": "1.3"})
+            page.go("second approval")
+            report = await page.report()
+        finally:
+            await page.abort()
+    assert_all_passed(report, CHECKS)
