@@ -25,7 +25,9 @@ def channel_arg(value: str) -> str:
     """A channel id as given → canonical lowercase UUID, else UserError."""
     text = value.strip().lower()
     if text == NIL:  # well formed, but reserved: no channel can have it (relay.md §4.1)
-        raise UserError(f"invalid channel id {value!r}: the nil UUID names no channel; use a channel's own id")
+        raise UserError(
+            f"invalid channel id {value!r}: the nil UUID names no channel; use a channel's own id"
+        )
     if not is_channel_id(text):
         raise UserError(f"invalid channel id {value!r}: expected a canonical UUID (8-4-4-4-12 hex)")
     return text
