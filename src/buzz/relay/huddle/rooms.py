@@ -15,7 +15,7 @@ import asyncio
 import collections
 from dataclasses import dataclass, field
 
-from buzz.core.huddle_wire import Admitted, Refused, Removed, Room, RoomRegistry
+from buzz.core.huddle_admission import Admitted, Refused, Removed, Room, RoomRegistry
 from buzz.core.mesh_lease import Lease
 from buzz.relay.huddle.fanout import PeerSink
 
