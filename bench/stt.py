@@ -40,7 +40,8 @@ from whisper_normalizer.english import EnglishTextNormalizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from buzz.core.huddle_wire import FRAME_SAMPLES, Joined, RosterEntry, relay_frame
+from buzz.core.huddle_control import Joined, RosterEntry
+from buzz.core.huddle_wire import FRAME_SAMPLES, relay_frame
 from buzz.voice.engines import SttChoice, build_recognizer
 from buzz.voice.espeak import EspeakNgEngine, set_random_seed
 from buzz.voice.opus import OpusEncoder

@@ -6,11 +6,15 @@ never import each other; the one exception is a launcher — a `buzz` subcommand
 another face, or the operator commands that run the relay on its store — which may import only
 the entry modules listed for it in LAUNCHERS. Every import counts, including the lazy ones
 inside functions and those under `if TYPE_CHECKING:`. Runs in `make lint` and with the suite.
+
+Two rules on the modules themselves (issue 30 item 5, docs/decisions.md 340): the imports a
+module runs when it is imported form no cycle, and no source file is longer than MAX_LINES.
 """
 
 from __future__ import annotations
 
 import ast
+import graphlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,3 +118,107 @@ def test_the_rule_catches_upward_and_sideways_imports() -> None:
         "buzz.cli.agent_cmd imports buzz.agent.harness"
     ]
     assert violations("buzz.client.session", "from buzz.client.errors import UserError") == []
+
+
+# -- no import cycle -------------------------------------------------------------------------------
+def _type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_time_nodes(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements that run when the module is imported: at module level, also inside
+    a top-level `if` / `try` / `with` / `match` and in class bodies; not inside a function
+    (run when it is called, once every module is loaded) nor under `if TYPE_CHECKING:` (never
+    run: a name for annotations only)."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        elif isinstance(node, ast.If) and _type_checking(node.test):
+            yield from _import_time_nodes(node.orelse)
+        elif isinstance(node, ast.Match):
+            for case in node.cases:
+                yield from _import_time_nodes(case.body)
+        else:
+            for name in ("body", "orelse", "finalbody"):
+                yield from _import_time_nodes(getattr(node, name, []))
+            for handler in getattr(node, "handlers", []):
+                yield from _import_time_nodes(handler.body)
+
+
+def import_time_edges(module: str, source: str, modules: set[str]) -> set[str]:
+    """The `buzz` modules `module` imports when it is imported. `from pkg import name` is an
+    edge to `pkg.name` when that is a module, else to `pkg` (whose `__init__` then runs); the
+    parent packages Python imports first are no edge of their own (a package's `__init__`
+    importing its submodules is no cycle)."""
+    edges = set()
+    for node in _import_time_nodes(ast.parse(source).body):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif node.level == 0 and node.module:
+            targets = [
+                f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                for alias in node.names
+            ]
+        else:
+            continue
+        edges.update(t for t in targets if t in modules and t != module)
+    return edges
+
+
+def import_cycle(sources: dict[str, str]) -> list[str]:
+    """One cycle of import-time imports among `sources` (module → source), [] when none."""
+    modules = set(sources)
+    graph = {m: import_time_edges(m, s, modules) for m, s in sources.items()}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return []
+
+
+def test_no_import_cycle() -> None:
+    assert import_cycle(dict(source_modules())) == []
+
+
+def test_the_cycle_rule_counts_what_runs_at_import() -> None:
+    a_imports_b = "from buzz.x.b import B\n"
+    b_imports_a = "from buzz.x import a\n"
+    cycle = import_cycle({"buzz.x.a": a_imports_b, "buzz.x.b": b_imports_a})
+    assert set(cycle) == {"buzz.x.a", "buzz.x.b"}
+    inside_try = "try:\n    from buzz.x import a\nexcept ImportError:\n    pass\n"
+    assert import_cycle({"buzz.x.a": a_imports_b, "buzz.x.b": inside_try}) != []
+    lazy = "def f():\n    from buzz.x import a\n"
+    assert import_cycle({"buzz.x.a": a_imports_b, "buzz.x.b": lazy}) == []
+    typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from buzz.x.a import A\n"
+    assert import_cycle({"buzz.x.a": a_imports_b, "buzz.x.b": typing_only}) == []
+    # a package re-exporting its submodule, which imports a sibling: no cycle
+    package = {"buzz.x": "from buzz.x.a import A\n", "buzz.x.a": a_imports_b, "buzz.x.b": ""}
+    assert import_cycle(package) == []
+
+
+# -- file length -----------------------------------------------------------------------------------
+MAX_LINES = 600
+# path under src/buzz → why splitting it would be worse than its length. Empty: keep it so.
+LONG_FILES: dict[str, str] = {}
+
+
+def source_lengths() -> dict[str, int]:
+    root = SRC / "buzz"
+    return {
+        str(path.relative_to(root)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in sorted(root.rglob("*.py"))
+    }
+
+
+def test_no_source_file_is_longer_than_max_lines() -> None:
+    lengths = source_lengths()
+    too_long = {p: n for p, n in lengths.items() if n > MAX_LINES and p not in LONG_FILES}
+    assert too_long == {}, (
+        f"split these along their jobs (or list one in LONG_FILES with a reason): {too_long}"
+    )
+    stale = [p for p in LONG_FILES if lengths.get(p, 0) <= MAX_LINES]
+    assert stale == [], f"no longer long (or gone): drop them from LONG_FILES: {stale}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from buzz.cli.huddle_cmd import LiveRoster
-from buzz.voice.client import RoomSnapshot, SeatView
+from buzz.voice.room_view import RoomSnapshot, SeatView
 
 
 def test_live_roster_shows_peers_roles_and_who_speaks() -> None:

@@ -1,23 +1,15 @@
-"""Byte and JSON tables for buzz.core.huddle_wire (huddle.md §3, §4.2, §5.5–§5.7, §6)."""
+"""Byte and JSON tables for buzz.core.huddle_wire and buzz.core.huddle_control (huddle.md §3, §4.2,
+§5.5–§5.7, §6)."""
 
 from __future__ import annotations
 
 import orjson
 import pytest
 
+from buzz.core import huddle_control as hc
 from buzz.core import huddle_wire as hw
-from buzz.core.huddle_wire import (
-    Auth,
-    Challenge,
-    FrameHeader,
-    HuddleWireError,
-    Ingress,
-    Joined,
-    Leave,
-    Left,
-    Retry,
-    RosterEntry,
-)
+from buzz.core.huddle_control import Auth, Challenge, Joined, Leave, Left, Retry, RosterEntry
+from buzz.core.huddle_wire import FrameHeader, HuddleWireError, Ingress
 
 A, B = "a" * 64, "b" * 64
 UUID = "0b7d5c3e-8f1a-4c2b-9d3e-1a2b3c4d5e6f"
@@ -133,36 +125,36 @@ def test_parse_relay_frame(wire: str, version: int, expected: tuple[int, int | N
 
 ERRORS = [
     # (message, exact JSON from the §4.2 table)
-    (hw.AUTH_FAILED, '{"type":"error","message":"auth failed"}'),
-    (hw.NOT_RELAY_MEMBER, '{"type":"error","message":"restricted: not a relay member"}'),
-    (hw.NOT_A_MEMBER, '{"type":"error","message":"not a member"}'),
-    (hw.HUDDLE_HAS_ENDED, '{"type":"error","message":"huddle has ended"}'),
+    (hc.AUTH_FAILED, '{"type":"error","message":"auth failed"}'),
+    (hc.NOT_RELAY_MEMBER, '{"type":"error","message":"restricted: not a relay member"}'),
+    (hc.NOT_A_MEMBER, '{"type":"error","message":"not a member"}'),
+    (hc.HUDDLE_HAS_ENDED, '{"type":"error","message":"huddle has ended"}'),
     (
-        hw.RELAY_DRAINING,
+        hc.RELAY_DRAINING,
         '{"type":"error","code":"huddle_relay_draining","message":"relay is draining; reconnect"}',
     ),
-    (hw.join_rejected(), '{"type":"error","code":"join_rejected","message":"huddle join rejected"}'),
+    (hc.join_rejected(), '{"type":"error","code":"join_rejected","message":"huddle join rejected"}'),
     (
-        hw.join_rejected("stale_generation"),
+        hc.join_rejected("stale_generation"),
         '{"type":"error","code":"join_rejected","message":"huddle join rejected","fence_reason":"stale_generation"}',
     ),
     (
-        hw.AUDIO_UNAVAILABLE,
+        hc.AUDIO_UNAVAILABLE,
         '{"type":"error","code":"huddle_audio_unavailable","message":"huddle audio unavailable in this deployment"}',
     ),
     (
-        hw.unsupported_version(4),
+        hc.unsupported_version(4),
         '{"type":"error","code":"unsupported_version",'
         '"message":"huddle audio protocol v4 not supported; relay max is v3","current_version":3}',
     ),
     (
-        hw.OWNER_UNREACHABLE,
+        hc.OWNER_UNREACHABLE,
         '{"type":"error","code":"huddle_owner_unreachable","message":"could not reach the huddle owner"}',
     ),
-    (hw.ROOM_FULL, '{"type":"error","code":"room_full","message":"room participant capacity reached"}'),
-    (hw.ROOM_ENDED, '{"type":"error","code":"room_ended","message":"huddle has ended"}'),
+    (hc.ROOM_FULL, '{"type":"error","code":"room_full","message":"room participant capacity reached"}'),
+    (hc.ROOM_ENDED, '{"type":"error","code":"room_ended","message":"huddle has ended"}'),
     (
-        hw.upgrade_required(2, 1),
+        hc.upgrade_required(2, 1),
         '{"type":"error","code":"upgrade_required",'
         '"message":"this huddle is using audio protocol v2; your client requested v1",'
         '"pinned_version":2,"requested_version":1}',
@@ -171,9 +163,9 @@ ERRORS = [
 
 
 @pytest.mark.parametrize(("message", "expected"), ERRORS)
-def test_error_messages_are_exact(message: hw.ErrorMessage, expected: str) -> None:
+def test_error_messages_are_exact(message: hc.ErrorMessage, expected: str) -> None:
     assert orjson.loads(message.to_text()) == orjson.loads(expected)
-    assert hw.parse_server_message(message.to_text()) == message
+    assert hc.parse_server_message(message.to_text()) == message
 
 
 def test_fresh_challenges_are_64_hex_and_differ() -> None:
@@ -197,7 +189,7 @@ def test_control_messages_round_trip() -> None:
     assert orjson.loads(left.to_text()) == {"type": "left", "revision": 8, "pubkey": B, "peer_index": 3}
     challenge = Challenge("ab" * 32)
     for message in (joined, left, challenge):
-        assert hw.parse_server_message(message.to_text()) == message
+        assert hc.parse_server_message(message.to_text()) == message
     assert orjson.loads(Leave().to_text()) == {"type": "leave"}
 
 
@@ -227,53 +219,53 @@ CLIENT_TEXTS = [
 
 
 @pytest.mark.parametrize(("text", "expected"), CLIENT_TEXTS)
-def test_parse_client_message(text: bytes, expected: hw.ClientMessage | None) -> None:
-    assert hw.parse_client_message(text) == expected
-    assert hw.parse_client_message(text.decode()) == expected
+def test_parse_client_message(text: bytes, expected: hc.ClientMessage | None) -> None:
+    assert hc.parse_client_message(text) == expected
+    assert hc.parse_client_message(text.decode()) == expected
 
 
 @pytest.mark.parametrize(("text", "expected"), CLIENT_TEXTS)
 def test_read_client_message_says_why_a_text_is_ignored(
-    text: bytes, expected: hw.ClientMessage | None
+    text: bytes, expected: hc.ClientMessage | None
 ) -> None:
-    read = hw.read_client_message(text)
+    read = hc.read_client_message(text)
     if expected is not None:
         assert read == expected
         return
-    assert isinstance(read, hw.Ignored) and read.reason.isascii() and read.reason, read
-    assert hw.read_client_message(text.decode()) == read
+    assert isinstance(read, hc.Ignored) and read.reason.isascii() and read.reason, read
+    assert hc.read_client_message(text.decode()) == read
 
 
 def test_ignored_reasons_and_the_auth_timeout_close() -> None:
-    reasons = {text: hw.read_client_message(text) for text in (b"{not json", b"[1]", b'{"type":"hello"}')}
+    reasons = {text: hc.read_client_message(text) for text in (b"{not json", b"[1]", b'{"type":"hello"}')}
     assert [r.reason for r in reasons.values()] == [  # type: ignore[union-attr]
         "text is not JSON",
         "text is not a JSON object",
         "type is neither auth nor leave",
     ]
-    assert hw.read_client_message('{"type":"leave","x":"\ud800"}') == hw.Ignored("text is not valid Unicode")
-    assert hw.read_client_message(b"x" * 8193) == hw.Ignored("text over 8192 bytes")
-    assert hw.auth_timeout_close(5.0, 0, None) == (1008, "auth-required: no valid auth within 5 s")
-    longest = hw.read_client_message(orjson.dumps({"type": "auth", "event": EVENT, "protocol_version": 300}))
-    assert longest == hw.Ignored("auth: protocol_version is not an integer 0-255")
-    code, reason = hw.auth_timeout_close(5.0, 999_999, longest.reason)  # fits whole
+    assert hc.read_client_message('{"type":"leave","x":"\ud800"}') == hc.Ignored("text is not valid Unicode")
+    assert hc.read_client_message(b"x" * 8193) == hc.Ignored("text over 8192 bytes")
+    assert hc.auth_timeout_close(5.0, 0, None) == (1008, "auth-required: no valid auth within 5 s")
+    longest = hc.read_client_message(orjson.dumps({"type": "auth", "event": EVENT, "protocol_version": 300}))
+    assert longest == hc.Ignored("auth: protocol_version is not an integer 0-255")
+    code, reason = hc.auth_timeout_close(5.0, 999_999, longest.reason)  # fits whole
     assert reason == (
         "auth-required: no valid auth within 5 s; ignored 999999 messages, last: "
         "auth: protocol_version is not an integer 0-255"
     )
-    code, reason = hw.auth_timeout_close(4.75, 10**40, longest.reason)  # cut to a close frame's room
+    code, reason = hc.auth_timeout_close(4.75, 10**40, longest.reason)  # cut to a close frame's room
     assert code == 1008 and len(reason.encode()) == 123
 
 
 def test_parsers_never_choke_on_lone_surrogates() -> None:
-    assert hw.parse_client_message('{"type":"leave","x":"\ud800"}') is None
+    assert hc.parse_client_message('{"type":"leave","x":"\ud800"}') is None
     with pytest.raises(HuddleWireError):
-        hw.parse_server_message('{"type":"challenge","challenge":"\ud800"}')
+        hc.parse_server_message('{"type":"challenge","challenge":"\ud800"}')
 
 
 def test_auth_to_text_parses_back() -> None:
     auth = Auth(EVENT, 2, UUID)
-    assert hw.parse_client_message(auth.to_text()) == auth
+    assert hc.parse_client_message(auth.to_text()) == auth
 
 
 def _joined_obj(peers: list[dict[str, object]]) -> dict[str, object]:
@@ -299,48 +291,48 @@ BAD_SERVER_TEXTS = [
 @pytest.mark.parametrize("text", BAD_SERVER_TEXTS)
 def test_parse_server_message_refuses(text: bytes) -> None:
     with pytest.raises(HuddleWireError):
-        hw.parse_server_message(text)
+        hc.parse_server_message(text)
 
 
 def test_parse_server_message_edges() -> None:
-    assert hw.parse_server_message(orjson.dumps({"type": "rosters", "peers": []})) is None
-    roster = hw.parse_server_message(orjson.dumps({"type": "roster", "revision": 4, "peers": []}))
-    assert roster == hw.Roster(4, ())
-    assert hw.parse_server_message(orjson.dumps({"type": "challenge", "challenge": "a" * 4096})) is not None
-    unsorted = hw.parse_server_message(
+    assert hc.parse_server_message(orjson.dumps({"type": "rosters", "peers": []})) is None
+    roster = hc.parse_server_message(orjson.dumps({"type": "roster", "revision": 4, "peers": []}))
+    assert roster == hc.Roster(4, ())
+    assert hc.parse_server_message(orjson.dumps({"type": "challenge", "challenge": "a" * 4096})) is not None
+    unsorted = hc.parse_server_message(
         orjson.dumps(_joined_obj([{"pubkey": B, "peer_index": 9}, {"pubkey": A, "peer_index": 0}]))
     )
     assert isinstance(unsorted, Joined)
     assert [e.peer_index for e in unsorted.peers] == [0, 9]
-    long = hw.parse_server_message(orjson.dumps({"type": "error", "message": "y" * 1000}))
-    assert isinstance(long, hw.ErrorMessage)
+    long = hc.parse_server_message(orjson.dumps({"type": "error", "message": "y" * 1000}))
+    assert isinstance(long, hc.ErrorMessage)
     assert long.display == "y" * 240
 
 
 RETRIES = [
-    (hw.RELAY_DRAINING, Retry.BACKOFF),
-    (hw.OWNER_UNREACHABLE, Retry.BACKOFF),
-    (hw.join_rejected("owner_mismatch"), Retry.BACKOFF),
-    (hw.upgrade_required(1, 2), Retry.WITH_VERSION),
-    (hw.unsupported_version(9), Retry.WITH_VERSION),
-    (hw.ROOM_FULL, Retry.NEVER),
-    (hw.ROOM_ENDED, Retry.NEVER),
-    (hw.AUDIO_UNAVAILABLE, Retry.NEVER),
-    (hw.AUTH_FAILED, Retry.NEVER),
-    (hw.ErrorMessage("relay is draining; reconnect"), Retry.NEVER),  # message is never read
+    (hc.RELAY_DRAINING, Retry.BACKOFF),
+    (hc.OWNER_UNREACHABLE, Retry.BACKOFF),
+    (hc.join_rejected("owner_mismatch"), Retry.BACKOFF),
+    (hc.upgrade_required(1, 2), Retry.WITH_VERSION),
+    (hc.unsupported_version(9), Retry.WITH_VERSION),
+    (hc.ROOM_FULL, Retry.NEVER),
+    (hc.ROOM_ENDED, Retry.NEVER),
+    (hc.AUDIO_UNAVAILABLE, Retry.NEVER),
+    (hc.AUTH_FAILED, Retry.NEVER),
+    (hc.ErrorMessage("relay is draining; reconnect"), Retry.NEVER),  # message is never read
 ]
 
 
 @pytest.mark.parametrize(("error", "advice"), RETRIES)
-def test_retry_advice_branches_on_code(error: hw.ErrorMessage, advice: Retry) -> None:
-    assert hw.retry_advice(error) is advice
+def test_retry_advice_branches_on_code(error: hc.ErrorMessage, advice: Retry) -> None:
+    assert hc.retry_advice(error) is advice
 
 
 @pytest.mark.parametrize(
     ("requested", "ok"), [(0, False), (1, True), (2, True), (3, True), (4, False), (255, False)]
 )
 def test_check_version(requested: int, ok: bool) -> None:
-    error = hw.check_version(requested)
+    error = hc.check_version(requested)
     assert (error is None) == ok
     if error is not None:
         assert error.code == "unsupported_version"
@@ -359,7 +351,7 @@ def test_check_version(requested: int, ok: bool) -> None:
     ],
 )
 def test_revision_is_newer(new: int, old: int, newer: bool) -> None:
-    assert hw.revision_is_newer(new, old) is newer
+    assert hc.revision_is_newer(new, old) is newer
 
 
 def test_constants_match_the_spec_table() -> None:

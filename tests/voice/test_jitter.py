@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from buzz.core.huddle_wire import FrameHeader, Joined, Left, RosterEntry, client_frame, relay_frame
+from buzz.core.huddle_control import Joined, Left, RosterEntry
+from buzz.core.huddle_wire import FrameHeader, client_frame, relay_frame
 from buzz.voice.jitter import MISSING, JitterBuffer, PlayoutClock
 from buzz.voice.receiver import Receiver
 from buzz.voice.roster import ClientRoster

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from buzz.core.huddle_wire import FRAME_SAMPLES, Joined, Left, RosterEntry, parse_relay_frame, relay_frame
+from buzz.core.huddle_control import Joined, Left, RosterEntry
+from buzz.core.huddle_wire import FRAME_SAMPLES, parse_relay_frame, relay_frame
 from buzz.voice.opus import OpusDecoder, OpusEncoder
 from buzz.voice.receiver import Receiver
 from buzz.voice.recording import MAX_HOLE_SAMPLES, REORDER_WINDOW, PeerRecorder

@@ -8,15 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from buzz.core.huddle_wire import (
-    MAX_PEERS_PER_ROOM,
-    REVISION_MODULUS,
-    Admitted,
-    Refusal,
-    Refused,
-    Room,
-    RoomRegistry,
-)
+from buzz.core.huddle_admission import Admitted, Refusal, Refused, Room, RoomRegistry
+from buzz.core.huddle_wire import MAX_PEERS_PER_ROOM, REVISION_MODULUS
 
 
 def key(n: int) -> str:

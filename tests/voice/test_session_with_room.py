@@ -1,4 +1,4 @@
-"""HuddleSession clients against an in-memory relay made only of buzz.core.huddle_wire pieces.
+"""HuddleSession clients against an in-memory relay made only of buzz.core huddle pieces.
 
 This is the seam the aiohttp handler will fill: parse `auth`, check the version, admit into the
 Room, broadcast `joined`/`left`, apply the ingress size rule and fan out `[index] + frame`.
@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from buzz.core import huddle_admission as ha
+from buzz.core import huddle_control as hc
 from buzz.core import huddle_wire as hw
-from buzz.core.huddle_wire import Admitted, Auth, Challenge, Room
+from buzz.core.huddle_admission import Admitted, Room
+from buzz.core.huddle_control import Auth, Challenge
 from buzz.voice.session import HuddleSession, JoinFailed, Phase
 
 
@@ -23,7 +26,7 @@ class Socket:
 
     texts: list[str] = field(default_factory=list)
     frames: list[bytes] = field(default_factory=list)
-    peer: hw.Peer[Socket] | None = None
+    peer: ha.Peer[Socket] | None = None
     version: int = 1
 
 
@@ -37,8 +40,8 @@ class MiniRelay:
         return sock
 
     def on_text(self, sock: Socket, text: str) -> None:
-        message = hw.parse_client_message(text)
-        if isinstance(message, hw.Leave) and sock.peer is not None:
+        message = hc.parse_client_message(text)
+        if isinstance(message, hc.Leave) and sock.peer is not None:
             removed = self.room.remove(sock.peer.peer_id)
             assert removed is not None
             for peer in removed.recipients:
@@ -47,7 +50,7 @@ class MiniRelay:
         if not isinstance(message, Auth) or sock.peer is not None:
             return
         pubkey = message.event["pubkey"]
-        if (error := hw.check_version(message.protocol_version)) is not None:
+        if (error := hc.check_version(message.protocol_version)) is not None:
             sock.texts.append(error.to_text())
             return
         outcome = self.room.admit(pubkey, message.protocol_version, sock)
@@ -119,7 +122,7 @@ def test_version_mismatch_ends_the_join_with_retry_advice() -> None:
     with pytest.raises(JoinFailed) as failed:
         pump(relay, sock, client)
     assert failed.value.error is not None and failed.value.error.pinned_version == 2
-    assert failed.value.retry is hw.Retry.WITH_VERSION
+    assert failed.value.retry is hc.Retry.WITH_VERSION
     assert client.phase is Phase.CLOSED and client.capture(np.zeros(960, np.float32)) == []
 
 
@@ -127,7 +130,7 @@ def test_malformed_server_message_fails_the_join() -> None:
     client = HuddleSession(signer("a" * 64))
     with pytest.raises(JoinFailed) as failed:
         client.receive_text('{"type":"challenge","challenge":""}')
-    assert failed.value.error is None and failed.value.retry is hw.Retry.NEVER
+    assert failed.value.error is None and failed.value.retry is hc.Retry.NEVER
 
 
 def test_frames_before_joined_are_ignored() -> None:

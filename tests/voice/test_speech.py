@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from buzz.core.huddle_wire import Joined, RosterEntry, relay_frame
+from buzz.core.huddle_control import Joined, RosterEntry
+from buzz.core.huddle_wire import relay_frame
 from buzz.voice.espeak import EspeakNgEngine
 from buzz.voice.opus import SAMPLE_RATE, OpusEncoder
 from buzz.voice.receiver import Receiver

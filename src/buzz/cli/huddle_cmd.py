@@ -94,7 +94,7 @@ class LiveRoster:
         from rich.markup import escape
         from rich.table import Table
 
-        from buzz.voice.client import RoomSnapshot
+        from buzz.voice.room_view import RoomSnapshot
 
         assert isinstance(snapshot, RoomSnapshot)
         table = Table(

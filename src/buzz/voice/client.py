@@ -17,17 +17,17 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
 import numpy as np
-import orjson
 
 from buzz.client import RelayClient
 from buzz.client.errors import NetworkError
 from buzz.core.event import Event
+from buzz.core.huddle_control import Retry
 from buzz.core.huddle_wire import (
     AGENT_REFRESH,
     BARGE_IN_MIN_MS,
@@ -38,9 +38,7 @@ from buzz.core.huddle_wire import (
     CURRENT_PROTOCOL_VERSION,
     FRAME_SAMPLES,
     PLAYOUT_TICK_MS,
-    SPEAKER_TICK_MS,
     TTS_SAMPLE_RATE,
-    Retry,
     parse_relay_frame,
 )
 from buzz.core.kinds import AUTH_KIND
@@ -52,6 +50,7 @@ from buzz.voice.guidelines import GuidelinesNotifier, i_post_guidelines
 from buzz.voice.receiver import default_decoder
 from buzz.voice.recording import PeerRecorder
 from buzz.voice.replies import ReplySpeaker
+from buzz.voice.room_view import RoomSnapshot, RoomView
 from buzz.voice.session import HuddleSession, JoinFailed, Phase
 from buzz.voice.stt import Recognizer, SpeechToText, SttWorker
 from buzz.voice.transcripts import Signer, TranscriptPublisher
@@ -69,28 +68,6 @@ _CLOSING = (
     aiohttp.WSMsgType.CLOSED,
     aiohttp.WSMsgType.ERROR,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class SeatView:
-    """One roster entry as shown: peer index, pubkey, whether it is you, an agent, speaking."""
-
-    peer_index: int
-    pubkey: str
-    you: bool
-    agent: bool
-    speaking: bool
-    name: str = ""  # display name (kind 0) when known
-
-
-@dataclass(frozen=True, slots=True)
-class RoomSnapshot:
-    """The room as this client sees it at one instant (for a live display)."""
-
-    channel_id: str
-    peer_index: int | None
-    protocol_version: int
-    seats: tuple[SeatView, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,24 +130,6 @@ def _room_ended(failure: BaseException | None) -> bool:
     )
 
 
-def _who(pubkey: str, agents: frozenset[str], names: Mapping[str, str] | None = None) -> str:
-    """A peer for the live lines: its display name (kind 0) when known, else a hex prefix."""
-    name = (names or {}).get(pubkey) or f"{pubkey[:12]}…"
-    return f"{name}{' (agent)' if pubkey in agents else ''}"
-
-
-def profile_name(content: str) -> str:
-    """`display_name`, else `name`, of a kind 0 content; "" when it has neither or is not JSON."""
-    try:
-        meta = orjson.loads(content)
-    except orjson.JSONDecodeError:
-        return ""
-    if not isinstance(meta, dict):
-        return ""
-    name = meta.get("display_name") or meta.get("name") or ""
-    return " ".join(name.split())[:64] if isinstance(name, str) else ""
-
-
 def lost_reason(code: int | None, reason: str, *, audio: bool) -> str:
     """Why the join ended without our leave, for the `network_error` line: the audio socket's
     close code and reason (1012 is the relay's drain or restart, huddle.md §9.5), or the Nostr
@@ -191,7 +150,7 @@ def _default_tts() -> TtsEngine:
     return EspeakNgEngine()
 
 
-class HuddleClient:
+class HuddleClient(RoomView):
     """Join one huddle and run until the input ends (`leave_after_input`), `duration_s`
     passes, or `stop()` is called. Raises JoinFailed when the relay refuses the join (its
     `error`), TimeoutError when the handshake takes too long, and NetworkError ("connection
@@ -526,50 +485,6 @@ class HuddleClient:
         result = await self.nostr.publish(event)
         return result.accepted, result.message
 
-    async def _show_room(self, show: Callable[[str], None]) -> None:
-        """Roster changes and who is speaking, as plain lines, checked every 500 ms (§10.3)."""
-        roster: dict[int, str] = {}
-        speaking: set[int] = set()
-        names = self._names
-        while True:
-            now_roster = dict(self.session.roster)
-            await self._look_up_names(names, set(now_roster.values()))
-            agents = self.agents.agents
-            for index in sorted(now_roster.keys() - roster.keys()):
-                who = "you" if index == self.session.peer_index else _who(now_roster[index], agents, names)
-                show(f"joined: {who} (peer {index})")
-            for index in sorted(roster.keys() - now_roster.keys()):
-                show(f"left: {_who(roster[index], agents, names)} (peer {index})")
-            now_speaking = self.session.receiver.speaking(self.now_ms()) & now_roster.keys()
-            if now_speaking != speaking:
-                speakers = [_who(now_roster[i], agents, names) for i in sorted(now_speaking)]
-                show(f"speaking: {', '.join(speakers) or '-'}")
-            roster, speaking = now_roster, now_speaking
-            await asyncio.sleep(SPEAKER_TICK_MS / 1000)
-
-    def snapshot(self) -> RoomSnapshot:
-        """The roster with who is speaking now (§10.3: non-DTX frames in the last 500 ms)."""
-        roster = dict(self.session.roster)
-        speaking = self.session.receiver.speaking(self.now_ms())
-        agents = self.agents.agents
-        return RoomSnapshot(
-            self.options.channel_id,
-            self.session.peer_index,
-            self.session.protocol_version,
-            tuple(
-                SeatView(
-                    i, p, i == self.session.peer_index, p in agents, i in speaking, self._names.get(p, "")
-                )
-                for i, p in sorted(roster.items())
-            ),
-        )
-
-    async def _show_view(self, view: Callable[[RoomSnapshot], None]) -> None:
-        while True:
-            await self._look_up_names(self._names, set(self.session.roster.values()))
-            view(self.snapshot())
-            await asyncio.sleep(SPEAKER_TICK_MS / 1000)
-
     async def _learn_room(self) -> None:
         """The room's vocabulary for the recogniser: the display names (kind 0) of the channel's
         members (39002) and the channel's name (39000), read on join and at each agent check."""
@@ -582,27 +497,6 @@ class HuddleClient:
                     return
                 log.warning("reading the room's names failed: %s", exc)
             await asyncio.sleep(self.options.agents_check_s)
-
-    async def _look_up_names(self, names: dict[str, str], pubkeys: set[str]) -> None:
-        """Fill `names` with the display names (kind 0) of `pubkeys` not looked up yet; a
-        pubkey without a profile maps to "" so it is asked for once. A failed query leaves
-        them for the next tick (the lines then show hex prefixes)."""
-        wanted = sorted(pubkeys - names.keys())
-        if not wanted:
-            return
-        try:
-            profiles = await asyncio.wait_for(self.nostr.query([{"kinds": [0], "authors": wanted}]), 5)
-        except Exception as exc:  # the relay went away: hex prefixes meanwhile
-            log.debug("profile lookup failed: %s", exc)
-            return
-        newest: dict[str, Event] = {}
-        for event in profiles:
-            if event.pubkey in pubkeys and (
-                event.pubkey not in newest or event.created_at > newest[event.pubkey].created_at
-            ):
-                newest[event.pubkey] = event
-        for pubkey in wanted:
-            names[pubkey] = profile_name(newest[pubkey].content) if pubkey in newest else ""
 
     async def _tell_agents(self) -> None:
         """Voice guidelines (48106) to every agent in the huddle, newcomers included (item 4)."""

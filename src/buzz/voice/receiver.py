@@ -11,14 +11,12 @@ from typing import Protocol
 
 import numpy as np
 
+from buzz.core.huddle_control import Joined, Left, Roster
 from buzz.core.huddle_wire import (
     CURRENT_PROTOCOL_VERSION,
     IDLE_PEER_GRACE_MS,
     PLAYOUT_TICK_SAMPLES,
     SPEAKER_TICK_MS,
-    Joined,
-    Left,
-    Roster,
     parse_relay_frame,
 )
 from buzz.voice.jitter import JitterBuffer

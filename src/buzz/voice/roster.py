@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from buzz.core.huddle_wire import Joined, Left, Roster, revision_is_newer
+from buzz.core.huddle_control import Joined, Left, Roster, revision_is_newer
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from buzz.core.huddle_wire import (
-    CURRENT_PROTOCOL_VERSION,
+from buzz.core.huddle_control import (
     Auth,
     Challenge,
     ErrorMessage,
-    HuddleWireError,
     Joined,
     Leave,
     Left,
@@ -28,6 +26,7 @@ from buzz.core.huddle_wire import (
     parse_server_message,
     retry_advice,
 )
+from buzz.core.huddle_wire import CURRENT_PROTOCOL_VERSION, HuddleWireError
 from buzz.voice.receiver import Decoder, PacketTap, Receiver, default_decoder
 from buzz.voice.sender import Encoder, FrameSender
 

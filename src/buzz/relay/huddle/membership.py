@@ -14,7 +14,7 @@ import orjson
 
 from buzz.core.event import Event
 from buzz.core.filters import Filter
-from buzz.core.huddle_wire import NOT_A_MEMBER, NOT_RELAY_MEMBER, ErrorMessage
+from buzz.core.huddle_control import NOT_A_MEMBER, NOT_RELAY_MEMBER, ErrorMessage
 from buzz.core.stored import relay_signed
 from buzz.relay.admission import Admission
 from buzz.relay.emit import ChannelChange

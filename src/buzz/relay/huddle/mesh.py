@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from redis.exceptions import RedisError
 
-from buzz.core.huddle_wire import join_rejected
+from buzz.core.huddle_control import join_rejected
 from buzz.core.mesh_lease import (
     OWNER_READY_ATTEMPTS,
     OWNER_READY_SLEEP,

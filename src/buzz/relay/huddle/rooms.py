@@ -1,6 +1,6 @@
 """The relay's room registry with one admission lock per room (huddle.md §5.1–§5.4, §5.8).
 
-`huddle_wire.Room` makes the decisions; this module owns the asyncio side: the per-room lock,
+`huddle_admission.Room` makes the decisions; this module owns the asyncio side: the per-room lock,
 and a count of joiners holding a handle between "get or create" and the end of their admission,
 so that one joiner's failure path never reclaims a room another joiner is about to enter (it
 would leave that joiner alone in an orphan room). The last holder of an empty room reclaims it.
@@ -15,7 +15,7 @@ import asyncio
 import collections
 from dataclasses import dataclass, field
 
-from buzz.core.huddle_wire import Admitted, Refused, Removed, Room, RoomRegistry
+from buzz.core.huddle_admission import Admitted, Refused, Removed, Room, RoomRegistry
 from buzz.core.mesh_lease import Lease
 from buzz.relay.huddle.fanout import PeerSink
 

@@ -11,13 +11,14 @@ from aiohttp import web
 from redis.asyncio import Redis
 
 from buzz.core.channel_id import is_channel_id
-from buzz.core.huddle_wire import Removed
+from buzz.core.huddle_admission import Removed
 from buzz.relay.huddle.fanout import HuddleStats, PeerSink
 from buzz.relay.huddle.lease_redis import LeaseStore
 from buzz.relay.huddle.lifecycle import Lifecycle
 from buzz.relay.huddle.mesh import Ownership
 from buzz.relay.huddle.mesh_link import MeshLink
-from buzz.relay.huddle.mesh_remote import RemoteHub, RemoteSeat
+from buzz.relay.huddle.mesh_owner import RemoteSeat
+from buzz.relay.huddle.mesh_remote import RemoteHub
 from buzz.relay.huddle.rooms import LocalRooms, RoomSlot
 from buzz.relay.huddle.settings import HuddleSettings
 from buzz.relay.huddle.socket import AudioSocket, AudioWebSocket

@@ -25,31 +25,28 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from buzz.core import nip42
 from buzz.core.event import Event
-from buzz.core.huddle_wire import (
+from buzz.core.huddle_admission import Admitted
+from buzz.core.huddle_control import (
     AUDIO_UNAVAILABLE,
     AUTH_FAILED,
     HUDDLE_HAS_ENDED,
-    MAX_AUDIO_FRAME_BYTES,
-    MAX_WEBSOCKET_MESSAGE_BYTES,
     NOT_A_MEMBER,
     NOT_RELAY_MEMBER,
     OWNER_UNREACHABLE,
     RELAY_DRAINING,
     ROOM_ENDED,
-    Admitted,
     Auth,
     Challenge,
     ErrorMessage,
     Ignored,
-    Ingress,
     Leave,
     auth_timeout_close,
     check_version,
-    ingress_verdict,
     join_rate_limited,
     parse_client_message,
     read_client_message,
 )
+from buzz.core.huddle_wire import MAX_AUDIO_FRAME_BYTES, MAX_WEBSOCKET_MESSAGE_BYTES, Ingress, ingress_verdict
 from buzz.core.mesh_lease import Lease, RemoteOwner
 from buzz.core.token_bucket import TokenBucket
 from buzz.relay.huddle.fanout import PeerSink, forward
@@ -59,7 +56,7 @@ from buzz.relay.huddle.rooms import RoomSlot
 from buzz.relay.websocket import refused_size
 
 if TYPE_CHECKING:
-    from buzz.relay.huddle.mesh_remote import IngressStream
+    from buzz.relay.huddle.mesh_streams import IngressStream
     from buzz.relay.huddle.service import Huddles
 
 log = logging.getLogger(__name__)
