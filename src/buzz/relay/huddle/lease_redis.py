@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from buzz.core.mesh_lease import PROFILE, Lease, lease_keys, parse_lease
 
