@@ -116,9 +116,10 @@ try {
         [alice, bob].map(async (who, i) => {
           const state = await who.panel.evaluate((el) => ({
             room: el.querySelector('[data-room]')?.getAttribute('data-room') ?? null,
+            live: el.querySelector('[data-room]')?.getAttribute('data-live') ?? null,
             text: (el.textContent ?? '').replace(/\s+/g, ' ').slice(0, 300),
           }))
-          return `${i ? 'bob' : 'alice'} (${i === (aliceWins ? 0 : 1) ? 'winner' : 'loser'}): room ${state.room}; ${state.text}`
+          return `${i ? 'bob' : 'alice'} (${i === (aliceWins ? 0 : 1) ? 'winner' : 'loser'}): room ${state.room}, the live huddle it knows ${state.live}; ${state.text}`
         }),
       )
       throw new Error(`not together: ${where.join(' | ')}; winner's room ${JSON.parse(winner.gate.event.content).ephemeral_channel_id}; ${e.message.split('\n')[0]}`)

@@ -51,8 +51,9 @@ export const HUDDLE_RULES = 48106
 export const HUDDLE_KINDS = [HUDDLE_STARTED, HUDDLE_JOINED, HUDDLE_LEFT, HUDDLE_ENDED]
 export const HUDDLE_TTL_S = 3600
 export const MAX_HUDDLE_AGENTS = 20
-// A huddle older than this is settled: a rival 48100 that claims an earlier time (a clock far
-// behind, or backdated on purpose) no longer moves the people sitting in it (decision 81).
+// Two huddles whose 48100s are this close in created_at raced: the loser's people move to the
+// winner whenever they learn of it. A rival claiming a time further back (a clock far behind,
+// or backdated on purpose) does not move a huddle that is on (decisions 81, 129).
 export const HUDDLE_RACE_WINDOW_S = 60
 // The same words `buzz huddle start` posts (src/buzz/voice/guidelines.py), so agents get one
 // voice-mode rule whichever client started the huddle.

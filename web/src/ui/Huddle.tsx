@@ -81,14 +81,17 @@ export function HuddlePanel({ ws, channel, onClose }: { ws: Workspace; channel: 
   // but a rival announced after that look only shows up here (decision 81). While I sit in a
   // started huddle of this channel that is not the winner, I move to the winner, ending mine
   // first when I started it (nobody else picks a losing huddle: liveHuddle is the winner).
-  // Only while my huddle is young: a settled one is not moved by a rival claiming an earlier time.
+  // Only for a rival that started at about the same time as mine (created_at within the race
+  // window): a settled huddle is not moved by a rival claiming a much earlier time. Measured on
+  // the two 48100s, not on the clock at arrival: under load the winner may reach me long after
+  // I started, and must still move me (decision 129).
   const moving = useRef(false)
   useEffect(() => {
     const cur = call.current
     if (!cur || moving.current || cur.parent === null || (cur.state !== 'joined' && cur.state !== 'connecting')) return
     const won = ws.winningHuddle(channel.id)
     const here = ws.huddles.get(channel.id)?.get(cur.channel)
-    if (!won || won.room === cur.channel || !here?.startedBy || now() - here.startedAt > HUDDLE_RACE_WINDOW_S) return
+    if (!won || won.room === cur.channel || !here?.startedBy || here.startedAt - won.startedAt > HUDDLE_RACE_WINDOW_S) return
     moving.current = true
     leave()
     void (async () => {
@@ -186,7 +189,7 @@ export function HuddlePanel({ ws, channel, onClose }: { ws: Workspace; channel: 
         </ul>
       )}
       {c?.state === 'joined' && (
-        <p class="fine playback" data-sent={c.sent} data-room={c.channel}>
+        <p class="fine playback" data-sent={c.sent} data-room={c.channel} data-live={live?.room ?? ""}>
           <label class="check">
             Playback
             <meter aria-label="Playback level" min={-60} max={0} low={-45} value={Math.max(-60, c.playbackDbov)} data-dbov={c.playbackDbov} data-peak-dbov={c.playbackPeakDbov} />
