@@ -6,7 +6,8 @@ channel of what the agent is doing there, exactly as private as the channel.
 - `snapshot` builds the event a harness signs (§12.1): every required member, titles
   redacted and cut to 160 characters, at most 20 activity entries (the newest).
 - `read` folds a stored 30181 into what a directory shows, and `is_fresh` says whether it
-  may still be believed (`updatedAt` at most 600 s old, §13.1 item 2).
+  may still be believed (`updatedAt` at most 600 s old, §13.1 item 2); `directory_status`
+  folds an agent's readable snapshots and presence into its live status.
 
 What an agent is working on is the title of the newest `message` activity of a `working`
 snapshot: the harness opens each turn with one, naming the request (docs/decisions.md 331).
@@ -14,6 +15,7 @@ snapshot: the harness opens each turn with one, naming the request (docs/decisio
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -163,3 +165,32 @@ def _working_on(activity: object) -> str | None:
         if isinstance(entry, dict) and entry.get("kind") == "message" and isinstance(entry.get("title"), str):
             return entry["title"]
     return None
+
+
+def directory_status(
+    seen: Iterable[Seen], presence: str | None, now: float, names: Mapping[str, str]
+) -> dict[str, Any]:
+    """An agent's live status in the directory (§13.1 item 2, §13.2) from the snapshots the
+    viewer could read: "working" in each channel whose fresh snapshot says so, `queued` the sum
+    over fresh snapshots; else "idle" with a fresh snapshot or a live presence, "offline" when
+    presence is offline, "unknown" when presence could not be read. `names` maps channel ids
+    to names; a snapshot of a channel not in it is not counted (fail closed)."""
+    fresh = sorted(
+        (s for s in seen if s.channel_id in names and s.is_fresh(now)), key=lambda s: names[s.channel_id]
+    )
+    working = [s for s in fresh if s.status == "working"]
+    if working:
+        state = "working"
+    elif fresh or presence in ("online", "away"):
+        state = "idle"
+    elif presence == "offline":
+        state = "offline"
+    else:
+        state = "unknown"
+    return {
+        "state": state,
+        "channels": [
+            {"id": s.channel_id, "name": names[s.channel_id], "working_on": s.working_on} for s in working
+        ],
+        "queued": sum(s.queued for s in fresh),
+    }
