@@ -75,3 +75,36 @@ def test_read_ignores_what_the_relay_would_refuse() -> None:
     )
     seen = work_status.read(no_time)
     assert seen is not None and not seen.is_fresh(NOW)
+
+
+def test_directory_status_folds_readable_fresh_snapshots() -> None:
+    other = "1b0e9c4e-8b1a-4d27-9b1c-2f1d1b6a0c11"
+    hidden = "2b0e9c4e-8b1a-4d27-9b1c-2f1d1b6a0c11"
+    key = generate_secret_key()
+
+    def seen(channel: str, status: str, at: float, queued: int = 0) -> work_status.Seen:
+        activity = (work_status.Activity(at, "message", f"task in {channel[:2]}"),)
+        template = work_status.snapshot(channel, status, now=at, activity=activity, queued=queued)
+        out = work_status.read(Event.create(key, template.kind, template.content, template.tags))
+        assert out is not None
+        return out
+
+    names = {CHANNEL: "eng", other: "ops"}
+    snaps = [
+        seen(CHANNEL, "working", NOW, queued=2),
+        seen(other, "idle", NOW, queued=1),
+        seen(hidden, "working", NOW, queued=5),  # not readable: never shown or counted
+    ]
+    assert work_status.directory_status(snaps, "online", NOW, names) == {
+        "state": "working",
+        "channels": [{"id": CHANNEL, "name": "eng", "working_on": "task in 0b"}],
+        "queued": 3,
+    }
+    later = NOW + WORK_STATUS_STALE_S + 1  # every snapshot stale
+    assert work_status.directory_status(snaps, "online", later, names)["state"] == "idle"
+    assert work_status.directory_status(snaps, "offline", later, names) == {
+        "state": "offline",
+        "channels": [],
+        "queued": 0,
+    }
+    assert work_status.directory_status([], None, NOW, names)["state"] == "unknown"

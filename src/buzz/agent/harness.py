@@ -454,8 +454,7 @@ class Harness:
         for task in self._tasks:
             if task.get_name() != "relay-link":
                 task.cancel()
-        if rt.link.connected.is_set():
-            await rt.work.close()  # `idle` for every channel (jobs spec §12.3)
+        await rt.work.close(publish=rt.link.connected.is_set())  # `idle` everywhere (jobs spec §12.3)
         if self.ready.is_set():
             await self._publish_status("stopped")
         if rt.link.connected.is_set():

@@ -15,7 +15,9 @@ when they happen and queued (a turn that starts and ends before the first is sen
 both); paced ones are built when sent. Each `created_at` is `max(now, previous + 1)`, seeded
 from the agent's snapshots already on the relay, so the later snapshot always wins its
 address. Publish failures are logged (`StatusPublisher.send`) and never reach a turn. Private
-conversations get none: a snapshot would tell the workspace that they exist.
+conversations (NIP-17) get none, since a snapshot would tell the workspace that they exist; nor
+do DMs and channels of unknown type, where a stranger must hear nothing from the agent
+(agents.md §4.6 item 2) and which no directory lists.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from buzz.agent.gates import strip_self_mentions
+from buzz.agent.gates import DM_LIKE_TYPES, strip_self_mentions
 from buzz.agent.prompts import is_private
 from buzz.agent.sessions import TurnEnd
 from buzz.core.event import Event
@@ -93,7 +95,7 @@ class WorkStatus:
 
     def open(self, channel: str) -> None:
         """Serve `channel`: its sender starts and says `idle` (or what it is doing)."""
-        if not self.enabled or is_private(channel):
+        if not self.enabled or is_private(channel) or self.rt.channel(channel).type in DM_LIKE_TYPES:
             return
         state = self._channels.setdefault(channel, _Channel())
         if state.task is None:
@@ -157,8 +159,9 @@ class WorkStatus:
             state.activity[index] = aw.Activity(old.at, "tool", new_title, "complete" if done else old.status)
         self._mark(channel)
 
-    async def close(self) -> None:
-        """Graceful exit: every sender stops, then `idle` with `queued: 0` for every channel."""
+    async def close(self, *, publish: bool = True) -> None:
+        """Graceful exit: every sender stops, then (`publish`: the relay is reachable) `idle`
+        with `queued: 0` for every channel."""
         if self._refresh is not None:
             self._refresh.cancel()
         for channel, state in list(self._channels.items()):
@@ -168,7 +171,9 @@ class WorkStatus:
             with contextlib.suppress(BaseException):
                 await state.task
             state.task = None
-            await self._send(channel, state, self._snapshot(channel, state, "idle", self.clock(), queued=0))
+            if publish:
+                idle = self._snapshot(channel, state, "idle", self.clock(), queued=0)
+                await self._send(channel, state, idle)
 
     # -- sending ------------------------------------------------------------------------------
     def _state(self, channel: str) -> _Channel | None:
