@@ -2,10 +2,11 @@
 kind registry, checked against the running relay over WebSocket on both backends.
 
 Rows: every registered kind whose visibility sets are non-empty (shared-gated kinds also in the
-§5.2 tag shapes) plus the channel-scoped kinds 9, 43001–43006, the agent work status 30181 and the workflow kinds 46001–46031 in a private channel. Columns: the read
-paths (stored REQ, live subscription, ids lookup with and without `kinds`, COUNT, NIP-50 search)
-× the readers (author, p-target, channel member, non-member, unauthenticated), each path with the
-filters a client would use — with their `kinds`, and the same filters without `kinds` (issue 25
+§5.2 tag shapes) plus the channel-scoped kinds 9, 43001–43006, the agent work status 30181
+and the workflow kinds 46001–46031 in a private channel. Columns: the read paths (stored REQ,
+live subscription, ids lookup with and without `kinds`, COUNT, NIP-50 search) × the readers
+(author, p-target, channel member, non-member, unauthenticated), each path with the filters a
+client would use — with their `kinds`, and the same filters without `kinds` (issue 25
 item 3: served, each gated event dropped for a reader who may not see it), and on the stored
 REQ path also `{}`. The expected outcome is computed here from the spec's rules (the
 `spec_*` functions re-state §5.2–§5.4, §6.3 and §11 from the text), never from the relay's

@@ -153,6 +153,9 @@ class WorkStatus:
                 return
             state.tools[call] = len(state.activity)
             state.activity.append(aw.Activity(self.clock(), "tool", title, "complete" if done else "running"))
+            if len(state.activity) > L.WORK_STATUS_MAX_ACTIVITY:  # keep the request and the newest calls
+                del state.activity[1]
+                state.tools = {c: i - 1 for c, i in state.tools.items() if i > 1}
         else:
             old = state.activity[index]
             new_title = title if isinstance(title, str) and title.strip() else old.title
