@@ -72,6 +72,7 @@ SPEC_TABLE = [
     ("--no-jobs", "BUZZ_ACP_NO_JOBS", False),
     ("--job-progress-interval", "BUZZ_ACP_JOB_PROGRESS_INTERVAL", 5.0),  # issue 27: pace of 43003
     ("--retry-backoff", "BUZZ_ACP_RETRY_BACKOFF", 5.0),
+    ("--no-work-status", "BUZZ_ACP_NO_WORK_STATUS", False),  # jobs spec §12.3
 ]
 
 

@@ -55,7 +55,9 @@ async def test_cancel_stops_a_long_turn_and_posts_the_outcome(ws: Workspace) -> 
     }
     # the command was a reply in the thread rooted at the long turn's event
     assert [list(t) for t in outcome.tags] == [["h", ws.channel], ["e", long.id, "", "reply"]]
-    assert ws.watcher.replies_to(long, ws.agent.pubkey) == []  # the batch was dropped
+    assert ws.watcher.answers_to(long, ws.agent.pubkey) == []  # the batch was dropped
+    # the person sees the turn end (issue 27 item 5)
+    assert [e.content for e in ws.watcher.notices_to(long, ws.agent.pubkey)] == ["stopped by Olivia"]
     cancelled = ws.records("cancelled")
     assert len(cancelled) == 1
     # commands never reach ACP and are consumed: no prompt carries them, no reaction on them

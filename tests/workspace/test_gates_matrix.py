@@ -2,7 +2,7 @@
 kind registry, checked against the running relay over WebSocket on both backends.
 
 Rows: every registered kind whose visibility sets are non-empty (shared-gated kinds also in the
-§5.2 tag shapes) plus the channel-scoped kinds 9, 43001–43006 and the workflow kinds 46001–46031 in a private channel. Columns: the read
+§5.2 tag shapes) plus the channel-scoped kinds 9, 43001–43006, the agent work status 30181 and the workflow kinds 46001–46031 in a private channel. Columns: the read
 paths (stored REQ, live subscription, ids lookup with and without `kinds`, COUNT, NIP-50 search)
 × the readers (author, p-target, channel member, non-member, unauthenticated), each path with the
 filters a client would use — with their `kinds`, and the same filters without `kinds` (issue 25
@@ -51,10 +51,12 @@ GATED = sorted(k for k, info in REGISTRY.items() if info.sets)
 CHANNEL_KIND = 9
 # Channel-scoped rows: a message, the job kinds (issue 27: a job is visible to the channel's
 # readers only, on every path), and the workflow kinds (issue 28 item 5: a run's lifecycle and
-# approvals are part of the channel's signed history, readable by its members and nobody else).
+# approvals are part of the channel's signed history, readable by its members and nobody else),
+# and an agent's work status in the channel (jobs spec §12.2: non-readers never see it).
 JOB_KINDS = (43001, 43002, 43003, 43004, 43005, 43006)
+WORK_STATUS_KIND = 30181
 WORKFLOW_KINDS = (*range(46001, 46008), 46010, 46011, 46012, 46020, 46030, 46031)
-CHANNEL_KINDS = (CHANNEL_KIND, *JOB_KINDS, *WORKFLOW_KINDS)
+CHANNEL_KINDS = (CHANNEL_KIND, *JOB_KINDS, WORK_STATUS_KIND, *WORKFLOW_KINDS)
 READERS = ("author", "p-target", "member", "non-member", "unauthenticated")
 PATHS = ("req", "live", "ids", "ids+kinds", "count", "search")
 # relay.md §5.2: tag shapes of a shared-gated event beyond "no shared tag" (None = no extra tags).
@@ -292,7 +294,7 @@ def _event(world: World, v: Variant, created_at: int | None = None) -> Event:
     author = world.who[world.author(v)]
     tags = [["p", world.who["P"].pubkey], ["t", v.tag], *map(list, v.extra)]
     if REGISTRY[v.kind].storage is StorageClass.ADDRESSABLE:
-        tags.append(["d", v.name])
+        tags.append(["d", world.channel_id if v.kind == WORK_STATUS_KIND else v.name])
     if v.in_channel:
         tags.insert(0, ["h", world.channel_id])
     content = f"gate matrix {v.word}" if created_at is None else f"gate matrix older {v.word}"

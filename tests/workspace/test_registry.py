@@ -168,9 +168,9 @@ def test_named_sets_and_places() -> None:
         48101,
         48102,
     } == kinds.RELAY_ONLY_KINDS
-    # agents.md §3.1: the kinds that require `h`.
+    # agents.md §3.1: the kinds that require `h` (and jobs spec §12: 30181).
     assert {
-        9, 9000, 9001, 9002, 9005, 9007, 9008, 9021, 9022, 30620, *range(40002, 40009), 40099, 40100, *range(43001, 43007),
+        9, 9000, 9001, 9002, 9005, 9007, 9008, 9021, 9022, 30181, 30620, *range(40002, 40009), 40099, 40100, *range(43001, 43007),
         45001, 45002, 45003, *range(46001, 46008), 46010, 46011, 46012, 48100, 48101, 48102, 48103, 48106,
     } == kinds.NEEDS_H_KINDS  # fmt: skip
     assert not kinds.GLOBAL_ONLY_KINDS & kinds.NEEDS_H_KINDS

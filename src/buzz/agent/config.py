@@ -201,6 +201,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("no_jobs", "--no-jobs", "BUZZ_ACP_NO_JOBS", False, parse_bool, "take no jobs (43001): neither accept nor decline them", is_flag=True),
     Flag("job_progress_interval", "--job-progress-interval", "BUZZ_ACP_JOB_PROGRESS_INTERVAL", 5.0, _seconds, "seconds between a job's progress events (43003), in (0, 3600]"),
     Flag("retry_backoff", "--retry-backoff", "BUZZ_ACP_RETRY_BACKOFF", 5.0, _seconds, "seconds before the first retry (doubling, at most 300)"),
+    Flag("no_work_status", "--no-work-status", "BUZZ_ACP_NO_WORK_STATUS", False, parse_bool, "publish no agent work status (30181)", is_flag=True),
 )  # fmt: skip
 
 FLAG_BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
@@ -269,6 +270,7 @@ class HarnessConfig:
     persona: str | None = None
     no_jobs: bool = False
     job_progress_interval: float = 5.0
+    no_work_status: bool = False
     # Derived by load_config (not flags):
     base_prompt: str | None = None
     sources: Mapping[str, str] = field(default_factory=dict)  # attribute → "flag" | "env" | "default"

@@ -20,6 +20,7 @@ Only a `["p", A]` tag is a mention: text, `nostr:` URIs and `["notify", …]` ne
 from __future__ import annotations
 
 import enum
+import re
 import tomllib
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -28,6 +29,7 @@ from typing import Any
 
 from buzz.agent.config import ConfigError
 from buzz.agent.event_view import mentions
+from buzz.core import nip19
 from buzz.core.channel_id import is_channel_id
 from buzz.core.event import Event
 
@@ -194,12 +196,68 @@ class Command(enum.Enum):
 _COMMANDS = {c.value: c for c in Command}
 
 
-def control_command(event: Event, agent: str, owner: str | None) -> Command | None:
-    """The owner command carried by `event`: a kind 9 from O, tagged `["p", A]`, whose content
-    trimmed of surrounding whitespace is exactly one command. Anyone else's text is ordinary."""
-    if owner is None or event.kind != 9 or event.pubkey != owner or not mentions(event, agent):
+# A leading mention: `nostr:npub1…`, `nostr:nprofile1…`, `@npub1…` or a bare `npub1…`, then
+# an optional `:` or `,` (the `@Name` form is matched against the agent's names).
+_BECH32_MENTION = re.compile(r"(?:nostr:|@)?((?:npub|nprofile)1[02-9ac-hj-np-z]+)[:,]?(?=\s|$)")
+
+
+def _mentioned_key(token: str) -> str | None:
+    try:
+        hrp, data = nip19.decode(token)
+    except ValueError:
         return None
-    return _COMMANDS.get(event.content.strip())
+    if hrp == "npub":
+        return data if isinstance(data, str) else None
+    return getattr(data, "pubkey", None)
+
+
+def strip_self_mentions(content: str, agent: str, names: Iterable[str] = ()) -> str:
+    """`content` trimmed, without the mentions of the agent `A` it starts with: what the
+    browser sends for `@Name !cancel` (the `@Name` stays in the text) or another client for
+    `nostr:npub1… !cancel`. A leading mention of anyone else is kept (docs/decisions.md 333)."""
+    text = content.strip()
+    by_length = sorted({n for n in names if n}, key=len, reverse=True)
+    while True:
+        match = _BECH32_MENTION.match(text)
+        if match is not None and _mentioned_key(match.group(1)) == agent:
+            text = text[match.end() :].lstrip()
+            continue
+        name = next(
+            (
+                n
+                for n in by_length
+                if text.startswith("@" + n) and not _word_char(text[len(n) + 1 : len(n) + 2])
+            ),
+            None,
+        )
+        if name is None:
+            return text
+        text = text[len(name) + 1 :].lstrip(":,").lstrip()
+
+
+def _word_char(ch: str) -> bool:
+    return bool(ch) and (ch.isalnum() or ch == "_")
+
+
+def control_command(event: Event, agent: str, owner: str | None, names: Iterable[str] = ()) -> Command | None:
+    """The owner command carried by `event`: a kind 9 from O, tagged `["p", A]`, whose content
+    trimmed of surrounding whitespace and of leading mentions of A (`names`: A's display
+    names) is exactly one command. Anyone else's text is ordinary."""
+    if owner is None or event.pubkey != owner:
+        return None
+    return _command(event, agent, names)
+
+
+def stop_request(event: Event, agent: str, names: Iterable[str] = ()) -> bool:
+    """`!cancel` from anyone, in the shape of an owner command: the caller decides whether its
+    author may stop the turn in flight (its requester may, docs/decisions.md 334)."""
+    return _command(event, agent, names) is Command.CANCEL
+
+
+def _command(event: Event, agent: str, names: Iterable[str]) -> Command | None:
+    if event.kind != 9 or not mentions(event, agent):
+        return None
+    return _COMMANDS.get(strip_self_mentions(event.content, agent, names))
 
 
 # -- author gate (§4.6) ------------------------------------------------------------------------

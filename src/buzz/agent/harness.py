@@ -346,7 +346,9 @@ class Harness:
             channels = {c: info for c, info in channels.items() if c in self.config.channels}
         rt.channels.update(channels)
         catch_up = self.config.catch_up
+        await rt.work.seed()
         for channel in channels:
+            rt.work.open(channel)
             if catch_up:
                 await self._catch_up(channel, start - catch_up, start)
             await self.intake.open_channel(channel, start, catch_up=catch_up > 0)
@@ -452,6 +454,7 @@ class Harness:
         for task in self._tasks:
             if task.get_name() != "relay-link":
                 task.cancel()
+        await rt.work.close(publish=rt.link.connected.is_set())  # `idle` everywhere (jobs spec §12.3)
         if self.ready.is_set():
             await self._publish_status("stopped")
         if rt.link.connected.is_set():

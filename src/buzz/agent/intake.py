@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from buzz.agent import stops
 from buzz.agent.claims import Claim
 from buzz.agent.directory import fetch_channel
 from buzz.agent.event_view import is_notice, mentions, reply_anchor, thread_refs
@@ -30,6 +31,7 @@ from buzz.agent.gates import (
     control_command,
     match_rule,
     not_admitted_text,
+    stop_request,
 )
 from buzz.agent.prompts import is_private
 from buzz.agent.queue import Item
@@ -38,8 +40,6 @@ from buzz.agent.sessions import Arrival, TurnEnd, arrival_action
 from buzz.agent.status import (
     EYES,
     NOTICE_NOT_ADMITTED,
-    OUTCOME_CANCEL_NOOP,
-    OUTCOME_CANCELLED,
     OUTCOME_ROTATE_NOOP,
     OUTCOME_ROTATED,
     OUTCOME_SHUTDOWN,
@@ -136,12 +136,20 @@ class Intake:
         if event.kind == VOICE_GUIDELINES_KIND:  # the channel is a voice huddle: prompt context only
             rt.note_voice_guidelines(channel, event)
             return
-        command = control_command(event, agent, owner)
+        names = [rt.agent_name] if rt.agent_name else []
+        command = control_command(event, agent, owner, names)
         if command is not None:
             if solo:  # caught up: a command sent while the agent was away is stale, never replayed
                 log.info("intake: owner command %s from before the start not run", command.value)
                 return
             await self.control(command, channel, event)
+            return
+        if (
+            not solo
+            and stop_request(event, agent, names)
+            and stops.may_stop(self.dispatcher.in_flight(channel), event.pubkey)
+        ):
+            await stops.stop(rt, self.dispatcher, channel, event)  # the requester stops its own turn
             return
         info = rt.channel(channel)
         decision = author_decision(
@@ -247,16 +255,15 @@ class Intake:
             await self.on_shutdown()
             return
         if command is Command.CANCEL:
-            busy = await self.dispatcher.request_end(channel, TurnEnd.OWNER_CANCEL)
-            outcome = OUTCOME_CANCELLED if busy else OUTCOME_CANCEL_NOOP
+            await stops.stop(rt, self.dispatcher, channel, event)
+            return
+        busy = await self.dispatcher.request_end(channel, TurnEnd.OWNER_ROTATE)
+        if busy:
+            outcome = OUTCOME_ROTATED
         else:
-            busy = await self.dispatcher.request_end(channel, TurnEnd.OWNER_ROTATE)
-            if busy:
-                outcome = OUTCOME_ROTATED
-            else:
-                dropped = rt.sessions.drop_channel(channel)
-                await self.dispatcher.retire(dropped)
-                outcome = OUTCOME_ROTATED if dropped else OUTCOME_ROTATE_NOOP
+            dropped = rt.sessions.drop_channel(channel)
+            await self.dispatcher.retire(dropped)
+            outcome = OUTCOME_ROTATED if dropped else OUTCOME_ROTATE_NOOP
         await rt.status.outcome(channel, outcome, owner, agent, root)
 
     # -- membership (§4.3 items 3–4) -----------------------------------------------------------
@@ -287,6 +294,7 @@ class Intake:
             return
         if info is not None:
             self.rt.channels[channel] = info
+        self.rt.work.open(channel)
         if await self.open_channel(channel, event.created_at, catch_up=self.rt.config.catch_up > 0):
             log.info("added to channel %s; subscribed", channel)
         if self.jobs is not None:
@@ -297,6 +305,7 @@ class Intake:
         """44101 / revoked access: close `ch-C`, drain C's queue (removing 👀) and invalidate
         C's sessions; an in-flight turn finishes and its session is dropped when it returns."""
         rt = self.rt
+        rt.work.close_channel(channel)
         await rt.link.unsubscribe(channel_sub(channel))
         if self.jobs is not None:
             await self.jobs.close_channel(channel)

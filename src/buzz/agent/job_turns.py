@@ -271,6 +271,7 @@ async def _finish(
         if turn.session is not None:
             await _drop_session(dispatcher, turn)
     finally:
+        rt.work.turn_ended(turn, end)
         rt.pool.busy[turn.worker] = False
         dispatcher.turns.pop(turn.channel, None)
         dispatcher.last_activity = time.monotonic()

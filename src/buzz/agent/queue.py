@@ -100,6 +100,7 @@ class WorkQueue:
         self.max_attempts = max_attempts
         self.backoff_base = backoff_base
         self._channels: dict[str, _Channel] = {}
+        self.on_change: Callable[[str], None] = lambda channel: None  # a channel's waiting count moved
 
     def _ch(self, channel: str) -> _Channel:
         return self._channels.setdefault(channel, _Channel())
@@ -109,6 +110,7 @@ class WorkQueue:
         """Append `item` to its channel; returns the evicted oldest item on overflow, else None."""
         ch = self._ch(item.channel)
         ch.pending.append(item)
+        self.on_change(item.channel)
         if len(ch.pending) > self.pending_cap:
             return ch.pending.popleft()
         return None
@@ -138,6 +140,7 @@ class WorkQueue:
         else:
             raise ValueError(f"channel {channel} has nothing pending")
         ch.in_flight = batch
+        self.on_change(channel)
         return batch
 
     def next_batch(self, now: float, accept: Callable[[str], bool] = lambda c: True) -> Batch | None:
@@ -153,7 +156,10 @@ class WorkQueue:
         ch = self._ch(channel)
         if ch.pending and ch.pending[0].solo:
             return []
-        return self._leading(ch, limit or self.batch_max)
+        taken = self._leading(ch, limit or self.batch_max)
+        if taken:
+            self.on_change(channel)
+        return taken
 
     @staticmethod
     def _leading(ch: _Channel, limit: int) -> list[Item]:
@@ -189,6 +195,7 @@ class WorkQueue:
         delay = backoff_s(batch.attempts, self.backoff_base)
         ch.retry = batch
         ch.not_before = now + delay
+        self.on_change(channel)
         return Retry(delay, batch.attempts)
 
     def remove(self, channel: str, event_id: str) -> Item | None:
@@ -200,9 +207,11 @@ class WorkQueue:
         for item in ch.pending:
             if item.event.id == event_id:
                 ch.pending.remove(item)
+                self.on_change(channel)
                 return item
         if ch.retry is not None and any(i.event.id == event_id for i in ch.retry.items):
             batch, ch.retry = ch.retry, None
+            self.on_change(channel)
             return batch.items[0]
         return None
 
@@ -216,6 +225,8 @@ class WorkQueue:
         ch.pending.clear()
         ch.retry = None
         ch.not_before = 0.0
+        if items:
+            self.on_change(channel)
         return items
 
     # -- introspection ---------------------------------------------------------------------

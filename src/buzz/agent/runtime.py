@@ -20,6 +20,7 @@ from buzz.agent.queue import WorkQueue
 from buzz.agent.relay_link import RelayLink
 from buzz.agent.sessions import SessionTable
 from buzz.agent.status import StatusPublisher
+from buzz.agent.work_status import WorkStatus
 from buzz.client.files import Files
 from buzz.core.event import Event
 
@@ -47,10 +48,14 @@ class Runtime:
     persona_name: str | None = None  # the --persona's display name (default session titles)
     # whom the agent answers and its pool size: the flags, or the owner's 30177 applied live
     policy: Policy | None = None
+    work: WorkStatus = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.policy is None:
             self.policy = from_flags(self.config)
+        # the 30181 snapshots (jobs spec §12.3); the queue tells it when `queued` changes
+        self.work = WorkStatus(self, enabled=not self.config.no_work_status)
+        self.queue.on_change = self.work.queue_changed
 
     def note_voice_guidelines(self, channel_id: str, event: Event) -> None:
         """Keep `event` (a 48106 of the channel) when it is the newest seen there."""

@@ -153,6 +153,9 @@ class Dispatcher:
         observer = self.observers.get((worker, session_id))
         if observer is not None:
             observer(update)
+        for turn in self.turns.values():  # tool calls are the turn's activity (jobs spec §12.1)
+            if turn.worker == worker and turn.session is not None and turn.session.session_id == session_id:
+                self.rt.work.on_update(turn.channel, update)
         if update.get("sessionUpdate") == "usage_update":
             usage = self._usage.get((worker, session_id))
             if usage is not None:
@@ -195,9 +198,9 @@ class Dispatcher:
             self.last_activity = time.monotonic()
             if "job" in batch.items[0].meta:  # a job runs alone in its own session (jobs spec §6.5)
                 turn.job = batch.items[0].event.id
-                turn.task = asyncio.create_task(run_job(self, turn), name=f"job-{batch.channel}")
-                continue
-            turn.task = asyncio.create_task(self._run(turn), name=f"turn-{batch.channel}")
+            self.rt.work.turn_started(turn)
+            run = run_job(self, turn) if turn.job is not None else self._run(turn)
+            turn.task = asyncio.create_task(run, name=f"{'job' if turn.job else 'turn'}-{batch.channel}")
 
     async def shutdown(self) -> None:
         """Stop dispatching, cancel in-flight turns and wait for them (bounded)."""
@@ -463,6 +466,7 @@ class Dispatcher:
                 dropped = rt.sessions.drop(turn.worker, turn.channel)
                 await self.retire([dropped] if dropped is not None else [], idle_worker=turn.worker)
         finally:
+            rt.work.turn_ended(turn, end)
             rt.pool.busy[turn.worker] = False
             self.turns.pop(turn.channel, None)
             self.last_activity = time.monotonic()

@@ -20,13 +20,35 @@ RESPOND_TO = click.Choice(["owner-only", "allowlist", "members", "anyone", "nobo
 
 @click.group(cls=CommandGroup)
 def agents() -> None:
-    """Agent directory: personas, teams and the managed-agent policy owners set.
+    """Agent directory: who the agents are and what they do, personas, teams and the
+    managed-agent policy owners set.
 
     \b
     Example:
+      buzz agents list
       buzz agents managed set --agent npub1... --respond-to members --parallelism 2
       buzz agents personas set --slug reviewer --display-name Reviewer --system-prompt - < prompt.md
     """
+
+
+# -- the directory --------------------------------------------------------------------------------
+@agents.command(name="list")
+@click.option("--channel", default=None, help="Only the agents of this channel, and their status there.")
+@click.pass_obj
+def agents_list(ctx: Context, channel: str | None) -> None:
+    """The agents you can see — in the channels you can read, and your own — with owner,
+    persona, whom each answers and live status from its work-status snapshots (working in
+    #channel, queued, idle, offline). Channels you cannot read are never shown or counted; a
+    snapshot older than 600 s is not "working". Prints {"agents": [{pubkey, npub, name, owner,
+    owner_name, persona, persona_name, respond_to, respond_to_allowlist, parallelism, presence,
+    status: {state, channels: [{id, name, working_on}], queued}}]}; an unknown or unreadable
+    --channel: exit 1.
+
+    \b
+    Example:
+      buzz agents list --channel eng-channel-uuid
+    """
+    run(ctx, lambda ws: keyed("agents", ws.agent_directory.list(channel)))
 
 
 # -- personas -------------------------------------------------------------------------------------

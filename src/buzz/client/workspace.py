@@ -33,6 +33,7 @@ from buzz.client.users import Users
 from buzz.client.workflows import Workflows
 
 if TYPE_CHECKING:
+    from buzz.client.agent_directory import AgentDirectory
     from buzz.client.agent_records import AgentRecords
     from buzz.client.huddles import Huddles
     from buzz.client.jobs import Jobs
@@ -85,6 +86,13 @@ class Workspace:
         from buzz.client.agent_records import AgentRecords
 
         return AgentRecords(self.session)
+
+    @functools.cached_property
+    def agent_directory(self) -> AgentDirectory:
+        """The agents I can see, with owner, policy and live status (jobs spec §13)."""
+        from buzz.client.agent_directory import AgentDirectory
+
+        return AgentDirectory(self.session)
 
     async def __aenter__(self) -> Workspace:
         await self.session.__aenter__()

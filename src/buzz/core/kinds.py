@@ -167,6 +167,7 @@ _TABLE: tuple[tuple[int, str, StorageClass, str, Scope, Place], ...] = (
     (30177, "managed agent", ADDRESSABLE, "", U_W, G),
     (30178, "team catalog", ADDRESSABLE, "SG", U_W, G),
     (30179, "private managed agent", ADDRESSABLE, "AO", U_W, G),
+    (30181, "agent work status", ADDRESSABLE, "", M_W, H),  # jobs spec §12: the channel's readers only
     (30300, "event reminder", ADDRESSABLE, "AO", U_W, G),
     (30315, "user status", ADDRESSABLE, "", U_W, G),
     (30350, "push lease", ADDRESSABLE, "AO", U_W, G),

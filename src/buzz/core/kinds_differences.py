@@ -61,4 +61,5 @@ ADDITIONS: dict[int, str] = {
     10050: _CLIENTS + ": NIP-17 DM relay list, which every NIP-17 helper publishes before a DM",
     10063: _CLIENTS + ": BUD-03 Blossom server list (the files issue uses it)",
     30024: _CLIENTS + ": NIP-23 long-form draft (author-only here: a draft is not published)",
+    30181: "the jobs spec (§12) adds buzz's NIP-AW draft lane: agent work status, channel-scoped",
 }

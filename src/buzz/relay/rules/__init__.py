@@ -16,6 +16,7 @@ from buzz.relay.rules import (
     messages,
     profile,
     records,
+    work_status,
     workflows,
 )
 from buzz.relay.rules import metrics as turn_metrics
@@ -33,6 +34,7 @@ _FRAGMENTS = (
     records.VALIDATORS,
     jobs.VALIDATORS,
     turn_metrics.VALIDATORS,
+    work_status.VALIDATORS,
     workflows.VALIDATORS,
 )
 
