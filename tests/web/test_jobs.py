@@ -13,10 +13,10 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
-
-import orjson
 
 from buzz.client import RelayClient
 from buzz.core.event import Event
@@ -41,8 +41,11 @@ EXPECTED = [
     "an agent working on a message: Stop for its owner sends !cancel and the turn ends",
     "Directory: agents with owner, persona, answers and status",
     "the owner changes Answers; others see it without the control",
+    "the requester stops their own request from the message; the Directory shows it working",
+    "working in a private channel shows only to its readers",
     "axe: the Directory, light and dark",
     "screenshots: the Directory at both widths",
+    "a snapshot older than 600 s is not shown as working",
 ]
 
 
@@ -63,7 +66,7 @@ async def _harness(relay: RunningRelay, agent: Identity, auth: list[str], tmp: P
             BUZZ, "agent", "run", *args, env=env, cwd=tmp, stdout=out, stderr=out, start_new_session=True
         )
     try:
-        await _logged(log, "serving 1 channel(s)", proc)
+        await _logged(log, "serving 2 channel(s)", proc)
         yield log
     finally:
         if proc.returncode is None:
@@ -74,6 +77,10 @@ async def _harness(relay: RunningRelay, agent: Identity, auth: list[str], tmp: P
             except TimeoutError:
                 os.killpg(proc.pid, signal.SIGKILL)
                 await proc.wait()
+
+
+def _rfc3339(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def _logged(log: Path, text: str, proc: asyncio.subprocess.Process | None = None) -> None:
@@ -110,10 +117,24 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
             await add_member(client, alice, general, bob.pubkey)
             for agent in (rules, idle):
                 await add_member(client, alice, general, agent.pubkey, "bot")
+            eng = await create_channel(client, alice, "eng", "private")  # Bob is not in it
+            await add_member(client, alice, eng, rules.pubkey, "bot")
             persona = {"display_name": "Code reviewer", "system_prompt": "Review what you are given."}
-            await publish(client, Event.create(alice.secret, 30175, json.dumps(persona), [["d", "reviewer"], ["shared", "true"]]))
-            policy = {"name": "Rulesbot", "persona_id": "reviewer", "respond_to": "owner-only", "parallelism": 1}
-            await publish(client, Event.create(alice.secret, 30177, json.dumps(policy), [["d", rules.pubkey]]))
+            await publish(
+                client,
+                Event.create(
+                    alice.secret, 30175, json.dumps(persona), [["d", "reviewer"], ["shared", "true"]]
+                ),
+            )
+            policy = {
+                "name": "Rulesbot",
+                "persona_id": "reviewer",
+                "respond_to": "owner-only",
+                "parallelism": 1,
+            }
+            await publish(
+                client, Event.create(alice.secret, 30177, json.dumps(policy), [["d", rules.pubkey]])
+            )
         for agent, name in ((rules, "Rulesbot"), (idle, "Idlebot")):
             async with relay.client(agent, auth_tags=[auths[agent.pubkey]]) as client:
                 await set_profile(client, agent, name, auths[agent.pubkey])
@@ -137,9 +158,13 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
                 # hears of it and stops the job: the relay refuses.
                 job = (await page.reached("idle job", timeout=240))["id"]
                 if job:  # else the scenario reports what failed before
-                    failed = build.failed(general, job, alice.pubkey, code="unavailable", message="not running now")
+                    failed = build.failed(
+                        general, job, alice.pubkey, code="unavailable", message="not running now"
+                    )
                     async with relay.client(idle, auth_tags=[auths[idle.pubkey]]) as client:
-                        await publish(client, Event.create(idle.secret, failed.kind, failed.content, failed.tags))
+                        await publish(
+                            client, Event.create(idle.secret, failed.kind, failed.content, failed.tags)
+                        )
                 page.go("failed")
                 await page.reached("stopped", timeout=180)
                 # Alice set Answers to members: the running harness applies it, and answers Bob.
@@ -148,7 +173,9 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
                     (record,) = await client.query([{"kinds": [30177], "authors": [alice.pubkey]}])
                 await _logged(log, f"managed-agent record {record.id[:12]} applied: respond-to members")
                 async with relay.client(bob) as client:
-                    mention = await publish(client, message(bob, general, "@Rulesbot echo from bob", mention=rules.pubkey))
+                    mention = await publish(
+                        client, message(bob, general, "@Rulesbot echo from bob", mention=rules.pubkey)
+                    )
                     await _until(
                         client,
                         {"kinds": [9], "#h": [general], "authors": [rules.pubkey], "#e": [mention.id]},
@@ -156,6 +183,26 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
                         "the agent never answered Bob after the policy change",
                     )
                 page.go("answered")
+                # Bob stopped his own request; then the agent works in #eng, which Bob cannot read.
+                await page.reached("requester stopped", timeout=180)
+                async with relay.client(alice) as client:
+                    await publish(client, message(alice, eng, "@Rulesbot sleep 122", mention=rules.pubkey))
+                    snapshots = await _until(
+                        client,
+                        {"kinds": [30181], "authors": [rules.pubkey], "#h": [eng]},
+                        lambda es: json.loads(es[-1].content)["status"] == "working",
+                        "the agent never said it works in #eng",
+                    )
+                page.go("eng working")
+                # Its snapshot stops being refreshed (as a harness that died would leave it).
+                await page.reached("eng seen", timeout=120)
+                stale = json.loads(snapshots[-1].content) | {"updatedAt": _rfc3339(time.time() - 700)}
+                at = max(int(time.time()), snapshots[-1].created_at + 1)
+                async with relay.client(rules, auth_tags=[auths[rules.pubkey]]) as client:
+                    await publish(
+                        client, Event.create(rules.secret, 30181, json.dumps(stale), snapshots[-1].tags, at)
+                    )
+                page.go("eng stale")
                 report = await page.report(timeout=120)
             finally:
                 await page.abort()
@@ -168,6 +215,7 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
             }
             lifecycle = await client.query([{"kinds": [43002, 43003, 43004, 43005, 43006], "#h": [general]}])
             notes = await client.query([{"kinds": [9], "#h": [general], "authors": [alice.pubkey]}])
+            answers = await client.query([{"kinds": [9], "#h": [general], "authors": [rules.pubkey]}])
             (record,) = await client.query([{"kinds": [30177], "authors": [alice.pubkey]}])
         # The browser's requests have the spec's shape: h, one p, content with the outcome.
         assert set(requests) == {"handoff", "sleep 120", HOSTILE}
@@ -181,7 +229,9 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
         assert BOB_SAYS in json.loads(requests[HOSTILE].content)["prompt"]
         # Stop on the job card: one 43005 by Alice for the sleeping job; none for the failed one.
         cancels = [e for e in lifecycle if e.kind == 43005]
-        assert [(e.pubkey, e.tag_values("e")) for e in cancels] == [(alice.pubkey, [requests["sleep 120"].id])]
+        assert [(e.pubkey, e.tag_values("e")) for e in cancels] == [
+            (alice.pubkey, [requests["sleep 120"].id])
+        ]
         assert cancels[0].tag_values("p") == [rules.pubkey]
         ends = {e.tag_values("e")[0]: e.kind for e in lifecycle if e.kind in (43004, 43006)}
         assert ends == {requests["handoff"].id: 43004, requests[HOSTILE].id: 43006}
@@ -189,7 +239,11 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
         (cancel_note,) = [e for e in notes if e.content == "!cancel"]
         (sleeping,) = [e for e in notes if e.content == "@Rulesbot sleep 120"]
         assert cancel_note.tag_values("p") == [rules.pubkey] and sleeping.id in cancel_note.tag_values("e")
-        records = [orjson.loads(line) for line in (tmp_path / "record.jsonl").read_text().splitlines() if line]
-        assert sum(1 for r in records if r.get("type") == "cancelled") == 2  # the job and the mention
+        # Each stopped turn ends with the harness's notice naming who stopped it.
+        stopped = [
+            e.content for e in answers if ["buzz:agent-notice", "stopped"] in [list(t) for t in e.tags]
+        ]
+        assert sorted(stopped) == ["stopped by Alice", "stopped by Bob"], stopped
+        assert not [e for e in answers if e.content.startswith(("slept 120", "slept 121"))]
         # The Answers control merged the owner's record: the persona and the rest are kept.
-        assert orjson.loads(record.content) == {**policy, "respond_to": "members"}
+        assert json.loads(record.content) == {**policy, "respond_to": "members"}

@@ -189,6 +189,24 @@ try {
   })
   reached('answers members')
   await until('answered')
+  await check(report, 'the requester stops their own request from the message; the Directory shows it working', async () => {
+    await send(bob, '@Rulesbot sleep 121')
+    const theirs = article(bob, '@Rulesbot sleep 121').first()
+    const owners = article(alice, '@Rulesbot sleep 121').first()
+    await theirs.getByRole('button', { name: 'Stop' }).waitFor({ timeout: 60000 })
+    await owners.getByRole('button', { name: 'Stop' }).waitFor()
+    await agentRow(alice, 'Rulesbot').locator('dd.dir-status').filter({ hasText: /^working in #general on “sleep 121”$/ }).waitFor({ timeout: 30000 })
+    await theirs.getByRole('button', { name: 'Stop' }).click()
+    await theirs.getByText('Rulesbot is working on this').waitFor({ state: 'detached', timeout: 60000 })
+    await agentRow(alice, 'Rulesbot').locator('dd.dir-status').filter({ hasText: /^idle$/ }).waitFor({ timeout: 30000 })
+  })
+  reached('requester stopped')
+  await until('eng working')
+  await check(report, 'working in a private channel shows only to its readers', async () => {
+    await agentRow(alice, 'Rulesbot').locator('dd.dir-status').filter({ hasText: /^working in #eng on “sleep 122”$/ }).waitFor()
+    await agentRow(bob, 'Rulesbot').locator('dd.dir-status').filter({ hasText: /^idle$/ }).waitFor()
+    if (await dirPanel(bob).getByText('#eng').count()) throw new Error('Bob sees the private channel in the directory')
+  })
   await check(report, 'axe: the Directory, light and dark', () => auditBoth(alice, 'directory'))
   await check(report, 'screenshots: the Directory at both widths', async () => {
     await shot(alice, 'directory-desktop')
@@ -196,6 +214,11 @@ try {
     await agentRow(alice, 'Rulesbot').scrollIntoViewIfNeeded()
     await shot(alice, 'directory-phone')
     await alice.setViewportSize(DESKTOP)
+  })
+  reached('eng seen')
+  await until('eng stale')
+  await check(report, 'a snapshot older than 600 s is not shown as working', async () => {
+    await agentRow(alice, 'Rulesbot').locator('dd.dir-status').filter({ hasText: /^idle$/ }).waitFor()
   })
 } catch (e) {
   report.errors.push(`scenario: ${e && e.message ? e.message : e}`)

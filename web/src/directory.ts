@@ -14,7 +14,7 @@ export const ANSWER_MODES = ['owner-only', 'members', 'anyone', 'allowlist'] as 
 const HEX64 = /^[0-9a-f]{64}$/
 
 export type Snapshot = { channel: string; status: string; updatedAt: number; queued: number; respondTo: string | null; title: string; at: number }
-export type Status = { state: 'working' | 'idle' | 'offline'; channels: string[]; queued: number; title: string }
+export type Status = { state: 'working' | 'idle' | 'offline'; channels: { id: string; title: string }[]; queued: number }
 
 function parse(content: string): Record<string, unknown> | null {
   try {
@@ -32,14 +32,15 @@ export function readSnapshot(e: NEvent): Snapshot | null {
   const updated = typeof c?.updatedAt === 'string' ? Date.parse(c.updatedAt) : NaN
   if (!c || c.v !== 1 || !channel || typeof c.status !== 'string' || !Number.isFinite(updated)) return null
   const activity = Array.isArray(c.activity) ? (c.activity as Record<string, unknown>[]) : []
-  const running = [...activity].reverse().find((a) => a && a.status === 'running' && typeof a.title === 'string')
+  // What it works on: the newest `message` activity (the request; decision 331).
+  const asked = [...activity].reverse().find((a) => a && a.kind === 'message' && typeof a.title === 'string')
   return {
     channel,
     status: c.status,
     updatedAt: Math.floor(updated / 1000),
     queued: typeof c.queued === 'number' && c.queued > 0 ? Math.floor(c.queued) : 0,
     respondTo: typeof c.respondTo === 'string' ? c.respondTo : null,
-    title: running ? String(running.title).slice(0, 160) : '',
+    title: asked ? String(asked.title).slice(0, 160) : '',
     at: e.created_at,
   }
 }
@@ -49,9 +50,9 @@ export function statusOf(snapshots: Snapshot[], online: boolean, at: number): St
   const fresh = snapshots.filter((s) => at - s.updatedAt <= STALE_S)
   const working = fresh.filter((s) => s.status === 'working')
   const queued = fresh.reduce((n, s) => n + s.queued, 0)
-  if (working.length) return { state: 'working', channels: working.map((s) => s.channel), queued, title: working.find((s) => s.title)?.title ?? '' }
-  if (!online && !fresh.length) return { state: 'offline', channels: [], queued: 0, title: '' }
-  return { state: 'idle', channels: [], queued, title: '' }
+  if (working.length) return { state: 'working', channels: working.map((s) => ({ id: s.channel, title: s.title })), queued }
+  if (!online && !fresh.length) return { state: 'offline', channels: [], queued: 0 }
+  return { state: 'idle', channels: [], queued }
 }
 
 const desks = new WeakMap<Workspace, Directory>()

@@ -62,8 +62,8 @@ function Who({ ws, pubkey }: { ws: Workspace; pubkey: string }) {
 
 /** "working in #eng on “…”, 2 queued", "queued 2", "idle" or "offline". */
 export function statusText(ws: Workspace, s: Status): string {
-  const names = s.channels.map((id) => `#${ws.channels.get(id)?.name ?? id.slice(0, 8)}`)
-  if (s.state === 'working') return `working in ${names.join(', ')}${s.title ? ` on “${s.title}”` : ''}${s.queued ? `, ${s.queued} queued` : ''}`
+  const where = s.channels.map((c) => `#${ws.channels.get(c.id)?.name ?? c.id.slice(0, 8)}${c.title ? ` on “${c.title}”` : ''}`)
+  if (s.state === 'working') return `working in ${where.join(', ')}${s.queued ? `, ${s.queued} queued` : ''}`
   if (s.state === 'idle' && s.queued) return `queued ${s.queued}`
   return s.state
 }

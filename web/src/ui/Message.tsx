@@ -46,10 +46,10 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   const time = TIME.format(when)
   const full = FULL.format(when)
   const mentionsMe = !mine && m.ev.tags.some((t) => t[0] === 'p' && t[1] === ws.me.pubkey)
-  // The agents working on this message (their harness's 💬); the turn can be stopped from here
-  // by their owner, with the owner command the harness takes (`!cancel`, decision 311).
+  // The agents working on this message (their harness's 💬). Their owner and the message's
+  // author may stop the turn, with the `!cancel` the harness takes from them (decision 311).
   const working = [...(m.reactions.get(WORKING)?.keys() ?? [])].filter((pk) => !!ws.profiles.get(pk)?.owner)
-  const stoppable = working.filter((pk) => ws.profiles.get(pk)?.owner === ws.me.pubkey)
+  const stoppable = working.filter((pk) => mine || ws.profiles.get(pk)?.owner === ws.me.pubkey)
   const hasAgents = jobsOf(ws).agentsIn(m.channel).length > 0
   const stop = () => {
     setStopping(true)
