@@ -29,7 +29,21 @@ from tests.web.browser import BUZZ, LiveScenario, assert_all_passed, require_bro
 
 BOB_SAYS = "Can someone check the deploy logs from last night?"
 HOSTILE = '<img src=x onerror="window.__pwned=1"> **not bold**'
+PARTIAL = {
+    "schemaVersion": 1,
+    "requestedOutcome": "Summarise the incident",
+    "outcome": "Half of it: the timeline is written.",
+    "disposition": "partial",
+    "artifacts": [
+        {"kind": "link", "label": "the report", "reference": "https://example.com/report?id=1"},
+        {"kind": "commit", "label": "the fix", "reference": "0123456789abcdef0123456789abcdef01234567"},
+        {"kind": "branch", "label": "work branch", "reference": "fix/incident"},
+    ],
+    "verification": [{"label": "unit tests", "status": "not_run"}],
+    "blocker": "waiting for the night's logs",
+}
 EXPECTED = [
+    "a result from elsewhere: partial, its links safe, other references as text",
     "Ask agent in the composer opens the dialog and publishes a job card",
     "the card moves through accepted, working and completed live (both members)",
     "the result shows its outcome, artifact and verification",
@@ -46,6 +60,7 @@ EXPECTED = [
     "axe: the Directory, light and dark",
     "screenshots: the Directory at both widths",
     "a snapshot older than 600 s is not shown as working",
+    "the owner sets the parallelism and an allowlist with one person",
 ]
 
 
@@ -141,6 +156,21 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
         async with relay.client(bob) as client:
             await set_profile(client, bob, "Bob")
             said = await publish(client, message(bob, general, BOB_SAYS))
+            asked = build.request(
+                general, idle.pubkey, prompt=PARTIAL["requestedOutcome"], created_at=int(time.time())
+            )
+            partial_job = await publish(
+                client, Event.create(bob.secret, asked.kind, asked.content, asked.tags)
+            )
+        # The idle agent answers Bob's job itself (no harness): accepted, a plan, a partial result.
+        async with relay.client(idle, auth_tags=[auths[idle.pubkey]]) as client:
+            plan = [{"title": "Read the logs", "status": "completed"}]
+            for t in (
+                build.accepted(general, partial_job.id),
+                build.progress(general, partial_job.id, seq=1, message="Reading the logs", plan=plan),
+                build.result(general, partial_job.id, bob.pubkey, PARTIAL | {"jobRequest": partial_job.id}),
+            ):
+                await publish(client, Event.create(idle.secret, t.kind, t.content, t.tags))
 
         async with _harness(relay, rules, auths[rules.pubkey], tmp_path) as log:
             page = await LiveScenario.start(
@@ -204,6 +234,8 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
                     )
                 page.go("eng stale")
                 report = await page.report(timeout=120)
+                if report["checks"].get(EXPECTED[-1]):  # the harness follows the owner's record
+                    await _logged(log, "respond-to allowlist (allowlist 1), parallelism 2")
             finally:
                 await page.abort()
         assert_all_passed(report, EXPECTED)
@@ -218,7 +250,8 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
             answers = await client.query([{"kinds": [9], "#h": [general], "authors": [rules.pubkey]}])
             (record,) = await client.query([{"kinds": [30177], "authors": [alice.pubkey]}])
         # The browser's requests have the spec's shape: h, one p, content with the outcome.
-        assert set(requests) == {"handoff", "sleep 120", HOSTILE}
+        assert set(requests) == {"handoff", "sleep 120", HOSTILE, PARTIAL["requestedOutcome"]}
+        del requests[PARTIAL["requestedOutcome"]]  # Bob's, from this side
         for outcome, request in requests.items():
             assert [t[0] for t in request.tags] == ["h", "p"] and request.pubkey == alice.pubkey
             body = json.loads(request.content)
@@ -234,7 +267,7 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
         ]
         assert cancels[0].tag_values("p") == [rules.pubkey]
         ends = {e.tag_values("e")[0]: e.kind for e in lifecycle if e.kind in (43004, 43006)}
-        assert ends == {requests["handoff"].id: 43004, requests[HOSTILE].id: 43006}
+        assert ends == {requests["handoff"].id: 43004, requests[HOSTILE].id: 43006, partial_job.id: 43004}
         # Stop on the working message: the owner command, in the turn's thread, naming the agent.
         (cancel_note,) = [e for e in notes if e.content == "!cancel"]
         (sleeping,) = [e for e in notes if e.content == "@Rulesbot sleep 120"]
@@ -245,5 +278,10 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
         ]
         assert sorted(stopped) == ["stopped by Alice", "stopped by Bob"], stopped
         assert not [e for e in answers if e.content.startswith(("slept 120", "slept 121"))]
-        # The Answers control merged the owner's record: the persona and the rest are kept.
-        assert json.loads(record.content) == {**policy, "respond_to": "members"}
+        # The owner's controls merged the record: the persona and the rest are kept.
+        assert json.loads(record.content) == {
+            **policy,
+            "respond_to": "allowlist",
+            "respond_to_allowlist": [bob.pubkey],
+            "parallelism": 2,
+        }

@@ -84,6 +84,20 @@ try {
     await dialog.waitFor({ state: 'detached' })
   }
 
+  await check(report, 'a result from elsewhere: partial, its links safe, other references as text', async () => {
+    const c = card(alice, 'Summarise the incident')
+    await status(alice, 'Summarise the incident').filter({ hasText: /^partial$/ }).waitFor()
+    await c.getByText('Half of it: the timeline is written.').waitFor()
+    const link = c.getByRole('list', { name: 'Artifacts' }).getByRole('link', { name: 'the report' })
+    if ((await link.getAttribute('href')) !== 'https://example.com/report?id=1') throw new Error('the link is not the reference')
+    if (!/noopener/.test((await link.getAttribute('rel')) ?? '')) throw new Error('the link may reach back to the page')
+    await c.locator('code').filter({ hasText: /^0123456789abcdef0123456789abcdef01234567$/ }).waitFor()
+    await c.locator('code').filter({ hasText: /^fix\/incident$/ }).waitFor()
+    if ((await c.getByRole('link').count()) !== 1) throw new Error('a reference that is not a URL became a link')
+    await c.getByRole('list', { name: 'Verification' }).getByRole('listitem').filter({ hasText: 'not run' }).filter({ hasText: 'unit tests' }).waitFor()
+    await c.getByText("waiting for the night's logs").waitFor()
+    await c.getByText('Bob asked Idlebot').waitFor()
+  })
   await check(report, 'Ask agent in the composer opens the dialog and publishes a job card', async () => {
     await alice.locator('form.composer').getByRole('button', { name: 'Ask agent' }).click()
     await alice.getByRole('dialog', { name: 'Ask agent' }).waitFor()
@@ -219,6 +233,18 @@ try {
   await until('eng stale')
   await check(report, 'a snapshot older than 600 s is not shown as working', async () => {
     await agentRow(alice, 'Rulesbot').locator('dd.dir-status').filter({ hasText: /^idle$/ }).waitFor()
+  })
+  await check(report, 'the owner sets the parallelism and an allowlist with one person', async () => {
+    const row = agentRow(alice, 'Rulesbot')
+    const n = row.getByRole('spinbutton', { name: 'Parallelism' })
+    await n.fill('2')
+    await n.blur()
+    // Each control is disabled while the row's record is being published: the next one waits.
+    await row.getByRole('combobox', { name: 'Answers' }).selectOption('allowlist')
+    const bobBox = row.getByRole('group', { name: 'Allowlist' }).getByRole('checkbox', { name: 'Bob' })
+    await bobBox.click() // checked once the record is published (a controlled box: not .check())
+    await row.getByText('(1 person)').waitFor()
+    await agentRow(bob, 'Rulesbot').locator('dd').filter({ hasText: /^allowlist \(1 person\)$/ }).waitFor()
   })
 } catch (e) {
   report.errors.push(`scenario: ${e && e.message ? e.message : e}`)

@@ -11,6 +11,7 @@ export const PERSONA = 30175
 export const WORK_STATUS = 30181
 export const STALE_S = 600 // WORK_STATUS_STALE_S
 export const ANSWER_MODES = ['owner-only', 'members', 'anyone', 'allowlist'] as const
+export const PARALLELISM_MAX = 32
 const HEX64 = /^[0-9a-f]{64}$/
 
 export type Snapshot = { channel: string; status: string; updatedAt: number; queued: number; respondTo: string | null; title: string; at: number }
@@ -196,15 +197,25 @@ export class Directory {
     return statusOf(readable, this.ws.presenceBook.status(agent) !== 'offline', at)
   }
 
-  /** As the owner: publish my 30177 for `agent` with `respond_to` set, merged with the head
+  /** As the owner: publish my 30177 for `agent` with `fields` set, merged with the head
    * (unknown members kept) and newer than it (jobs spec §13.1 item 4). */
-  async setAnswers(agent: string, mode: string): Promise<void> {
-    if (this.ownerOf(agent) !== this.ws.me.pubkey) throw new Error('Only the agent’s owner changes whom it answers.')
+  async setPolicy(agent: string, fields: Record<string, unknown>): Promise<void> {
+    if (this.ownerOf(agent) !== this.ws.me.pubkey) throw new Error('Only the agent’s owner changes its policy.')
     const [head] = (await this.ws.relay.query([{ kinds: [MANAGED_AGENT], authors: [this.ws.me.pubkey], '#d': [agent] }])).sort((a, b) => b.created_at - a.created_at)
-    const body = { ...(head ? parse(head.content) ?? {} : {}), respond_to: mode }
+    const body = { ...(head ? parse(head.content) ?? {} : {}), ...fields }
     const created = Math.max(now(), head ? head.created_at + 1 : 0)
     const ev = await this.ws.relay.publish({ kind: MANAGED_AGENT, created_at: created, tags: [['d', agent]], content: JSON.stringify(body) })
     this.event(ev)
     this.ws.changed()
+  }
+
+  allowlist(agent: string): string[] {
+    const list = this.policy(agent)?.respond_to_allowlist
+    return Array.isArray(list) ? list.filter((pk): pk is string => typeof pk === 'string' && HEX64.test(pk)) : []
+  }
+
+  parallelism(agent: string): number | null {
+    const n = this.policy(agent)?.parallelism
+    return typeof n === 'number' && Number.isInteger(n) ? n : null
   }
 }

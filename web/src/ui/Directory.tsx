@@ -2,7 +2,7 @@
 // answers and its live status; its owner changes whom it answers here ("Answers"), which
 // publishes the owner's 30177 that the running harness follows without a restart.
 import { useEffect, useReducer, useState } from 'preact/hooks'
-import { ANSWER_MODES, directoryOf, type Status } from '../directory'
+import { ANSWER_MODES, PARALLELISM_MAX, directoryOf, type Status } from '../directory'
 import type { Workspace } from '../workspace'
 import '../jobs.css'
 import { useUi } from './context'
@@ -76,11 +76,11 @@ function AgentRow({ ws, agent }: { ws: Workspace; agent: string }) {
   const [error, setError] = useState('')
   const mode = dir.mode(agent)
   const status = dir.status(agent)
-  const change = async (next: string) => {
+  const change = async (fields: Record<string, unknown>) => {
     setBusy(true)
     setError('')
     try {
-      await dir.setAnswers(agent, next)
+      await dir.setPolicy(agent, fields)
     } catch (e) {
       setError(humanError(e))
     } finally {
@@ -101,7 +101,7 @@ function AgentRow({ ws, agent }: { ws: Workspace; agent: string }) {
         <dt>Answers</dt>
         <dd>
           {mine ? (
-            <select aria-label="Answers" disabled={busy} value={mode ?? ''} onChange={(e) => void change(e.currentTarget.value)}>
+            <select aria-label="Answers" disabled={busy} value={mode ?? ''} onChange={(e) => void change({ respond_to: e.currentTarget.value })}>
               {!mode && <option value="" disabled>{dir.answers(agent)} (not set)</option>}
               {mode && !(ANSWER_MODES as readonly string[]).includes(mode) && <option value={mode}>{mode}</option>}
               {ANSWER_MODES.map((m) => <option value={m}>{m}</option>)}
@@ -111,10 +111,51 @@ function AgentRow({ ws, agent }: { ws: Workspace; agent: string }) {
           )}
           {mine && mode === 'allowlist' && <span class="fine"> {dir.answers(agent).replace('allowlist ', '')}</span>}
         </dd>
+        {mine && (
+          <>
+            <dt>Parallelism</dt>
+            <dd>
+              <input
+                type="number"
+                aria-label="Parallelism"
+                min={1}
+                max={PARALLELISM_MAX}
+                disabled={busy}
+                value={dir.parallelism(agent) ?? ''}
+                placeholder="default"
+                onChange={(e) => {
+                  const n = Number(e.currentTarget.value)
+                  if (Number.isInteger(n) && n >= 1 && n <= PARALLELISM_MAX) void change({ parallelism: n })
+                  else setError(`Parallelism is a whole number from 1 to ${PARALLELISM_MAX}.`)
+                }}
+              />
+            </dd>
+          </>
+        )}
         <dt>Status</dt>
         <dd class={`dir-status ${status.state}`}>{statusText(ws, status)}</dd>
       </dl>
+      {mine && mode === 'allowlist' && <Allowlist ws={ws} agent={agent} busy={busy} onChange={(list) => void change({ respond_to_allowlist: list })} />}
       {error && <p class="error" role="alert">{error}</p>}
     </li>
+  )
+}
+
+/** Who the agent answers besides its owner, in allowlist mode: the people of the directory. */
+function Allowlist({ ws, agent, busy, onChange }: { ws: Workspace; agent: string; busy: boolean; onChange: (list: string[]) => void }) {
+  const dir = directoryOf(ws)
+  const list = dir.allowlist(agent)
+  const people = [...dir.people].filter((pk) => pk !== ws.me.pubkey && pk !== agent && !dir.ownerOf(pk)).sort((a, b) => ws.nameOf(a).localeCompare(ws.nameOf(b)))
+  return (
+    <fieldset class="dir-allow">
+      <legend>Allowlist</legend>
+      {!people.length && <p class="hint">Nobody else is in your channels yet.</p>}
+      {people.map((pk) => (
+        <label>
+          <input type="checkbox" disabled={busy} checked={list.includes(pk)} onChange={(e) => onChange(e.currentTarget.checked ? [...list, pk] : list.filter((p) => p !== pk))} />
+          {ws.nameOf(pk)}
+        </label>
+      ))}
+    </fieldset>
   )
 }
