@@ -15,7 +15,9 @@ export const JOB_FAILED = 43006
 const LIFECYCLE = [JOB_ACCEPTED, JOB_PROGRESS, JOB_RESULT, JOB_CANCEL, JOB_FAILED]
 const REQUESTED_OUTCOME_MAX_BYTES = 8192
 const PROMPT_MAX_BYTES = 65_536
-const HELD_JOBS = 200 // the newest requests of a channel followed at once
+const HELD_JOBS = 200 // the newest requests of a channel read when it opens
+const LIFECYCLE_LIMIT = 1000 // their events, newest first (the relay's largest page)
+const EARLY_MAX = 500 // jobs whose events came before their request, at most
 const HEX64 = /^[0-9a-f]{64}$/
 
 /** The badge's words (§9 item 1, decision 310): a result's disposition names it, `no_artifact`
@@ -194,19 +196,15 @@ export class JobDesk {
     return false
   }
 
-  /** Follow `channel`'s jobs (stored and new); call the result to stop. */
+  /** Follow `channel`'s jobs (stored and new); call the result to stop. New events first, so
+   * nothing published while the stored ones load is missed. */
   watch(channel: string): () => void {
     const have = this.watching.get(channel)
     if (have) have.n++
     else {
-      const close = this.ws.relay.subscribe(
-        [
-          { kinds: [JOB_REQUEST], '#h': [channel], limit: HELD_JOBS },
-          { kinds: LIFECYCLE, '#h': [channel], limit: HELD_JOBS * 4 },
-        ],
-        (e) => this.ingest(channel, e),
-      )
+      const close = this.ws.relay.subscribe([{ kinds: [JOB_REQUEST, ...LIFECYCLE], '#h': [channel], limit: 0 }], (e) => this.ingest(channel, e))
       this.watching.set(channel, { n: 1, close })
+      void this.loadStored(channel).catch(() => undefined)
     }
     return () => {
       const w = this.watching.get(channel)
@@ -215,6 +213,16 @@ export class JobDesk {
         this.watching.delete(channel)
       }
     }
+  }
+
+  /** The newest requests and their own lifecycle events (by `#e`, newest first: a job's end
+   * is never cut off by other jobs' progress). */
+  private async loadStored(channel: string): Promise<void> {
+    const requests = await this.ws.relay.query([{ kinds: [JOB_REQUEST], '#h': [channel], limit: HELD_JOBS }])
+    for (const e of requests) this.ingest(channel, e)
+    if (!requests.length) return
+    const events = await this.ws.relay.query([{ kinds: LIFECYCLE, '#h': [channel], '#e': requests.map((e) => e.id), limit: LIFECYCLE_LIMIT }])
+    for (const e of events) this.ingest(channel, e)
   }
 
   ingest(channel: string, e: NEvent): void {
@@ -232,7 +240,10 @@ export class JobDesk {
       const job = e.tags.find((t) => t[0] === 'e')?.[1] ?? ''
       const held = inChannel.get(job)
       if (held) held.events.set(e.id, e)
-      else this.early.set(job, [...(this.early.get(job) ?? []).slice(-20), e])
+      else {
+        this.early.set(job, [...(this.early.get(job) ?? []).slice(-20), e])
+        if (this.early.size > EARLY_MAX) this.early.delete(this.early.keys().next().value as string)
+      }
       if (e.kind === JOB_CANCEL) this.ws.needProfiles([e.pubkey])
     } else return
     this.ws.changed()
