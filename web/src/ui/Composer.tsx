@@ -11,6 +11,8 @@ import { mentionQuery } from '../mentions'
 import { AttachButton, AttachTray, useAttachments } from './AttachTray'
 import type { Workspace } from '../workspace'
 import { humanError } from './hooks'
+import { jobsOf } from '../jobs'
+import { AskAgentDialog } from './JobCard'
 
 type Props = { ws: Workspace; channel: string; label: string; button: string; placeholder: string; replyTo?: string }
 
@@ -23,6 +25,8 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
   const area = useRef<HTMLTextAreaElement>(null)
   const form = useRef<HTMLFormElement>(null)
   const files = useAttachments(ws, form, setError)
+  const [asking, setAsking] = useState(false)
+  const hasAgents = jobsOf(ws).agentsIn(channel).length > 0
 
   const q = mentionQuery(text, caret)
   const options = q
@@ -93,6 +97,7 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
   }
 
   return (
+    <>
     <form class="composer" ref={form} onSubmit={(e) => { e.preventDefault(); void send() }}>
       {options.length > 0 && (
         <ul class="mentions" role="listbox" id={listId} aria-label="Mention a member">
@@ -127,9 +132,12 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
         }}
       />
       <AttachButton files={files} onError={setError} />
+      {hasAgents && <button type="button" class="quiet" onClick={() => setAsking(true)}>Ask agent</button>}
       <button type="submit">{button}</button>
       <AttachTray files={files} />
       {error && <p class="error" role="alert">{error}</p>}
     </form>
+    {asking && <AskAgentDialog ws={ws} channel={channel} source={null} onClose={() => setAsking(false)} />}
+    </>
   )
 }

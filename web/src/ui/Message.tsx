@@ -10,6 +10,10 @@ import { useUi } from './context'
 import { act } from './hooks'
 import { MessageBody, copyText } from './MessageBody'
 import { SendState } from './SendState'
+import { jobsOf } from '../jobs'
+import { AskAgentDialog } from './JobCard'
+
+const WORKING = '\u{1f4ac}' // 💬: the harness is working on this message (agents.md §4.13)
 
 const EMOJI = ['👍', '❤️', '😂', '🎉', '👀', '✅']
 // One formatter each: building one per message (toLocale…String) is most of a render.
@@ -24,6 +28,8 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   const [draft, setDraft] = useState('')
   const [confirming, setConfirming] = useState(false)
   const [linked, setLinked] = useState(false)
+  const [asking, setAsking] = useState(false)
+  const [stopping, setStopping] = useState(false)
   const ui = useUi()
   useEffect(() => {
     if (ws.editRequest !== m.ev.id) return
@@ -40,6 +46,17 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   const time = TIME.format(when)
   const full = FULL.format(when)
   const mentionsMe = !mine && m.ev.tags.some((t) => t[0] === 'p' && t[1] === ws.me.pubkey)
+  // The agents working on this message (their harness's 💬). Their owner and the message's
+  // author may stop the turn, with the `!cancel` the harness takes from them (decision 311).
+  const working = [...(m.reactions.get(WORKING)?.keys() ?? [])].filter((pk) => !!ws.profiles.get(pk)?.owner)
+  const stoppable = working.filter((pk) => mine || ws.profiles.get(pk)?.owner === ws.me.pubkey)
+  const hasAgents = jobsOf(ws).agentsIn(m.channel).length > 0
+  const stop = () => {
+    setStopping(true)
+    void act(ws, async () => {
+      for (const agent of stoppable) await ws.send(m.channel, '!cancel', [agent], m.ev.id)
+    }).finally(() => setStopping(false))
+  }
   const cls = ['msg', mine && 'mine', grouped && 'grouped', mentionsMe && 'mentions-me', ws.focus === m.ev.id && 'focus'].filter(Boolean).join(' ')
   const copyLink = () => void copyText(permalink(m.channel, m.ev.id)).then((ok) => {
     if (!ok) return ws.say(`Link to the message: ${permalink(m.channel, m.ev.id)}`)
@@ -84,6 +101,12 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
           <MessageBody ws={ws} m={m} />
         )}
         {mine && <SendState ws={ws} m={m} />}
+        {working.length > 0 && (
+          <div class="msg-stop">
+            <span>{working.map((pk) => ws.nameOf(pk)).join(', ')} {working.length > 1 ? 'are' : 'is'} working on this</span>
+            {stoppable.length > 0 && <button type="button" class="quiet danger" disabled={stopping} onClick={stop}>Stop</button>}
+          </div>
+        )}
         {m.editedAt !== null && !editing && (
           <span class="edited" title={`Edited ${FULL.format(new Date(m.editedAt * 1000))}`}>(edited)</span>
         )}
@@ -113,6 +136,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
         {!inThread && <button type="button" class="icon" onClick={() => onThread(m.ev.id)}>Reply in thread</button>}
         <button type="button" class="icon" aria-expanded={picking} onClick={() => setPicking(!picking)}>Add reaction</button>
         <button type="button" class="icon" onClick={copyLink}>{linked ? 'Link copied' : 'Copy link'}</button>
+        {hasAgents && <button type="button" class="icon" onClick={() => setAsking(true)}>Ask agent</button>}
         {mine && <button type="button" class="icon" onClick={() => { setDraft(m.content); setEditing(true) }}>Edit</button>}
         {(mine || canModerate) && (
           confirming ? (
@@ -127,6 +151,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
           )
         )}
       </div>
+      {asking && <AskAgentDialog ws={ws} channel={m.channel} source={m} onClose={() => setAsking(false)} />}
       {picking && (
         <div class="picker" role="group" aria-label="Reactions">
           {EMOJI.map((e) => (

@@ -19,8 +19,9 @@ import { PrivateConversation } from './PrivateDms'
 import { InboxPanel } from './Inbox'
 import { JumpTo, ThemeSwitch, useShortcuts } from './Comfort'
 import { WorkflowsPanel } from './Workflows'
+import { DirectoryPanel } from './Directory'
 
-export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | 'inbox' | 'workflows' | null
+export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | 'inbox' | 'workflows' | 'directory' | null
 
 export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
   useWorkspace(ws)
@@ -117,7 +118,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
         <ThemeSwitch />
         <button type="button" class="quiet" onClick={() => setProfile(true)}>{ws.nameOf(ws.me.pubkey)}</button>
       </header>
-      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} privateActive={priv} onPrivate={openPrivate} inbox={panel === 'inbox'} onInbox={() => { setMenu(false); toggle('inbox') }} />
+      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} onDirectory={() => { setMenu(false); toggle('directory') }} privateActive={priv} onPrivate={openPrivate} inbox={panel === 'inbox'} onInbox={() => { setMenu(false); toggle('inbox') }} />
       <main class="main">
         {priv ? (
           <PrivateConversation ws={ws} peers={priv} />
@@ -148,6 +149,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
       {panel === 'search' && <SearchPanel ws={ws} query={query} onClose={() => { setPanel(null); setQuery('') }} onJump={jump} />}
       {panel === 'browse' && <BrowsePanel ws={ws} onClose={() => setPanel(null)} onOpen={open} />}
       {panel === 'agents' && <AgentsPanel ws={ws} onClose={() => setPanel(null)} />}
+      {panel === 'directory' && <DirectoryPanel ws={ws} onClose={() => setPanel(null)} />}
       {panel === 'inbox' && <InboxPanel ws={ws} onClose={() => setPanel(null)} onGo={go} />}
       {panel === 'workflows' && channel && <WorkflowsPanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}

@@ -14,13 +14,14 @@ type Props = {
   onNew: () => void
   onBrowse: () => void
   onAgents: () => void
+  onDirectory: () => void
   privateActive: string[] | null
   onPrivate: (peers: string[]) => void
   inbox: boolean
   onInbox: () => void
 }
 
-export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, privateActive, onPrivate, inbox, onInbox }: Props) {
+export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, onDirectory, privateActive, onPrivate, inbox, onInbox }: Props) {
   const mine = ws.myChannels().filter((c) => !c.ttl) // huddle channels open from their parent's huddle panel
   const channels = mine.filter((c) => c.type !== 'dm').sort(byName)
   const dms = mine.filter((c) => c.type === 'dm')
@@ -47,6 +48,7 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, privateActive, 
       </ul>
       {newDm && <NewDmDialog ws={ws} onClose={() => setNewDm(false)} onOpened={(id) => { setNewDm(false); onOpen(id) }} />}
       <div class="side-actions bottom">
+        <a href="#directory" class="side-link" onClick={(e) => { e.preventDefault(); onDirectory() }}>Directory</a>
         <button type="button" class="quiet" onClick={onAgents}>My agents</button>
       </div>
     </nav>

@@ -8,6 +8,8 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import type { Msg, Workspace } from '../workspace'
 import { workflowsOf } from '../workflows'
 import { ApprovalCard, withApprovals } from './ApprovalCard'
+import { jobsOf } from '../jobs'
+import { JobCard, withJobs } from './JobCard'
 import { act } from './hooks'
 import { Message } from './Message'
 import { JumpBar, NewDivider } from './CatchUp'
@@ -21,6 +23,8 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
   const t = ws.timeline(channel)
   const approvals = workflowsOf(ws).approvalsIn(channel)
   useEffect(() => workflowsOf(ws).watch(channel), [ws, channel])
+  useEffect(() => jobsOf(ws).watch(channel), [ws, channel])
+  const jobs = jobsOf(ws).jobsIn(channel)
   const firstUnread = ws.reads.firstUnread(channel, msgs)
   const [view, setView] = useState({ above: false, up: false, fresh: 0, channel })
   const divider = () => box.current?.querySelector<HTMLElement>('.new-divider') ?? null
@@ -82,7 +86,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
       )}
       {!t.hasMore && t.loaded && <p class="start">This is the start of the channel.</p>}
       {!t.loaded && <p class="start">Loading messages…</p>}
-      {withApprovals(rows(msgs), approvals, !t.hasMore).map((row) => 'ref' in row ? <ApprovalCard key={row.ref} ws={ws} a={row} /> : (
+      {withJobs(withApprovals(rows(msgs), approvals, !t.hasMore), jobs, !t.hasMore, (r) => ('ref' in r ? r.request.created_at : r.m.ev.created_at)).map((row) => 'ref' in row ? <ApprovalCard key={row.ref} ws={ws} a={row} /> : 'assignee' in row ? <JobCard key={row.id} ws={ws} job={row} /> : (
         <Fragment key={row.m.ev.id}>
           {row.day && <h2 class="day"><span>{row.day}</span></h2>}
           {row.m === firstUnread && <NewDivider />}
