@@ -74,11 +74,11 @@ async def test_the_composer_never_loses_or_leaks_text(tmp_path: Path, alice: Ide
             await page.reached("resent")
             report = await page.report()  # first: a failed check says why the count below is off
             async with again.client(alice) as client:
-                held = await client.query([{"kinds": [9], "#h": [general], "search": LOST}])
+                held = await client.query([{"kinds": [9], "#h": [general], "authors": [alice.pubkey]}])
     finally:
         await page.abort()
         await link.stop()
         with contextlib.suppress(Exception):
             await first.__aexit__(None, None, None)
     assert_all_passed(report, CHECKS)
-    assert [e.content for e in held] == [LOST]
+    assert [e.content for e in held].count(LOST) == 1
