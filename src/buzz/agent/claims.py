@@ -10,8 +10,12 @@ once: the first publisher gets `OK true`, every other one `OK true "duplicate:"`
 holder's heartbeat replaced it, `OK false "duplicate: have a newer version"`) and knows the
 event is taken.
 
+A live-delivered event is claimed without reading the address first (`fresh`): whatever is
+there makes the relay answer `duplicate:` anyway (docs/decisions.md 370).
+
 The lease: while a claim is held (queued or in a turn) the holder republishes `claimed` every
-`lease / 4` seconds with a newer `created_at` (the heartbeat). Another process (a replica, or
+`lease / 4` seconds with a newer `created_at` (the heartbeat), and at once after claiming when
+the claim is older than that (a caught-up event). Another process (a replica, or
 this harness restarted after a crash) that finds the claim taken does not forget the event: it
 watches the address, and when the claim has not moved for a whole lease it takes it over with
 the deterministic claim one second after the stale state (so racing watchers still build one
@@ -132,10 +136,19 @@ class Claims:
         flt = {"kinds": [ANSWER_KIND], "authors": [self._pubkey], "#e": [event.id], "limit": 20}
         return any(not is_notice(e) for e in await self._query([flt], 10.0))
 
-    async def claim(self, event: Event) -> Claim:
+    async def claim(self, event: Event, fresh: bool = False) -> Claim:
         """Try to take `event`. TAKEN: answer it; HELD: another live claim, call `retake`
         after a lease; SETTLED: already answered. A relay that cannot be asked does not
-        silence the agent: the claim is then assumed (logged)."""
+        silence the agent: the claim is then assumed (logged).
+
+        `fresh`: the event was just delivered live, so its address almost surely holds nothing
+        yet: the deterministic first claim is published without reading the address first
+        (one relay round trip instead of two before the agent may acknowledge). Whatever is
+        there already makes the relay answer `duplicate:` (the same claim, or a newer state),
+        which is HELD: the watcher reads the address a lease later and settles (`done`) or
+        takes over (`released`, or a holder that stopped beating) by the usual rules."""
+        if fresh:
+            return await self._publish_claim(event, event.created_at, stale=None)
         return await self._take(event, stale=None)
 
     async def retake(self, event: Event) -> Claim:
@@ -174,6 +187,14 @@ class Claims:
                 self.seen.pop(event.id, None)
                 log.info("claim on %s went stale after its answer was posted; not again", event.id[:12])
                 return Claim.SETTLED
+        except Exception as exc:
+            log.warning("could not claim %s (%s); answering it anyway", event.id[:12], exc)
+            self.seen.pop(event.id, None)
+            return Claim.TAKEN
+        return await self._publish_claim(event, at, stale)
+
+    async def _publish_claim(self, event: Event, at: int, stale: State | None) -> Claim:
+        try:
             result = await self._publish(claim_event(self._secret, event.id, at, CLAIMED))
         except Exception as exc:
             log.warning("could not claim %s (%s); answering it anyway", event.id[:12], exc)
@@ -191,7 +212,11 @@ class Claims:
         if stale is not None:
             log.info("took over the stale claim on %s", event.id[:12])
         self.held[event.id] = at
-        await self._beat(event.id)  # a claim on an old event must look alive at once
+        if time.time() - at >= self.heartbeat_s:
+            # a claim on an old event must look alive at once; a recent one already does, and
+            # the heartbeat refreshes it within `heartbeat_s` (its age stays under half a lease),
+            # so the agent's acknowledgement does not wait for a second round trip
+            await self._beat(event.id)
         return Claim.TAKEN
 
     async def _beat(self, event_id: str) -> None:

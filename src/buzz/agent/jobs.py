@@ -122,7 +122,7 @@ class JobDesk:
             return
         if agent not in event.tag_values("p"):
             return
-        claim = await rt.claims.claim(event)
+        claim = await rt.claims.claim(event, fresh=fresh)
         if claim is Claim.SETTLED:
             return
         if claim is Claim.HELD:
