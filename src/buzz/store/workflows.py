@@ -16,10 +16,13 @@ from typing import Any
 
 from buzz.store.dialect import Conn, Params
 from buzz.store.workflow_rows import (
+    ActiveRun,
     ApprovalRaced,
     ApprovalRow,
     Claim,
+    DeleteWorkflow,
     LeaseLost,
+    RunLease,
     RunRow,
     StepRow,
     WorkflowRow,
@@ -47,6 +50,7 @@ _CLAIM_TABLES = {
     "webhook": ("workflow_webhook_keys", "idempotency_key", "created_at"),
 }
 WAITING = ("waiting", "waiting_approval")
+TERMINAL = "('completed', 'failed', 'cancelled')"
 
 
 def _lock(conn: Conn) -> str:
@@ -136,9 +140,69 @@ async def workflow_write_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
             " ON CONFLICT (reference) DO NOTHING",
             p.values,
         )
+    for row in w.cancel_approvals:  # a decision that committed first keeps its outcome
+        p = Params(conn.dialect)
+        await conn.execute(
+            f"UPDATE workflow_approvals SET status = {p.add(row.status)}, data = {p.add(row.data)}"
+            f" WHERE reference = {p.add(row.reference)} AND status = 'pending'",
+            p.values,
+        )
     for stored in w.events:  # a job request or cancel moves its job row too (jobs spec §5.3)
         await insert_txn(conn, stored, relay_job_effects(stored), now)
     return True
+
+
+async def delete_workflow_txn(conn: Conn, effect: DeleteWorkflow, now: int) -> None:
+    """§6.6 item 4 inside the deletion's transaction. On PostgreSQL the unfinished runs are
+    locked (`FOR UPDATE`, waiting rather than skipping): a replica's write of one of them either
+    committed before (and is read here) or runs after and finds its lease gone (LeaseLost)."""
+    wf = await get_workflow_txn(conn, effect.workflow_id)
+    if wf is None or wf.status == "deleted" or wf.owner != effect.owner:
+        return
+    p = Params(conn.dialect)
+    head = await conn.fetch(f"SELECT deleted_at FROM events WHERE id = {p.add(wf.head_event_id)}", p.values)
+    if head and head[0][0] is None:  # an older version, or an `a` deletion dated before the head
+        return
+    p = Params(conn.dialect)
+    lock = " FOR UPDATE" if conn.dialect.name == "postgres" else ""
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_RUN_COLUMNS)} FROM workflow_runs WHERE workflow_id = {p.add(wf.id)}"
+        f" AND status NOT IN {TERMINAL} ORDER BY created_at, id{lock}",
+        p.values,
+    )
+    active: list[ActiveRun] = []
+    for values in rows:
+        run = _run(values)
+        p = Params(conn.dialect)
+        steps = await conn.fetch(
+            f"SELECT run_id, idx, data FROM workflow_steps WHERE run_id = {p.add(run.id)} ORDER BY idx",
+            p.values,
+        )
+        active.append((run, [StepRow(str(s[0]), int(s[1]), str(s[2])) for s in steps],
+                       await run_approvals_txn(conn, run.id)))  # fmt: skip
+    await workflow_write_txn(conn, effect.cancel(wf, active, now), now)
+
+
+async def holds_lease_txn(conn: Conn, run_id: str, owner: str) -> bool:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT 1 FROM workflow_runs WHERE id = {p.add(run_id)} AND lease_owner = {p.add(owner)}"
+        f" AND status NOT IN {TERMINAL}",
+        p.values,
+    )
+    return bool(rows)
+
+
+async def run_lease_txn(conn: Conn, effect: RunLease) -> None:
+    p = Params(conn.dialect)
+    lock = " FOR UPDATE" if conn.dialect.name == "postgres" else ""
+    rows = await conn.fetch(
+        f"SELECT 1 FROM workflow_runs WHERE id = {p.add(effect.run_id)} AND lease_owner = {p.add(effect.owner)}"
+        f" AND status NOT IN {TERMINAL}{lock}",
+        p.values,
+    )
+    if not rows:
+        raise LeaseLost(effect.run_id)
 
 
 async def _claim_txn(conn: Conn, claim: Claim, now: int) -> bool:
@@ -347,6 +411,16 @@ async def due_approvals_txn(conn: Conn, now: int, limit: int) -> list[ApprovalRo
     return [_approval(r) for r in rows]
 
 
+async def suspend_workflows_txn(conn: Conn, owner: str, channel_id: str | None) -> None:
+    """workflows.md §6.7 item 1: an owner who stops being an active member (removed, left,
+    banned: `channel_id` None) suspends their workflows there, in the same transaction."""
+    p = Params(conn.dialect)
+    where = f"owner = {p.add(owner)} AND status = 'active'"
+    if channel_id is not None:
+        where += f" AND channel_id = {p.add(channel_id)}"
+    await conn.execute(f"UPDATE workflows SET status = 'suspended' WHERE {where}", p.values)
+
+
 class WorkflowStoreMixin:
     """The workflow methods of `SqlStore` (the backends' `_write` / `_read` / `_point_read`)."""
 
@@ -396,6 +470,9 @@ class WorkflowStoreMixin:
 
     async def workflow_active_runs(self, workflow_id: str) -> list[str]:
         return await self._read(active_runs_txn, workflow_id)
+
+    async def workflow_holds_lease(self, run_id: str, owner: str) -> bool:
+        return await self._read(holds_lease_txn, run_id, owner)
 
     async def workflow_claimed_run(self, table: str, workflow_id: str, key: str) -> str | None:
         return await self._read(claimed_run_txn, table, workflow_id, key)

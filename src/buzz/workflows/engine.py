@@ -78,7 +78,7 @@ class Engine:
         self.settings = settings
         self.relay_pubkey = relay_pubkey
         self.replica = uuid.uuid4().hex
-        self.actions = Actions(store, host, secret_key, relay_pubkey, settings)
+        self.actions = Actions(store, host, secret_key, relay_pubkey, settings, self.replica)
         self.rate = RunRate(settings.run_rate)
         self.hook_rate = RunRate(HOOK_RATE)
         self._running: dict[str, asyncio.Task[None]] = {}

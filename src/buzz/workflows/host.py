@@ -15,20 +15,23 @@ from typing import Protocol
 
 from buzz.core.stored import StoredEvent
 from buzz.store.base import InsertOutcome
+from buzz.store.workflow_rows import RunLease
 from buzz.workflows import limits as L
 from buzz.workflows.webhook_call import Allow
 
 
 class Host(Protocol):
-    async def publish(self, stored: StoredEvent) -> InsertOutcome:
-        """Insert a relay-signed event as the relay inserts its own, then fan it out."""
+    async def publish(self, stored: StoredEvent, lease: RunLease | None = None) -> InsertOutcome:
+        """Insert a relay-signed event as the relay inserts its own, then fan it out. With
+        `lease`, only while the replica still holds the run (else LeaseLost, nothing stored)."""
         ...
 
     async def fanout(self, stored: StoredEvent) -> None:
         """Fan out an event the engine stored in one of its transactions."""
         ...
 
-    async def set_topic(self, carrier: StoredEvent, actor: str, topic: str) -> InsertOutcome:
+    async def set_topic(self, carrier: StoredEvent, actor: str, topic: str, lease: RunLease | None = None
+                        ) -> InsertOutcome:  # fmt: skip
         """Store the step's 40099 `carrier` and apply the topic as a 9002 from `actor` would
         (the channel row in the same transaction, then 39000)."""
         ...
