@@ -29,6 +29,7 @@ from buzz.core.stored import StoredEvent, relay_signed
 from buzz.store.base import SYSTEM, EventStore, StoreError
 from buzz.store.workflow_rows import ApprovalRaced, ApprovalSwap, Claim, LeaseLost, WorkflowRow, WorkflowWrite
 from buzz.workflows import definition as d
+from buzz.workflows import limits as L
 from buzz.workflows import machine as m
 from buzz.workflows.actions import Actions
 from buzz.workflows.approvals import Approval, approval_reference, expire, parse_approver_spec
@@ -41,6 +42,7 @@ from buzz.workflows.rows import (
     approval_row,
     changed_steps,
     definition_of,
+    ended_at,
     run_of,
     run_row,
     step_effect,
@@ -102,7 +104,8 @@ class Engine:
         for name, fn, period in (("scan", self.scan, self.settings.tick_s),
                                  ("schedule", self.schedule_tick, self.settings.tick_s),
                                  ("renew", self._renew, self.settings.lease_s / 3),
-                                 ("sweep", self.sweep, self.settings.sweep_s)):  # fmt: skip
+                                 ("sweep", self.sweep, self.settings.sweep_s),
+                                 ("prune", self.prune, self.settings.prune_s)):  # fmt: skip
             self._tasks.append(loop.create_task(self._every(name, fn, period), name=f"workflows-{name}"))
 
     async def stop(self) -> None:
@@ -441,6 +444,32 @@ class Engine:
         now = int(time.time())
         for row in await self.store.workflow_due_approvals(now):
             self.kick(row.run_id)
+
+    # -- retention (§11.5) --------------------------------------------------------------------
+    async def prune(self) -> int:
+        """Delete terminal runs that ended more than the retention ago, with their events; old
+        schedule claims and webhook keys. Bounded per pass (PRUNE_PAGES pages). Returns the
+        runs deleted."""
+        now = int(time.time())
+        retention = self.settings.retention_s
+        cutoff = now - int(retention) if retention > 0 else None
+        after, deleted = (0, ""), 0
+        for _ in range(L.PRUNE_PAGES if cutoff is not None else 0):
+            page = await self.store.workflow_prune_candidates(cutoff, after, L.PRUNE_PAGE)
+            if not page:
+                break
+            after = (page[-1].created_at, page[-1].id)
+            old = [r.id for r in page if (ended_at(r) or r.created_at) < cutoff]  # type: ignore[operator]
+            if old:
+                deleted += await self.store.workflow_prune(old, now - L.CLAIM_RETENTION_S,
+                                                           now - L.WEBHOOK_KEY_RETENTION_S)  # fmt: skip
+            if len(page) < L.PRUNE_PAGE:
+                break
+        if deleted == 0:  # claims and keys are pruned on every pass, with runs or without
+            await self.store.workflow_prune([], now - L.CLAIM_RETENTION_S, now - L.WEBHOOK_KEY_RETENTION_S)
+        else:
+            log.info("workflow retention: %d terminal run(s) deleted", deleted)
+        return deleted
 
 
 class _Drive:

@@ -63,6 +63,15 @@ def _positive(name: str, value: str | None, default: float) -> float:
     return number
 
 
+def _retention_days(value: str | None) -> float:
+    if value is None or value == "":
+        return L.RETENTION_DAYS_DEFAULT
+    days = float(value)
+    if not days >= 0:
+        raise ValueError("BUZZ_WORKFLOW_RETENTION_DAYS must be 0 or more")
+    return days
+
+
 @dataclass(frozen=True)
 class Settings:
     enabled: bool = True
@@ -75,6 +84,8 @@ class Settings:
     lease_s: int = L.RUN_LEASE_S
     sweep_s: float = L.APPROVAL_SWEEP_S
     cache_s: float = 10.0
+    retention_s: float = L.RETENTION_DAYS_DEFAULT * 86400  # 0: keep terminal runs forever
+    prune_s: float = L.PRUNE_EVERY_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -97,4 +108,5 @@ class Settings:
             sweep_s=min(L.APPROVAL_SWEEP_S, tick),
             lease_s=max(3, int(min(L.RUN_LEASE_S, tick * 3))),
             cache_s=min(10.0, tick),
+            retention_s=_retention_days(env.get("BUZZ_WORKFLOW_RETENTION_DAYS")) * 86400,
         )

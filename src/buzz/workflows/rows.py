@@ -161,3 +161,9 @@ def run_json(row: RunRow, steps: list[StepRow]) -> dict[str, Any]:
             "error_message": data.get("error_message"), "created_at": row.created_at,
             "trigger": data["trigger"], "trigger_event_id": data.get("trigger_event_id"),
             "revision": data["revision"], "waiting": run.waiting}  # fmt: skip
+
+
+def ended_at(row: RunRow) -> int | None:
+    """When a terminal run ended (retention counts from there, §11.5)."""
+    value = json.loads(row.data).get("completed_at")
+    return int(value) if isinstance(value, int) else None
