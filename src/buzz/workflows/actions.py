@@ -196,8 +196,8 @@ class Actions:
                 try:
                     out = await webhook_call.call(effect, run.workflow_id, run.id, self.settings.allow)
                 except webhook_call.WebhookFailed as exc:
-                    return StepFailed(int(time.time()), "webhook_failed", str(exc))
-                return StepSucceeded(int(time.time()), out)
+                    return StepFailed(int(time.time()), "webhook_failed", str(exc), exc.attempts)
+                return StepSucceeded(int(time.time()), out, out["attempts"])
             if action == "ask_agent":
                 ids = await self._publish_all(run, effect, run.channel_id)
                 return StepWaits(now, ids[0], effect["agent"], int(effect["deadline"]))
