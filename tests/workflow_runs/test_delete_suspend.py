@@ -110,3 +110,27 @@ async def test_an_owner_who_leaves_suspends_the_workflow_until_they_save_it(rela
         assert await _hook(http, relay.http_url, wid, secret) == 202
         status, shown = await _get(http, relay.http_url, f"/workflows/{wid}", boss)
         assert shown["workflow"]["status"] == "active" and "status_reason" not in shown["workflow"]
+
+
+async def test_a_moderation_delete_of_the_head_and_a_channel_deletion_delete_workflows(
+    relay: RunningRelay,
+) -> None:
+    boss, author = Identity.new(), Identity.new()
+    async with relay.client(boss) as bc, relay.client(author) as wc:
+        channel = await create_channel(bc, boss)
+        other = await create_channel(bc, boss, name="other")
+        for c in (channel, other):
+            await put_user(bc, boss, c, author.pubkey)
+        moderated, _ = await save(wc, author, channel, ASK)
+        kept, _ = await save(wc, author, other, ASK)
+        runs = [await trigger(wc, author, moderated), await trigger(wc, author, kept)]
+        await wait_for(wc, [{"kinds": [46010], "#h": [channel, other]}], lambda evs: len(evs) == 2)
+        head = (await wc.query([{"kinds": [30620], "#d": [moderated]}]))[0]
+
+        await accepted(bc, Event.create(boss.secret, 9005, "", [["h", channel], ["e", head.id]]))
+        await accepted(bc, Event.create(boss.secret, 9008, "", [["h", other]]))
+        store = relay.relay.workflows.store
+        for wid, run_id in zip((moderated, kept), runs, strict=True):
+            assert (await store.workflow(wid)).status == "deleted"
+            row, _ = await store.workflow_run(run_id)
+            assert (row.status, row.error_code) == ("cancelled", "workflow_deleted")

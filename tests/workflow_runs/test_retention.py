@@ -4,15 +4,13 @@ waiting is kept, and so are the messages runs posted. Both backends."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from buzz.workflows.host import Settings
-from tests.support.relay import Identity, RunningRelay, relay_on
-from tests.workflow_runs.support import run_end, run_tag, save, trigger, wait_for
+from tests.support.relay import Identity
+from tests.workflow_runs.support import relay_with, run_end, run_tag, save, trigger, wait_for
 from tests.workspace.helpers import create_channel
 
 SAY = "name: Say\ntrigger: {on: webhook}\nsteps:\n  - {id: s, action: send_message, text: kept}\n"
@@ -20,24 +18,12 @@ ASK = ("name: Ask\ntrigger: {on: webhook}\nsteps:\n"
        "  - {id: ok, action: request_approval, from: any, message: 'go?', timeout: 1h}\n")  # fmt: skip
 
 
-@contextlib.asynccontextmanager
-async def _relay(backend: str, tmp_path: Path, settings: Settings) -> AsyncIterator[RunningRelay]:
-    if backend == "postgres":
-        from tests.support.pg import temp_database
-
-        async with temp_database() as dsn, relay_on(tmp_path, dsn, workflows=settings) as running:
-            yield running
-    else:
-        async with relay_on(tmp_path, workflows=settings) as running:
-            yield running
-
-
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 async def test_terminal_runs_past_the_retention_are_deleted_with_their_events(
     backend: str, tmp_path: Path
 ) -> None:
     owner = Identity.new()
-    async with _relay(backend, tmp_path, Settings(retention_s=1, prune_s=0.2)) as running, \
+    async with relay_with(backend, tmp_path, Settings(retention_s=1, prune_s=0.2)) as running, \
             running.client(owner) as client:  # fmt: skip
         channel = await create_channel(client, owner)
         say, _ = await save(client, owner, channel, SAY)

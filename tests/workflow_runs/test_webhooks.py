@@ -78,7 +78,9 @@ async def test_hook_starts_a_run_that_calls_a_webhook_with_retry(tmp_path: Path)
         auth = {"Authorization": build_auth_header(owner.secret, running.http_url + path, "GET")}
         async with http.get(running.http_url + path, headers=auth) as r:
             trace = (await r.json())["run"]["execution_trace"]
-        assert [(s["step_id"], s["attempts"]) for s in trace if s["action"] == "call_webhook"] == [("call", 2)]
+        assert [(s["step_id"], s["attempts"]) for s in trace if s["action"] == "call_webhook"] == [
+            ("call", 2)
+        ]
         answers = []
         for path, headers in ((f"/hooks/{wid}", {"X-Webhook-Secret": "wrong"}), (f"/hooks/{wid}", {}),
                               ("/hooks/00000000-0000-4000-8000-000000000000", {"X-Webhook-Secret": secret})):  # fmt: skip

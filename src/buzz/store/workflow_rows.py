@@ -128,6 +128,7 @@ class DeleteWorkflow:
     workflow_id: str
     owner: str
     cancel: CancelRuns
+    whatever_the_head: bool = False  # the channel itself is deleted (9008): its heads stay stored
 
 
 @dataclass(frozen=True, slots=True)

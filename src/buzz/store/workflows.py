@@ -162,7 +162,7 @@ async def delete_workflow_txn(conn: Conn, effect: DeleteWorkflow, now: int) -> N
         return
     p = Params(conn.dialect)
     head = await conn.fetch(f"SELECT deleted_at FROM events WHERE id = {p.add(wf.head_event_id)}", p.values)
-    if head and head[0][0] is None:  # an older version, or an `a` deletion dated before the head
+    if head and head[0][0] is None and not effect.whatever_the_head:  # an older version, an earlier `a`
         return
     p = Params(conn.dialect)
     lock = " FOR UPDATE" if conn.dialect.name == "postgres" else ""
@@ -238,6 +238,40 @@ async def last_claim_txn(conn: Conn, workflow_id: str) -> int | None:
         p.values,
     )
     return None if not rows or rows[0][0] is None else int(rows[0][0])
+
+
+async def last_claims_txn(conn: Conn, workflow_ids: list[str]) -> dict[str, int]:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        "SELECT workflow_id, MAX(scheduled_for) FROM workflow_schedule_claims"
+        f" WHERE {p.in_list('workflow_id', workflow_ids, 'text')} GROUP BY workflow_id",
+        p.values,
+    )
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+async def claimed_among_txn(conn: Conn, workflow_ids: list[str], instant: int) -> set[str]:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT workflow_id FROM workflow_schedule_claims WHERE scheduled_for = {p.add(instant)}"
+        f" AND {p.in_list('workflow_id', workflow_ids, 'text')}",
+        p.values,
+    )
+    return {str(r[0]) for r in rows}
+
+
+async def workflows_by_id_txn(conn: Conn, workflow_ids: list[str]) -> list[WorkflowRow]:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_WF_COLUMNS)} FROM workflows WHERE {p.in_list('id', workflow_ids, 'text')}",
+        p.values,
+    )
+    return [_workflow(r) for r in rows]
+
+
+async def write_many_txn(conn: Conn, writes: list[WorkflowWrite], now: int) -> list[bool]:
+    """Several new runs in one transaction; a write whose claim was taken is skipped alone."""
+    return [await workflow_write_txn(conn, w, now) for w in writes]
 
 
 async def get_workflow_txn(conn: Conn, workflow_id: str) -> WorkflowRow | None:
@@ -510,6 +544,19 @@ class WorkflowStoreMixin:
     async def workflow_write(self, write: WorkflowWrite, now: int) -> bool:
         """Commit one engine transition; see `workflow_write_txn`."""
         return bool(await self._write(workflow_write_txn, write, now))
+
+    async def workflow_write_many(self, writes: list[WorkflowWrite], now: int) -> list[bool]:
+        """New runs (the scheduler's batch) in one transaction; see `write_many_txn`."""
+        return list(await self._write(write_many_txn, writes, now))
+
+    async def workflow_last_claims(self, workflow_ids: list[str]) -> dict[str, int]:
+        return await self._read(last_claims_txn, workflow_ids) if workflow_ids else {}
+
+    async def workflow_claimed_among(self, workflow_ids: list[str], instant: int) -> set[str]:
+        return await self._read(claimed_among_txn, workflow_ids, instant) if workflow_ids else set()
+
+    async def workflows_by_id(self, workflow_ids: list[str]) -> list[WorkflowRow]:
+        return await self._read(workflows_by_id_txn, workflow_ids) if workflow_ids else []
 
     async def workflow(self, workflow_id: str) -> WorkflowRow | None:
         return await self._point_read(get_workflow_txn, workflow_id)

@@ -206,7 +206,7 @@ async def answer_approval(engine: Engine, stored: StoredEvent, gate: Gate) -> An
 
 
 def deletion(
-    engine: Engine, workflow_id: str, owner: str, by: str
+    engine: Engine, workflow_id: str, owner: str, by: str, whatever_the_head: bool = False
 ) -> tuple[DeleteWorkflow, list[StoredEvent]]:
     """§6.6 item 4 as the deletion's ingest effect: the store reads the workflow's unfinished
     runs inside the deletion's transaction and `cancel` turns them into one write — the row
@@ -233,7 +233,7 @@ def deletion(
         return WorkflowWrite(workflow=deleted, runs=tuple(runs), steps=tuple(steps), events=tuple(events),
                              release=True, cancel_approvals=tuple(approvals))  # fmt: skip
 
-    return DeleteWorkflow(workflow_id, owner, cancel), produced
+    return DeleteWorkflow(workflow_id, owner, cancel, whatever_the_head), produced
 
 
 def deleted_heads(

@@ -49,7 +49,7 @@ from buzz.workflows.rows import (
     step_row,
     trigger_event_id,
 )
-from buzz.workflows.schedule import due
+from buzz.workflows.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class Engine:
         self._starting: Counter[str] = Counter()  # runs past the `max_concurrent` check, not yet running
         self._cap_lock = asyncio.Lock()
         self._cache: dict[str, tuple[float, list[WorkflowRow]]] = {}
-        self._last_claim: dict[str, int] = {}
+        self.scheduler = Scheduler(self)
         self._tasks: list[asyncio.Task[None]] = []
         self._timers: set[asyncio.TimerHandle] = set()
         self._loose: set[asyncio.Task[Any]] = set()
@@ -102,11 +102,11 @@ class Engine:
             await self.store.workflow_release_all()
         loop = asyncio.get_running_loop()
         for name, fn, period in (("scan", self.scan, self.settings.tick_s),
-                                 ("schedule", self.schedule_tick, self.settings.tick_s),
                                  ("renew", self._renew, self.settings.lease_s / 3),
                                  ("sweep", self.sweep, self.settings.sweep_s),
                                  ("prune", self.prune, self.settings.prune_s)):  # fmt: skip
             self._tasks.append(loop.create_task(self._every(name, fn, period), name=f"workflows-{name}"))
+        self._tasks.append(loop.create_task(self.scheduler.run(), name="workflows-schedule"))
 
     async def stop(self) -> None:
         for timer in self._timers:
@@ -171,13 +171,15 @@ class Engine:
 
     def invalidate(self, channel_id: str) -> None:
         self._cache.pop(channel_id, None)
+        self.scheduler.changed(channel_id)
 
     # -- creating runs -------------------------------------------------------------------------
     def _signed(self, templates: list[Any], channel_id: str) -> tuple[StoredEvent, ...]:
         return tuple(relay_signed(self.actions.sign(t), channel_id) for t in templates)
 
     async def prepare_run(self, wf: WorkflowRow, door: Door, trigger: dict[str, Any], now: int,
-                          trigger_event_id: str | None = None, claim_key: str | None = None) -> Prepared | Verdict:  # fmt: skip
+                          trigger_event_id: str | None = None, claim_key: str | None = None,
+                          pending: int | None = None) -> Prepared | Verdict:  # fmt: skip
         """A new run's write, or the verdict refusing it (§7.1, §7.4). A refused channel-event
         or schedule run is recorded `failed` with `capacity_exceeded` here (no events)."""
         definition = self.definition(wf)
@@ -185,7 +187,9 @@ class Engine:
             log.warning("workflow %s: run rate exceeded, trigger dropped", wf.id)
             return Verdict.RATE_LIMITED
         run_id = str(uuid.uuid4())
-        verdict = admit(await self.store.workflow_count_runs("pending"), self.settings.queue_max)
+        if pending is None:  # the scheduler counts once per batch
+            pending = await self.store.workflow_count_runs("pending")
+        verdict = admit(pending, self.settings.queue_max)
         claim = None
         if claim_key is not None:
             claim = Claim("schedule" if door is Door.SCHEDULE else "webhook", wf.id, claim_key, run_id)
@@ -300,47 +304,6 @@ class Engine:
             first = await self.store.workflow_claimed_run("webhook", wf.id, idem or "")
             return 202, {"run_id": first, "workflow_id": wf.id, "status": "pending"}, {}
         return 202, {"run_id": prepared.run_id, "workflow_id": wf.id, "status": "pending"}, {}
-
-    # -- the scheduler (§12) -----------------------------------------------------------------
-    async def schedule_tick(self) -> None:
-        now = int(time.time())
-        after = ""
-        while True:
-            page = await self.store.workflows(trigger_on="schedule", after_id=after, limit=500)
-            for wf in page:
-                try:
-                    await self._schedule_one(wf, now)
-                except Exception:
-                    log.exception("schedule of workflow %s failed", wf.id)
-            if len(page) < 500:
-                return
-            after = page[-1].id
-
-    async def _schedule_one(self, wf: WorkflowRow, now: int) -> None:
-        trigger = self.definition(wf).trigger
-        if not isinstance(trigger, d.ScheduleTrigger):
-            return
-        last = self._last_claim.get(wf.id)
-        if last is None or last < wf.accepted_at:
-            last = max(await self.store.workflow_last_claim(wf.id) or 0, wf.accepted_at)
-            self._last_claim[wf.id] = last
-        plan = due(trigger.schedule, last, now)
-        if plan.missed:
-            log.warning("workflow %s: %d schedule instant(s) missed between %s and %s", wf.id, plan.missed,
-                        plan.missed_first, plan.missed_last)  # fmt: skip
-        if plan.fire is None:
-            if plan.missed and plan.missed_last is not None:
-                self._last_claim[wf.id] = plan.missed_last
-            return
-        self._last_claim[wf.id] = plan.fire
-        if not await self.may_start(wf):
-            return
-        from buzz.workflows.context import schedule_context
-
-        prepared = await self.prepare_run(wf, Door.SCHEDULE, schedule_context(wf.channel_id, plan.fire), now,
-                                          claim_key=str(plan.fire))  # fmt: skip
-        if isinstance(prepared, Prepared):
-            await self.commit_new(prepared, now)
 
     # -- driving runs (§7.5, §11.2–§11.3) ----------------------------------------------------
     def kick(self, run_id: str, force: bool = False) -> None:
