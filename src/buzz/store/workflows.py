@@ -98,6 +98,15 @@ async def workflow_write_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
     from buzz.store.jobs import relay_job_effects
     from buzz.store.writes import insert_txn  # writes applies WorkflowWrite: a cycle at import
 
+    if not await _rows_txn(conn, w, now):
+        return False
+    for stored in w.events:  # a job request or cancel moves its job row too (jobs spec §5.3)
+        await insert_txn(conn, stored, relay_job_effects(stored), now)
+    return True
+
+
+async def _rows_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
+    """Everything of `w` but its events; False when its claim was taken already."""
     if w.claim is not None and not await _claim_txn(conn, w.claim, now):
         return False
     if w.swap is not None:
@@ -148,8 +157,6 @@ async def workflow_write_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
             f" WHERE reference = {p.add(row.reference)} AND status = 'pending'",
             p.values,
         )
-    for stored in w.events:  # a job request or cancel moves its job row too (jobs spec §5.3)
-        await insert_txn(conn, stored, relay_job_effects(stored), now)
     return True
 
 
@@ -270,8 +277,43 @@ async def workflows_by_id_txn(conn: Conn, workflow_ids: list[str]) -> list[Workf
 
 
 async def write_many_txn(conn: Conn, writes: list[WorkflowWrite], now: int) -> list[bool]:
-    """Several new runs in one transaction; a write whose claim was taken is skipped alone."""
-    return [await workflow_write_txn(conn, w, now) for w in writes]
+    """Several new runs in one transaction; a write whose claim was taken is skipped alone. The
+    events of the rest are inserted as one bulk run (a statement per table, not per event)."""
+    from buzz.store.bulk import insert_many_txn  # bulk imports writes, which imports this module
+    from buzz.store.jobs import relay_job_effects
+
+    simple = all(w.claim is not None and w.claim.table == "schedule" and len(w.runs) == 1 and not w.steps
+                 and w.workflow is None and w.swap is None and w.approval is None and w.lease is None
+                 and not w.cancel_approvals for w in writes)  # fmt: skip
+    done = (
+        await _new_runs_txn(conn, writes, now) if simple else [await _rows_txn(conn, w, now) for w in writes]
+    )
+    events = [stored for w, ok in zip(writes, done, strict=True) if ok for stored in w.events]
+    if events:
+        await insert_many_txn(conn, [(stored, relay_job_effects(stored)) for stored in events], now)
+    return done
+
+
+async def _new_runs_txn(conn: Conn, writes: list[WorkflowWrite], now: int) -> list[bool]:
+    """Scheduled runs, each with its claim: one multi-row INSERT of the claims (those another
+    replica holds already are skipped, `ON CONFLICT DO NOTHING`), one of the runs claimed."""
+    p = Params(conn.dialect)
+    rows = ", ".join(
+        f"({p.add(w.claim.workflow_id)}, {p.add(int(w.claim.key))}, {p.add(now)}, {p.add(w.claim.run_id)})"  # type: ignore[union-attr]
+        for w in writes
+    )
+    claimed = await conn.fetch(
+        "INSERT INTO workflow_schedule_claims (workflow_id, scheduled_for, claimed_at, run_id)"
+        f" VALUES {rows} ON CONFLICT (workflow_id, scheduled_for) DO NOTHING RETURNING run_id",
+        p.values,
+    )
+    won = {str(r[0]) for r in claimed}
+    runs = [w.runs[0] for w in writes if w.runs[0].id in won]
+    if runs:
+        p = Params(conn.dialect)
+        values = ", ".join("(" + ", ".join(p.add(getattr(r, c)) for c in _RUN_COLUMNS) + ")" for r in runs)
+        await conn.execute(f"INSERT INTO workflow_runs ({', '.join(_RUN_COLUMNS)}) VALUES {values}", p.values)
+    return [w.runs[0].id in won for w in writes]
 
 
 async def get_workflow_txn(conn: Conn, workflow_id: str) -> WorkflowRow | None:
