@@ -179,10 +179,11 @@ class Engine:
 
     async def prepare_run(self, wf: WorkflowRow, door: Door, trigger: dict[str, Any], now: int,
                           trigger_event_id: str | None = None, claim_key: str | None = None,
-                          pending: int | None = None) -> Prepared | Verdict:  # fmt: skip
+                          pending: int | None = None, definition: d.Definition | None = None,
+                          ) -> Prepared | Verdict:  # fmt: skip
         """A new run's write, or the verdict refusing it (§7.1, §7.4). A refused channel-event
         or schedule run is recorded `failed` with `capacity_exceeded` here (no events)."""
-        definition = self.definition(wf)
+        definition = definition or self.definition(wf)
         if not self.rate.allow(wf.id, now):
             log.warning("workflow %s: run rate exceeded, trigger dropped", wf.id)
             return Verdict.RATE_LIMITED

@@ -22,7 +22,7 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=2048)  # a minute of scheduled runs: their (channel, second) keys
 def definition_of(canonical: str, channel_id: str, accepted_at: int) -> d.Definition:
     """The definition a run is pinned to. Canonical JSON is YAML 1.2, so the validator reads it
     back as it was saved; `accepted_at` anchors the cron checks as at save time."""
