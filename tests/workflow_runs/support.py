@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from buzz.client import RelayClient
 from buzz.core.event import Event
-from tests.support.relay import Identity
+from buzz.workflows.host import Settings
+from tests.support.relay import Identity, RunningRelay, relay_on
 
 LIFECYCLE = list(range(46001, 46008))
 
@@ -71,3 +74,16 @@ async def run_end(client: RelayClient, channel_id: str, run_id: str, timeout: fl
         lambda evs: any(run_tag(e) == run_id for e in evs), timeout,
     )  # fmt: skip
     return next(e for e in events if run_tag(e) == run_id)
+
+
+@contextlib.asynccontextmanager
+async def relay_with(backend: str, tmp_path: Path, settings: Settings) -> AsyncIterator[RunningRelay]:
+    """A relay on `backend` ("sqlite" or "postgres") whose engine runs with `settings`."""
+    if backend == "postgres":
+        from tests.support.pg import temp_database
+
+        async with temp_database() as dsn, relay_on(tmp_path, dsn, workflows=settings) as running:
+            yield running
+    else:
+        async with relay_on(tmp_path, workflows=settings) as running:
+            yield running

@@ -12,6 +12,7 @@ import aiohttp
 from aiohttp import web
 
 from buzz.core.event import Event
+from buzz.core.nip98 import build_auth_header
 from buzz.workflows.host import Settings
 from buzz.workflows.webhook_call import Allow
 from tests.support.http_app import serve_app
@@ -73,6 +74,13 @@ async def test_hook_starts_a_run_that_calls_a_webhook_with_retry(tmp_path: Path)
         assert seen[0]["headers"]["Content-Type"] == "application/json"
         msgs = await wait_for(client, [{"kinds": [9], "#h": [channel]}], lambda evs: len(evs) == 1)
         assert msgs[0].content == "deployed true after 2"
+        path = f"/workflows/{wid}/runs/{run_id}"
+        auth = {"Authorization": build_auth_header(owner.secret, running.http_url + path, "GET")}
+        async with http.get(running.http_url + path, headers=auth) as r:
+            trace = (await r.json())["run"]["execution_trace"]
+        assert [(s["step_id"], s["attempts"]) for s in trace if s["action"] == "call_webhook"] == [
+            ("call", 2)
+        ]
         answers = []
         for path, headers in ((f"/hooks/{wid}", {"X-Webhook-Secret": "wrong"}), (f"/hooks/{wid}", {}),
                               ("/hooks/00000000-0000-4000-8000-000000000000", {"X-Webhook-Secret": secret})):  # fmt: skip

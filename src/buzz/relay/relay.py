@@ -40,7 +40,6 @@ from buzz.relay.telemetry import Telemetry
 from buzz.relay.workflow_host import WorkflowHost
 from buzz.store import open_store
 from buzz.store.base import EventStore, StoreError
-from buzz.workflows import commands as workflow_commands
 from buzz.workflows.engine import Engine
 
 log = logging.getLogger(__name__)
@@ -156,8 +155,6 @@ class Relay:
 
     def _workflow_door(self, stored: StoredEvent) -> None:
         self.workflows.on_stored(stored)
-        if stored.event.kind == 5:  # a deleted 30620 head deletes its workflow (workflows.md §6.6)
-            self.workflows._spawn(workflow_commands.on_deletion(self.workflows, stored))
 
     # -- NIP-42 ------------------------------------------------------------------------------
     def relay_urls(self, host: str | None) -> frozenset[str]:

@@ -22,6 +22,7 @@ from buzz.relay.rules.base import KindRules, Plan
 from buzz.relay.rules.messages import reaction_target
 from buzz.relay.rules.threads import thread
 from buzz.store.base import EventStore, InsertOutcome, PutReaction, UpdateChannel
+from buzz.store.workflow_rows import RunLease
 
 log = logging.getLogger(__name__)
 DM_CREATED = 41001
@@ -38,7 +39,7 @@ class WorkflowHost:
         self._secret_key = secret_key
         self.on_invalidate: list = []  # replicas' trigger caches (the bus, when there is one)
 
-    async def publish(self, stored: StoredEvent) -> InsertOutcome:
+    async def publish(self, stored: StoredEvent, lease: RunLease | None = None) -> InsertOutcome:
         plan = Plan(stored)
         event = stored.event
         if event.kind in job_rules.VALIDATORS:  # ask_agent's 43001 is a job: its row opens too
@@ -52,6 +53,8 @@ class WorkflowHost:
             plan.effects.append(PutReaction(event.id, event.pubkey, target, event.content))
         else:
             await thread(self._rules, plan, None)  # type: ignore[arg-type]  # the thread rule reads no session
+        if lease is not None:
+            plan.effects.append(lease)
         outcome = await self._store.insert(plan.stored, plan.effects)
         if outcome is InsertOutcome.STORED:
             crash_hook.after_commit(event.kind)
@@ -64,12 +67,14 @@ class WorkflowHost:
         except Exception:  # stored: readers still find it (workflows.md §11.1 item 2)
             log.exception("fan-out of workflow event %s failed", stored.event.id)
 
-    async def set_topic(self, carrier: StoredEvent, actor: str, topic: str) -> InsertOutcome:
+    async def set_topic(self, carrier: StoredEvent, actor: str, topic: str, lease: RunLease | None = None
+                        ) -> InsertOutcome:  # fmt: skip
         """As a 9002 from `actor` with `["topic", topic]` (relay.md §4.5): the row changes with
         the step's 40099 `carrier` in one transaction, then 39000 follows."""
         channel_id = carrier.channel_id
         assert channel_id is not None
-        outcome = await self._store.insert(carrier, (UpdateChannel(channel_id, (("topic", topic),)),))
+        effects = (UpdateChannel(channel_id, (("topic", topic),)), *((lease,) if lease is not None else ()))
+        outcome = await self._store.insert(carrier, effects)
         if outcome is InsertOutcome.STORED:
             await self._fanout.publish(carrier)
             await self._emitter.apply(ChannelChange(channel_id, actor))

@@ -73,6 +73,10 @@ class WorkflowRoutes:
         """`<workflow>` of §15 item 1 with its effective state and its newest run."""
         out = self._workflow_json(wf)
         out["effectively_enabled"] = await self.engine.effectively_enabled(wf)
+        if wf.status == "suspended":  # §18 item 1: the list shows why (decision 322)
+            banned = await self.engine.store.banned_among({wf.owner})
+            out["status_reason"] = ("owner_banned: the owner is banned from this relay" if banned else
+                                    "owner_left: the owner is no longer an active member of the channel")  # fmt: skip
         last = await self.engine.store.workflow_runs(wf.id, None, 1)
         out["last_run"] = (
             {"id": last[0].id, "status": last[0].status, "created_at": last[0].created_at} if last else None
@@ -120,7 +124,7 @@ class WorkflowRoutes:
             wf = await self._readable_workflow(request)
             head = await self.relay.store.get(wf.head_event_id)
             return _json(
-                200, {"workflow": self._workflow_json(wf), "yaml": head.event.content if head else None}
+                200, {"workflow": await self._workflow_full(wf), "yaml": head.event.content if head else None}
             )
 
         return await self._answer(request, go)

@@ -21,7 +21,7 @@ from typing import Literal, Protocol
 from buzz.core.errors import Duplicate, Invalid, Restricted, ServerError
 from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent
-from buzz.store.workflow_rows import WorkflowWrite
+from buzz.store.workflow_rows import DeleteWorkflow, RunLease, WorkflowWrite
 
 
 class InsertOutcome(Enum):
@@ -298,6 +298,8 @@ Effect = (
     | OpenJob
     | AdvanceJob
     | WorkflowWrite
+    | DeleteWorkflow
+    | RunLease
 )
 
 Accept = Callable[[StoredEvent], bool]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from buzz.core.limits import text_too_long
 from buzz.store.dialect import Conn, Params
+from buzz.store.workflows import suspend_workflows_txn
 
 RELAY_MEMBER_ROLES = ("owner", "admin", "member")  # relay.md §4.4 item 1
 RELAY_ADMIN_ROLES = frozenset(RELAY_MEMBER_ROLES[:2])  # the workspace's owners and admins
@@ -77,7 +78,10 @@ async def ban_txn(conn: Conn, pubkey: str, reason: str, now: int) -> bool:
         f"INSERT INTO relay_bans (pubkey, reason, banned_at) VALUES ({p.add(pubkey)}, {p.add(reason)}, {p.add(now)})"
         " ON CONFLICT (pubkey) DO NOTHING RETURNING pubkey"
     )
-    return bool(await conn.fetch(sql, p.values))
+    banned = bool(await conn.fetch(sql, p.values))
+    if banned:
+        await suspend_workflows_txn(conn, pubkey, None)
+    return banned
 
 
 async def unban_txn(conn: Conn, pubkey: str) -> bool:

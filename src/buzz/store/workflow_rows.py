@@ -7,6 +7,7 @@ are what the store must query on (status, wake-up times, leases, keyset order).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from buzz.core.errors import Invalid
@@ -108,6 +109,36 @@ class WorkflowWrite:
     claim: Claim | None = None
     lease: str | None = None
     release: bool = False  # drop the lease with the write (the run waits or ended)
+    cancel_approvals: tuple[ApprovalRow, ...] = ()  # pending ones become these rows; decided ones stay
+
+
+ActiveRun = tuple[RunRow, list[StepRow], list[ApprovalRow]]
+CancelRuns = Callable[[WorkflowRow, list[ActiveRun], int], WorkflowWrite]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteWorkflow:
+    """Ingest effect of a deletion that removes a workflow's live head (§6.6 items 3–4): in the
+    deletion's own transaction, the workflow's unfinished runs are read (locked on PostgreSQL)
+    and `cancel` — the runner's pure transition, given them — returns the write that marks the
+    row deleted, cancels them and stores their 46007s. Nothing when the row is gone or already
+    deleted, belongs to another owner, or its head is still live after the deletion's earlier
+    effects (an `e` of an older version, an `a` deletion dated before the head)."""
+
+    workflow_id: str
+    owner: str
+    cancel: CancelRuns
+    whatever_the_head: bool = False  # the channel itself is deleted (9008): its heads stay stored
+
+
+@dataclass(frozen=True, slots=True)
+class RunLease:
+    """Ingest effect: the event commits only while `owner` (a replica) holds the unfinished
+    run's lease, so a step's effect never lands after its run was cancelled (§6.6 item 4).
+    Raises LeaseLost otherwise, rolling the insert back."""
+
+    run_id: str
+    owner: str
 
 
 class ApprovalRaced(Invalid):

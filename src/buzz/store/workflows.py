@@ -16,10 +16,13 @@ from typing import Any
 
 from buzz.store.dialect import Conn, Params
 from buzz.store.workflow_rows import (
+    ActiveRun,
     ApprovalRaced,
     ApprovalRow,
     Claim,
+    DeleteWorkflow,
     LeaseLost,
+    RunLease,
     RunRow,
     StepRow,
     WorkflowRow,
@@ -47,6 +50,7 @@ _CLAIM_TABLES = {
     "webhook": ("workflow_webhook_keys", "idempotency_key", "created_at"),
 }
 WAITING = ("waiting", "waiting_approval")
+TERMINAL = "('completed', 'failed', 'cancelled')"
 
 
 def _lock(conn: Conn) -> str:
@@ -93,6 +97,15 @@ async def workflow_write_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
     from buzz.store.jobs import relay_job_effects
     from buzz.store.writes import insert_txn  # writes applies WorkflowWrite: a cycle at import
 
+    if not await _rows_txn(conn, w, now):
+        return False
+    for stored in w.events:  # a job request or cancel moves its job row too (jobs spec §5.3)
+        await insert_txn(conn, stored, relay_job_effects(stored), now)
+    return True
+
+
+async def _rows_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
+    """Everything of `w` but its events; False when its claim was taken already."""
     if w.claim is not None and not await _claim_txn(conn, w.claim, now):
         return False
     if w.swap is not None:
@@ -136,9 +149,67 @@ async def workflow_write_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
             " ON CONFLICT (reference) DO NOTHING",
             p.values,
         )
-    for stored in w.events:  # a job request or cancel moves its job row too (jobs spec §5.3)
-        await insert_txn(conn, stored, relay_job_effects(stored), now)
+    for row in w.cancel_approvals:  # a decision that committed first keeps its outcome
+        p = Params(conn.dialect)
+        await conn.execute(
+            f"UPDATE workflow_approvals SET status = {p.add(row.status)}, data = {p.add(row.data)}"
+            f" WHERE reference = {p.add(row.reference)} AND status = 'pending'",
+            p.values,
+        )
     return True
+
+
+async def delete_workflow_txn(conn: Conn, effect: DeleteWorkflow, now: int) -> None:
+    """§6.6 item 4 inside the deletion's transaction. On PostgreSQL the unfinished runs are
+    locked (`FOR UPDATE`, waiting rather than skipping): a replica's write of one of them either
+    committed before (and is read here) or runs after and finds its lease gone (LeaseLost)."""
+    wf = await get_workflow_txn(conn, effect.workflow_id)
+    if wf is None or wf.status == "deleted" or wf.owner != effect.owner:
+        return
+    p = Params(conn.dialect)
+    head = await conn.fetch(f"SELECT deleted_at FROM events WHERE id = {p.add(wf.head_event_id)}", p.values)
+    if head and head[0][0] is None and not effect.whatever_the_head:  # an older version, an earlier `a`
+        return
+    p = Params(conn.dialect)
+    lock = " FOR UPDATE" if conn.dialect.name == "postgres" else ""
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_RUN_COLUMNS)} FROM workflow_runs WHERE workflow_id = {p.add(wf.id)}"
+        f" AND status NOT IN {TERMINAL} ORDER BY created_at, id{lock}",
+        p.values,
+    )
+    active: list[ActiveRun] = []
+    for values in rows:
+        run = _run(values)
+        p = Params(conn.dialect)
+        steps = await conn.fetch(
+            f"SELECT run_id, idx, data FROM workflow_steps WHERE run_id = {p.add(run.id)} ORDER BY idx",
+            p.values,
+        )
+        active.append((run, [StepRow(str(s[0]), int(s[1]), str(s[2])) for s in steps],
+                       await run_approvals_txn(conn, run.id)))  # fmt: skip
+    await workflow_write_txn(conn, effect.cancel(wf, active, now), now)
+
+
+async def holds_lease_txn(conn: Conn, run_id: str, owner: str) -> bool:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT 1 FROM workflow_runs WHERE id = {p.add(run_id)} AND lease_owner = {p.add(owner)}"
+        f" AND status NOT IN {TERMINAL}",
+        p.values,
+    )
+    return bool(rows)
+
+
+async def run_lease_txn(conn: Conn, effect: RunLease) -> None:
+    p = Params(conn.dialect)
+    lock = " FOR UPDATE" if conn.dialect.name == "postgres" else ""
+    rows = await conn.fetch(
+        f"SELECT 1 FROM workflow_runs WHERE id = {p.add(effect.run_id)} AND lease_owner = {p.add(effect.owner)}"
+        f" AND status NOT IN {TERMINAL}{lock}",
+        p.values,
+    )
+    if not rows:
+        raise LeaseLost(effect.run_id)
 
 
 async def _claim_txn(conn: Conn, claim: Claim, now: int) -> bool:
@@ -173,6 +244,75 @@ async def last_claim_txn(conn: Conn, workflow_id: str) -> int | None:
         p.values,
     )
     return None if not rows or rows[0][0] is None else int(rows[0][0])
+
+
+async def last_claims_txn(conn: Conn, workflow_ids: list[str]) -> dict[str, int]:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        "SELECT workflow_id, MAX(scheduled_for) FROM workflow_schedule_claims"
+        f" WHERE {p.in_list('workflow_id', workflow_ids, 'text')} GROUP BY workflow_id",
+        p.values,
+    )
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+async def claimed_among_txn(conn: Conn, workflow_ids: list[str], instant: int) -> set[str]:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT workflow_id FROM workflow_schedule_claims WHERE scheduled_for = {p.add(instant)}"
+        f" AND {p.in_list('workflow_id', workflow_ids, 'text')}",
+        p.values,
+    )
+    return {str(r[0]) for r in rows}
+
+
+async def workflows_by_id_txn(conn: Conn, workflow_ids: list[str]) -> list[WorkflowRow]:
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_WF_COLUMNS)} FROM workflows WHERE {p.in_list('id', workflow_ids, 'text')}",
+        p.values,
+    )
+    return [_workflow(r) for r in rows]
+
+
+async def write_many_txn(conn: Conn, writes: list[WorkflowWrite], now: int) -> list[bool]:
+    """Several new runs in one transaction; a write whose claim was taken is skipped alone. The
+    events of the rest are inserted as one bulk run (a statement per table, not per event)."""
+    from buzz.store.bulk import insert_many_txn  # bulk imports writes, which imports this module
+    from buzz.store.jobs import relay_job_effects
+
+    simple = all(w.claim is not None and w.claim.table == "schedule" and len(w.runs) == 1 and not w.steps
+                 and w.workflow is None and w.swap is None and w.approval is None and w.lease is None
+                 and not w.cancel_approvals for w in writes)  # fmt: skip
+    done = (
+        await _new_runs_txn(conn, writes, now) if simple else [await _rows_txn(conn, w, now) for w in writes]
+    )
+    events = [stored for w, ok in zip(writes, done, strict=True) if ok for stored in w.events]
+    if events:
+        await insert_many_txn(conn, [(stored, relay_job_effects(stored)) for stored in events], now)
+    return done
+
+
+async def _new_runs_txn(conn: Conn, writes: list[WorkflowWrite], now: int) -> list[bool]:
+    """Scheduled runs, each with its claim: one multi-row INSERT of the claims (those another
+    replica holds already are skipped, `ON CONFLICT DO NOTHING`), one of the runs claimed."""
+    p = Params(conn.dialect)
+    rows = ", ".join(
+        f"({p.add(w.claim.workflow_id)}, {p.add(int(w.claim.key))}, {p.add(now)}, {p.add(w.claim.run_id)})"  # type: ignore[union-attr]
+        for w in writes
+    )
+    claimed = await conn.fetch(
+        "INSERT INTO workflow_schedule_claims (workflow_id, scheduled_for, claimed_at, run_id)"
+        f" VALUES {rows} ON CONFLICT (workflow_id, scheduled_for) DO NOTHING RETURNING run_id",
+        p.values,
+    )
+    won = {str(r[0]) for r in claimed}
+    runs = [w.runs[0] for w in writes if w.runs[0].id in won]
+    if runs:
+        p = Params(conn.dialect)
+        values = ", ".join("(" + ", ".join(p.add(getattr(r, c)) for c in _RUN_COLUMNS) + ")" for r in runs)
+        await conn.execute(f"INSERT INTO workflow_runs ({', '.join(_RUN_COLUMNS)}) VALUES {values}", p.values)
+    return [w.runs[0].id in won for w in writes]
 
 
 async def get_workflow_txn(conn: Conn, workflow_id: str) -> WorkflowRow | None:
@@ -347,6 +487,16 @@ async def due_approvals_txn(conn: Conn, now: int, limit: int) -> list[ApprovalRo
     return [_approval(r) for r in rows]
 
 
+async def suspend_workflows_txn(conn: Conn, owner: str, channel_id: str | None) -> None:
+    """workflows.md §6.7 item 1: an owner who stops being an active member (removed, left,
+    banned: `channel_id` None) suspends their workflows there, in the same transaction."""
+    p = Params(conn.dialect)
+    where = f"owner = {p.add(owner)} AND status = 'active'"
+    if channel_id is not None:
+        where += f" AND channel_id = {p.add(channel_id)}"
+    await conn.execute(f"UPDATE workflows SET status = 'suspended' WHERE {where}", p.values)
+
+
 class WorkflowStoreMixin:
     """The workflow methods of `SqlStore` (the backends' `_write` / `_read` / `_point_read`)."""
 
@@ -357,6 +507,19 @@ class WorkflowStoreMixin:
     async def workflow_write(self, write: WorkflowWrite, now: int) -> bool:
         """Commit one engine transition; see `workflow_write_txn`."""
         return bool(await self._write(workflow_write_txn, write, now))
+
+    async def workflow_write_many(self, writes: list[WorkflowWrite], now: int) -> list[bool]:
+        """New runs (the scheduler's batch) in one transaction; see `write_many_txn`."""
+        return list(await self._write(write_many_txn, writes, now))
+
+    async def workflow_last_claims(self, workflow_ids: list[str]) -> dict[str, int]:
+        return await self._read(last_claims_txn, workflow_ids) if workflow_ids else {}
+
+    async def workflow_claimed_among(self, workflow_ids: list[str], instant: int) -> set[str]:
+        return await self._read(claimed_among_txn, workflow_ids, instant) if workflow_ids else set()
+
+    async def workflows_by_id(self, workflow_ids: list[str]) -> list[WorkflowRow]:
+        return await self._read(workflows_by_id_txn, workflow_ids) if workflow_ids else []
 
     async def workflow(self, workflow_id: str) -> WorkflowRow | None:
         return await self._point_read(get_workflow_txn, workflow_id)
@@ -396,6 +559,21 @@ class WorkflowStoreMixin:
 
     async def workflow_active_runs(self, workflow_id: str) -> list[str]:
         return await self._read(active_runs_txn, workflow_id)
+
+    async def workflow_prune_candidates(
+        self, before: int, after: tuple[int, str], limit: int
+    ) -> list[RunRow]:
+        from buzz.store.workflow_retention import prune_candidates_txn  # it reads this module's rows
+
+        return await self._read(prune_candidates_txn, before, after, limit)
+
+    async def workflow_prune(self, run_ids: list[str], claims_before: int, keys_before: int) -> int:
+        from buzz.store.workflow_retention import prune_txn
+
+        return int(await self._write(prune_txn, run_ids, claims_before, keys_before))
+
+    async def workflow_holds_lease(self, run_id: str, owner: str) -> bool:
+        return await self._read(holds_lease_txn, run_id, owner)
 
     async def workflow_claimed_run(self, table: str, workflow_id: str, key: str) -> str | None:
         return await self._read(claimed_run_txn, table, workflow_id, key)

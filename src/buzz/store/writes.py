@@ -25,6 +25,7 @@ from buzz.store.base import (
     CreateChannel,
     DeleteAddress,
     DeleteChannel,
+    DeleteWorkflow,
     Effect,
     InsertOutcome,
     OpenJob,
@@ -34,6 +35,7 @@ from buzz.store.base import (
     RecordThread,
     RegisterDm,
     RemoveMember,
+    RunLease,
     SetDmHidden,
     SoftDelete,
     UpdateChannel,
@@ -42,6 +44,7 @@ from buzz.store.base import (
 from buzz.store.dialect import Conn, Dialect, Params
 from buzz.store.jobs import advance_job_txn, open_job_txn
 from buzz.store.media import put_refs_txn
+from buzz.store.workflows import suspend_workflows_txn
 from buzz.store.workspace import (
     forget_reaction_txn,
     put_reaction_txn,
@@ -288,6 +291,14 @@ async def _apply_txn(conn: Conn, effect: Effect, now: int) -> None:
             from buzz.store.workflows import workflow_write_txn  # it inserts events: imports this module
 
             await workflow_write_txn(conn, effect, now)
+        case DeleteWorkflow():
+            from buzz.store.workflows import delete_workflow_txn
+
+            await delete_workflow_txn(conn, effect, now)
+        case RunLease():
+            from buzz.store.workflows import run_lease_txn
+
+            await run_lease_txn(conn, effect)
         case _:
             assert_never(effect)
 
@@ -363,6 +374,7 @@ async def _remove_member_txn(conn: Conn, effect: RemoveMember, now: int) -> None
         " AND removed_at IS NULL"
     )
     await conn.execute(sql, p.values)
+    await suspend_workflows_txn(conn, effect.pubkey, effect.channel_id)
 
 
 async def _delete_channel_txn(conn: Conn, effect: DeleteChannel, now: int) -> None:

@@ -17,6 +17,7 @@ from buzz.core.filters import Filter
 from buzz.core.limits import MAX_THREAD_DEPTH
 from buzz.core.stored import relay_signed
 from buzz.store.base import SYSTEM, EventStore, InsertOutcome
+from buzz.store.workflow_rows import LeaseLost, RunLease
 from buzz.workflows import events as ev
 from buzz.workflows import webhook_call
 from buzz.workflows.host import Host, Settings
@@ -30,9 +31,9 @@ def _fail(message: str, code: str = "action_failed") -> StepFailure:
 
 
 class Actions:
-    def __init__(
-        self, store: EventStore, host: Host, secret_key: str, relay_pubkey: str, settings: Settings
-    ) -> None:
+    def __init__(self, store: EventStore, host: Host, secret_key: str, relay_pubkey: str, settings: Settings,
+                 replica: str) -> None:  # fmt: skip
+        self.replica = replica  # the lease every effect's insert must still hold (RunLease)
         self.store = store
         self.host = host
         self.secret_key = secret_key
@@ -151,11 +152,11 @@ class Actions:
         return [("e", root, "", "root"), ("e", parent, "", "reply")]
 
     # -- perform ---------------------------------------------------------------------------
-    async def _publish_all(self, effect: dict[str, Any], channel_id: str | None) -> list[str]:
+    async def _publish_all(self, run: Run, effect: dict[str, Any], channel_id: str | None) -> list[str]:
         ids = []
         for obj in effect.get("events", ()):
             event = Event.from_json(obj)
-            outcome = await self.host.publish(relay_signed(event, channel_id))
+            outcome = await self.host.publish(relay_signed(event, channel_id), RunLease(run.id, self.replica))
             if outcome not in (InsertOutcome.STORED, InsertOutcome.DUPLICATE):
                 raise _fail(f"event {event.id} was not stored ({outcome.value})")
             ids.append(event.id)
@@ -166,17 +167,19 @@ class Actions:
         now = int(time.time())
         try:
             if action == "send_message":
-                ids = await self._publish_all(effect, run.channel_id)
+                ids = await self._publish_all(run, effect, run.channel_id)
                 return StepSucceeded(now, {"sent": True, "event_id": ids[0], "channel_id": run.channel_id})
             if action == "send_dm":
-                ids = await self._publish_all(effect, effect["channel_id"])
+                ids = await self._publish_all(run, effect, effect["channel_id"])
                 return StepSucceeded(now, {"sent": True, "event_id": ids[0], "channel_id": effect["channel_id"],
                                            "to": effect["to"]})  # fmt: skip
             if action == "set_channel_topic":
                 await self._open_channel(run.channel_id)
                 carrier = relay_signed(Event.from_json(effect["events"][0]), run.channel_id)
                 try:
-                    await self.host.set_topic(carrier, run.owner, effect["topic"])
+                    await self.host.set_topic(
+                        carrier, run.owner, effect["topic"], RunLease(run.id, self.replica)
+                    )
                 except BuzzError as exc:
                     raise _fail(f"set_channel_topic refused: {exc}") from None
                 return StepSucceeded(now, {"topic": effect["topic"], "event_id": carrier.event.id})
@@ -185,16 +188,18 @@ class Actions:
                     return StepSucceeded(
                         now, {"added": False, "event_id": effect["existing"], "target": effect["target"]}
                     )
-                ids = await self._publish_all(effect, run.channel_id)
+                ids = await self._publish_all(run, effect, run.channel_id)
                 return StepSucceeded(now, {"added": True, "event_id": ids[0], "target": effect["target"]})
             if action == "call_webhook":
+                if not await self.store.workflow_holds_lease(run.id, self.replica):  # type: ignore[attr-defined]
+                    raise LeaseLost(run.id)  # cancelled (its workflow deleted) since the step started
                 try:
                     out = await webhook_call.call(effect, run.workflow_id, run.id, self.settings.allow)
                 except webhook_call.WebhookFailed as exc:
-                    return StepFailed(int(time.time()), "webhook_failed", str(exc))
-                return StepSucceeded(int(time.time()), out)
+                    return StepFailed(int(time.time()), "webhook_failed", str(exc), exc.attempts)
+                return StepSucceeded(int(time.time()), out, out["attempts"])
             if action == "ask_agent":
-                ids = await self._publish_all(effect, run.channel_id)
+                ids = await self._publish_all(run, effect, run.channel_id)
                 return StepWaits(now, ids[0], effect["agent"], int(effect["deadline"]))
         except StepFailure as exc:
             return StepFailed(now, exc.code, exc.message)

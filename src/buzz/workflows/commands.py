@@ -14,12 +14,12 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from buzz.core.errors import Conflict, Invalid, RateLimited, Restricted
 from buzz.core.event import Event
 from buzz.core.stored import StoredEvent
-from buzz.store.workflow_rows import ApprovalSwap, WorkflowRow, WorkflowWrite
+from buzz.store.workflow_rows import ActiveRun, ApprovalSwap, DeleteWorkflow, WorkflowRow, WorkflowWrite
 from buzz.workflows import events as ev
 from buzz.workflows import machine as m
 from buzz.workflows.approvals import ApprovalStatus, DeciderFacts, Decision, decide
@@ -205,63 +205,46 @@ async def answer_approval(engine: Engine, stored: StoredEvent, gate: Gate) -> An
     return Answered(row.channel_id, write, row.run_id)
 
 
-async def delete_workflow(engine: Engine, workflow_id: str, by: str) -> None:
-    """§6.6 item 4 after a deletion of the live head: the row is deleted, every non-terminal run
-    cancelled with `workflow_deleted`, its pending approval cancelled, its job cancelled."""
-    store = engine.store
-    wf = await store.workflow(workflow_id)
-    if wf is None or wf.status == "deleted":
-        return
-    now = int(time.time())
-    deleted = WorkflowRow(**{**{f: getattr(wf, f) for f in wf.__slots__}, "status": "deleted", "secret_hash": None,
-                             "updated_at": now})  # fmt: skip
-    await store.workflow_write(WorkflowWrite(workflow=deleted), now)
-    engine.invalidate(wf.channel_id)
-    for run_id in await store.workflow_active_runs(workflow_id):
-        loaded = await store.workflow_run(run_id)
-        if loaded is None:
-            continue
-        row, steps = loaded
-        run = run_of(row, steps)
-        t = m.advance(run, m.Cancel(now, by=by))
-        swap = None
-        rec = run.record
-        if run.status is m.RunStatus.WAITING_APPROVAL and rec is not None and rec.approval_ref:
-            approval = await store.workflow_approval(rec.approval_ref)
-            if approval is not None and approval.status == "pending":
-                cancelled = approval_of(approval)
-                from dataclasses import replace
+def deletion(
+    engine: Engine, workflow_id: str, owner: str, by: str, whatever_the_head: bool = False
+) -> tuple[DeleteWorkflow, list[StoredEvent]]:
+    """§6.6 item 4 as the deletion's ingest effect: the store reads the workflow's unfinished
+    runs inside the deletion's transaction and `cancel` turns them into one write — the row
+    deleted (its secret gone), each run cancelled with `workflow_deleted` (its running or waiting
+    step `cancelled`, its 46007, and the 43005 of a job it waited on), pending approvals
+    `cancelled`, every lease dropped so a driving replica stops at its next write. The list
+    holds the events of the last (the committed) attempt, to fan out after the commit."""
+    produced: list[StoredEvent] = []
 
-                swap = ApprovalSwap(
-                    approval_row(replace(cancelled, status=ApprovalStatus.CANCELLED, decided_at=now))
-                )
-        effects = {s.idx: step_effect(s) for s in steps}
-        signed = engine._signed(t.emitted, run.channel_id)
-        write = WorkflowWrite(runs=(run_row(t.run, tei_of(row)),), swap=swap, events=signed, release=True,
-                              steps=tuple(step_row(run.id, r, effects.get(r.index)) for r in changed_steps(run, t.run)))  # fmt: skip
-        try:
-            await store.workflow_write(write, now)
-        except Exception:  # a decision or another replica got there first: the run ends its own way
-            continue
-        for event in signed:
-            await engine.host.fanout(event)
+    def cancel(wf: WorkflowRow, active: list[ActiveRun], now: int) -> WorkflowWrite:
+        runs, steps, events, approvals = [], [], [], []
+        for row, step_rows, approval_rows in active:
+            run = run_of(row, step_rows)
+            t = m.advance(run, m.Cancel(now, by=by))
+            effects = {s.idx: step_effect(s) for s in step_rows}
+            runs.append(run_row(t.run, tei_of(row)))
+            steps += [step_row(run.id, r, effects.get(r.index)) for r in changed_steps(run, t.run)]
+            emitted = [*t.emitted, *(x.event for x in t.effects if isinstance(x, m.Emit))]
+            events += engine._signed(emitted, run.channel_id)
+            approvals += [approval_row(replace(approval_of(a), status=ApprovalStatus.CANCELLED, decided_at=now))
+                          for a in approval_rows if a.status == "pending"]  # fmt: skip
+        deleted = replace(wf, status="deleted", secret_hash=None, updated_at=now)
+        produced[:] = events
+        return WorkflowWrite(workflow=deleted, runs=tuple(runs), steps=tuple(steps), events=tuple(events),
+                             release=True, cancel_approvals=tuple(approvals))  # fmt: skip
+
+    return DeleteWorkflow(workflow_id, owner, cancel, whatever_the_head), produced
 
 
-async def on_deletion(engine: Engine, stored: StoredEvent) -> None:
-    """A committed kind 5 that removed a workflow's live head deletes the workflow (§6.6 item 3)."""
-    event = stored.event
-    for value in event.tag_values("a"):
-        parts = value.split(":", 2)
-        if len(parts) == 3 and parts[0] == "30620":
-            wf = await engine.store.workflow(parts[2])
-            if wf is not None and wf.owner == parts[1] and await engine.store.get(wf.head_event_id) is None:
-                await delete_workflow(engine, wf.id, event.pubkey)
-    for target_id in event.tag_values("e"):
-        target = await engine.store.get(target_id, include_deleted=True) if _HEX64.match(target_id) else None
-        if target is not None and target.event.kind == 30620:
-            wf = await engine.store.workflow(_first(target.event, "d") or "")
-            if wf is not None and wf.head_event_id == target_id:
-                await delete_workflow(engine, wf.id, event.pubkey)
+def deleted_heads(
+    targets: tuple[StoredEvent, ...], addresses: tuple[tuple[int, str, str], ...]
+) -> list[tuple[str, str]]:
+    """(workflow id, owner) of each workflow whose head this kind 5 may remove (§6.6 item 3):
+    an `a` coordinate of a 30620, or an `e` of a 30620 version; `DeleteWorkflow` acts only when
+    the head is gone once the deletion's own effects applied."""
+    found = [(d, pubkey) for kind, pubkey, d in addresses if kind == 30620]
+    found += [(_first(t.event, "d") or "", t.event.pubkey) for t in targets if t.event.kind == 30620]
+    return [(w, o) for w, o in dict.fromkeys(found) if w]
 
 
 def parse_json_object(text: str) -> dict[str, object] | None:

@@ -29,6 +29,7 @@ from buzz.core.stored import StoredEvent, relay_signed
 from buzz.store.base import SYSTEM, EventStore, StoreError
 from buzz.store.workflow_rows import ApprovalRaced, ApprovalSwap, Claim, LeaseLost, WorkflowRow, WorkflowWrite
 from buzz.workflows import definition as d
+from buzz.workflows import limits as L
 from buzz.workflows import machine as m
 from buzz.workflows.actions import Actions
 from buzz.workflows.approvals import Approval, approval_reference, expire, parse_approver_spec
@@ -41,13 +42,14 @@ from buzz.workflows.rows import (
     approval_row,
     changed_steps,
     definition_of,
+    ended_at,
     run_of,
     run_row,
     step_effect,
     step_row,
     trigger_event_id,
 )
-from buzz.workflows.schedule import due
+from buzz.workflows.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,7 @@ class Engine:
         self.settings = settings
         self.relay_pubkey = relay_pubkey
         self.replica = uuid.uuid4().hex
-        self.actions = Actions(store, host, secret_key, relay_pubkey, settings)
+        self.actions = Actions(store, host, secret_key, relay_pubkey, settings, self.replica)
         self.rate = RunRate(settings.run_rate)
         self.hook_rate = RunRate(HOOK_RATE)
         self._running: dict[str, asyncio.Task[None]] = {}
@@ -87,7 +89,7 @@ class Engine:
         self._starting: Counter[str] = Counter()  # runs past the `max_concurrent` check, not yet running
         self._cap_lock = asyncio.Lock()
         self._cache: dict[str, tuple[float, list[WorkflowRow]]] = {}
-        self._last_claim: dict[str, int] = {}
+        self.scheduler = Scheduler(self)
         self._tasks: list[asyncio.Task[None]] = []
         self._timers: set[asyncio.TimerHandle] = set()
         self._loose: set[asyncio.Task[Any]] = set()
@@ -100,10 +102,11 @@ class Engine:
             await self.store.workflow_release_all()
         loop = asyncio.get_running_loop()
         for name, fn, period in (("scan", self.scan, self.settings.tick_s),
-                                 ("schedule", self.schedule_tick, self.settings.tick_s),
                                  ("renew", self._renew, self.settings.lease_s / 3),
-                                 ("sweep", self.sweep, self.settings.sweep_s)):  # fmt: skip
+                                 ("sweep", self.sweep, self.settings.sweep_s),
+                                 ("prune", self.prune, self.settings.prune_s)):  # fmt: skip
             self._tasks.append(loop.create_task(self._every(name, fn, period), name=f"workflows-{name}"))
+        self._tasks.append(loop.create_task(self.scheduler.run(), name="workflows-schedule"))
 
     async def stop(self) -> None:
         for timer in self._timers:
@@ -168,21 +171,26 @@ class Engine:
 
     def invalidate(self, channel_id: str) -> None:
         self._cache.pop(channel_id, None)
+        self.scheduler.changed(channel_id)
 
     # -- creating runs -------------------------------------------------------------------------
     def _signed(self, templates: list[Any], channel_id: str) -> tuple[StoredEvent, ...]:
         return tuple(relay_signed(self.actions.sign(t), channel_id) for t in templates)
 
     async def prepare_run(self, wf: WorkflowRow, door: Door, trigger: dict[str, Any], now: int,
-                          trigger_event_id: str | None = None, claim_key: str | None = None) -> Prepared | Verdict:  # fmt: skip
+                          trigger_event_id: str | None = None, claim_key: str | None = None,
+                          pending: int | None = None, definition: d.Definition | None = None,
+                          ) -> Prepared | Verdict:  # fmt: skip
         """A new run's write, or the verdict refusing it (§7.1, §7.4). A refused channel-event
         or schedule run is recorded `failed` with `capacity_exceeded` here (no events)."""
-        definition = self.definition(wf)
+        definition = definition or self.definition(wf)
         if not self.rate.allow(wf.id, now):
             log.warning("workflow %s: run rate exceeded, trigger dropped", wf.id)
             return Verdict.RATE_LIMITED
         run_id = str(uuid.uuid4())
-        verdict = admit(await self.store.workflow_count_runs("pending"), self.settings.queue_max)
+        if pending is None:  # the scheduler counts once per batch
+            pending = await self.store.workflow_count_runs("pending")
+        verdict = admit(pending, self.settings.queue_max)
         claim = None
         if claim_key is not None:
             claim = Claim("schedule" if door is Door.SCHEDULE else "webhook", wf.id, claim_key, run_id)
@@ -298,47 +306,6 @@ class Engine:
             return 202, {"run_id": first, "workflow_id": wf.id, "status": "pending"}, {}
         return 202, {"run_id": prepared.run_id, "workflow_id": wf.id, "status": "pending"}, {}
 
-    # -- the scheduler (§12) -----------------------------------------------------------------
-    async def schedule_tick(self) -> None:
-        now = int(time.time())
-        after = ""
-        while True:
-            page = await self.store.workflows(trigger_on="schedule", after_id=after, limit=500)
-            for wf in page:
-                try:
-                    await self._schedule_one(wf, now)
-                except Exception:
-                    log.exception("schedule of workflow %s failed", wf.id)
-            if len(page) < 500:
-                return
-            after = page[-1].id
-
-    async def _schedule_one(self, wf: WorkflowRow, now: int) -> None:
-        trigger = self.definition(wf).trigger
-        if not isinstance(trigger, d.ScheduleTrigger):
-            return
-        last = self._last_claim.get(wf.id)
-        if last is None or last < wf.accepted_at:
-            last = max(await self.store.workflow_last_claim(wf.id) or 0, wf.accepted_at)
-            self._last_claim[wf.id] = last
-        plan = due(trigger.schedule, last, now)
-        if plan.missed:
-            log.warning("workflow %s: %d schedule instant(s) missed between %s and %s", wf.id, plan.missed,
-                        plan.missed_first, plan.missed_last)  # fmt: skip
-        if plan.fire is None:
-            if plan.missed and plan.missed_last is not None:
-                self._last_claim[wf.id] = plan.missed_last
-            return
-        self._last_claim[wf.id] = plan.fire
-        if not await self.may_start(wf):
-            return
-        from buzz.workflows.context import schedule_context
-
-        prepared = await self.prepare_run(wf, Door.SCHEDULE, schedule_context(wf.channel_id, plan.fire), now,
-                                          claim_key=str(plan.fire))  # fmt: skip
-        if isinstance(prepared, Prepared):
-            await self.commit_new(prepared, now)
-
     # -- driving runs (§7.5, §11.2–§11.3) ----------------------------------------------------
     def kick(self, run_id: str, force: bool = False) -> None:
         """Try to take and drive one run now (the scan finds it otherwise)."""
@@ -441,6 +408,32 @@ class Engine:
         now = int(time.time())
         for row in await self.store.workflow_due_approvals(now):
             self.kick(row.run_id)
+
+    # -- retention (§11.5) --------------------------------------------------------------------
+    async def prune(self) -> int:
+        """Delete terminal runs that ended more than the retention ago, with their events; old
+        schedule claims and webhook keys. Bounded per pass (PRUNE_PAGES pages). Returns the
+        runs deleted."""
+        now = int(time.time())
+        retention = self.settings.retention_s
+        cutoff = now - int(retention) if retention > 0 else None
+        after, deleted = (0, ""), 0
+        for _ in range(L.PRUNE_PAGES if cutoff is not None else 0):
+            page = await self.store.workflow_prune_candidates(cutoff, after, L.PRUNE_PAGE)
+            if not page:
+                break
+            after = (page[-1].created_at, page[-1].id)
+            old = [r.id for r in page if (ended_at(r) or r.created_at) < cutoff]  # type: ignore[operator]
+            if old:
+                deleted += await self.store.workflow_prune(old, now - L.CLAIM_RETENTION_S,
+                                                           now - L.WEBHOOK_KEY_RETENTION_S)  # fmt: skip
+            if len(page) < L.PRUNE_PAGE:
+                break
+        if deleted == 0:  # claims and keys are pruned on every pass, with runs or without
+            await self.store.workflow_prune([], now - L.CLAIM_RETENTION_S, now - L.WEBHOOK_KEY_RETENTION_S)
+        else:
+            log.info("workflow retention: %d terminal run(s) deleted", deleted)
+        return deleted
 
 
 class _Drive:

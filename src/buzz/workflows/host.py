@@ -15,20 +15,23 @@ from typing import Protocol
 
 from buzz.core.stored import StoredEvent
 from buzz.store.base import InsertOutcome
+from buzz.store.workflow_rows import RunLease
 from buzz.workflows import limits as L
 from buzz.workflows.webhook_call import Allow
 
 
 class Host(Protocol):
-    async def publish(self, stored: StoredEvent) -> InsertOutcome:
-        """Insert a relay-signed event as the relay inserts its own, then fan it out."""
+    async def publish(self, stored: StoredEvent, lease: RunLease | None = None) -> InsertOutcome:
+        """Insert a relay-signed event as the relay inserts its own, then fan it out. With
+        `lease`, only while the replica still holds the run (else LeaseLost, nothing stored)."""
         ...
 
     async def fanout(self, stored: StoredEvent) -> None:
         """Fan out an event the engine stored in one of its transactions."""
         ...
 
-    async def set_topic(self, carrier: StoredEvent, actor: str, topic: str) -> InsertOutcome:
+    async def set_topic(self, carrier: StoredEvent, actor: str, topic: str, lease: RunLease | None = None
+                        ) -> InsertOutcome:  # fmt: skip
         """Store the step's 40099 `carrier` and apply the topic as a 9002 from `actor` would
         (the channel row in the same transaction, then 39000)."""
         ...
@@ -60,6 +63,15 @@ def _positive(name: str, value: str | None, default: float) -> float:
     return number
 
 
+def _retention_days(value: str | None) -> float:
+    if value is None or value == "":
+        return L.RETENTION_DAYS_DEFAULT
+    days = float(value)
+    if not days >= 0:
+        raise ValueError("BUZZ_WORKFLOW_RETENTION_DAYS must be 0 or more")
+    return days
+
+
 @dataclass(frozen=True)
 class Settings:
     enabled: bool = True
@@ -72,6 +84,8 @@ class Settings:
     lease_s: int = L.RUN_LEASE_S
     sweep_s: float = L.APPROVAL_SWEEP_S
     cache_s: float = 10.0
+    retention_s: float = L.RETENTION_DAYS_DEFAULT * 86400  # 0: keep terminal runs forever
+    prune_s: float = L.PRUNE_EVERY_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -94,4 +108,5 @@ class Settings:
             sweep_s=min(L.APPROVAL_SWEEP_S, tick),
             lease_s=max(3, int(min(L.RUN_LEASE_S, tick * 3))),
             cache_s=min(10.0, tick),
+            retention_s=_retention_days(env.get("BUZZ_WORKFLOW_RETENTION_DAYS")) * 86400,
         )

@@ -117,3 +117,9 @@ DURATIONS: dict[str, DurationRange] = {
     "ask_agent.timeout": DurationRange(ASK_AGENT_TIMEOUT_DEFAULT_S, 1, ASK_AGENT_TIMEOUT_MAX_S),
     "call_webhook.retry.backoff": DurationRange(WEBHOOK_BACKOFF_DEFAULT_S, 1, WEBHOOK_BACKOFF_MAX_S),
 }
+RETENTION_DAYS_DEFAULT = 30  # §11.5: terminal runs and their events; 0 keeps them forever
+PRUNE_EVERY_S = 3600  # how often a replica prunes (decision 323)
+PRUNE_PAGE = 500  # runs looked at per page; a prune pass reads at most PRUNE_PAGES pages
+PRUNE_PAGES = 20
+CLAIM_RETENTION_S = 7 * 86400  # schedule claims, except each workflow's newest (§11.5)
+WEBHOOK_KEY_RETENTION_S = 86400  # webhook idempotency keys (§11.5)

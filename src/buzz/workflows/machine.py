@@ -169,6 +169,7 @@ class Proceed:
 class StepSucceeded:
     now: int
     output: dict[str, Any]
+    tries: int | None = None  # call_webhook's HTTP attempts in this dispatch (retries included)
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,7 @@ class StepFailed:
     now: int
     code: str
     message: str
+    tries: int | None = None
 
 
 @dataclass(frozen=True)
@@ -462,6 +464,8 @@ def _step_result(run: Run, inp: StepSucceeded | StepFailed) -> Transition:
     if run.status is not S.RUNNING:
         raise IllegalTransition(f"a step result does not apply to a {run.status.value} run")
     rec = _current(run, StepStatus.RUNNING)
+    if inp.tries is not None:  # the trace's `attempts` counts the retries inside this dispatch too
+        rec = replace(rec, attempt=rec.attempt - 1 + inp.tries)
     out = _Out(run)
     if isinstance(inp, StepFailed):
         return _fail(out, inp.now, inp.code, inp.message, rec)

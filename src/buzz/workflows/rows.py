@@ -22,7 +22,7 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=2048)  # a minute of scheduled runs: their (channel, second) keys
 def definition_of(canonical: str, channel_id: str, accepted_at: int) -> d.Definition:
     """The definition a run is pinned to. Canonical JSON is YAML 1.2, so the validator reads it
     back as it was saved; `accepted_at` anchors the cron checks as at save time."""
@@ -161,3 +161,9 @@ def run_json(row: RunRow, steps: list[StepRow]) -> dict[str, Any]:
             "error_message": data.get("error_message"), "created_at": row.created_at,
             "trigger": data["trigger"], "trigger_event_id": data.get("trigger_event_id"),
             "revision": data["revision"], "waiting": run.waiting}  # fmt: skip
+
+
+def ended_at(row: RunRow) -> int | None:
+    """When a terminal run ended (retention counts from there, §11.5)."""
+    value = json.loads(row.data).get("completed_at")
+    return int(value) if isinstance(value, int) else None

@@ -36,6 +36,7 @@ class WebhookFailed(Exception):
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.attempts = 1  # set by `call` to the attempts made
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,7 @@ async def call(effect: dict[str, Any], workflow_id: str, run_id: str, allow: All
             return {**out, "attempts": attempts}
         except WebhookFailed as exc:
             if not exc.retryable or attempts > retry["max"]:
+                exc.attempts = attempts
                 raise
             wait = retry["backoff"] * 2 ** (attempts - 1)
             if exc.retry_after is not None and exc.retry_after <= L.WEBHOOK_BACKOFF_MAX_S:

@@ -15,6 +15,7 @@ from buzz.core.event import Event
 from buzz.core.keys import is_hex
 from buzz.core.limits import text_too_long
 from buzz.relay.emit import ChannelChange
+from buzz.relay.rules import workflows
 from buzz.relay.rules.base import KindRules, Plan, Validator
 from buzz.relay.rules.membership import (
     ROLE_NAMES,
@@ -238,6 +239,7 @@ async def delete_group(rules: KindRules, plan: Plan, session: Session) -> None:
     if actor is None or actor.role != "owner":
         raise Invalid("only owner can delete group")
     plan.effects.append(DeleteChannel(channel_id))
+    await workflows.channel_deleted(rules, plan, channel_id)
     plan.after_commit.append(announce(rules, ChannelChange(channel_id, event.pubkey, state=False)))
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from buzz.core import kinds
 from buzz.core.errors import Invalid
+from buzz.relay.rules import workflows
 from buzz.relay.rules.base import KindRules, Plan, Validator
 from buzz.relay.session import Session
 from buzz.store.base import DeleteAddress, Effect, SoftDelete
+
+WORKFLOW_KIND = 30620
 
 
 async def deletion(rules: KindRules, plan: Plan, session: Session) -> None:
@@ -22,9 +25,12 @@ async def deletion(rules: KindRules, plan: Plan, session: Session) -> None:
         effects.append(SoftDelete(target.event.id))
     for kind, pubkey, d in plan.addresses:
         if pubkey != event.pubkey and (await rules.registered_owner(pubkey)) != event.pubkey:
-            raise Invalid("must be event author" + (f" of {kind}:{pubkey}:{d}" if several else ""))
+            if kind != WORKFLOW_KIND:
+                raise Invalid("must be event author" + (f" of {kind}:{pubkey}:{d}" if several else ""))
+            await workflows.check_moderator(rules, plan.stored.channel_id, event.pubkey)
         effects.append(DeleteAddress(kind, pubkey, d, event.created_at))
     plan.effects += effects
+    workflows.deletion(rules, plan)
 
 
 VALIDATORS: dict[int, Validator] = {kinds.DELETION_KIND: deletion}

@@ -14,6 +14,7 @@ from buzz.core.event import Event
 from buzz.core.keys import is_hex
 from buzz.core.limits import REACTION_MAX_CHARS
 from buzz.core.stored import StoredEvent
+from buzz.relay.rules import workflows
 from buzz.relay.rules.base import KindRules, Plan, Validator, effective_author
 from buzz.relay.rules.membership import active_member, is_elevated
 from buzz.relay.session import Session
@@ -120,6 +121,7 @@ async def moderation_delete(rules: KindRules, plan: Plan, session: Session) -> N
     if not allowed:
         raise MODERATION_REFUSED()
     plan.effects.append(SoftDelete(target.event.id))
+    workflows.deletion(rules, plan, (target,))  # a workflow's head: the workflow goes too (§6.6 item 3)
 
 
 # -- 40099 from a client ----------------------------------------------------------------------------

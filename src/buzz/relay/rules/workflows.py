@@ -9,6 +9,7 @@ approval's, derived here (a present `h` must name it), and then the write gate o
 from __future__ import annotations
 
 from buzz.core.errors import Invalid, Restricted
+from buzz.core.stored import StoredEvent
 from buzz.relay.rules.base import KindRules, Plan
 from buzz.relay.rules.records import workflow_definition
 from buzz.relay.session import Session
@@ -81,6 +82,62 @@ async def approval_answer(rules: KindRules, plan: Plan, session: Session) -> Non
             engine.kick(answered.run_id)
 
     plan.after_commit.append(resume)
+
+
+async def check_moderator(rules: KindRules, channel_id: str | None, pubkey: str) -> None:
+    """§6.6 item 1's extension: an active owner or admin of the workflow's channel may delete
+    another member's workflow; anyone else is refused (decision 320)."""
+    member = await rules.store.get_member(channel_id, pubkey) if channel_id is not None else None
+    if member is None or not member.active or member.role not in commands.ELEVATED:
+        raise Restricted("only the workflow's owner or a channel owner or admin may delete a workflow")
+
+
+def deletion(rules: KindRules, plan: Plan, targets: tuple[StoredEvent, ...] | None = None) -> None:
+    """A deletion that removes a workflow's live head deletes the workflow in the same
+    transaction (§6.6 items 3–4): a kind 5's targets and addresses, or a 9005's `targets`.
+    After the commit its runs' 46007s fan out and trigger caches forget it."""
+    engine = rules.workflows
+    if engine is not None:
+        heads = commands.deleted_heads(plan.targets if targets is None else targets,
+                                       plan.addresses if targets is None else ())  # fmt: skip
+        _delete(engine, plan, heads, whatever_the_head=False)
+
+
+async def channel_deleted(rules: KindRules, plan: Plan, channel_id: str) -> None:
+    """9008: every workflow of the channel is deleted with it (§6.6 item 3)."""
+    engine = rules.workflows
+    if engine is None:
+        return
+    heads, after = [], ""
+    while True:
+        page = await engine.store.workflows(channel_id=channel_id, after_id=after, limit=500)
+        heads += [(wf.id, wf.owner) for wf in page]
+        if len(page) < 500:
+            break
+        after = page[-1].id
+    _delete(engine, plan, heads, whatever_the_head=True)
+
+
+def _delete(engine: Engine, plan: Plan, heads: list[tuple[str, str]], *, whatever_the_head: bool) -> None:
+    if not heads:
+        return
+    by = plan.stored.event.pubkey
+    produced: list[list[StoredEvent]] = []
+    for workflow_id, owner in heads:
+        effect, events = commands.deletion(engine, workflow_id, owner, by, whatever_the_head)
+        plan.effects.append(effect)
+        produced.append(events)
+    channel_id = plan.stored.channel_id
+
+    async def after() -> None:
+        if channel_id is not None:
+            engine.invalidate(channel_id)
+            engine.host.invalidate(channel_id)
+        for events in produced:
+            for stored in events:
+                await engine.host.fanout(stored)
+
+    plan.after_commit.append(after)
 
 
 VALIDATORS = {
