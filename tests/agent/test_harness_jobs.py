@@ -11,6 +11,7 @@ import signal
 
 from buzz.agent.claims import DONE
 from buzz.core.event import Event
+from buzz.core.nip19 import npub
 from buzz.jobs import build
 from tests.agent.support import EYES, SPEECH, Workspace, add_member, publish
 from tests.agent.test_harness_claim_lease import LEASE, _claim, _harness_process, _until_done
@@ -103,6 +104,8 @@ async def test_a_stranger_is_declined_with_a_reason(ws: Workspace, bob: Identity
     assert (
         body["message"].startswith("this agent does not take jobs from you") and "Olivia" in body["message"]
     )
+    # the owner's one command that lets this requester in (issue 27 item 3)
+    assert f"--respond-to allowlist --allow {npub(bob.pubkey)}`" in body["message"], body["message"]
     assert _of(ws, job, 43002) == [] and not [r for r in ws.records("job")]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from buzz.core.event import Event
+from buzz.core.nip19 import npub
 from buzz.core.nip_oa import build_auth_tag
 from tests.agent.support import OPENAI_AGENT, Workspace, add_member, set_profile
 from tests.support.relay import Identity
@@ -48,11 +49,14 @@ async def test_refused_author_gets_one_notice_per_hour(
     notice = ws.watcher.notices_to(first, ws.agent.pubkey)
     assert len(notice) == 1 and ws.watcher.answers_to(first, ws.agent.pubkey) == []
     assert "my owner (Olivia) and agents they own" in notice[0].content
-    assert "--respond-to" in notice[0].content
+    # it names the owner and the one command (or click) that lets this asker in (issue 27 item 3)
+    assert "Ask my owner Olivia for access" in notice[0].content
+    assert f"--respond-to allowlist --allow {npub(bob.pubkey)}`" in notice[0].content
     assert [list(t) for t in notice[0].tags] == [
         ["h", ws.channel],
         ["e", first.id, "", "reply"],
         ["buzz:agent-notice", "not-admitted"],
+        ["buzz:asker", bob.pubkey, "owner-only"],
     ]
     # once per author and channel per hour; never for a message that did not mention the agent
     assert ws.watcher.replies_to(again, ws.agent.pubkey) == []

@@ -30,8 +30,12 @@ def test_members_mode_asks_for_membership_but_never_in_dms() -> None:
 
 def test_policy_texts_and_the_hourly_notice_limit() -> None:
     assert describe_policy("owner-only", "Olivia") == "my owner (Olivia) and agents they own"
-    text = not_admitted_text("owner-only", "Olivia")
-    assert "my owner (Olivia)" in text and "--respond-to allowlist|members|anyone|nobody" in text
+    text = not_admitted_text("owner-only", "Olivia", "npub1agent", "npub1asker")
+    assert "my owner (Olivia)" in text and "Ask my owner Olivia for access" in text
+    assert "`buzz agents managed set --agent npub1agent --respond-to allowlist --allow npub1asker`" in text
+    # where the allowlist admits nobody more, the wider modes are the way in
+    members = not_admitted_text("members", "Olivia", "npub1agent", "npub1asker")
+    assert "--respond-to owner-only|allowlist|anyone|nobody`" in members
     limiter = NoticeLimiter(window_s=3600, capacity=2)
     assert limiter.allow(X, C, 0.0) and not limiter.allow(X, C, 3599.0) and limiter.allow(X, C, 3600.0)
     assert limiter.allow(OWN, C, 0.0) and limiter.allow(A, C, 0.0)  # capacity 2: the oldest pair goes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from buzz.core.event import Event
-from buzz.core.nip19 import nsec
+from buzz.core.nip19 import npub, nsec
 from buzz.core.nip_oa import build_auth_tag
 from tests.cli.helpers import buzz
 from tests.support.relay import Identity, RunningRelay
@@ -73,6 +73,11 @@ async def test_personas_teams_and_managed(sqlite_relay: RunningRelay, alice: Ide
         "anyone",
         2,
     )  # merged
+    # --allow adds to the list the head holds (what a refused asker is told to ask for)
+    for who in (bob.pubkey, npub(alice.pubkey), npub(bob.pubkey)):
+        await buzz(url, alice, "agents", "managed", "set", "--agent", agent.pubkey, "--allow", who)
+    got = (await buzz(url, alice, "agents", "managed", "get", "--agent", agent.pubkey)).json
+    assert got["respond_to_allowlist"] == [bob.pubkey, alice.pubkey] and got["respond_to"] == "anyone"
     stranger = await buzz(
         url, bob, "agents", "managed", "set", "--agent", agent.pubkey, "--respond-to", "anyone"
     )

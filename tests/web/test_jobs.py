@@ -65,9 +65,11 @@ EXPECTED = [
 
 
 @contextlib.asynccontextmanager
-async def _harness(relay: RunningRelay, agent: Identity, auth: list[str], tmp: Path) -> AsyncIterator[Path]:
+async def _harness(
+    relay: RunningRelay, agent: Identity, auth: list[str], tmp: Path, channels: int = 2
+) -> AsyncIterator[Path]:
     """`buzz agent run` with the rules agent in its own process group; yields its log once it
-    serves its channels."""
+    serves its `channels` channels."""
     log = tmp / "harness.log"
     env = {
         **os.environ,
@@ -81,7 +83,7 @@ async def _harness(relay: RunningRelay, agent: Identity, auth: list[str], tmp: P
             BUZZ, "agent", "run", *args, env=env, cwd=tmp, stdout=out, stderr=out, start_new_session=True
         )
     try:
-        await _logged(log, "serving 2 channel(s)", proc)
+        await _logged(log, f"serving {channels} channel(s)", proc)
         yield log
     finally:
         if proc.returncode is None:

@@ -17,6 +17,8 @@ const HEX64 = /^[0-9a-f]{64}$/
 export type Snapshot = { channel: string; status: string; updatedAt: number; queued: number; respondTo: string | null; title: string; at: number }
 export type Status = { state: 'working' | 'idle' | 'offline'; channels: { id: string; title: string }[]; queued: number }
 
+type Fields = Record<string, unknown>
+
 function parse(content: string): Record<string, unknown> | null {
   try {
     const v = JSON.parse(content) as unknown
@@ -72,6 +74,7 @@ export class Directory {
   private snapshots = new Map<string, Map<string, Snapshot>>() // agent -> channel -> snapshot
   private close: (() => void) | null = null
   private liveKey = ''
+  private asked = new Set<string>() // agents whose record readPolicy read
 
   constructor(private readonly ws: Workspace) {}
 
@@ -156,6 +159,15 @@ export class Directory {
     }
   }
 
+  /** The owner's 30177 for `agent`, read once (a notice about the agent outside this view). */
+  async readPolicy(agent: string): Promise<void> {
+    const owner = this.ownerOf(agent)
+    if (!owner || this.asked.has(agent)) return
+    this.asked.add(agent)
+    for (const e of await this.ws.relay.query([{ kinds: [MANAGED_AGENT], authors: [owner], '#d': [agent] }])) this.event(e)
+    this.ws.changed()
+  }
+
   ownerOf(pubkey: string): string | null {
     return this.ws.profiles.get(pubkey)?.owner ?? null
   }
@@ -199,14 +211,32 @@ export class Directory {
 
   /** As the owner: publish my 30177 for `agent` with `fields` set, merged with the head
    * (unknown members kept) and newer than it (jobs spec §13.1 item 4). */
-  async setPolicy(agent: string, fields: Record<string, unknown>): Promise<void> {
+  async setPolicy(agent: string, fields: Fields | ((head: Fields) => Fields)): Promise<void> {
     if (this.ownerOf(agent) !== this.ws.me.pubkey) throw new Error('Only the agent’s owner changes its policy.')
     const [head] = (await this.ws.relay.query([{ kinds: [MANAGED_AGENT], authors: [this.ws.me.pubkey], '#d': [agent] }])).sort((a, b) => b.created_at - a.created_at)
-    const body = { ...(head ? parse(head.content) ?? {} : {}), ...fields }
+    const current = head ? parse(head.content) ?? {} : {}
+    const body = { ...current, ...(typeof fields === 'function' ? fields(current) : fields) }
     const created = Math.max(now(), head ? head.created_at + 1 : 0)
     const ev = await this.ws.relay.publish({ kind: MANAGED_AGENT, created_at: created, tags: [['d', agent]], content: JSON.stringify(body) })
     this.event(ev)
     this.ws.changed()
+  }
+
+  /** As the owner: let `asker` ask `agent` (a refused asker's notice, issue 27 item 3) — onto
+   * the head's allowlist, and `owner-only` becomes `allowlist`; other modes stay. `fallback` is
+   * the mode the harness said it runs with, for a head that names none (the flags apply). */
+  async grant(agent: string, asker: string, fallback: string): Promise<void> {
+    await this.setPolicy(agent, (head) => {
+      const list = Array.isArray(head.respond_to_allowlist) ? head.respond_to_allowlist.filter((pk) => typeof pk === 'string' && HEX64.test(pk)) : []
+      const mode = typeof head.respond_to === 'string' ? head.respond_to : fallback
+      return { respond_to: mode === 'owner-only' ? 'allowlist' : mode, respond_to_allowlist: list.includes(asker) ? list : [...list, asker] }
+    })
+  }
+
+  /** Whether the owner's record (as last read) already lets `asker` ask `agent`. */
+  lets(agent: string, asker: string): boolean {
+    const mode = this.mode(agent)
+    return mode === 'anyone' || (mode === 'allowlist' && this.allowlist(agent).includes(asker))
   }
 
   allowlist(agent: string): string[] {

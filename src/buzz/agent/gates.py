@@ -331,17 +331,25 @@ def describe_policy(mode: str, owner_name: str | None = None) -> str:
     return POLICY_TEXT[mode].format(owner=f" ({owner_name})" if owner_name else "")
 
 
-def not_admitted_text(mode: str, owner_name: str | None = None, agent: str | None = None) -> str:
-    """The visible answer to a mention the author gate refused (issue 14 item 1): who the
-    agent answers, and how to ask its owner for access (issue 27: the owner grants it in
-    the Directory's "Answers" control, or with one command; no restart)."""
+def grant_command(mode: str, agent: str, asker: str) -> str:
+    """The one command that lets `asker` in (agents and people as npubs): an added allowlist
+    entry where the allowlist can admit them (`owner-only` becomes `allowlist`), else the
+    wider modes (in `members` and `nobody` the allowlist admits nobody more)."""
+    if mode in ("owner-only", "allowlist"):
+        return f"buzz agents managed set --agent {agent} --respond-to allowlist --allow {asker}"
     others = "|".join(m for m in ADMITTED if m != mode)
-    owner = f"my owner {owner_name}" if owner_name else "my owner"
-    target = f" --agent {agent}" if agent else ""
+    return f"buzz agents managed set --agent {agent} --respond-to {others}"
+
+
+def not_admitted_text(mode: str, owner: str, agent: str, asker: str) -> str:
+    """The visible answer to a mention the author gate refused (issue 14 item 1): who the
+    agent answers, and whom to ask for access and how (issue 27: the owner grants it with one
+    click on this notice, in the Directory, or with one command; no restart). `owner` is the
+    owner's display name or npub; `agent` and `asker` are npubs."""
     return (
-        f"I only answer {describe_policy(mode, owner_name)}, so I can't help with this. "
-        f"Ask {owner} for access: they can let you in from the Directory (Answers) or with "
-        f"`buzz agents managed set{target} --respond-to {others}`."
+        f"I only answer {describe_policy(mode, owner)}, so I can't help with this. "
+        f"Ask my owner {owner} for access: they can let you in with one click on this message, "
+        f"in the Directory (Answers), or with `{grant_command(mode, agent, asker)}`."
     )
 
 

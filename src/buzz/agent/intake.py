@@ -29,6 +29,7 @@ from buzz.agent.gates import (
     author_decision,
     channel_filter,
     control_command,
+    describe_policy,
     match_rule,
     not_admitted_text,
     stop_request,
@@ -38,6 +39,7 @@ from buzz.agent.queue import Item
 from buzz.agent.runtime import Runtime
 from buzz.agent.sessions import Arrival, TurnEnd, arrival_action
 from buzz.agent.status import (
+    ASKER_TAG,
     EYES,
     NOTICE_NOT_ADMITTED,
     OUTCOME_ROTATE_NOOP,
@@ -237,10 +239,14 @@ class Intake:
             return
         if not self.notices.allow(event.pubkey, channel, time.monotonic()):
             return
-        owner = rt.identity.owner
-        owner_name = (await rt.profiles.get(owner)).display_name if owner is not None else None
-        text = not_admitted_text(rt.policy.respond_to, owner_name, npub(agent))
-        await rt.status.notice(channel, reply_anchor(event), NOTICE_NOT_ADMITTED, text)
+        mode, owner = rt.policy.respond_to, rt.identity.owner
+        if owner is None:
+            text = f"I only answer {describe_policy(mode)}, and I have no owner to grant access."
+        else:
+            owner_name = (await rt.profiles.get(owner)).display_name or npub(owner)
+            text = not_admitted_text(mode, owner_name, npub(agent), npub(event.pubkey))
+        asker = (ASKER_TAG, event.pubkey, mode)
+        await rt.status.notice(channel, reply_anchor(event), NOTICE_NOT_ADMITTED, text, [asker])
 
     # -- owner commands (§4.5 step 3) ----------------------------------------------------------
     async def control(self, command: Command, channel: str, event: Event) -> None:

@@ -20,7 +20,7 @@ import time
 import orjson
 
 from buzz.agent.claims import Claim
-from buzz.agent.gates import Decision, SeenIds, author_decision
+from buzz.agent.gates import Decision, SeenIds, author_decision, grant_command
 from buzz.agent.job_turns import JobTicket, publish_lifecycle
 from buzz.agent.queue import Item
 from buzz.agent.runtime import Runtime
@@ -28,6 +28,7 @@ from buzz.agent.sessions import TurnEnd
 from buzz.agent.status import EYES
 from buzz.agent.turns import Dispatcher
 from buzz.core.event import Event
+from buzz.core.nip19 import npub
 from buzz.jobs import build, machine
 from buzz.jobs import limits as L
 
@@ -145,7 +146,11 @@ class JobDesk:
             await publish_lifecycle(
                 rt,
                 build.failed(
-                    channel, event.id, requester, code="declined", message=await self._declined_text()
+                    channel,
+                    event.id,
+                    requester,
+                    code="declined",
+                    message=await self._declined_text(requester),
                 ),
                 f"job {event.id[:12]} decline",
             )
@@ -189,12 +194,14 @@ class JobDesk:
             return owner is not None and await rt.profiles.is_sibling(requester, agent, owner)
         return decision is Decision.ADMIT
 
-    async def _declined_text(self) -> str:
-        owner = self.rt.identity.owner
+    async def _declined_text(self, requester: str) -> str:
+        rt = self.rt
+        owner = rt.identity.owner
         if owner is None:
             return f"{DECLINED}: it has no owner to grant access"
-        name = (await self.rt.profiles.get(owner)).display_name or owner
-        return f"{DECLINED}; ask its owner {name} to let you (buzz agents managed set --respond-to)"
+        name = (await rt.profiles.get(owner)).display_name or npub(owner)
+        command = grant_command(rt.policy.respond_to, npub(rt.identity.pubkey), npub(requester))
+        return f"{DECLINED}; ask its owner {name} to let you in (the Directory's Answers, or `{command}`)"
 
     def _watch(self, channel: str, event: Event) -> None:
         if event.id not in self.watching:

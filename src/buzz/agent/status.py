@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
 import orjson
 
@@ -42,6 +42,10 @@ PRESENCE_REFRESH_S = 60.0
 FAILURE_NOTICE = "Sorry, I could not process this message."
 RETRYING_NOTICE = "I'm having trouble processing this message right now; I'm retrying."
 NOTICE_RETRYING, NOTICE_FAILURE, NOTICE_NOT_ADMITTED = "retrying", "failure", "not-admitted"
+# On a not-admitted notice: `["buzz:asker", <pubkey>, <respond-to mode>]`, so the agent's owner
+# can let that asker in with one action (the browser's "Let … ask …"; decision 360).
+ASKER_TAG = "buzz:asker"
+Tags = Sequence[Sequence[str]]
 NOTICE_TEXT: dict[str, str] = {NOTICE_RETRYING: RETRYING_NOTICE, NOTICE_FAILURE: FAILURE_NOTICE}
 
 # Control outcome types of §4.5 (this project's vocabulary).
@@ -87,11 +91,13 @@ def control_outcome(
     return Event.create(secret, 40099, content, tags)
 
 
-def notice(secret: str, channel: str, anchor: str, kind: str, text: str | None = None) -> Event:
+def notice(
+    secret: str, channel: str, anchor: str, kind: str, text: str | None = None, extra: Tags = ()
+) -> Event:
     """Kind 9 replying to `anchor` (a thread root or top-level event, §4.12 step 1) with the
     marker tag `["buzz:agent-notice", kind]`: no `p` tags, no stack trace, no secret (§4.7
-    item 5). `text` defaults to `NOTICE_TEXT[kind]`."""
-    tags = [["h", channel], ["e", anchor, "", "reply"], [NOTICE_TAG, kind]]
+    item 5). `text` defaults to `NOTICE_TEXT[kind]`; `extra` tags follow the marker."""
+    tags = [["h", channel], ["e", anchor, "", "reply"], [NOTICE_TAG, kind], *map(list, extra)]
     return Event.create(secret, 9, text if text is not None else NOTICE_TEXT[kind], tags)
 
 
@@ -182,9 +188,11 @@ class StatusPublisher:
     async def failure(self, channel: str, anchor: str) -> None:
         await self.notice(channel, anchor, NOTICE_FAILURE)
 
-    async def notice(self, channel: str, anchor: str, kind: str, text: str | None = None) -> bool:
+    async def notice(
+        self, channel: str, anchor: str, kind: str, text: str | None = None, extra: Tags = ()
+    ) -> bool:
         if is_private(channel):
             if self.private_notice is None:
                 return False
             return await self.private_notice(channel, anchor, text or NOTICE_TEXT.get(kind, kind))
-        return await self.send(notice(self._secret, channel, anchor, kind, text), f"{kind} notice")
+        return await self.send(notice(self._secret, channel, anchor, kind, text, extra), f"{kind} notice")

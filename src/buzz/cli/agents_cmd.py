@@ -293,6 +293,12 @@ def managed_get(ctx: Context, agent: str) -> None:
 @click.option("--respond-to", type=RESPOND_TO, default=None)
 @click.option("--allowlist", default=None, help="Comma-separated pubkeys (hex) it also answers.")
 @click.option("--clear-allowlist", is_flag=True)
+@click.option(
+    "--allow",
+    "allow_add",
+    multiple=True,
+    help="A pubkey (hex or npub) added to the current allowlist; repeatable.",
+)
 @click.option("--parallelism", type=click.IntRange(1, 32), default=None)
 @click.pass_obj
 def managed_set(
@@ -304,6 +310,7 @@ def managed_set(
     respond_to: str | None,
     allowlist: str | None,
     clear_allowlist: bool,
+    allow_add: tuple[str, ...],
     parallelism: int | None,
 ) -> None:
     """Publish my managed-agent record (merged with the current one); a running harness applies
@@ -312,6 +319,7 @@ def managed_set(
     \b
     Example:
       buzz agents managed set --agent npub1... --respond-to members --parallelism 2
+      buzz agents managed set --agent npub1... --respond-to allowlist --allow npub1...
     """
     allow = [p.strip().lower() for p in allowlist.split(",") if p.strip()] if allowlist else None
     fields = {
@@ -321,7 +329,10 @@ def managed_set(
         "respond_to_allowlist": allow,
         "parallelism": parallelism,
     }
-    run(ctx, lambda ws: ws.agent_records.set_managed(agent, fields, clear_allowlist, no_persona))
+    run(
+        ctx,
+        lambda ws: ws.agent_records.set_managed(agent, fields, clear_allowlist, no_persona, list(allow_add)),
+    )
 
 
 @managed.command(name="delete")

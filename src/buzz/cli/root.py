@@ -25,7 +25,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "agents": (
         "buzz.cli.agents_cmd",
         "agents",
-        "Agent directory: personas, teams and the managed-agent policy owners set.",
+        "Agent directory: who the agents are and what they do, personas, teams and the "
+        "managed-agent policy owners set.",
     ),
     "channels": (
         "buzz.cli.channels_cmd",

@@ -203,9 +203,15 @@ class AgentRecords:
         return self._managed_row(head)
 
     async def set_managed(
-        self, agent: str, fields: Body, clear_allowlist: bool = False, no_persona: bool = False
+        self,
+        agent: str,
+        fields: Body,
+        clear_allowlist: bool = False,
+        no_persona: bool = False,
+        allow: list[str] | None = None,
     ) -> Body:
-        """Merge `fields` into my 30177 for `agent`; I must be its owner (its kind 0 tag)."""
+        """Merge `fields` into my 30177 for `agent`; I must be its owner (its kind 0 tag).
+        `allow` adds pubkeys to the allowlist the merge leaves (what a refused asker is told)."""
         pk = pubkey_arg(agent, "--agent")
         (profile,) = await Users(self._s).get([pk])
         if profile.owner != self._s.pubkey:
@@ -218,6 +224,11 @@ class AgentRecords:
             body["respond_to_allowlist"] = []
         if no_persona:
             body["persona_id"] = None
+        if allow:
+            current = body.get("respond_to_allowlist")
+            listed = [p for p in current if isinstance(p, str)] if isinstance(current, list) else []
+            added = [pubkey_arg(p, "--allow") for p in allow]
+            body["respond_to_allowlist"] = list(dict.fromkeys([*listed, *added]))
         event = await self._publish(L.KIND_MANAGED_AGENT, pk, body, head, [])
         return {"agent": pk, "event_id": event.id}
 

@@ -11,6 +11,7 @@ import '../jobs.css'
 import { FULL } from './Message'
 import { Files } from './Files'
 import { humanError } from './hooks'
+import { GrantAccess, declinedAsker } from './Grant'
 
 const TIME = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' })
 
@@ -22,6 +23,7 @@ export function JobCard({ ws, job }: { ws: Workspace; job: JobView }) {
   const r = job.result
   const files = job.resultEvent ? attachmentsOf(job.resultEvent.tags) : []
   const attached = new Set(files.map((f) => f.url))
+  const declined = declinedAsker(ws, job) // my agent declined someone: I may let them in here
   return (
     <article class={`job-card b-${job.badge.replace(' ', '-')}`} aria-label={`Job: ${title}`} data-id={job.id}>
       <header>
@@ -64,6 +66,7 @@ export function JobCard({ ws, job }: { ws: Workspace; job: JobView }) {
         </div>
       )}
       {job.failure && <p class="job-failure"><strong>{job.failure.code}</strong>: {job.failure.message}</p>}
+      {declined && <GrantAccess ws={ws} refused={declined} />}
       {job.cancelledBy && <p class="fine">Stopped by {ws.nameOf(job.cancelledBy)}</p>}
       {job.raw.map((raw) => <pre class="job-raw" aria-label="Unreadable content">{raw}</pre>)}
       {desk.canStop(job) && (

@@ -12,6 +12,7 @@ import { MessageBody, copyText } from './MessageBody'
 import { SendState } from './SendState'
 import { jobsOf } from '../jobs'
 import { AskAgentDialog } from './JobCard'
+import { GrantAccess, refusedAsker } from './Grant'
 
 const WORKING = '\u{1f4ac}' // 💬: the harness is working on this message (agents.md §4.13)
 
@@ -51,6 +52,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   const working = [...(m.reactions.get(WORKING)?.keys() ?? [])].filter((pk) => !!ws.profiles.get(pk)?.owner)
   const stoppable = working.filter((pk) => mine || ws.profiles.get(pk)?.owner === ws.me.pubkey)
   const hasAgents = jobsOf(ws).agentsIn(m.channel).length > 0
+  const refused = refusedAsker(ws, m) // my agent refused someone: I may let them in here
   const stop = () => {
     setStopping(true)
     void act(ws, async () => {
@@ -107,6 +109,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
             {stoppable.length > 0 && <button type="button" class="quiet danger" disabled={stopping} onClick={stop}>Stop</button>}
           </div>
         )}
+        {refused && <GrantAccess ws={ws} refused={refused} />}
         {m.editedAt !== null && !editing && (
           <span class="edited" title={`Edited ${FULL.format(new Date(m.editedAt * 1000))}`}>(edited)</span>
         )}
