@@ -86,11 +86,13 @@ def _on_aiohttp(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {**ingest.machine_facts(), "workers": args.workers}
+    if args.aiohttp_first and not args.skip_aiohttp:  # the order's share of a difference
+        out["buzz_aiohttp"] = _on_aiohttp(args)
     os.environ.pop("BUZZ_WEBSOCKET_LAYER", None)  # the default: lean
     out["buzz"], peer = clients.buzz_then_peer(args, "buzz-conns-", bench, max(args.steps) + 100)
     if peer is not None:
         out["peer"] = peer
-    if not args.skip_aiohttp:
+    if not args.skip_aiohttp and "buzz_aiohttp" not in out:
         out["buzz_aiohttp"] = _on_aiohttp(args)
     out["load_avg_end"] = ingest.load_avg()
     return out
@@ -148,6 +150,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--peer-workers", type=int, default=1)
     ap.add_argument("--skip-peer", action="store_true", help="buzz only")
     ap.add_argument("--skip-aiohttp", action="store_true", help="buzz on its lean WebSocket layer only")
+    ap.add_argument("--aiohttp-first", action="store_true", help="run the aiohttp layer before the lean one")
     ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
     args = ap.parse_args(argv)
     if args.steps != sorted(set(args.steps)) or args.steps[0] < 1 or args.steps[-1] > 15_000:
