@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_HELD_BYTES = 256  # a last frame larger than this is not left in the parser (`_forget_last_frame`)
 CLOSE_TIMEOUT_S = 2.0  # for the peer's close echo before the socket is dropped
 _PROTOCOL_LOG = logging.getLogger("buzz.relay.lean_ws.protocol")  # the library logs per connection
 
@@ -115,9 +116,11 @@ class LeanWebSocket(asyncio.Protocol):
         proto.receive_data(data)
         events = proto.events_received()
         conn = self._conn
+        held = 0  # bytes of the last data frame, which the library's parser keeps
         for frame in events:
             opcode = frame.opcode
             if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONT:
+                held = len(frame.data)
                 message = self._join(frame)
                 if message is not None and conn is not None:
                     binary, payload = message
@@ -146,7 +149,24 @@ class LeanWebSocket(asyncio.Protocol):
                     self.transport.write(text_frame(messages.notice(text).encode("utf-8")))
             else:
                 self.relay_close = (proto.close_sent.code, proto.close_sent.reason)
+        del events
+        if held > _HELD_BYTES:
+            self._forget_last_frame()
         self._flush()
+
+    def _forget_last_frame(self) -> None:
+        """The library's parser (a generator) holds the last frame it read in a local until the
+        next one comes: an idle connection would keep its AUTH event. Between frames — the
+        parser waiting in its reader's `at_eof`, no fragmented message open — it has no other
+        state, and a fresh one (what `Protocol.__init__` starts) lets the frame go. Anywhere
+        else, or on a library laid out otherwise, the parser is left as it is."""
+        proto = self._proto
+        waiting = getattr(proto.parser, "gi_yieldfrom", None)
+        code = getattr(waiting, "gi_code", None)
+        if proto.state is OPEN and proto.current_size is None and getattr(code, "co_name", "") == "at_eof":
+            proto.parser.close()
+            proto.parser = proto.parse()
+            next(proto.parser)
 
     def _join(self, frame: Any) -> tuple[bool, bytes] | None:
         """A complete message from `frame`, None while fragments are still coming. The library
