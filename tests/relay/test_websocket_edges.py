@@ -277,3 +277,23 @@ async def test_an_abrupt_close_frees_the_connection_and_others_are_served(
     await asyncio.wait_for(_no_connections(relay.relay), scaled(10))
     async with relay.client(alice) as c:
         assert (await c.publish(Event.create(alice.secret, 1, "still serving"))).accepted
+
+
+async def test_large_frames_and_fragments_back_to_back_are_all_read(ws: RawSocket) -> None:
+    """Large frames make the lean layer renew the library's parser between frames (decision
+    350): never inside a fragmented message, nor with a frame half read."""
+
+    def padded(sub_id: str, size: int) -> bytes:
+        req = _req(sub_id)
+        return req[:-1] + b" " * (size - len(req)) + req[-1:]
+
+    one, two, three = padded("one", 1000), padded("two", 1500), padded("three", 800)
+    ws.send(Opcode.TEXT, one)
+    await ws.writer.drain()
+    ws.send(Opcode.TEXT, two[:700], fin=False)  # a large first fragment, alone in its write
+    await ws.writer.drain()
+    frame = Frame(Opcode.CONT, two[700:]).serialize(mask=True, extensions=[])
+    ws.writer.write(frame[:10])  # the next frame's header without its payload
+    await ws.writer.drain()
+    ws.writer.write(frame[10:] + Frame(Opcode.TEXT, three).serialize(mask=True, extensions=[]))
+    assert [await ws.message() for _ in range(3)] == [_answer("one"), _answer("two"), _answer("three")]
