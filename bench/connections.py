@@ -8,12 +8,15 @@ each one authenticated when the relay asks (buzz sends a NIP-42 challenge on con
 in this configuration does not) and then left idle. After each step: the relay's RSS (VmRSS
 summed over its process group), (RSS − RSS before the first connection) / connections, and the
 p50/p95 of connect (+ AUTH) latency within the step. Every connection of a step must complete
-its handshake (asserted: a failed or refused one fails the run). See bench/README.md.
+its handshake (asserted: a failed or refused one fails the run). buzz runs twice, on its lean
+WebSocket layer (the default) and on aiohttp's (`BUZZ_WEBSOCKET_LAYER=aiohttp`, issue 30 item 2),
+so the two layers are compared in the same run. See bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -66,11 +69,31 @@ def bench(relay: ingest.RelayProc, args: argparse.Namespace, wait: float) -> dic
     return out
 
 
+def _on_aiohttp(args: argparse.Namespace) -> dict[str, Any]:
+    """buzz with its WebSocket on aiohttp's `WebSocketResponse`, the yardstick of the lean layer."""
+    os.environ["BUZZ_WEBSOCKET_LAYER"] = "aiohttp"
+    try:
+        result, _ = clients.buzz_then_peer(
+            argparse.Namespace(**{**vars(args), "skip_peer": True}),
+            "buzz-conns-",
+            bench,
+            max(args.steps) + 100,
+        )
+    finally:
+        os.environ.pop("BUZZ_WEBSOCKET_LAYER", None)
+    return result
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {**ingest.machine_facts(), "workers": args.workers}
+    if args.aiohttp_first and not args.skip_aiohttp:  # the order's share of a difference
+        out["buzz_aiohttp"] = _on_aiohttp(args)
+    os.environ.pop("BUZZ_WEBSOCKET_LAYER", None)  # the default: lean
     out["buzz"], peer = clients.buzz_then_peer(args, "buzz-conns-", bench, max(args.steps) + 100)
     if peer is not None:
         out["peer"] = peer
+    if not args.skip_aiohttp and "buzz_aiohttp" not in out:
+        out["buzz_aiohttp"] = _on_aiohttp(args)
     out["load_avg_end"] = ingest.load_avg()
     return out
 
@@ -81,6 +104,11 @@ def render(out: dict[str, Any]) -> str:
     lines += clients.config_lines(
         out, lambda r: f", RSS with no connection {r['rss_idle_kib'] / 1024:.0f} MiB"
     )
+    if "buzz_aiohttp" in out:
+        relays.insert(1, ("buzz/aiohttp", out["buzz_aiohttp"]))
+        lines.append(
+            "  buzz: the lean WebSocket layer; buzz/aiohttp: the same relay with BUZZ_WEBSOCKET_LAYER=aiohttp"
+        )
     rows = [
         f"{name:<13}{s['connections']:>7}{s['rss_mib']:>9.0f}{s['per_connection_kib']:>10.1f}"
         f"{s['connect_p50_ms']:>12.1f} / {s['connect_p95_ms']:<7.1f}  {s['load_avg']}"
@@ -95,11 +123,21 @@ def render(out: dict[str, Any]) -> str:
                 f"{sb['connections']} connections: buzz / nostr-relay RSS {sb['rss_mib'] / sp['rss_mib']:.2f}×, "
                 f"per connection {sb['per_connection_kib'] / max(sp['per_connection_kib'], 0.1):.2f}×"
             )
+    if "buzz_aiohttp" in out:
+        for sl, sa in zip(out["buzz"]["steps"], out["buzz_aiohttp"]["steps"], strict=True):
+            lines.append(
+                f"{sl['connections']} connections: lean / aiohttp per connection "
+                f"{sl['per_connection_kib']:.1f} / {sa['per_connection_kib']:.1f} KiB "
+                f"({sl['per_connection_kib'] / max(sa['per_connection_kib'], 0.1):.2f}×), connect+AUTH p50 "
+                f"{sl['connect_p50_ms']:.1f} / {sa['connect_p50_ms']:.1f} ms"
+            )
     last = out["buzz"]["steps"][-1]
     if last["connections"] == 10_000:
+        mb, kib = last["rss_mib"] * 1.048576, last["per_connection_kib"]
         lines.append(
-            f"target: 10,000 idle connections < 150 MB RSS: {last['rss_mib'] * 1.048576:.0f} MB "
-            f"{'MET' if last['rss_mib'] * 1.048576 < 150 else 'NOT MET'}"
+            f"target (issue 30): ≤ 5 KiB per idle connection: {kib:.1f} KiB {'MET' if kib <= 5 else 'NOT MET'}; "
+            f"10,000 of them < 100 MB RSS: {mb:.0f} MB {'MET' if mb < 100 else 'NOT MET'} "
+            f"(RSS with no connection {out['buzz']['rss_idle_kib'] / 1024:.0f} MiB)"
         )
     return "\n".join(lines)
 
@@ -112,6 +150,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--peer-venv", default=str(ingest.ROOT / ".bench-venv"))
     ap.add_argument("--peer-workers", type=int, default=1)
     ap.add_argument("--skip-peer", action="store_true", help="buzz only")
+    ap.add_argument("--skip-aiohttp", action="store_true", help="buzz on its lean WebSocket layer only")
+    ap.add_argument("--aiohttp-first", action="store_true", help="run the aiohttp layer before the lean one")
     ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
     args = ap.parse_args(argv)
     if args.steps != sorted(set(args.steps)) or args.steps[0] < 1 or args.steps[-1] > 15_000:

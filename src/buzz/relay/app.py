@@ -6,6 +6,7 @@ Thin glue: each handler turns a request into a call on the Relay's parts.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from urllib.parse import urlsplit
@@ -15,6 +16,7 @@ from aiohttp import web
 from buzz.relay import http_bridge, media_routes, nip11, oplog, workflow_routes
 from buzz.relay import web as web_ui
 from buzz.relay.connection import Connection
+from buzz.relay.lean_ws import LeanWebSocket, upgrade_response
 from buzz.relay.metrics_prom import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from buzz.relay.relay import Relay
 from buzz.relay.telemetry import forwarded_for
@@ -80,7 +82,7 @@ CLIENT_CLOSE_REASONS = {
 }
 
 
-def close_reason(ws: RelayWebSocket) -> str:
+def close_reason(ws: RelayWebSocket | LeanWebSocket) -> str:
     """Why the connection ended, in the words of the operator log."""
     if ws.relay_close is not None:
         code, text = ws.relay_close
@@ -98,6 +100,8 @@ async def root(request: web.Request) -> web.StreamResponse:
     relay = request.app[RELAY_KEY]
     if len(relay.connections) >= relay.max_connections:
         return web.Response(status=503, text="too many connections")
+    if relay.config.websocket_layer == "lean":
+        return await _serve_lean(request, relay)
     ws = RelayWebSocket(relay.config.max_frame_bytes, autoping=False, compress=False)
     await ws.prepare(request)
     telemetry = relay.telemetry
@@ -116,6 +120,38 @@ async def root(request: web.Request) -> web.StreamResponse:
         )
         oplog.CONNECTION.reset(token)
     return ws
+
+
+async def _serve_lean(request: web.Request, relay: Relay) -> web.StreamResponse:
+    """The 101 from aiohttp, then the socket goes to a `LeanWebSocket` and this handler returns:
+    aiohttp keeps nothing of the connection (issue 30 item 2)."""
+    response = upgrade_response(request)
+    await response.prepare(request)
+    await response.write_eof()  # the 101 is on the wire before the socket changes hands
+    if request.transport is None or request.transport.is_closing():
+        return response
+    telemetry = relay.telemetry
+    label = telemetry.connection_label()
+    token = oplog.CONNECTION.set(label)  # the socket's callbacks run in this context (`adopt`)
+    try:
+        remote = request.remote
+        telemetry.connection_opened(label, remote, forwarded_for(request.headers.get("X-Forwarded-For")))
+        ws = LeanWebSocket(relay.config.max_frame_bytes)
+        conn = Connection(relay, ws, request.host, request.transport)
+        # A partial, not a closure: its seven cells would be memory of every idle connection.
+        ended = functools.partial(_lean_ended, relay, conn, label, remote, time.monotonic())
+        relay.connections.add(conn)
+        conn.serve(ended)
+        ws.adopt(request, conn)
+    finally:
+        oplog.CONNECTION.reset(token)
+    return response
+
+
+def _lean_ended(relay: Relay, conn: Connection, label: str, remote: str | None, started: float) -> None:
+    relay.connections.discard(conn)
+    reason = close_reason(conn.ws)
+    relay.telemetry.connection_closed(label, remote, conn.pubkey, time.monotonic() - started, reason)
 
 
 async def metrics(request: web.Request) -> web.Response:

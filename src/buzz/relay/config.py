@@ -22,6 +22,7 @@ from buzz.workflows.host import Settings as WorkflowSettings
 # by default): while it is in force, clients name the host they dialled, and nothing says
 # "connect to ws://localhost:3000" (banner, bridge refusals).
 DEFAULT_RELAY_URL = "ws://localhost:3000"
+WEBSOCKET_LAYERS = ("lean", "aiohttp")  # BUZZ_WEBSOCKET_LAYER: the relay's Nostr WebSocket (relay.lean_ws)
 
 
 class ConfigError(ValueError):
@@ -117,6 +118,8 @@ class RelayConfig:
     slow_client_grace: int = limits.SLOW_CLIENT_GRACE
     verify_workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     http_bridge: bool = True
+    # "lean" (issue 30 item 2: the socket leaves aiohttp after the 101, relay.lean_ws) or "aiohttp"
+    websocket_layer: str = "lean"
     relay_name: str = "Buzz Relay"
     relay_description: str = "Self-hosted workspace relay for humans and agents"
     relay_contact: str | None = None
@@ -201,6 +204,12 @@ class RelayConfig:
         ):
             if (v := env.get(var)) is not None:
                 kw[attr] = _positive_int(var, v, allow_zero=zero_ok)
+        if (v := env.get("BUZZ_WEBSOCKET_LAYER")) is not None:
+            if v not in WEBSOCKET_LAYERS:
+                raise ConfigError(
+                    f"BUZZ_WEBSOCKET_LAYER must be one of {', '.join(WEBSOCKET_LAYERS)}, got {v!r}"
+                )
+            kw["websocket_layer"] = v
         for var, attr in (
             ("BUZZ_RELAY_NAME", "relay_name"),
             ("BUZZ_RELAY_DESCRIPTION", "relay_description"),

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSCloseCode, WSMsgType
@@ -38,8 +38,9 @@ from buzz.core.messages import (
 )
 from buzz.relay.connection.auth import Nip42Auth
 from buzz.relay.connection.intake import INBOUND_BUFFER_BYTES, TEXT_FRAMES, Intake
-from buzz.relay.connection.publish import Publishing, forget
+from buzz.relay.connection.publish import NOTHING_IN_FLIGHT, Publishing, forget
 from buzz.relay.connection.reqs import Reqs
+from buzz.relay.lean_ws import LeanWebSocket
 from buzz.relay.outbound import Outbound
 from buzz.relay.session import Session
 from buzz.relay.subscriptions import LiveEvent, Subscription
@@ -54,6 +55,7 @@ WRITE_BATCH_MESSAGES = 256  # frames handed to the socket in one write
 WRITE_BATCH_BYTES = 256 << 10
 CLOSE_TIMEOUT_S = 2.0  # for the close frame to get out before the socket is dropped
 _END_TYPES = (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED)
+_NO_OWNERS: frozenset[str] = frozenset()  # shared: each `frozenset()` is a new 216-byte set
 PING_FRAME = b"\x89\x00"  # FIN + ping, no payload, unmasked (RFC 6455 §5.5.2)
 
 
@@ -69,6 +71,7 @@ class Connection(Intake, Publishing, Reqs, Nip42Auth):
         "_auth_timer",
         "_closing",
         "_drops",
+        "_ended",
         "_inbound_bytes",
         "_inbound_room",
         "_inflight",
@@ -99,7 +102,7 @@ class Connection(Intake, Publishing, Reqs, Nip42Auth):
     def __init__(
         self,
         relay: Relay,
-        ws: RelayWebSocket,
+        ws: RelayWebSocket | LeanWebSocket,
         host: str | None,
         transport: asyncio.BaseTransport | None = None,
     ) -> None:
@@ -108,7 +111,7 @@ class Connection(Intake, Publishing, Reqs, Nip42Auth):
         self.host = host
         self._transport = transport  # aborted when a close cannot get through (`_close`)
         self.pubkey: str | None = None  # the first key authenticated (NIP-42); `session` has all
-        self.owners: frozenset[str] = frozenset()  # whose ban ends this session too (`Admission`)
+        self.owners: frozenset[str] = _NO_OWNERS  # whose ban ends this session too (`Admission`)
         self._session = Session(None, "ws")  # replaced at each successful AUTH
         # The connection lives on the loop it was made on; `asyncio.get_running_loop()` costs
         # a getpid() system call per call on Python 3.11, several times per event.
@@ -125,7 +128,7 @@ class Connection(Intake, Publishing, Reqs, Nip42Auth):
         self._inbound_bytes = 0  # frames read but not yet handled
         self._inbound_room: asyncio.Future[None] | None = None  # the reader waiting for room
         # Pipelined events not answered yet: their write futures (a task while one must wait).
-        self._inflight: set[asyncio.Future[Any]] = set()
+        self._inflight: set[asyncio.Future[Any]] = NOTHING_IN_FLIGHT
         self._inflight_refs: dict[object, int] = {}  # what in-flight events write (`writes_of`) → count
         self._inflight_room: asyncio.Future[None] | None = None  # the lane waiting for one to settle
         self._slots = 0  # handler slots this connection holds
@@ -144,6 +147,7 @@ class Connection(Intake, Publishing, Reqs, Nip42Auth):
         # or being written, not closing), else None: a flag kept by `_refresh_direct` on each
         # change, read by live fan-out for every delivery (`FanOut`).
         self.direct: Any = None
+        self._ended: Callable[[], Any] | None = None  # `serve`: what runs when the socket is gone
 
     def _refresh_direct(self) -> None:
         self.direct = (
@@ -240,8 +244,8 @@ class Connection(Intake, Publishing, Reqs, Nip42Auth):
             self._refresh_direct()
 
     # -- lifecycle -----------------------------------------------------------------------------
-    async def run(self) -> None:
-        """Serve the connection until it closes."""
+    def _open(self) -> None:
+        """Start serving: the ping wheel, the AUTH deadline and challenge, the writable watch."""
         # Timers, not sleeping tasks (pings: the relay's one wheel); the writer and lane tasks run
         # only while they have work.
         loop = self._loop
@@ -249,30 +253,89 @@ class Connection(Intake, Publishing, Reqs, Nip42Auth):
         self._auth_deadline = loop.time() + self.relay.config.auth_timeout_s
         self._auth_timer = loop.call_at(self._auth_deadline, self._auth_due)
         self.send(messages.auth_challenge(self.challenge))
+        self.ws.watch_writable(self._refresh_direct)  # `_release` stops the watch
+        self._refresh_direct()
+
+    async def run(self) -> None:
+        """Serve an aiohttp WebSocket until it closes."""
         try:
-            self.ws.watch_writable(self._refresh_direct)  # `finally` stops the watch
-            self._refresh_direct()
+            self._open()
             await self._read_frames()
         finally:
-            self._closing = True
-            self.direct = None
-            self.ws.unwatch_writable()
-            self.relay.pings.remove(self, self._ping_slot)
-            if self._auth_timer is not None:
-                self._auth_timer.cancel()
-            helpers = [t for t in (self._writer_task, self._lane_task) if t is not None]
-            helpers += [t for t in self._timer_tasks or () if not t.done()]
-            for sub in list(self.subs.values()):
-                self._drop_sub(sub.sub_id)
-            for task in helpers + list(self._sub_tasks.values()) + list(self._inflight):
-                task.cancel()
-            for task in helpers:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-            for queued in self._lane or ():  # frames never handled: nobody will await their checks
-                forget(queued[1])
-            self._lane = None
-            self._release_all_slots()
+            await self._release()
+
+    def serve(self, ended: Callable[[], Any]) -> None:
+        """Serve a `LeanWebSocket`, which pushes what it reads (`on_message`, `on_pong`,
+        `on_lost`): no task waits for an idle connection. `ended` runs once it is over."""
+        self._ended = ended
+        self._open()
+
+    def on_message(self, data: str | bytes, binary: bool = False) -> None:
+        """One message read by a `LeanWebSocket`: text, or bytes from a binary frame."""
+        if binary:
+            self._on_binary(data)  # type: ignore[arg-type]
+        else:
+            self._on_frame(data)  # type: ignore[arg-type]
+        if self._inbound_bytes > INBOUND_BUFFER_BYTES and self._inbound_room is None:
+            # The budget (`_inbound_budget`) without a waiting reader: stop reading until the
+            # lane has handled enough; the client's TCP window holds the rest.
+            self.ws.pause_reading()
+            self._inbound_room = self._loop.create_future()
+            self._inbound_room.add_done_callback(self._room_made)
+
+    def _room_made(self, _: asyncio.Future[None]) -> None:
+        if self._closing:
+            return
+        if self._inbound_bytes > INBOUND_BUFFER_BYTES:
+            self._inbound_room = self._loop.create_future()
+            self._inbound_room.add_done_callback(self._room_made)
+        else:
+            self.ws.resume_reading()
+
+    def on_pong(self) -> None:
+        self._missed_pongs = 0
+
+    def on_lost(self) -> None:
+        """The `LeanWebSocket`'s socket is gone: release everything, then `ended`."""
+        self._loop.create_task(self._end())
+
+    async def _end(self) -> None:
+        try:
+            await self._release()
+        finally:
+            ended, self._ended = self._ended, None
+            if ended is not None:
+                ended()
+
+    async def _release(self) -> None:
+        self._closing = True
+        self.direct = None
+        self.ws.unwatch_writable()
+        self.relay.pings.remove(self, self._ping_slot)
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+        helpers = [t for t in (self._writer_task, self._lane_task) if t is not None]
+        helpers += [t for t in self._timer_tasks or () if not t.done()]
+        for sub in list(self.subs.values()):
+            self._drop_sub(sub.sub_id)
+        for task in helpers + list(self._sub_tasks.values()) + list(self._inflight):
+            task.cancel()
+        for task in helpers:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for queued in self._lane or ():  # frames never handled: nobody will await their checks
+            forget(queued[1])
+        self._lane = None
+        self._release_all_slots()
+
+    def _on_binary(self, data: bytes) -> None:
+        """A binary frame is read as text when UTF-8 (relay.md §7.1 item 1)."""
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            self.send(messages.notice(f"invalid message: binary frame is not valid UTF-8; {TEXT_FRAMES}"))
+        else:
+            self._on_frame(text, binary=True)
 
     async def _read_frames(self) -> None:
         # `receive()` rather than `async for`: an idle connection waits here for its life, and
@@ -287,15 +350,8 @@ class Connection(Intake, Publishing, Reqs, Nip42Auth):
                 await self._inbound_budget()
             if msg.type == WSMsgType.TEXT:
                 self._on_frame(msg.data)
-            elif msg.type == WSMsgType.BINARY:  # read as text when UTF-8 (relay.md §7.1 item 1)
-                try:
-                    text = msg.data.decode("utf-8")
-                except UnicodeDecodeError:
-                    self.send(
-                        messages.notice(f"invalid message: binary frame is not valid UTF-8; {TEXT_FRAMES}")
-                    )
-                else:
-                    self._on_frame(text, binary=True)
+            elif msg.type == WSMsgType.BINARY:
+                self._on_binary(msg.data)
             elif msg.type == WSMsgType.PING:
                 await ws.pong(msg.data)
             elif msg.type == WSMsgType.PONG:

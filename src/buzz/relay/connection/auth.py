@@ -108,7 +108,8 @@ class Nip42Auth:
                 self.close_soon(code=1008, message=b"blocked", last_words=True)
             return
         pubkey = admitted.pubkey
-        self.owners = self.owners | admitted.owners  # a ban of any key's owner ends the session
+        if admitted.owners:  # a ban of any key's owner ends the session (none: no new set)
+            self.owners = self.owners | admitted.owners
         session = self._session  # AUTHs are handled in order, but re-read after the awaits
         if session.pubkey is None:
             self.pubkey = pubkey

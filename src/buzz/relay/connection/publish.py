@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_PIPELINED_EVENTS = 256  # per connection, awaiting their commit
+# `_inflight` while nothing is: one shared empty set (never added to: the first event in flight
+# gets a set of its own) instead of an empty set per connection.
+NOTHING_IN_FLIGHT: set[Any] = frozenset()  # type: ignore[assignment]
 # Global-only kinds never derive a channel or read other events while being validated, so
 # consecutive ones from one connection may wait for their commits together.
 PIPELINABLE_KINDS = kinds.GLOBAL_ONLY_KINDS - {kinds.DELETION_KIND}
@@ -42,7 +45,7 @@ class Publishing:
     __slots__ = ()
     relay: Relay
     _loop: asyncio.AbstractEventLoop
-    _inflight: set[asyncio.Future[Any]]
+    _inflight: set[asyncio.Future[Any]]  # NOTHING_IN_FLIGHT while empty
     _inflight_refs: dict[object, int]
     _inflight_room: asyncio.Future[None] | None
 
@@ -75,6 +78,8 @@ class Publishing:
         counts = self._inflight_refs
         for r in refs:
             counts[r] = counts.get(r, 0) + 1
+        if not self._inflight:  # the shared empty `NOTHING_IN_FLIGHT`: a set of its own now
+            self._inflight = set()
         self._inflight.add(written)
         written.add_done_callback(lambda done: self._written(event, plan, started, size, refs, done))
         if len(self._inflight) >= MAX_PIPELINED_EVENTS:
@@ -122,7 +127,11 @@ class Publishing:
 
     def _settle(self, item: asyncio.Future[Any], size: int, refs: tuple[object, ...]) -> None:
         """The bookkeeping of a pipelined event that is answered (or dropped at close)."""
-        self._inflight.discard(item)
+        inflight = self._inflight
+        if inflight:
+            inflight.discard(item)
+            if not inflight:  # an idle connection keeps no empty set (issue 30: ≤ 5 KiB each)
+                self._inflight = NOTHING_IN_FLIGHT
         counts = self._inflight_refs
         for r in refs:
             n = counts[r] - 1
