@@ -3,26 +3,7 @@
 // working, completed; cancelled by Stop), a relay refusal on the card, Stop on an agent's
 // working message, and the Directory where the owner changes whom the agent answers
 // (tests/web/test_jobs.py runs the relay, the harness and the other side of each step).
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { launch, person, signIn, scenario, check, finish, openChannel, article, send, reached, until, PHONE, DESKTOP } from './lib.mjs'
-
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
-async function audit(page, view) {
-  if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(AXE)
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
-  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-  if (bad.length) throw new Error(`${view}: ${bad.map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`).join('; ')}`)
-}
-async function auditBoth(page, view) {
-  await audit(page, view)
-  await page.getByRole('switch', { name: 'Dark theme' }).click()
-  try {
-    await audit(page, `${view}, dark`)
-  } finally {
-    await page.getByRole('switch', { name: 'Dark theme' }).click()
-  }
-}
+import { auditLightAndDark, launch, person, signIn, scenario, check, finish, openChannel, article, send, reached, until, PHONE, DESKTOP } from './lib.mjs'
 
 /** Alice's relay socket drops the 43006 of the jobs named in `held` on their way to the page:
  * her card stays open while the relay already has the job failed (for the refusal). */
@@ -134,7 +115,7 @@ try {
     await card(alice, 'sleep 120').getByText('Stopped by Alice').waitFor()
     await status(bob, 'sleep 120').filter({ hasText: /^cancelled$/ }).waitFor()
   })
-  await check(report, 'axe: job cards, light and dark', () => auditBoth(alice, 'job cards'))
+  await check(report, 'axe: job cards, light and dark', () => auditLightAndDark(alice, 'job cards'))
   await check(report, 'screenshots: job cards at both widths', async () => {
     await alice.setViewportSize(PHONE)
     await card(alice, 'sleep 120').scrollIntoViewIfNeeded()
@@ -221,7 +202,7 @@ try {
     await agentRow(bob, 'Rulesbot').locator('dd.dir-status').filter({ hasText: /^idle$/ }).waitFor()
     if (await dirPanel(bob).getByText('#eng').count()) throw new Error('Bob sees the private channel in the directory')
   })
-  await check(report, 'axe: the Directory, light and dark', () => auditBoth(alice, 'directory'))
+  await check(report, 'axe: the Directory, light and dark', () => auditLightAndDark(alice, 'directory'))
   await check(report, 'screenshots: the Directory at both widths', async () => {
     await shot(alice, 'directory-desktop')
     await alice.setViewportSize(PHONE)

@@ -1,6 +1,8 @@
 // Shared helpers for the browser scenarios that tests/web/*.py run: Debian's Chromium through
 // playwright-core, one fresh profile per run, and the checks each scenario reports as JSON.
 import os from 'node:os'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { chromium } from 'playwright-core'
 
 export const CHROMIUM = process.env.BUZZ_CHROMIUM || '/usr/bin/chromium'
@@ -125,4 +127,25 @@ export async function until(name) {
 export function stopListening() {
   stdinLines?.close()
   process.stdin.destroy()
+}
+
+// axe-core through the DevTools protocol (the page's CSP stays as served): serious or critical
+// violations fail the check, named with their first nodes.
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+export async function audit(page, view) {
+  if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(AXE)
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
+  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+  if (bad.length) throw new Error(`${view}: ${bad.map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`).join('; ')}`)
+}
+
+/** `audit` in the light theme, then the dark one (the switch is put back either way). */
+export async function auditLightAndDark(page, view) {
+  await audit(page, view)
+  await page.getByRole('switch', { name: 'Dark theme' }).click()
+  try {
+    await audit(page, `${view}, dark`)
+  } finally {
+    await page.getByRole('switch', { name: 'Dark theme' }).click()
+  }
 }

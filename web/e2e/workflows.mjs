@@ -2,18 +2,7 @@
 // with an error shown inline at its line, fixed and saved, Enabled switched off and on, Run now
 // and the run with its steps; then an approval workflow whose card in the timeline is approved
 // and the run completes (tests/web/test_workflows.py).
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { launch, person, signIn, scenario, check, finish, openChannel, article, PHONE, DESKTOP } from './lib.mjs'
-
-// axe-core through the DevTools protocol, as a11y.mjs does: the page's CSP stays as served.
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
-async function audit(page, view) {
-  if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(AXE)
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }))
-  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-  if (bad.length) throw new Error(`${view}: ${bad.map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`).join('; ')}`)
-}
+import { auditLightAndDark, launch, person, signIn, scenario, check, finish, openChannel, article, PHONE, DESKTOP } from './lib.mjs'
 
 const { config, report } = scenario()
 const shot = (page, name) => page.screenshot({ path: `${config.images}/${name}.png` })
@@ -66,13 +55,7 @@ try {
     await posted.getByText('workflow', { exact: true }).waitFor()
   })
   await check(report, 'axe: the Workflows panel with a run, light and dark', async () => {
-    await audit(p, 'workflows')
-    await p.getByRole('switch', { name: 'Dark theme' }).click()
-    try {
-      await audit(p, 'workflows, dark')
-    } finally {
-      await p.getByRole('switch', { name: 'Dark theme' }).click()
-    }
+    await auditLightAndDark(p, 'workflows')
   })
   await check(report, 'screenshots: the Workflows panel at both widths', async () => {
     await shot(p, 'workflows-desktop')
@@ -95,13 +78,7 @@ try {
     await panel.getByRole('article', { name: /^Run / }).first().locator('.wf-status.s-waiting_approval', { hasText: 'waiting for approval' }).first().waitFor()
   })
   await check(report, 'axe: an approval card, light and dark', async () => {
-    await audit(p, 'approval card')
-    await p.getByRole('switch', { name: 'Dark theme' }).click()
-    try {
-      await audit(p, 'approval card, dark')
-    } finally {
-      await p.getByRole('switch', { name: 'Dark theme' }).click()
-    }
+    await auditLightAndDark(p, 'approval card')
   })
   await check(report, 'screenshots: an approval card at both widths', async () => {
     await p.getByRole('button', { name: 'Close workflows' }).click()

@@ -5,6 +5,7 @@
 // never hands me one of a channel I cannot read). A snapshot older than 600 s is stale.
 import { firstTag, now, type NEvent } from './types'
 import type { Workspace } from './workspace'
+import { perWorkspace } from './per-workspace'
 
 export const MANAGED_AGENT = 30177
 export const PERSONA = 30175
@@ -58,13 +59,7 @@ export function statusOf(snapshots: Snapshot[], online: boolean, at: number): St
   return { state: 'idle', channels: [], queued }
 }
 
-const desks = new WeakMap<Workspace, Directory>()
-
-export function directoryOf(ws: Workspace): Directory {
-  let d = desks.get(ws)
-  if (!d) desks.set(ws, (d = new Directory(ws)))
-  return d
-}
+export const directoryOf = perWorkspace((ws) => new Directory(ws))
 
 export class Directory {
   people = new Set<string>()

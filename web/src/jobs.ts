@@ -5,6 +5,7 @@
 // shown: what does not validate is kept as raw text for the card to show escaped.
 import { firstTag, now, type NEvent, type Tag } from './types'
 import type { Workspace } from './workspace'
+import { perWorkspace } from './per-workspace'
 
 export const JOB_REQUEST = 43001
 export const JOB_ACCEPTED = 43002
@@ -163,13 +164,7 @@ export function fold(request: NEvent, channel: string, events: NEvent[], relayPu
   return view
 }
 
-const desks = new WeakMap<Workspace, JobDesk>()
-
-export function jobsOf(ws: Workspace): JobDesk {
-  let d = desks.get(ws)
-  if (!d) desks.set(ws, (d = new JobDesk(ws)))
-  return d
-}
+export const jobsOf = perWorkspace((ws) => new JobDesk(ws))
 
 export class JobDesk {
   private jobs = new Map<string, Map<string, Held>>() // channel -> job id -> job

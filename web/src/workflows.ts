@@ -7,6 +7,7 @@ import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { firstTag, now, type NEvent, type Tag } from './types'
 import type { Workspace } from './workspace'
+import { perWorkspace } from './per-workspace'
 
 export const DEFINITION = 30620
 export const LIFECYCLE = [46001, 46002, 46003, 46004, 46005, 46006, 46007]
@@ -117,13 +118,7 @@ function parse(content: string): Record<string, unknown> {
   }
 }
 
-const desks = new WeakMap<Workspace, WorkflowDesk>()
-
-export function workflowsOf(ws: Workspace): WorkflowDesk {
-  let d = desks.get(ws)
-  if (!d) desks.set(ws, (d = new WorkflowDesk(ws)))
-  return d
-}
+export const workflowsOf = perWorkspace((ws) => new WorkflowDesk(ws))
 
 export class WorkflowDesk {
   private approvals = new Map<string, Map<string, Approval>>() // channel -> reference -> approval
