@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
 from tests.cli.helpers import Result, buzz
 from tests.support.relay import Identity, RunningRelay
@@ -100,15 +101,22 @@ async def test_request_handoff_show_list_cancel(sqlite_relay: RunningRelay) -> N
     assert human.code == 1 and "target is not an agent member" in human.error["message"]
 
 
+async def _waiting_request(
+    running: RunningRelay, asker: Identity, channel: str, agent: Identity, prompt: str
+) -> tuple[asyncio.Task[Result], Event]:
+    """`buzz jobs request --wait` running, and its 43001 as the agent received it."""
+    waiting = asyncio.create_task(
+        _request(running.url, asker, channel, agent.pubkey, prompt, "--wait", "--timeout", "60")
+    )
+    async with running.client(agent) as c:
+        sub = await c.subscribe([{"kinds": [43001], "#h": [channel], "#p": [agent.pubkey]}])
+        return waiting, await sub.next(30)
+
+
 async def test_request_wait_prints_the_result(sqlite_relay: RunningRelay) -> None:
     url = sqlite_relay.url
     channel, asker, agent, agent_env = await _setup(sqlite_relay)
-    waiting = asyncio.create_task(
-        _request(url, asker, channel, agent.pubkey, "wait for me", "--wait", "--timeout", "30")
-    )
-    async with sqlite_relay.client(agent) as c:
-        sub = await c.subscribe([{"kinds": [43001], "#h": [channel], "#p": [agent.pubkey]}])
-        request = await sub.next(30)
+    waiting, request = await _waiting_request(sqlite_relay, asker, channel, agent, "wait for me")
     done = await _handoff(url, agent, channel, request.id, _manifest(request.id), agent_env)
     assert done.code == 0, done.stderr
     printed = (await waiting).json
@@ -124,12 +132,7 @@ async def test_request_wait_exits_6_when_the_job_is_cancelled(sqlite_relay: Runn
     complete (a `&&` chain stops there)."""
     url = sqlite_relay.url
     channel, asker, agent, _ = await _setup(sqlite_relay)
-    waiting = asyncio.create_task(
-        _request(url, asker, channel, agent.pubkey, "stop me", "--wait", "--timeout", "60")
-    )
-    async with sqlite_relay.client(agent) as c:
-        sub = await c.subscribe([{"kinds": [43001], "#h": [channel], "#p": [agent.pubkey]}])
-        request = await sub.next(30)
+    waiting, request = await _waiting_request(sqlite_relay, asker, channel, agent, "stop me")
     cancelled = await buzz(url, asker, "jobs", "cancel", "--job", request.id, "--reason", "not needed")
     assert cancelled.code == 0, cancelled.stderr
     ended = await waiting
