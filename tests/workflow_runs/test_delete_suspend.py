@@ -47,7 +47,8 @@ async def test_an_admin_deletes_a_members_workflow_and_its_runs_end_with_the_ok(
         await put_user(bc, boss, channel, admin.pubkey, "admin")
         for who in (author, member):
             await put_user(bc, boss, channel, who.pubkey)
-        nap, _ = await save(wc, author, channel, NAP % (1, "woke"))
+        # 15 s: the deletes below must come while it sleeps, also on a loaded box (1 s did not)
+        nap, _ = await save(wc, author, channel, NAP % (15, "woke"))
         ask, _ = await save(wc, author, channel, ASK)
         napping, asking = await trigger(wc, author, nap), await trigger(wc, author, ask)
         await wait_for(wc, [{"kinds": [46002], "#h": [channel]}],
@@ -73,8 +74,8 @@ async def test_an_admin_deletes_a_members_workflow_and_its_runs_end_with_the_ok(
         assert not grant.accepted, grant.message
 
         # A later workflow's longer delay ends after the deleted run's would have: nothing woke.
-        later, _ = await save(wc, author, channel, NAP % (2, "later"))
-        await run_end(wc, channel, await trigger(wc, author, later), timeout=30)
+        later, _ = await save(wc, author, channel, NAP % (16, "later"))
+        await run_end(wc, channel, await trigger(wc, author, later), timeout=90)
         texts = [e.content for e in await wc.query([{"kinds": [9], "#h": [channel]}])]
         assert "later" in texts and "woke" not in texts and "approved" not in texts
 
