@@ -86,3 +86,18 @@ def test_drain_and_take_pending() -> None:
     assert q.in_flight(C1) is not None and q.has_work()
     q.finish(C1)
     assert not q.has_work()
+
+
+def test_removing_a_retried_batch_lets_the_next_go_at_once() -> None:
+    """A job cancelled while it waits on its backoff: the channel's next event is not held
+    until that backoff would have ended (nothing would wake the channel then)."""
+    q = WorkQueue()
+    first = item(C1, 0, "failing job")
+    q.push(first)
+    q.take(C1)
+    q.push(item(C1, 1, "next job"))
+    now = 100.0
+    assert isinstance(q.fail(C1, now), Retry)
+    assert q.remove(C1, first.event.id) is first
+    following = q.next_batch(now)
+    assert following is not None and [i.event.content for i in following.items] == ["next job"]

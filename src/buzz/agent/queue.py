@@ -211,6 +211,9 @@ class WorkQueue:
                 return item
         if ch.retry is not None and any(i.event.id == event_id for i in ch.retry.items):
             batch, ch.retry = ch.retry, None
+            # The backoff was the retried batch's; what waits behind it may go now (a cancelled
+            # retry left the channel asleep until its delay ran out, with nothing to wake it).
+            ch.not_before = 0.0
             self.on_change(channel)
             return batch.items[0]
         return None
