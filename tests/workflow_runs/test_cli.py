@@ -29,6 +29,9 @@ async def test_the_cli_creates_triggers_approves_and_reads_runs(tmp_path: Path) 
             url, owner, "workflows", "create", "--channel", channel, "--yaml", "name: x\nsteps: []\n"
         )
         assert bad.code == 1 and "line" in bad.error["message"]
+        nil = await buzz(url, owner, "workflows", "create", "--channel", "00000000-0000-0000-0000-000000000000",
+                         "--yaml", "-", stdin=GATE.encode())  # fmt: skip
+        assert nil.code == 1 and "the nil UUID names no channel" in nil.error["message"]
         created = (await buzz(url, owner, "workflows", "create", "--channel", channel, "--yaml", "-",
                               stdin=GATE.encode())).json  # fmt: skip
         wid = created["workflow_id"]

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 from buzz.client.errors import AuthError, NotFound, UserError, WorkspaceError
 from buzz.client.http_bridge import BridgeError
 from buzz.client.session import Session, from_bridge_error
+from buzz.client.values import channel_arg
 
 KIND_DEFINITION, KIND_TRIGGER, KIND_GRANT, KIND_DENY = 30620, 46020, 46030, 46031
 _ENABLED_LINE = re.compile(r"^enabled:[^\n]*$", re.MULTILINE)
@@ -106,7 +107,9 @@ class Workflows:
         }
 
     async def create(self, channel_id: str, yaml: str, name: str | None = None) -> dict[str, Any]:
-        return await self._save(str(uuid.uuid4()), channel_id, yaml, name, None)
+        # The channel checked here, as every other command does (the nil UUID, a non-UUID):
+        # the relay would only say its h tag is missing.
+        return await self._save(str(uuid.uuid4()), channel_arg(channel_id), yaml, name, None)
 
     async def _own(self, workflow_id: str) -> dict[str, Any]:
         got = await self.get(workflow_id)
