@@ -92,6 +92,21 @@ try {
     const n = await article(p, 'exactly once please').count()
     if (n !== 1) throw new Error(`shown ${n} times`)
   })
+  reached('mute me')
+  await until('muted')
+  await check(report, 'a message lost on its way shows again after a reload: Not sent, then Retry sends it', async () => {
+    await box().fill('lost on its way')
+    await box().press('Enter')
+    await article(p, 'lost on its way').getByText('Sending…').waitFor()
+    await p.reload() // the page closes with the message unsent; the new one dials a link that works
+    await signIn()
+    const lost = article(p, 'lost on its way')
+    await lost.getByText('Not sent').waitFor()
+    await lost.getByRole('button', { name: 'Retry' }).click()
+    await lost.getByText('Sent', { exact: true }).waitFor()
+    if ((await lost.count()) !== 1) throw new Error('shown twice')
+  })
+  reached('resent')
 } finally {
   finish(report)
   await close()
