@@ -21,6 +21,7 @@ class Link:
         self._pipes: set[asyncio.Task[None]] = set()
         self._muted: set[asyncio.Task[None]] = set()  # page-to-relay pipes whose bytes are dropped
         self._from_page: set[asyncio.Task[None]] = set()
+        self._websockets: set[asyncio.Task[None]] = set()  # page-to-relay pipes that upgraded
 
     @property
     def http_url(self) -> str:
@@ -31,8 +32,9 @@ class Link:
         self.port = self._server.sockets[0].getsockname()[1]
 
     def mute_open(self) -> None:
-        """From now on, drop what the page writes on each connection open at this moment."""
-        self._muted |= self._from_page
+        """From now on, drop what the page writes on each WebSocket open at this moment (not
+        its HTTP keep-alive connections: a reload must still load the page)."""
+        self._muted |= self._websockets
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -65,6 +67,7 @@ class Link:
                 self._pipes.discard(task)
                 self._from_page.discard(task)
                 self._muted.discard(task)
+                self._websockets.discard(task)
             for w in (writer, up_writer):
                 with contextlib.suppress(Exception):
                     w.close()
@@ -74,6 +77,8 @@ class Link:
     ) -> None:
         with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
+                if not from_relay and b"upgrade: websocket" in data[:4096].lower():
+                    self._websockets.add(asyncio.current_task())  # type: ignore[arg-type]
                 if (from_relay and self.deaf) or asyncio.current_task() in self._muted:
                     continue
                 writer.write(data)
