@@ -40,15 +40,16 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis
-from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from buzz.core.filters import Filter
 from buzz.core.limits import REDIS_REQUEST_TIMEOUT_MS
 from buzz.core.stored import StoredEvent, from_storage
 from buzz.relay.access import ChannelAccess
+from buzz.relay.bus_link import RespLink, command, publish_command
 from buzz.relay.bus_topics import TopicRefs, named_channels
 from buzz.relay.bus_wire import (
     AccessChanged,
@@ -56,9 +57,10 @@ from buzz.relay.bus_wire import (
     EchoCache,
     Topics,
     decode_control,
-    decode_event_unless,
+    decode_event,
+    echo_id,
     encode_access_changed,
-    encode_event,
+    encode_event_bytes,
 )
 from buzz.relay.fanout import FanOut
 from buzz.relay.presence_redis import RedisPresence
@@ -78,7 +80,8 @@ START_TIMEOUT_S = 5.0  # `start` waits at most this long for the first subscript
 IDLE_PING_S, IDLE_DEAD_S = 15.0, 45.0  # listener liveness: PING when idle, reconnect when silent
 CONNECT_TIMEOUT_S, COMMAND_TIMEOUT_S = 2.0, 5.0
 
-Outgoing = tuple[str, bytes, "str | None"]  # (topic, payload, event id or None for control)
+Outgoing = tuple[bytes, bytes, "str | None"]  # (topic, payload, event id or None for control)
+_MESSAGE, _SUBSCRIBE, _UNSUBSCRIBE = b"message", b"subscribe", b"unsubscribe"
 
 
 def _client(url: str, retries: int, name: str, timeout_s: float | None = None) -> Redis:
@@ -128,7 +131,9 @@ class RedisBus:
         )
         self.presence = RedisPresence(self._requests, self.topics)
         self._outbox: asyncio.Queue[Outgoing] = asyncio.Queue(OUTBOX_MAX)
-        self._pubsub: PubSub | None = None  # the listener's current connection
+        self._pubsub: RespLink | None = None  # the listener's current connection
+        self._publisher: RespLink | None = None  # the publisher's connection, opened on demand
+        self._control_topic = self.topics.control.encode()
         self._subscribed: set[str] = set()  # SUBSCRIBE sent on the current connection
         self._confirmed: set[str] = set()  # subscribe confirmations received on it
         self._confirm_changed = asyncio.Event()
@@ -198,6 +203,10 @@ class RedisBus:
             task.cancel()
         await asyncio.gather(*self._tasks, *self._syncs, return_exceptions=True)
         self._tasks = []
+        if self._publisher is not None:
+            with contextlib.suppress(Exception):
+                await self._publisher.close()
+            self._publisher = None
         await self._redis.aclose()
         await self._requests.aclose()
 
@@ -206,13 +215,13 @@ class RedisBus:
         """Queue `stored` for the other replicas, remembering its id as our own echo."""
         event_id = stored.event.id
         self.echo.add(event_id)
-        payload = encode_event(stored.event.to_json(), stored.channel_id)
-        self._enqueue((self.topics.for_event(stored.channel_id), payload, event_id))
+        payload = encode_event_bytes(stored.event, stored.channel_id)
+        self._enqueue((self.topics.for_event(stored.channel_id).encode(), payload, event_id))
 
     def access_changed(self, channel_id: str, pubkey: str | None = None) -> None:
         """Queue an `access_changed` control message for `channel_id` (`pubkey` when only that
         reader is affected)."""
-        self._enqueue((self.topics.control, encode_access_changed(AccessChanged(channel_id, pubkey)), None))
+        self._enqueue((self._control_topic, encode_access_changed(AccessChanged(channel_id, pubkey)), None))
 
     def _enqueue(self, item: Outgoing) -> None:
         try:
@@ -226,10 +235,7 @@ class RedisBus:
             while len(batch) < PUBLISH_BATCH and not self._outbox.empty():
                 batch.append(self._outbox.get_nowait())
             try:
-                pipe = self._redis.pipeline(transaction=False)
-                for topic, payload, _ in batch:
-                    pipe.publish(topic, payload)
-                await pipe.execute()
+                await self._send_batch(b"".join([publish_command(t, p) for t, p, _ in batch]), len(batch))
                 self.stats["bus_published"] += len(batch)
                 self._repeats.recovered("publish", "Redis publishing works again")
             except Exception as exc:  # RedisError, OSError, or worse: never stop publishing
@@ -237,6 +243,26 @@ class RedisBus:
             finally:
                 for _ in batch:
                     self._outbox.task_done()
+
+    async def _send_batch(self, data: bytes, count: int) -> None:
+        """Write `count` packed PUBLISHes in one go and read their `count` answers. A stale
+        connection (Redis restarted since the last batch) is replaced and the batch sent once
+        more, as redis-py's one retry did; a receiver drops a second copy by its echo cache."""
+        for attempt in (1, 2):
+            link = self._publisher
+            try:
+                if link is None:
+                    link = self._publisher = RespLink(await self._redis.connection_pool.get_connection())
+                await link.send(data)
+                await link.replies(count, COMMAND_TIMEOUT_S)
+                return
+            except BaseException as exc:
+                self._publisher = None
+                if link is not None:
+                    with contextlib.suppress(Exception):
+                        await link.close()
+                if attempt == 2 or not isinstance(exc, (RedisConnectionError, OSError)):
+                    raise
 
     def _publish_failed(self, batch: list[Outgoing], reason: str) -> None:
         for topic, payload, event_id in batch:
@@ -271,11 +297,11 @@ class RedisBus:
             add, drop = sorted(wanted - self._subscribed), sorted(self._subscribed - wanted)
             try:
                 if add:
-                    await pubsub.subscribe(*add)
+                    await pubsub.send(command(b"SUBSCRIBE", *(t.encode() for t in add)))
                     if self._pubsub is pubsub:
                         self._subscribed.update(add)
                 if drop:
-                    await pubsub.unsubscribe(*drop)
+                    await pubsub.send(command(b"UNSUBSCRIBE", *(t.encode() for t in drop)))
                     if self._pubsub is pubsub:
                         self._subscribed.difference_update(drop)
                         self._confirmed.difference_update(drop)
@@ -359,9 +385,10 @@ class RedisBus:
     async def _connection(self) -> tuple[bool, str]:
         """Run one listener connection until it fails; returns (it was ready, the error)."""
         client = _client(self._url, retries=0, name=f"buzz-relay-listener:{self.topics.workspace}")
-        pubsub = client.pubsub()
+        link: RespLink | None = None
         try:
-            await self._listen(pubsub)
+            link = RespLink(await client.connection_pool.get_connection())
+            await self._listen(link)
             return self.connected, "closed"  # not reached: _listen only returns by raising
         except Exception as exc:  # any failure of this connection: drop it and start over
             return self.connected, str(exc) or type(exc).__name__
@@ -370,14 +397,14 @@ class RedisBus:
             self._subscribed.clear()
             self._confirmed.clear()
             self._confirmations_changed()
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()
+            if link is not None:
+                with contextlib.suppress(Exception):
+                    await link.close()
             with contextlib.suppress(Exception):
                 await client.aclose()
 
-    async def _listen(self, pubsub: PubSub) -> None:
-        await pubsub.connect()
-        self._pubsub = pubsub
+    async def _listen(self, link: RespLink) -> None:
+        self._pubsub = link
         await self._sync()
         if not self._subscribed:
             raise ConnectionError("could not subscribe")
@@ -385,21 +412,27 @@ class RedisBus:
         last_heard = loop.time()
         pinged = False
         while True:
-            message = await pubsub.get_message(timeout=1.0)
+            replies = await link.read(timeout=1.0)  # every reply of one socket read at once
             now = loop.time()
-            if message is None:
+            if replies is None:
                 if now - last_heard > IDLE_DEAD_S:
                     raise ConnectionError(f"no answer from Redis for {IDLE_DEAD_S:.0f} s")
                 if now - last_heard > IDLE_PING_S and not pinged:
-                    await pubsub.ping()
+                    await link.send(command(b"PING"))
                     pinged = True
                 continue
             last_heard, pinged = now, False
-            await self._on_message(message)
+            for reply in replies:
+                if isinstance(reply, list) and len(reply) == 3 and reply[0] == _MESSAGE:
+                    if reply[1] == self._control_topic:
+                        await self._on_control(reply[2])
+                    else:
+                        await self._on_event(reply[2])
+                elif isinstance(reply, list) and len(reply) >= 2:
+                    await self._on_message(reply[0], reply[1])  # (un)subscribe; PING's pong
 
-    async def _on_message(self, message: dict[str, Any]) -> None:
-        kind = _text(message.get("type") or "")
-        topic = _text(message.get("channel") or "")
+    async def _on_message(self, kind_raw: Any, topic_raw: Any) -> None:
+        kind, topic = _text(kind_raw), _text(topic_raw)
         if kind == "subscribe":
             was_ready = self._ready.is_set()
             self._confirmed.add(topic)
@@ -409,24 +442,21 @@ class RedisBus:
         elif kind == "unsubscribe":
             self._confirmed.discard(topic)
             self._confirmations_changed()
-        elif kind == "message":
-            if topic == self.topics.control:
-                await self._on_control(message["data"])
-            else:
-                await self._on_event(message["data"])
 
     # -- receiving (items 4 and 5) -----------------------------------------------------------
     async def _on_event(self, data: bytes) -> None:
+        if echo_id(data) in self.echo:  # our own, or a second copy: dropped before any parsing
+            self.stats["bus_echo_dropped"] += 1
+            return
         try:
-            decoded = decode_event_unless(data, self.echo.__contains__)
+            event, channel_id = decode_event(data)
         except BadPayload as exc:
             self.stats["bus_bad_payload"] += 1
             self._repeats.warning("bad-payload", "dropping a bad bus payload: %s", exc)
             return
-        if decoded is None:  # our own, or a second copy: dropped before the event is checked
+        if event.id in self.echo:  # an id the raw check could not read (another encoder)
             self.stats["bus_echo_dropped"] += 1
             return
-        event, channel_id = decoded
         self.echo.add(event.id)  # a second copy (a retried publish) is dropped too
         self.stats["bus_received"] += 1
         # The accepting replica verified it (§8); Redis is trusted infrastructure (§12.4 item 4).
