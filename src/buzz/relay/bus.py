@@ -130,7 +130,10 @@ class RedisBus:
             url, retries=0, name=f"buzz-relay-requests:{workspace}", timeout_s=request_timeout_s
         )
         self.presence = RedisPresence(self._requests, self.topics)
-        self._outbox: asyncio.Queue[Outgoing] = asyncio.Queue(OUTBOX_MAX)
+        self._outbox: collections.deque[Outgoing] = collections.deque()  # at most OUTBOX_MAX
+        self._outbox_filled = asyncio.Event()  # the publisher sleeps on it while the outbox is empty
+        self._outbox_done = asyncio.Event()  # nothing queued nor in flight (`stop` waits on it)
+        self._outbox_done.set()
         self._pubsub: RespLink | None = None  # the listener's current connection
         self._publisher: RespLink | None = None  # the publisher's connection, opened on demand
         self._control_topic = self.topics.control.encode()
@@ -196,9 +199,9 @@ class RedisBus:
         self.refs.close()
         if self._tasks:
             try:
-                await asyncio.wait_for(self._outbox.join(), flush_timeout)
+                await asyncio.wait_for(self._outbox_done.wait(), flush_timeout)
             except TimeoutError:
-                log.warning("Redis bus stopped with %d unsent message(s)", self._outbox.qsize())
+                log.warning("Redis bus stopped with %d unsent message(s)", len(self._outbox))
         for task in [*self._tasks, *self._syncs]:
             task.cancel()
         await asyncio.gather(*self._tasks, *self._syncs, return_exceptions=True)
@@ -224,25 +227,29 @@ class RedisBus:
         self._enqueue((self._control_topic, encode_access_changed(AccessChanged(channel_id, pubkey)), None))
 
     def _enqueue(self, item: Outgoing) -> None:
-        try:
-            self._outbox.put_nowait(item)
-        except asyncio.QueueFull:
+        if len(self._outbox) >= OUTBOX_MAX:
             self._publish_failed([item], "publish queue full")
+            return
+        self._outbox.append(item)
+        if not self._outbox_filled.is_set():
+            self._outbox_filled.set()
+            self._outbox_done.clear()
 
     async def _publish_loop(self) -> None:
+        outbox = self._outbox
         while True:
-            batch = [await self._outbox.get()]
-            while len(batch) < PUBLISH_BATCH and not self._outbox.empty():
-                batch.append(self._outbox.get_nowait())
+            if not outbox:
+                self._outbox_done.set()
+                self._outbox_filled.clear()
+                await self._outbox_filled.wait()
+                continue
+            batch = [outbox.popleft() for _ in range(min(len(outbox), PUBLISH_BATCH))]
             try:
                 await self._send_batch(b"".join([publish_command(t, p) for t, p, _ in batch]), len(batch))
                 self.stats["bus_published"] += len(batch)
                 self._repeats.recovered("publish", "Redis publishing works again")
             except Exception as exc:  # RedisError, OSError, or worse: never stop publishing
                 self._publish_failed(batch, str(exc) or type(exc).__name__)
-            finally:
-                for _ in batch:
-                    self._outbox.task_done()
 
     async def _send_batch(self, data: bytes, count: int) -> None:
         """Write `count` packed PUBLISHes in one go and read their `count` answers. A stale
