@@ -594,7 +594,7 @@ def _channels(tmp: Path, ds: Dataset, db_url: str | None, tag: str) -> None:
 
 
 async def analyze(dsn: str) -> None:
-    """ANALYZE a loaded PostgreSQL store (decision 355). A store in service is analyzed by
+    """ANALYZE a loaded PostgreSQL store (decision 354). A store in service is analyzed by
     autovacuum once enough of it changed; a bulk-loaded one read at once, and every copy of the
     cached template (a new database: no change counted), would be planned with no statistics."""
     import asyncpg

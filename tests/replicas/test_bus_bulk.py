@@ -1,4 +1,4 @@
-"""The bus reads Redis in bulk and drops its echoes unparsed (decision 351): what that must
+"""The bus reads Redis in bulk and drops its echoes unparsed (decisions 351, 352): what that must
 keep and what it changes, on two real replicas, one PostgreSQL, one Redis."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ async def test_an_echo_is_dropped_before_its_payload_is_parsed(
     replicas: Pair, redis: Redis, workspace_id: str, alice: Identity
 ) -> None:
     """A's own event id read off the raw bytes is enough to drop the message: a copy whose
-    JSON is cut short after the id is an echo on A, not a bad payload (before decision 351 it
+    JSON is cut short after the id is an echo on A, not a bad payload (before decision 352 it
     was parsed first and counted as one)."""
     a, _ = replicas
     async with a.client(alice) as on_a:

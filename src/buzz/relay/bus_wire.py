@@ -132,7 +132,7 @@ def echo_id(data: bytes) -> str | None:
     In a §12.4 payload the only JSON objects are the wrapper (keys `v`, `channel_id`, `event`)
     and the event; tags are arrays, and a `"` inside any string is escaped, so the first
     `"id":"` is the event's `id` key whatever order the keys come in. A receiver that finds the
-    id in its echo cache drops the message unparsed (decision 351); any other message is parsed
+    id in its echo cache drops the message unparsed (decision 352); any other message is parsed
     and checked in full, so a payload this misreads is at worst parsed as before."""
     at = data.find(_ID_KEY)
     if at < 0:
