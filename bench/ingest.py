@@ -1065,6 +1065,7 @@ def _start_profiler(relay: RelayProc, args: argparse.Namespace, key: str) -> sub
         "-r",
         "250",
         "--nonblocking",
+        *os.environ.get("BENCH_PYSPY_ARGS", "").split(),  # e.g. "--threads --idle --gil"
     ]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
