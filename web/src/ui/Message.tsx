@@ -130,9 +130,10 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
           </div>
         )}
         {!inThread && m.replies.size > 0 && (
-          <button type="button" class="link replies" onClick={() => onThread(m.ev.id)}>
+          // Apart from *Sent* or *(edited)* before it: a space in the text, a gap on screen.
+          <>{' '}<button type="button" class="link replies" onClick={() => onThread(m.ev.id)}>
             {m.replies.size} {m.replies.size === 1 ? 'reply' : 'replies'}
-          </button>
+          </button></>
         )}
       </div>
       <div class="msg-actions">
