@@ -26,6 +26,7 @@ CHECKS = [
     "on a phone the composer placeholder is not cut by the Ask agent button",
     "a search hit is a text excerpt, not a half-rendered table",
     "a private conversation's name is not cut by its e2ee tag",
+    "on a phone a search hit is a text excerpt too",
 ]
 
 APPROVAL = """name: Deploy

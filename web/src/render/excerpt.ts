@@ -9,9 +9,9 @@ export function plainText(html: string): string {
   const doc = new DOMParser().parseFromString(`<div>${html}</div>`, 'text/html')
   const root = doc.body
   root.querySelectorAll('button:not(.mention), script, style').forEach((el) => el.remove())
-  root.querySelectorAll('td, th').forEach((el) => el.append(' · '))
+  root.querySelectorAll('td, th').forEach((el) => el.nextElementSibling && el.append(' · '))
   root.querySelectorAll(BLOCKS).forEach((el) => el.append('\n'))
-  return (root.textContent ?? '').replace(/ · \n/g, '\n').replace(/\s+/g, ' ').trim()
+  return (root.textContent ?? '').replace(/\s+/g, ' ').trim()
 }
 
 /** `text` cut to about `max` characters around the first of `words` found (case-insensitive),
