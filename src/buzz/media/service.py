@@ -206,7 +206,7 @@ class MediaService:
     @staticmethod
     def may_reference(event: Event) -> bool:
         """False when `refs_effect` would find nothing: no `imeta` tag and not a profile (most
-        events; the ingest path then skips the call, decision 357)."""
+        events; the ingest path then skips the call, decision 358)."""
         return event.kind == PROFILE_KIND or any(t and t[0] == "imeta" for t in event.tags)
 
     async def refs_effect(self, stored: StoredEvent, author: str) -> PutMediaRefs | None:
