@@ -7,7 +7,8 @@ tests) never share counters. Two kinds of source, chosen for the cost on the hot
 
 - counters and histograms the relay updates as it works (`RelayMetrics.events`, `.reqs`,
   `.deliveries`, `.fanout_seconds`, `.store_seconds`, `.auths`): a labelled child is looked up
-  once per label tuple and cached, so an accepted event costs one dict lookup and one locked add;
+  once per label tuple and cached; the two made for every stored event (a plain accepted answer,
+  the insert's latency) are held in a dict and a list and added in bulk at the next scrape;
 - values read only when scraped (`_Snapshot`): open connections, authenticated ones, huddle rooms
   and peers, huddle frame counters, slow-consumer drops and the Redis bus counters and state,
   which the relay already keeps as plain numbers.
