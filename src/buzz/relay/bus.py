@@ -2,9 +2,9 @@
 
 Publishing (item 2): `FanOut.publish` hands every accepted event to `announce`, which records
 its id in the echo cache (60 s) and queues `{"v":1,"channel_id":…,"event":…}` for the topic of
-its channel (or the global topic); one publisher task sends the queue in order, in pipelined
-batches. A failed publish (or a full queue) removes the ids from the echo cache and is logged;
-local delivery never waits for Redis.
+its channel (or the global topic); one publisher task sends the queue in order, up to 256
+PUBLISHes it packed itself per write (decision 351). A failed publish (or a full queue)
+removes the ids from the echo cache and is logged; local delivery never waits for Redis.
 
 Subscribing (item 3): one listener connection subscribes to the global and control topics,
 and to `buzz:<W>:channel:<C>` while a local filter names C in `#h` (`TopicRefs`: a reference
@@ -13,9 +13,11 @@ connection is retried after 1 s, 2 s, 4 s … at most 30 s, and every wanted top
 again. A REQ waits (at most BUZZ_REDIS_TIMEOUT_MS) for its channel topics to be confirmed before its
 stored query, so nothing published by another replica after that query began is missed.
 
-Receiving (item 4): an event whose id is in the echo cache is dropped (our own, or a second
-copy); otherwise the channel id is taken from the payload and the event goes through the same
-local delivery as ours (`FanOut.deliver`), which re-checks access on this replica.
+Receiving (item 4): every reply of one socket read is handled in one wake-up (decision 351);
+an event whose id, read off the raw bytes, is in the echo cache is dropped unparsed (our own,
+or a second copy; decision 352); otherwise the channel id is taken from the payload and the
+event goes through the same local delivery as ours (`FanOut.deliver`), which re-checks
+access on this replica.
 
 Access changes (item 5): `ChannelAccess.invalidate` on this replica publishes
 `{"v":1,"type":"access_changed",…}` on the control topic; receiving one drops the cached
@@ -81,7 +83,7 @@ IDLE_PING_S, IDLE_DEAD_S = 15.0, 45.0  # listener liveness: PING when idle, reco
 CONNECT_TIMEOUT_S, COMMAND_TIMEOUT_S = 2.0, 5.0
 
 Outgoing = tuple[bytes, bytes, "str | None"]  # (topic, payload, event id or None for control)
-_MESSAGE, _SUBSCRIBE, _UNSUBSCRIBE = b"message", b"subscribe", b"unsubscribe"
+_MESSAGE = b"message"  # a pub/sub delivery: [b"message", topic, payload] (RESP2 array or RESP3 push)
 
 
 def _client(url: str, retries: int, name: str, timeout_s: float | None = None) -> Redis:
