@@ -10,15 +10,15 @@ import orjson
 
 from buzz.cli import interrupt
 
-# `relay serve` refusing its own configuration (a bad --bind): not a workspace failure, so it
-# has no category; the exit code is the one operators expect from a usage error.
-EXIT_USAGE = 2
 # The one table of failure categories → exit codes (agents.md §2.1, engram.md §12.1–12.2).
 EXIT_CODES: dict[str, int] = {
     "user_error": 1,
     "not_found": 1,
     "network_error": 2,
     "relay_error": 2,
+    # `relay serve` refusing its own configuration (a bad --bind, a taken port): the exit code
+    # operators expect from a usage error, under a name of its own so the table holds.
+    "usage_error": 2,
     "auth_error": 3,
     "key_error": 3,
     "error": 4,
