@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -94,6 +95,12 @@ class Harness:
     def ready(self) -> bool:
         return "serving" in self.log.read_text(errors="replace") if self.log.exists() else False
 
+    def held(self) -> set[str]:
+        """Job id prefixes this process queued (or ran) and did not end, from its log."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        queued = set(re.findall(r"job ([0-9a-f]{12}) queued in", text))
+        return queued - set(re.findall(r"job ([0-9a-f]{12}) ended", text))
+
     def kill9(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -131,8 +138,9 @@ async def yardstick(url: str, secret: str, channel: str, rounds: int) -> dict[st
     }
 
 
-def log_count(harnesses: list[Harness], text: str) -> int:
-    return sum(h.log.read_text(errors="replace").count(text) for h in harnesses if h.log.exists())
+def log_count(harnesses: list[Harness], *texts: str) -> int:
+    logs = [h.log.read_text(errors="replace") for h in harnesses if h.log.exists()]
+    return sum(log.count(text) for log in logs for text in texts)
 
 
 async def scenario(tmp: Path, url: str, jobs: int, pace: float, standby: bool) -> dict[str, Any]:
@@ -173,6 +181,7 @@ async def scenario(tmp: Path, url: str, jobs: int, pace: float, standby: bool) -
     seen: dict[str, dict[str, float]] = {}
     killed_at = None
     killed_t = 0.0
+    held: set[str] = set()
     try:
         async with RelayClient(url, asker) as watcher, RelayClient(url, asker) as writer:
             subs = [
@@ -207,9 +216,11 @@ async def scenario(tmp: Path, url: str, jobs: int, pace: float, standby: bool) -
                 assignee[event.id] = i % AGENTS
                 result = await writer.publish(event)
                 assert result.accepted, result.message
-                if i == jobs // 2:
-                    harnesses[1].kill9()  # mid-run, with whatever it holds in flight
+                # mid-run, while it holds a job (queued or running), else 25 jobs later anyway
+                if killed_at is None and i >= jobs // 2 and (harnesses[1].held() or i >= jobs // 2 + 25):
+                    harnesses[1].kill9()
                     killed_at, killed_t = i, time.perf_counter()
+                    held = harnesses[1].held()  # its log is complete up to the kill
                     harnesses[1].start()
                 await asyncio.sleep(1 / pace)
             deadline = time.monotonic() + 120
@@ -233,6 +244,11 @@ async def scenario(tmp: Path, url: str, jobs: int, pace: float, standby: bool) -
     # agent 1's jobs that the kill caught: accepted before it and ended after it (an accepted,
     # unfinished job of the killed harness or of its standby), and asked before it but accepted
     # after it (claimed and not yet accepted, or not yet claimed)
+    dead = [j for j in asked if j[:12] in held]  # what the killed process held
+    after = {
+        "taken over by the standby": log_count(harnesses[1 + AGENTS : 2 + AGENTS], *[f"took over job {j[:12]}" for j in dead], *[f"seized job {j[:12]}" for j in dead]),
+        "by the restarted process": log_count(harnesses[1:2], *[f"took over job {j[:12]}" for j in dead], *[f"seized job {j[:12]}" for j in dead]),
+    }  # fmt: skip
     ones = [j for j in asked if assignee[j] == 1 and asked[j] < killed_t]
     running = [j for j in ones if seen.get(j, {}).get("accept", 1e18) < killed_t < seen[j].get("end", 1e18)]
     unaccepted = [j for j in ones if seen.get(j, {}).get("accept", 1e18) > killed_t]
@@ -264,6 +280,12 @@ async def scenario(tmp: Path, url: str, jobs: int, pace: float, standby: bool) -
         "exactly_once": sum(1 for a, e in counts.values() if a == 1 and e == 1),
         "results_seen": len(end),
         "standby": standby,
+        "killed_held": len(dead),
+        "killed_held_exactly_once": sum(1 for j in dead if counts[j] == (1, 1)),
+        "killed_held_result_after_kill_max_ms": ms(
+            max((seen[j]["end"] - killed_t for j in dead if "end" in seen.get(j, {})), default=0.0)
+        ),
+        "killed_held_recovered": after,
         "harnesses": len(harnesses),
         "in_flight_at_kill": len(running),
         "in_flight_exactly_once": sum(1 for j in running if counts[j] == (1, 1)),
@@ -307,6 +329,9 @@ def render(out: dict[str, Any]) -> str:
             f"({r['in_flight_exactly_once']} exactly once, result ≤ {r['in_flight_result_max_ms']} ms after the request), "
             f"{r['unaccepted_at_kill']} asked and not yet accepted (accept ≤ {r['unaccepted_accept_max_ms']} ms); "
             f"harness logs: {r['seized']} seized after the accept grace, {r['taken_over']} taken over after a lease",
+            f"the killed process held {r['killed_held']} job(s) (queued or running, from its log): "
+            f"{r['killed_held_exactly_once']} exactly once, the last result {r['killed_held_result_after_kill_max_ms']} ms after the kill; "
+            + ", ".join(f"{n} {how}" for how, n in r["killed_held_recovered"].items()),
             "target: accept p99 < 250 ms — all jobs: "
             + ("met" if r["accept_p99_ms"] < 250 else "NOT met")
             + "; agents not killed: "

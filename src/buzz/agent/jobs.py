@@ -184,6 +184,7 @@ class JobDesk:
         )
         item = Item(event, channel, time.monotonic(), meta={"job": ticket}, solo=True)
         await rt.status.react([item], EYES)
+        log.info("job %s queued in %s", event.id[:12], channel)
         evicted = rt.queue.push(item)
         if evicted is not None:
             await rt.claims.done(evicted.event.id)
