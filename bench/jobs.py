@@ -280,6 +280,19 @@ async def scenario(tmp: Path, url: str, jobs: int, pace: float, standby: bool) -
         "exactly_once": sum(1 for a, e in counts.values() if a == 1 and e == 1),
         "results_seen": len(end),
         "standby": standby,
+        "before_turn_p99_by_agent_ms": [
+            ms(
+                pct(
+                    [
+                        seen[j]["turn"] - asked[j]
+                        for j in asked
+                        if assignee[j] == a and "turn" in seen.get(j, {})
+                    ],
+                    99,
+                )
+            )
+            for a in range(AGENTS)
+        ],
         "killed_held": len(dead),
         "killed_held_exactly_once": sum(1 for j in dead if counts[j] == (1, 1)),
         "killed_held_result_after_kill_max_ms": ms(
@@ -332,6 +345,8 @@ def render(out: dict[str, Any]) -> str:
             f"the killed process held {r['killed_held']} job(s) (queued or running, from its log): "
             f"{r['killed_held_exactly_once']} exactly once, the last result {r['killed_held_result_after_kill_max_ms']} ms after the kill; "
             + ", ".join(f"{n} {how}" for how, n in r["killed_held_recovered"].items()),
+            "request → 💬 p99 per agent (ms; agent 1 is the killed one's): "
+            + ", ".join(str(v) for v in r["before_turn_p99_by_agent_ms"]),
             "target: accept p99 < 250 ms — all jobs: "
             + ("met" if r["accept_p99_ms"] < 250 else "NOT met")
             + "; agents not killed: "
