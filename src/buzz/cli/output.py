@@ -23,9 +23,10 @@ EXIT_CODES: dict[str, int] = {
     "key_error": 3,
     "error": 4,
     "conflict": 5,
-    # `buzz jobs request --wait`: the job ended, but failed or was cancelled (its document is
-    # still printed on stdout); a script can tell it from a refused request (4).
+    # `buzz jobs request --wait`: the job ended, but failed (6) or was cancelled (7) (its
+    # document is still printed on stdout); a script can tell either from a refused request (4).
     "job_failed": 6,
+    "job_cancelled": 7,
     # Ctrl-C (SIGINT): 128 + 2, as a shell reports it; written by buzz.cli.interrupt, which
     # runs before this module is loaded and so keeps the number itself (EXIT_INTERRUPTED).
     "interrupted": 130,
