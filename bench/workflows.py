@@ -63,14 +63,14 @@ async def save(client: RelayClient, cid: str, yaml: str) -> dict[str, Any]:
     minute's fires of the workflows saved so far) is waited for by sending the same event again,
     which the relay answers `duplicate:` once it has stored it."""
     event = Event.create(SECRET, 30620, yaml, [["d", str(uuid.uuid4())], ["h", cid]])
-    for _ in range(5):
+    for _ in range(30):
         try:
             ok = await client.publish(event)
         except TimeoutError:
             continue
         assert ok.accepted, ok.message
         return json.loads(ok.message.removeprefix("response:")) if ok.message.startswith("response:") else {}
-    raise TimeoutError("no OK for a workflow definition after 5 tries")
+    raise TimeoutError("no OK for a workflow definition after 30 tries")
 
 
 async def latency(url: str, n: int) -> dict[str, Any]:
@@ -156,7 +156,7 @@ async def schedules(urls: list[str], count: int, minutes: int = 0) -> dict[str, 
         channels = [await channel(clients[0]) for _ in range(100)]
         yaml = ("name: tick\ntrigger: {on: schedule, interval: 60}\nsteps:\n"
                 "  - {id: s, action: send_message, text: '{{trigger.timestamp}}'}\n")  # fmt: skip
-        window = asyncio.Semaphore(32)  # definitions in flight: 10,000 one at a time took 15 min
+        window = asyncio.Semaphore(8)  # definitions in flight: 10,000 one at a time took 15 min
 
         async def one(i: int) -> None:
             async with window:
