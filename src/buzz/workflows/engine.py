@@ -1,9 +1,10 @@
 """The runner: doors that create runs, and replicas that drive them (workflows.md §7, §11, §12).
 
-Every run change is one `machine.advance` and one `EventStore.workflow_write` (rows, lifecycle
-events, approval, claim) committed before its effect happens; the effect of a step is recorded
+Every run change is a `machine.advance`, committed by an `EventStore.workflow_write` (rows,
+lifecycle events, approval, claim) before its effect happens — a change that only moves on is
+committed with the next one (`drive.Drive`, decision 327); the effect of a step is recorded
 with the step's start (`actions.build`) and performed after the commit (`actions.perform`).
-A replica drives a run only under its lease; a crash leaves the lease to lapse, and the scan of
+A replica drives a run only under its lease (a door's run is leased by its creating write); a crash leaves the lease to lapse, and the scan of
 any replica takes the run and resumes it at the step after its last completed one.
 
 Doors: `on_stored` (channel events, after commit, never delaying the OK), `prepare_run` for the
