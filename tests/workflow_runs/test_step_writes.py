@@ -102,7 +102,7 @@ async def test_runs_wait_at_the_gate_while_fires_are_committed(tmp_path: Path) -
         assert (await run_end(client, channel, held, timeout=scaled(30))).kind == 46005
         # the real scheduler closes the gate around its claim batches
         batches: list[bool] = []
-        _spy(store, "workflow_write_many", batches, lambda: engine.gate._open.is_set())
+        _spy(store, "workflow_write_many", batches, lambda: engine.gate.is_open)
         second = (int(time.time()) + 6) % 60
         tick = (f"name: Tick\ntrigger: {{on: schedule, cron: '{second} * * * * *'}}\nsteps:\n"
                 "  - {id: s, action: send_message, text: tick}\n")  # fmt: skip
@@ -110,4 +110,4 @@ async def test_runs_wait_at_the_gate_while_fires_are_committed(tmp_path: Path) -
         await wait_for(client, [{"kinds": [46001], "#h": [channel]}], lambda evs: len(evs) >= 2,
                        timeout=scaled(70))  # fmt: skip
         assert batches == [False]  # one batch, committed with the gate closed
-        assert engine.gate._open.is_set()
+        assert engine.gate.is_open

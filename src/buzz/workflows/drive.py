@@ -53,6 +53,10 @@ class Gate:
         self._closers = 0
         self.parked = 0  # drives waiting at the gate now (tests read it)
 
+    @property
+    def is_open(self) -> bool:
+        return self._open.is_set()
+
     @contextlib.contextmanager
     def closed(self) -> Iterator[None]:
         self._closers += 1
