@@ -200,6 +200,102 @@ def test_the_cycle_rule_counts_what_runs_at_import() -> None:
     assert import_cycle(package) == []
 
 
+# -- the whole import graph of a package ---------------------------------------------------------
+def all_edges(module: str, source: str, modules: set[str]) -> set[str]:
+    """Every `buzz` module `module` names in an import, wherever the import stands: at module
+    level, inside functions, under `if TYPE_CHECKING:` (the design's dependencies, not only what
+    runs at import). `from pkg import name` is an edge to `pkg.name` when that is a module."""
+    edges = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            targets = [
+                f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                for alias in node.names
+            ]
+        else:
+            continue
+        edges.update(t for t in targets if t in modules and t != module)
+    return edges
+
+
+def package_graph(package: str, sources: dict[str, str] | None = None) -> dict[str, set[str]]:
+    """module → the modules of `package` it imports (every import counts), for `package`'s modules."""
+    sources = dict(source_modules()) if sources is None else sources
+    inside = {m for m in sources if m == package or m.startswith(package + ".")}
+    return {m: all_edges(m, sources[m], inside) for m in sorted(inside)}
+
+
+def strong_components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative): each an
+    import cycle, or several cycles sharing modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def describe_graph(package: str) -> str:
+    """The import graph of `package` as text: modules, edges, then the cycles (SCCs).
+    `python tests/test_layers.py buzz.relay` prints it."""
+    graph = package_graph(package)
+    lines = [f"{package}: {len(graph)} modules, {sum(map(len, graph.values()))} edges (every import counts)"]
+    components = strong_components(graph)
+    lines.append(f"strongly connected components (import cycles): {len(components)}")
+    for component in components:
+        lines.append(f"  {len(component)} modules: {' '.join(component)}")
+    lines.append("edges:")
+    for module, targets in graph.items():
+        lines.append(f"  {module} -> {' '.join(sorted(targets)) or '-'}")
+    return "\n".join(lines)
+
+
+def test_the_graph_finds_cycles_through_annotation_imports() -> None:
+    a_imports_b = "from buzz.x.b import B\n"
+    typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from buzz.x.a import A\n"
+    lazy = "def f():\n    from buzz.x import a\n"
+    for b in (typing_only, lazy):
+        graph = package_graph("buzz.x", {"buzz.x.a": a_imports_b, "buzz.x.b": b, "buzz.y": ""})
+        assert strong_components(graph) == [["buzz.x.a", "buzz.x.b"]]
+    graph = package_graph("buzz.x", {"buzz.x.a": a_imports_b, "buzz.x.b": ""})
+    assert strong_components(graph) == []
+
+
 # -- file length -----------------------------------------------------------------------------------
 MAX_LINES = 600
 # path under src/buzz (or web/src/…) → why splitting it would be worse than its length. Empty: keep it so.
@@ -230,3 +326,9 @@ def test_no_source_file_is_longer_than_max_lines() -> None:
     )
     stale = [p for p in LONG_FILES if lengths.get(p, 0) <= MAX_LINES]
     assert stale == [], f"no longer long (or gone): drop them from LONG_FILES: {stale}"
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(describe_graph(sys.argv[1] if len(sys.argv) > 1 else "buzz.relay"))

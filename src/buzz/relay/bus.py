@@ -37,7 +37,7 @@ import logging
 import re
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
@@ -65,9 +65,6 @@ from buzz.relay.presence_redis import RedisPresence
 from buzz.relay.ratelog import RepeatLog
 from buzz.relay.revocation import channels_read, revoke_unreadable
 from buzz.relay.sessions import keys_of
-
-if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
 
 log = logging.getLogger(__name__)
 
@@ -141,28 +138,6 @@ class RedisBus:
         # Until the bus hears the other replicas, their access changes may be missed: no cache.
         access.cache_enabled = False
         self._repeats = RepeatLog(log)  # an outage fails every publish: first line, then counts
-
-    @classmethod
-    def attach(cls, relay: Relay) -> RedisBus:
-        """Build the bus for `relay` and wire it into fan-out, the subscription index, the
-        membership cache and presence (which moves to Redis). Raises ValueError without
-        `relay.config.redis_url`."""
-        if not relay.config.redis_url:
-            raise ValueError("the Redis bus needs BUZZ_REDIS_URL")
-        bus = cls(
-            relay.config.redis_url,
-            relay.config.workspace_id,
-            relay.fanout,
-            relay.access,
-            relay.sessions,  # sockets, and a mesh owner's remote huddle seats
-            relay.stats,
-            relay.config.redis_timeout_ms / 1000,
-        )
-        relay.fanout.bus = bus
-        relay.index.listener = bus.refs
-        relay.access.on_invalidate = bus.access_changed
-        relay.presence = relay.rules.presence = relay.reads.presence = bus.presence
-        return bus
 
     @property
     def unsent_access_changes(self) -> int:

@@ -20,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import typing
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 from websockets.exceptions import PayloadTooBig
@@ -31,14 +32,21 @@ from websockets.protocol import OPEN, Protocol, Side
 from buzz.core import messages
 from buzz.relay.websocket import frame_too_large, text_frame
 
-if TYPE_CHECKING:
-    from buzz.relay.connection import Connection
-
 log = logging.getLogger(__name__)
 
 _HELD_BYTES = 256  # a last frame larger than this is not left in the parser (`_forget_last_frame`)
 CLOSE_TIMEOUT_S = 2.0  # for the peer's close echo before the socket is dropped
 _PROTOCOL_LOG = logging.getLogger("buzz.relay.lean_ws.protocol")  # the library logs per connection
+
+
+class FrameSink(typing.Protocol):
+    """Where a `LeanWebSocket` pushes what it reads (`buzz.relay.connection.Connection`)."""
+
+    def on_message(self, data: str | bytes, binary: bool = False) -> None: ...
+
+    def on_pong(self) -> None: ...
+
+    def on_lost(self) -> None: ...
 
 
 def upgrade_response(request: web.BaseRequest) -> web.StreamResponse:
@@ -73,7 +81,7 @@ class LeanWebSocket(asyncio.Protocol):
         self.max_frame_bytes = max_frame_bytes  # inclusive: a message of exactly this size is read
         self._proto = Protocol(Side.SERVER, max_size=max_frame_bytes, logger=_PROTOCOL_LOG)
         self.transport: asyncio.Transport | None = None
-        self._conn: Connection | None = None
+        self._conn: FrameSink | None = None
         self._ctx: contextvars.Context | None = None
         self._paused = False  # the transport's buffer is over its high-water mark
         self._open = False  # frames may be written: upgraded, no close frame sent, not lost
@@ -84,7 +92,7 @@ class LeanWebSocket(asyncio.Protocol):
         self.relay_close: tuple[int, str] | None = None  # the first close the relay started
 
     # -- taking the socket from aiohttp ---------------------------------------------------------
-    def adopt(self, request: web.BaseRequest, conn: Connection) -> None:
+    def adopt(self, request: web.BaseRequest, conn: FrameSink) -> None:
         """Take the connection of `request`, whose 101 has been written, from aiohttp: the
         transport calls this protocol from now on, what the client sent after its handshake
         (aiohttp's tail) is read first, and aiohttp's handler lets go of the transport without

@@ -120,6 +120,6 @@ async def serve(config: RelayConfig, announce: Callable[[Relay, str], None]) -> 
         announce(relay, url)
         tune_gc()
         await stop.wait()
-        relay.telemetry.relay_stopping(received[0])
+        relay.report_stopping(received[0])
         started = loop.time()
     relay.telemetry.relay_stopped(loop.time() - started)

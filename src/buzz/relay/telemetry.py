@@ -11,15 +11,12 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from buzz.core import kinds
 from buzz.relay import oplog
 from buzz.relay.metrics_prom import RelayMetrics, Snapshot
 from buzz.relay.ratelog import RepeatLog
-
-if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
 
 log = logging.getLogger("buzz.relay.ops")
 
@@ -47,11 +44,11 @@ def forwarded_for(header: str | None) -> str | None:
 
 
 class Telemetry:
-    """Log lines and metrics of one relay."""
+    """Log lines and metrics of one relay. `snapshot` reads the relay's gauges at each scrape
+    (the composition root's `Relay.snapshot`): telemetry sees numbers, not the relay."""
 
-    def __init__(self, relay: Relay) -> None:
-        self._relay = relay
-        self.metrics = RelayMetrics(self._snapshot)
+    def __init__(self, snapshot: Callable[[], Snapshot]) -> None:
+        self.metrics = RelayMetrics(snapshot)
         self.repeats = RepeatLog(log)
         self._ids = itertools.count(1)
 
@@ -137,19 +134,17 @@ class Telemetry:
             oplog.line(log, logging.INFO, "auth refused", pubkey=who, reason=oplog.reason_text(refusal))
 
     # -- shutdown ------------------------------------------------------------------------------
-    def relay_stopping(self, signal_name: str) -> None:
+    def relay_stopping(self, signal_name: str, connections: int, huddle_sockets: int, drain: bool) -> None:
         """SIGINT/SIGTERM arrived: what is still open (Nostr connections, audio sockets), and
         whether huddles drain (BUZZ_MESH on, huddle.md §9.5) or are closed 1001 with the rest."""
-        relay = self._relay
-        huddle_sockets = len(relay.huddles.sockets)  # also in relay.connections (one budget)
         oplog.line(
             log,
             logging.INFO,
             "relay stopping",
             signal=signal_name,
-            connections=len(relay.connections) - huddle_sockets,
+            connections=connections,
             huddle_sockets=huddle_sockets,
-            huddles="drain" if relay.huddles.mesh is not None else "close",
+            huddles="drain" if drain else "close",
         )
 
     def relay_stopped(self, duration_s: float) -> None:
@@ -173,25 +168,3 @@ class Telemetry:
         48102 or unregistration may be missing)."""
         level = logging.WARNING if sockets_left else logging.INFO
         oplog.line(log, level, "huddle drain done", duration_s=duration_s, sockets_left=sockets_left)
-
-    # -- scrape --------------------------------------------------------------------------------
-    def _snapshot(self) -> Snapshot:
-        from buzz.relay.connection import Connection  # the set also holds huddle sockets
-
-        relay = self._relay
-        nostr = [c for c in list(relay.connections) if isinstance(c, Connection)]
-        rooms = relay.huddles.rooms
-        bus = relay.bus
-        return Snapshot(
-            connections=len(nostr),
-            authenticated=sum(1 for c in nostr if c.pubkey is not None),
-            huddle_rooms=len(rooms),
-            huddle_peers=rooms.peer_count(),
-            huddle_counters=dict(relay.huddles.stats.counters),
-            relay_stats=dict(relay.stats),
-            bus_enabled=bus is not None,
-            bus_connected=bool(bus is not None and bus.connected),
-            mesh_counters=relay.huddles.mesh_counters(),
-            http_connections=relay.http_guard.connections,
-            http_requests=relay.http_guard.requests,
-        )

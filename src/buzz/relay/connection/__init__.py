@@ -47,7 +47,7 @@ from buzz.relay.subscriptions import LiveEvent, Subscription
 from buzz.relay.websocket import RelayWebSocket
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.connection.host import ConnectionHost
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class Connection(Intake, Publishing, Reqs, Nip42Auth):
 
     def __init__(
         self,
-        relay: Relay,
+        relay: ConnectionHost,
         ws: RelayWebSocket | LeanWebSocket,
         host: str | None,
         transport: asyncio.BaseTransport | None = None,

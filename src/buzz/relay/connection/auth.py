@@ -16,14 +16,14 @@ from buzz.core.visibility import Reader
 from buzz.relay.session import Session
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.connection.host import ConnectionHost
 
 
 class Nip42Auth:
     """Who this connection is (state in `Connection`)."""
 
     __slots__ = ()
-    relay: Relay
+    relay: ConnectionHost
     host: str | None
     _loop: asyncio.AbstractEventLoop
     challenge: str

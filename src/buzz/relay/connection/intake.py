@@ -27,7 +27,7 @@ from buzz.relay.connection.publish import (
 from buzz.relay.session import Session
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.connection.host import ConnectionHost
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class Intake:
     """The lane and the budgets of frames read but not yet handled (state in `Connection`)."""
 
     __slots__ = ()
-    relay: Relay
+    relay: ConnectionHost
     _loop: asyncio.AbstractEventLoop
     _lane: deque[tuple[Any, Any, int, Any]] | None
     _lane_task: asyncio.Task[None] | None

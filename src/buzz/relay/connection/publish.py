@@ -21,7 +21,7 @@ from buzz.relay.rules.messages import reaction_target
 from buzz.relay.session import Session
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.connection.host import ConnectionHost
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class Publishing:
     """Pipelined EVENTs in flight and their answers (state in `Connection`)."""
 
     __slots__ = ()
-    relay: Relay
+    relay: ConnectionHost
     _loop: asyncio.AbstractEventLoop
     _inflight: set[asyncio.Future[Any]]  # NOTHING_IN_FLIGHT while empty
     _inflight_refs: dict[object, int]

@@ -16,7 +16,7 @@ from buzz.relay.subscriptions import Subscription
 from buzz.store.base import StoreError
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.connection.host import ConnectionHost
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class Reqs:
     `Connection`)."""
 
     __slots__ = ()
-    relay: Relay
+    relay: ConnectionHost
     _loop: asyncio.AbstractEventLoop
     pubkey: str | None
     subs: dict[str, Subscription]

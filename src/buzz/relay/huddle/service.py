@@ -27,7 +27,7 @@ from buzz.relay.ratelimit import SlidingWindow
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from buzz.relay.relay import Relay
+    from buzz.relay.huddle.host import HuddleHost
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ BAD_CHANNEL_BODY = "invalid channel id: must be a canonical UUID"
 class Huddles:
     """Everything the audio route needs, owned by the `Relay` (`relay.huddles`)."""
 
-    def __init__(self, relay: Relay, settings: HuddleSettings | None = None) -> None:
+    def __init__(self, relay: HuddleHost, settings: HuddleSettings | None = None) -> None:
         self.relay = relay
         config = relay.config
         self.settings = settings or HuddleSettings.from_env(

@@ -8,7 +8,7 @@ message. Per-kind rules are a table (`VALIDATORS`), not branches in the pipeline
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -61,6 +61,8 @@ class KindRules:
         access: ChannelAccess,
         relay_pubkey: str,
         table: kinds.KindTable = kinds.BUILTIN,
+        *,
+        validators: Mapping[int, Validator],
     ) -> None:
         self.store = store
         self.access = access
@@ -72,7 +74,7 @@ class KindRules:
         self.presence: Presence | None = None
         self.media: MediaService | None = None  # imeta checks and references (media.md §9.2)
         self.workflows: Engine | None = None  # the workflow engine (workflows.md), when enabled
-        self._validators: dict[int, Validator] | None = None  # `buzz.relay.rules.VALIDATORS`
+        self._validators = validators  # per kind: `buzz.relay.rules.VALIDATORS`, handed in by the root
 
     # -- ephemeral (relay.md §12.2) ----------------------------------------------------------
     async def ephemeral(self, stored: StoredEvent, session: Session) -> StoredEvent:
@@ -100,12 +102,7 @@ class KindRules:
         if what is not None:  # after the write gate: a refusal naming C is for who may write there
             check_target_h(stored.event, plan.stored.channel_id, what)
         self._check_d_tag(plan.stored)
-        validators = self._validators
-        if validators is None:  # the table imports this module: read it once, at first use
-            from buzz.relay.rules import VALIDATORS
-
-            validators = self._validators = VALIDATORS
-        validator = validators.get(stored.event.kind)
+        validator = self._validators.get(stored.event.kind)
         if validator is not None:
             await validator(self, plan, session)
         if self.media is not None:  # §8 item 14: local imeta tags of every stored kind
