@@ -54,7 +54,7 @@ from buzz.relay.session import Session
 from buzz.store.base import StoreError
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.http_host import HttpHost
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def _dumps(obj: Any) -> str:
 class Bridge:
     """The routes, bound to one relay."""
 
-    def __init__(self, relay: Relay) -> None:
+    def __init__(self, relay: HttpHost) -> None:
         self.relay = relay
 
     # -- request-level steps -----------------------------------------------------------------
@@ -373,7 +373,7 @@ def _parse_history(body: bytes) -> HistoryAsk:
     return HistoryAsk(kind, pubkey, d, min(limit, HISTORY_MAX_LIMIT), before)
 
 
-def add_routes(app: web.Application, relay: Relay) -> None:
+def add_routes(app: web.Application, relay: HttpHost) -> None:
     """Register `POST /events`, `/query`, `/count` and `/history` on `app` for `relay`."""
     bridge = Bridge(relay)
     app.router.add_post("/events", bridge.events)

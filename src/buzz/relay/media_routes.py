@@ -36,7 +36,7 @@ from buzz.relay.http_bridge import _header_auth_tag
 from buzz.store.base import StoreError
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.http_host import HttpHost
 
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
@@ -73,7 +73,7 @@ def refusal(
 
 
 class MediaRoutes:
-    def __init__(self, relay: Relay) -> None:
+    def __init__(self, relay: HttpHost) -> None:
         self.relay = relay
         self.media = relay.media
         self._config_host = normalize_host(urlsplit(relay.config.relay_url).netloc)
@@ -313,7 +313,7 @@ def _etags(header: str | None) -> set[str]:
     return {t.strip().removeprefix("W/") for t in header.split(",")}
 
 
-def add_routes(app: web.Application, relay: Relay) -> None:
+def add_routes(app: web.Application, relay: HttpHost) -> None:
     MediaRoutes(relay).add_to(app)
 
 

@@ -11,17 +11,19 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from buzz.core.channel_id import is_channel_id
 from buzz.relay.http_bridge import Bridge, _Refusal
-from buzz.relay.relay import Relay
 from buzz.store.base import StoreError
 from buzz.workflows.rows import approval_json, run_json
 from buzz.workflows.schedule import next_fires
 from buzz.workflows.validate import validate
+
+if TYPE_CHECKING:
+    from buzz.relay.http_host import HttpHost
 
 HOOK_BODY_MAX = 1_048_576
 NOT_FOUND = {"error": "workflow not found"}
@@ -32,7 +34,7 @@ def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = No
 
 
 class WorkflowRoutes:
-    def __init__(self, relay: Relay) -> None:
+    def __init__(self, relay: HttpHost) -> None:
         self.relay = relay
         self.engine = relay.workflows
         self.bridge = Bridge(relay)
@@ -219,7 +221,7 @@ def _time(text: str) -> int | None:
         return None
 
 
-def add_routes(app: web.Application, relay: Relay) -> None:
+def add_routes(app: web.Application, relay: HttpHost) -> None:
     routes = WorkflowRoutes(relay)
     app.router.add_post("/hooks/{id}", routes.hook)
     app.router.add_get("/workflows", routes.list_workflows)
