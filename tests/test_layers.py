@@ -46,7 +46,9 @@ LAUNCHERS: dict[str, frozenset[str]] = {
     "buzz.cli.huddle_cmd": frozenset({"buzz.voice"}),
     "buzz.cli.relay_cmd": frozenset({"buzz.relay", "buzz.store"}),
     "buzz.cli.admin_cmd": frozenset({"buzz.relay", "buzz.store"}),
-    "buzz.cli.admin_backup": frozenset({"buzz.relay.relay_key", "buzz.store"}),  # admin_cmd's backup, restore
+    "buzz.cli.admin_backup": frozenset(
+        {"buzz.relay.operator.relay_key", "buzz.store"}
+    ),  # admin_cmd's backup, restore
 }
 
 

@@ -20,26 +20,27 @@ from buzz.core.nip42 import normalize_relay_url
 from buzz.core.stored import StoredEvent
 from buzz.media.blobs import DbBlobs, FileBlobs
 from buzz.media.service import MediaService
-from buzz.relay import banwatch, relay_key
-from buzz.relay.access import ChannelAccess
-from buzz.relay.admission import NOT_A_RELAY_MEMBER, Admission, nip_aa_owners
-from buzz.relay.bus import RedisBus
+from buzz.relay.auth import banwatch
+from buzz.relay.auth.access import ChannelAccess
+from buzz.relay.auth.admission import NOT_A_RELAY_MEMBER, Admission, nip_aa_owners
+from buzz.relay.auth.sessions import Sessions
 from buzz.relay.config import RelayConfig
 from buzz.relay.connection import Connection
-from buzz.relay.emit import Emitter
-from buzz.relay.fanout import FanOut
-from buzz.relay.http_guard import HttpGuard, fd_budget, open_file_limit
+from buzz.relay.delivery.fanout import FanOut
+from buzz.relay.delivery.presence import Presence
+from buzz.relay.delivery.reads import Reads
+from buzz.relay.delivery.subscriptions import SubscriptionIndex
 from buzz.relay.huddle import Huddles
-from buzz.relay.ingest import Ingest
-from buzz.relay.metrics_prom import Snapshot
-from buzz.relay.pings import PingWheel
-from buzz.relay.presence import Presence
-from buzz.relay.reads import Reads
-from buzz.relay.rules import VALIDATORS, KindRules
-from buzz.relay.sessions import Sessions
-from buzz.relay.subscriptions import SubscriptionIndex
-from buzz.relay.telemetry import Telemetry
-from buzz.relay.workflow_host import WorkflowHost
+from buzz.relay.ingestion.emit import Emitter
+from buzz.relay.ingestion.ingest import Ingest
+from buzz.relay.ingestion.rules import VALIDATORS, KindRules
+from buzz.relay.ingestion.workflow_host import WorkflowHost
+from buzz.relay.operator import relay_key
+from buzz.relay.operator.metrics_prom import Snapshot
+from buzz.relay.operator.telemetry import Telemetry
+from buzz.relay.replicas.bus import RedisBus
+from buzz.relay.transport.http_guard import HttpGuard, fd_budget, open_file_limit
+from buzz.relay.transport.pings import PingWheel
 from buzz.store import open_store
 from buzz.store.base import EventStore, StoreError
 from buzz.workflows.engine import Engine

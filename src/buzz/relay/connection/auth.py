@@ -13,7 +13,7 @@ from buzz.core.errors import AuthRequired, Blocked, BuzzError
 from buzz.core.limits import MAX_AUTH_PUBKEYS
 from buzz.core.messages import AuthMessage
 from buzz.core.visibility import Reader
-from buzz.relay.session import Session
+from buzz.relay.auth.session import Session
 
 if TYPE_CHECKING:
     from buzz.relay.connection.host import ConnectionHost

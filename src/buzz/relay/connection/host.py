@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from buzz.core.event import Event
-    from buzz.relay.admission import Admission
-    from buzz.relay.bus import RedisBus
+    from buzz.relay.auth.admission import Admission
     from buzz.relay.config import RelayConfig
-    from buzz.relay.ingest import Ingest
-    from buzz.relay.pings import PingWheel
-    from buzz.relay.reads import Reads
-    from buzz.relay.subscriptions import SubscriptionIndex
-    from buzz.relay.telemetry import Telemetry
+    from buzz.relay.delivery.reads import Reads
+    from buzz.relay.delivery.subscriptions import SubscriptionIndex
+    from buzz.relay.ingestion.ingest import Ingest
+    from buzz.relay.operator.telemetry import Telemetry
+    from buzz.relay.replicas.bus import RedisBus
+    from buzz.relay.transport.pings import PingWheel
 
 
 class ConnectionHost(Protocol):

@@ -17,6 +17,7 @@ from buzz.core import messages
 from buzz.core.errors import BuzzError
 from buzz.core.messages import AuthMessage, EventMessage, ProtocolViolation, parse_client_message
 from buzz.core.stored import StoredEvent
+from buzz.relay.auth.session import Session
 from buzz.relay.connection.publish import (
     INDEPENDENT_CHANNEL_KINDS,
     PIPELINABLE_KINDS,
@@ -24,7 +25,6 @@ from buzz.relay.connection.publish import (
     reads_of,
     writes_of,
 )
-from buzz.relay.session import Session
 
 if TYPE_CHECKING:
     from buzz.relay.connection.host import ConnectionHost

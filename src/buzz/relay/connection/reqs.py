@@ -12,7 +12,7 @@ from buzz.core import messages
 from buzz.core.errors import BuzzError, ServerError
 from buzz.core.limits import MAX_SUBSCRIPTIONS
 from buzz.core.messages import ReqMessage
-from buzz.relay.subscriptions import Subscription
+from buzz.relay.delivery.subscriptions import Subscription
 from buzz.store.base import StoreError
 
 if TYPE_CHECKING:

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from buzz.core.event import Event
-    from buzz.relay.access import ChannelAccess
-    from buzz.relay.admission import Admission
+    from buzz.relay.auth.access import ChannelAccess
+    from buzz.relay.auth.admission import Admission
     from buzz.relay.config import RelayConfig
-    from buzz.relay.emit import Emitter
-    from buzz.relay.fanout import FanOut
-    from buzz.relay.ingest import Ingest
+    from buzz.relay.delivery.fanout import FanOut
+    from buzz.relay.ingestion.emit import Emitter
+    from buzz.relay.ingestion.ingest import Ingest
     from buzz.store.base import EventStore
 
 

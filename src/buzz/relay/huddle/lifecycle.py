@@ -18,7 +18,7 @@ import orjson
 
 from buzz.core.event import Event
 from buzz.core.stored import relay_signed
-from buzz.relay.emit import ChannelChange
+from buzz.relay.ingestion.emit import ChannelChange
 from buzz.store.base import InsertOutcome, UpdateChannel
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.huddle_control import NOT_A_MEMBER, NOT_RELAY_MEMBER, ErrorMessage
 from buzz.core.stored import relay_signed
-from buzz.relay.admission import Admission
-from buzz.relay.emit import ChannelChange
+from buzz.relay.auth.admission import Admission
+from buzz.relay.ingestion.emit import ChannelChange
 from buzz.store.base import SYSTEM, Channel, PutMember
 
 if TYPE_CHECKING:

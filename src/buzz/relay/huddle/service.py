@@ -22,7 +22,7 @@ from buzz.relay.huddle.mesh_remote import RemoteHub
 from buzz.relay.huddle.rooms import LocalRooms, RoomSlot
 from buzz.relay.huddle.settings import HuddleSettings
 from buzz.relay.huddle.socket import AudioSocket, AudioWebSocket
-from buzz.relay.ratelimit import SlidingWindow
+from buzz.relay.ingestion.ratelimit import SlidingWindow
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -134,7 +134,7 @@ class Huddles:
 
     def remote_seats(self) -> list[RemoteSeat]:
         """Seats other replicas hold in the rooms this replica owns (revocation and the ban
-        watch re-check them, `buzz.relay.sessions`); none with the mesh off."""
+        watch re-check them, `buzz.relay.auth.sessions`); none with the mesh off."""
         return self.remote.seats() if self.remote is not None else []
 
     def close_room(self, slot: RoomSlot, code: int, reason: bytes) -> None:

@@ -53,7 +53,7 @@ from buzz.relay.huddle.fanout import PeerSink, forward
 from buzz.relay.huddle.membership import ChannelGrant, JoinDenied, channel_admission, relay_admission
 from buzz.relay.huddle.mesh import LOST_CLOSE
 from buzz.relay.huddle.rooms import RoomSlot
-from buzz.relay.websocket import refused_size
+from buzz.relay.transport.websocket import refused_size
 
 if TYPE_CHECKING:
     from buzz.relay.huddle.mesh_streams import IngressStream
