@@ -9,6 +9,9 @@ inside functions and those under `if TYPE_CHECKING:`. Runs in `make lint` and wi
 
 Two rules on the modules themselves (issue 30 item 5, docs/decisions.md 340): the imports a
 module runs when it is imported form no cycle, and no source file is longer than MAX_LINES.
+In buzz.relay no import at all forms a cycle, and its parts (subpackages) import only the
+parts of their row in RELAY_PARTS (decision 341). `python -P tests/test_layers.py buzz.relay`
+prints a package's whole import graph and its cycles.
 """
 
 from __future__ import annotations
@@ -296,6 +299,61 @@ def test_the_graph_finds_cycles_through_annotation_imports() -> None:
         assert strong_components(graph) == [["buzz.x.a", "buzz.x.b"]]
     graph = package_graph("buzz.x", {"buzz.x.a": a_imports_b, "buzz.x.b": ""})
     assert strong_components(graph) == []
+
+
+# -- buzz.relay: no cycle counting every import, and its parts in layers ----------------------
+# Issue 30 item 5 (docs/decisions.md 341): handlers name narrow Protocols of what they use
+# (`ConnectionHost`, `HuddleHost`, `HuddleParts`, `HttpHost`, `FrameSink`), so not even an
+# annotation leads back to the module that builds them.
+COMPOSITION = frozenset({"relay", "app", "server", "banner"})  # the root: may import every part
+# part of buzz.relay (a subpackage, or a module left at its top) → the parts it may import.
+RELAY_PARTS: dict[str, frozenset[str]] = {
+    "": frozenset(),  # buzz.relay's __init__
+    "config": frozenset(),
+    "operator": frozenset(),
+    "transport": frozenset({"operator"}),
+    "auth": frozenset(),
+    "delivery": frozenset({"auth", "transport", "operator"}),
+    "ingestion": frozenset({"auth", "delivery", "operator"}),
+    "replicas": frozenset({"auth", "delivery", "operator"}),
+    "connection": frozenset({"config", "auth", "transport", "delivery", "ingestion", "replicas", "operator"}),
+    "huddle": frozenset({"config", "auth", "transport", "delivery", "ingestion"}),
+    "http": frozenset({"config", "auth", "transport", "delivery", "ingestion", "operator"}),
+}
+
+
+def relay_part(module: str) -> str:
+    return module.split(".")[2] if module.count(".") >= 2 else ""
+
+
+def part_violations(graph: dict[str, set[str]]) -> list[str]:
+    """`module imports target` for each import crossing RELAY_PARTS' table."""
+    bad = []
+    for module, targets in graph.items():
+        own = relay_part(module)
+        if own in COMPOSITION:
+            continue
+        allowed = RELAY_PARTS[own] | {own}
+        bad.extend(f"{module} imports {t}" for t in sorted(targets) if relay_part(t) not in allowed)
+    return bad
+
+
+def test_buzz_relay_has_no_import_cycle_counting_every_import() -> None:
+    assert strong_components(package_graph("buzz.relay")) == []
+
+
+def test_every_relay_part_has_a_row() -> None:
+    parts = {relay_part(m) for m in package_graph("buzz.relay")}
+    assert parts - COMPOSITION == set(RELAY_PARTS), parts ^ (set(RELAY_PARTS) | COMPOSITION)
+
+
+def test_relay_parts_import_only_their_row() -> None:
+    assert part_violations(package_graph("buzz.relay")) == []
+
+
+def test_the_part_rule_catches_an_upward_import() -> None:
+    graph = {"buzz.relay.auth.access": {"buzz.relay.delivery.fanout"}, "buzz.relay.app": {"buzz.relay.auth"}}
+    assert part_violations(graph) == ["buzz.relay.auth.access imports buzz.relay.delivery.fanout"]
 
 
 # -- file length -----------------------------------------------------------------------------------
