@@ -27,7 +27,7 @@ export function DirectoryPanel({ ws, onClose }: { ws: Workspace; onClose: () => 
   const agents = everyone.filter((pk) => !!dir.ownerOf(pk)).sort((a, b) => ws.nameOf(a).localeCompare(ws.nameOf(b)))
   const people = everyone.filter((pk) => !dir.ownerOf(pk)).sort((a, b) => ws.nameOf(a).localeCompare(ws.nameOf(b)))
   return (
-    <Panel name="Directory" title="People & agents" onClose={onClose}>
+    <Panel name="Directory" onClose={onClose}>
       <div class="directory">
         {!dir.loaded && <p class="hint">Loading the directory…</p>}
         {error && <p class="error" role="alert">{error}</p>}

@@ -86,7 +86,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
       )}
       {!t.hasMore && t.loaded && <p class="start">This is the start of the channel.</p>}
       {!t.loaded && <p class="start">Loading messages…</p>}
-      {withJobs(withApprovals(rows(msgs), approvals, !t.hasMore), jobs, !t.hasMore, (r) => ('ref' in r ? r.request.created_at : r.m.ev.created_at)).map((row) => 'ref' in row ? <ApprovalCard key={row.ref} ws={ws} a={row} /> : 'assignee' in row ? <JobCard key={row.id} ws={ws} job={row} /> : (
+      {afterCards(withJobs(withApprovals(rows(msgs), approvals, !t.hasMore), jobs, !t.hasMore, (r) => ('ref' in r ? r.request.created_at : r.m.ev.created_at))).map((row) => 'ref' in row ? <ApprovalCard key={row.ref} ws={ws} a={row} /> : 'assignee' in row ? <JobCard key={row.id} ws={ws} job={row} /> : (
         <Fragment key={row.m.ev.id}>
           {row.day && <h2 class="day"><span>{row.day}</span></h2>}
           {row.m === firstUnread && <NewDivider />}
@@ -126,6 +126,17 @@ function rows(msgs: Msg[]): { m: Msg; day: string; grouped: boolean }[] {
     prev = m
   }
   return out
+}
+
+/** A card (job, approval) between two messages of one author breaks their group: the message
+ * after it shows its author again. */
+function afterCards<R extends object>(list: R[]): R[] {
+  let card = false
+  return list.map((r) => {
+    const wasCard = card
+    card = !('grouped' in r)
+    return wasCard && 'grouped' in r && r.grouped ? { ...r, grouped: false } : r
+  })
 }
 
 const DAY = new Intl.DateTimeFormat(undefined, { weekday: 'long', day: 'numeric', month: 'long' })
