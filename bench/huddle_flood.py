@@ -44,7 +44,7 @@ from buzz.client import RelayClient
 from buzz.core.event import Event
 from buzz.core.huddle_wire import FrameHeader, client_frame
 from buzz.core.keys import generate_secret_key
-from buzz.relay.metrics_prom import sample_values
+from buzz.relay.operator.metrics_prom import sample_values
 from huddle import cpu_seconds, create_channel, free_port, join, load_avg, pct
 
 STAMP = struct.Struct(">d")  # send time (time.monotonic) at the start of a probe frame's payload

@@ -9,6 +9,9 @@ inside functions and those under `if TYPE_CHECKING:`. Runs in `make lint` and wi
 
 Two rules on the modules themselves (issue 30 item 5, docs/decisions.md 340): the imports a
 module runs when it is imported form no cycle, and no source file is longer than MAX_LINES.
+In buzz.relay no import at all forms a cycle, and its parts (subpackages) import only the
+parts of their row in RELAY_PARTS (decision 341). `python -P tests/test_layers.py buzz.relay`
+prints a package's whole import graph and its cycles.
 """
 
 from __future__ import annotations
@@ -46,7 +49,9 @@ LAUNCHERS: dict[str, frozenset[str]] = {
     "buzz.cli.huddle_cmd": frozenset({"buzz.voice"}),
     "buzz.cli.relay_cmd": frozenset({"buzz.relay", "buzz.store"}),
     "buzz.cli.admin_cmd": frozenset({"buzz.relay", "buzz.store"}),
-    "buzz.cli.admin_backup": frozenset({"buzz.relay.relay_key", "buzz.store"}),  # admin_cmd's backup, restore
+    "buzz.cli.admin_backup": frozenset(
+        {"buzz.relay.operator.relay_key", "buzz.store"}
+    ),  # admin_cmd's backup, restore
 }
 
 
@@ -200,6 +205,157 @@ def test_the_cycle_rule_counts_what_runs_at_import() -> None:
     assert import_cycle(package) == []
 
 
+# -- the whole import graph of a package ---------------------------------------------------------
+def all_edges(module: str, source: str, modules: set[str]) -> set[str]:
+    """Every `buzz` module `module` names in an import, wherever the import stands: at module
+    level, inside functions, under `if TYPE_CHECKING:` (the design's dependencies, not only what
+    runs at import). `from pkg import name` is an edge to `pkg.name` when that is a module."""
+    edges = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            targets = [
+                f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                for alias in node.names
+            ]
+        else:
+            continue
+        edges.update(t for t in targets if t in modules and t != module)
+    return edges
+
+
+def package_graph(package: str, sources: dict[str, str] | None = None) -> dict[str, set[str]]:
+    """module → the modules of `package` it imports (every import counts), for `package`'s modules."""
+    sources = dict(source_modules()) if sources is None else sources
+    inside = {m for m in sources if m == package or m.startswith(package + ".")}
+    return {m: all_edges(m, sources[m], inside) for m in sorted(inside)}
+
+
+def strong_components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative): each an
+    import cycle, or several cycles sharing modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def describe_graph(package: str) -> str:
+    """The import graph of `package` as text: modules, edges, then the cycles (SCCs).
+    `python tests/test_layers.py buzz.relay` prints it."""
+    graph = package_graph(package)
+    lines = [f"{package}: {len(graph)} modules, {sum(map(len, graph.values()))} edges (every import counts)"]
+    components = strong_components(graph)
+    lines.append(f"strongly connected components (import cycles): {len(components)}")
+    for component in components:
+        lines.append(f"  {len(component)} modules: {' '.join(component)}")
+    lines.append("edges:")
+    for module, targets in graph.items():
+        lines.append(f"  {module} -> {' '.join(sorted(targets)) or '-'}")
+    return "\n".join(lines)
+
+
+def test_the_graph_finds_cycles_through_annotation_imports() -> None:
+    a_imports_b = "from buzz.x.b import B\n"
+    typing_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from buzz.x.a import A\n"
+    lazy = "def f():\n    from buzz.x import a\n"
+    for b in (typing_only, lazy):
+        graph = package_graph("buzz.x", {"buzz.x.a": a_imports_b, "buzz.x.b": b, "buzz.y": ""})
+        assert strong_components(graph) == [["buzz.x.a", "buzz.x.b"]]
+    graph = package_graph("buzz.x", {"buzz.x.a": a_imports_b, "buzz.x.b": ""})
+    assert strong_components(graph) == []
+
+
+# -- buzz.relay: no cycle counting every import, and its parts in layers ----------------------
+# Issue 30 item 5 (docs/decisions.md 341): handlers name narrow Protocols of what they use
+# (`ConnectionHost`, `HuddleHost`, `HuddleParts`, `HttpHost`, `FrameSink`), so not even an
+# annotation leads back to the module that builds them.
+COMPOSITION = frozenset({"relay", "app", "server", "banner"})  # the root: may import every part
+# part of buzz.relay (a subpackage, or a module left at its top) → the parts it may import.
+RELAY_PARTS: dict[str, frozenset[str]] = {
+    "": frozenset(),  # buzz.relay's __init__
+    "config": frozenset(),
+    "operator": frozenset(),
+    "transport": frozenset({"operator"}),
+    "auth": frozenset(),
+    "delivery": frozenset({"auth", "transport", "operator"}),
+    "ingestion": frozenset({"auth", "delivery", "operator"}),
+    "replicas": frozenset({"auth", "delivery", "operator"}),
+    "connection": frozenset({"config", "auth", "transport", "delivery", "ingestion", "replicas", "operator"}),
+    "huddle": frozenset({"config", "auth", "transport", "delivery", "ingestion"}),
+    "http": frozenset({"config", "auth", "transport", "delivery", "ingestion", "operator"}),
+}
+
+
+def relay_part(module: str) -> str:
+    return module.split(".")[2] if module.count(".") >= 2 else ""
+
+
+def part_violations(graph: dict[str, set[str]]) -> list[str]:
+    """`module imports target` for each import crossing RELAY_PARTS' table."""
+    bad = []
+    for module, targets in graph.items():
+        own = relay_part(module)
+        if own in COMPOSITION:
+            continue
+        allowed = RELAY_PARTS[own] | {own}
+        bad.extend(f"{module} imports {t}" for t in sorted(targets) if relay_part(t) not in allowed)
+    return bad
+
+
+def test_buzz_relay_has_no_import_cycle_counting_every_import() -> None:
+    assert strong_components(package_graph("buzz.relay")) == []
+
+
+def test_every_relay_part_has_a_row() -> None:
+    parts = {relay_part(m) for m in package_graph("buzz.relay")}
+    assert parts - COMPOSITION == set(RELAY_PARTS), parts ^ (set(RELAY_PARTS) | COMPOSITION)
+
+
+def test_relay_parts_import_only_their_row() -> None:
+    assert part_violations(package_graph("buzz.relay")) == []
+
+
+def test_the_part_rule_catches_an_upward_import() -> None:
+    graph = {"buzz.relay.auth.access": {"buzz.relay.delivery.fanout"}, "buzz.relay.app": {"buzz.relay.auth"}}
+    assert part_violations(graph) == ["buzz.relay.auth.access imports buzz.relay.delivery.fanout"]
+
+
 # -- file length -----------------------------------------------------------------------------------
 MAX_LINES = 600
 # path under src/buzz (or web/src/…) → why splitting it would be worse than its length. Empty: keep it so.
@@ -230,3 +386,9 @@ def test_no_source_file_is_longer_than_max_lines() -> None:
     )
     stale = [p for p in LONG_FILES if lengths.get(p, 0) <= MAX_LINES]
     assert stale == [], f"no longer long (or gone): drop them from LONG_FILES: {stale}"
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(describe_graph(sys.argv[1] if len(sys.argv) > 1 else "buzz.relay"))

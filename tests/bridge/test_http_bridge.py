@@ -11,7 +11,7 @@ import pytest
 
 from buzz.core.event import Event
 from buzz.core.nip98 import build_auth_header
-from buzz.relay.http_bridge import EVENT_STATUS, READ_STATUS, event_status, read_status
+from buzz.relay.http.bridge import EVENT_STATUS, READ_STATUS, event_status, read_status
 from tests.bridge.helpers import post, publish, signed_headers
 from tests.support.relay import Identity, RunningRelay, relay_on
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 # What a join without access gets (huddle.md §4.2), and a seat closed for losing it alike.
 NOT_A_MEMBER = {"type": "error", "message": "not a member"}
 NOT_RELAY_MEMBER = {"type": "error", "message": "restricted: not a relay member"}
-BAN_POLL_WAIT_S = 20  # the relay's ban watch polls every 5 s (buzz.relay.banwatch.POLL_S)
+BAN_POLL_WAIT_S = 20  # the relay's ban watch polls every 5 s (buzz.relay.auth.banwatch.POLL_S)
 
 
 @dataclass

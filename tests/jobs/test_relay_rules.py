@@ -19,8 +19,8 @@ from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
 from buzz.core.stored import verify_stored
 from buzz.jobs import build
-from buzz.relay.ratelimit import SlidingWindow
-from buzz.relay.rules.jobs import _WINDOWS, relay_signed
+from buzz.relay.ingestion.ratelimit import SlidingWindow
+from buzz.relay.ingestion.rules.jobs import _WINDOWS, relay_signed
 from buzz.store.base import InsertOutcome
 from tests.jobs.support import result_manifest
 from tests.support.relay import Identity, RunningRelay

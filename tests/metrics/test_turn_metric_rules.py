@@ -14,7 +14,7 @@ from buzz.client import RelayClient, RelayError
 from buzz.core import nip44
 from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
-from buzz.relay.rules.metrics import SlidingWindow
+from buzz.relay.ingestion.rules.metrics import SlidingWindow
 from tests.support.relay import Identity, RunningRelay
 
 KIND = 44200

@@ -160,7 +160,7 @@ async def test_admin_on_postgresql_applies_to_a_running_relay(tmp_path: Path) ->
 
 
 async def test_banning_a_connected_key_closes_its_open_session(tmp_path: Path) -> None:
-    """The watcher polls the ban list every 5 s (buzz.relay.banwatch.POLL_S)."""
+    """The watcher polls the ban list every 5 s (buzz.relay.auth.banwatch.POLL_S)."""
     import asyncio
 
     data, mallory, alice = tmp_path / "data", Identity.new(), Identity.new()

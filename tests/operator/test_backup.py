@@ -20,7 +20,7 @@ import pytest
 
 from buzz.client import RelayClient
 from buzz.core.event import Event
-from buzz.relay.relay_key import load_or_create
+from buzz.relay.operator.relay_key import load_or_create
 from buzz.store import open_store
 from buzz.store.archive import MANIFEST
 from tests.operator.support import BUZZ, admin, buzz, clean_env, served

@@ -16,8 +16,8 @@ from pathlib import Path
 import aiohttp
 from aiohttp.http_exceptions import BadHttpMessage
 
-from buzz.relay.httplog import HttpErrorLog
-from buzz.relay.ratelog import RepeatLog
+from buzz.relay.operator.httplog import HttpErrorLog
+from buzz.relay.operator.ratelog import RepeatLog
 from tests.operator.support import lines_with, served
 
 MALFORMED = (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import aiohttp
 
-from buzz.relay.metrics_prom import sample_values
+from buzz.relay.operator.metrics_prom import sample_values
 from tests.huddle.support import ChannelSpec, frame, join, make_channel
 from tests.support.relay import Identity, relay_on
 

@@ -11,7 +11,7 @@ import aiohttp
 from buzz.client import RelayClient
 from buzz.core.channel_id import new_channel_id
 from buzz.core.event import Event
-from buzz.relay.metrics_prom import sample_values
+from buzz.relay.operator.metrics_prom import sample_values
 from tests.operator.support import free_port, served
 from tests.support.relay import Identity
 

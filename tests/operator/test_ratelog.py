@@ -17,8 +17,8 @@ import pytest
 
 from buzz.client import RelayClient
 from buzz.core.event import Event
-from buzz.relay.metrics_prom import sample_values
-from buzz.relay.ratelog import RepeatLog
+from buzz.relay.operator.metrics_prom import sample_values
+from buzz.relay.operator.ratelog import RepeatLog
 from tests.operator.support import free_port, lines_with, served
 from tests.replicas.conftest import unreachable
 from tests.support.pg import temp_database

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from buzz.core import nip19
-from buzz.relay.relay_key import KEY_FILE
+from buzz.relay.operator.relay_key import KEY_FILE
 from tests.operator.support import admin, buzz, free_port, served
 
 

@@ -1,7 +1,7 @@
 """A crash between a channel change's commit and its relay-signed state (issue 9 item 5).
 
 A real `buzz relay serve` process is killed with SIGKILL right after the commit (the test-only
-`BUZZ_TEST_KILL_AFTER_COMMIT_KIND` hook, `buzz.relay.crash_hook`); the restarted relay must
+`BUZZ_TEST_KILL_AFTER_COMMIT_KIND` hook, `buzz.relay.operator.crash_hook`); the restarted relay must
 serve complete and current 39000–39003. A creator's repeated 9007 repairs the state too.
 """
 
@@ -19,7 +19,7 @@ from buzz.client.relay_client import ConnectionLost
 from buzz.core.channel_id import new_channel_id
 from buzz.core.event import Event
 from buzz.core.stored import verify_stored
-from buzz.relay import crash_hook
+from buzz.relay.operator import crash_hook
 from buzz.store.base import Channel, CreateChannel, PutMember
 from tests.operator.support import served
 from tests.support.relay import Identity, relay_on

@@ -14,7 +14,7 @@ from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.nip42 import build_auth_event
 from buzz.core.stored import relay_signed
-from buzz.relay.banwatch import BANNED, close_banned
+from buzz.relay.auth.banwatch import BANNED, close_banned
 from buzz.relay.config import ConfigError, RelayConfig
 from tests.support.relay import Identity, RunningRelay, relay_on
 from tests.workspace.helpers import (

@@ -14,8 +14,8 @@ import aiohttp
 
 from buzz.client import RelayClient
 from buzz.core.limits import HTTP_RETRY_AFTER_S
-from buzz.relay.http_guard import BODY_TIMEOUT_STAT, BUSY_STAT, EVICTED_STAT, FdBudget, fd_budget
-from buzz.relay.metrics_prom import sample_values
+from buzz.relay.operator.metrics_prom import sample_values
+from buzz.relay.transport.http_guard import BODY_TIMEOUT_STAT, BUSY_STAT, EVICTED_STAT, FdBudget, fd_budget
 from tests.operator.support import free_port, served
 from tests.support.relay import Identity, relay_on
 

@@ -14,7 +14,9 @@ from buzz.core.errors import BuzzError, MalformedEvent
 from buzz.core.event import Event
 from buzz.core.keys import generate_secret_key
 from buzz.media.service import MediaService
-from buzz.relay.metrics_prom import (
+from buzz.relay.auth.session import Session
+from buzz.relay.ingestion.precheck import PrecheckContext, run_prechecks
+from buzz.relay.operator.metrics_prom import (
     LATENCY_BUCKETS,
     PENDING_OBSERVATIONS,
     RelayMetrics,
@@ -22,8 +24,6 @@ from buzz.relay.metrics_prom import (
     observe_many,
     sample_values,
 )
-from buzz.relay.precheck import PrecheckContext, run_prechecks
-from buzz.relay.session import Session
 
 SECRET = generate_secret_key()
 

@@ -134,7 +134,7 @@ async def test_an_oversized_frame_gets_a_notice_then_the_1009_close(tmp_path) ->
 
 
 async def test_the_send_queue_is_bounded_in_bytes_and_in_messages() -> None:
-    from buzz.relay.outbound import Outbound
+    from buzz.relay.transport.outbound import Outbound
 
     big = "b" * 4000
     q = Outbound(max_messages=100, max_bytes=10_000)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from buzz.relay.pings import PingWheel
+from buzz.relay.transport.pings import PingWheel
 
 
 class _Peer:

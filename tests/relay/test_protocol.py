@@ -164,7 +164,7 @@ async def test_bad_id_and_bad_signature(sqlite_relay: RunningRelay, alice: Ident
 async def test_verification_runs_off_the_event_loop(
     sqlite_relay: RunningRelay, alice: Identity, monkeypatch
 ) -> None:
-    import buzz.relay.ingest as ingest_mod
+    import buzz.relay.ingestion.ingest as ingest_mod
 
     threads: list[str] = []
     real = ingest_mod.verify_stored

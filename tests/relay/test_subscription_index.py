@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.keys import generate_secret_key, public_key
-from buzz.relay.subscriptions import Subscription, SubscriptionIndex
+from buzz.relay.delivery.subscriptions import Subscription, SubscriptionIndex
 
 CHANNEL = "0b7a5f8e-8a59-4c2b-9a39-6f4a3e1c2d10"
 

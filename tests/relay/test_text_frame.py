@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from aiohttp._websocket.writer import WebSocketWriter
 
-from buzz.relay.websocket import text_frame
+from buzz.relay.transport.websocket import text_frame
 
 
 class _Transport:

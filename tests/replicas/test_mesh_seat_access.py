@@ -11,7 +11,7 @@ import pytest
 from redis.asyncio import Redis
 
 from buzz.core.event import Event
-from buzz.relay import banwatch
+from buzz.relay.auth import banwatch
 from tests.huddle.support import (
     BAN_POLL_WAIT_S,
     NOT_A_MEMBER,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from buzz.core.event import Event
-from buzz.relay.revocation import ACCESS_REVOKED
+from buzz.relay.auth.revocation import ACCESS_REVOKED
 from tests.replicas.conftest import replica_pair
 from tests.replicas.helpers import closed, nothing_more, wait_until
 from tests.replicas.own_redis import own_redis

@@ -73,7 +73,7 @@ async def test_listener_backs_off_1_2_4_seconds_while_redis_is_down(
     tmp_path: Path, private_redis: OwnRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(
-        "DEBUG", logger="buzz.relay.bus"
+        "DEBUG", logger="buzz.relay.replicas.bus"
     )  # each attempt is a DEBUG line; the WARNING is rate-limited
     async with replica_pair(tmp_path, private_redis.url, "backoff") as (a, _):
         await private_redis.stop()
@@ -82,7 +82,7 @@ async def test_listener_backs_off_1_2_4_seconds_while_redis_is_down(
             return [
                 r.getMessage().rsplit("retrying in ", 1)[1]
                 for r in caplog.records
-                if r.name == "buzz.relay.bus" and "retrying in" in r.getMessage()
+                if r.name == "buzz.relay.replicas.bus" and "retrying in" in r.getMessage()
             ]
 
         await wait_until(lambda: len(delays()) >= 6, 6, "three attempts on each replica")

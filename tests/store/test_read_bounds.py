@@ -19,7 +19,7 @@ from buzz.core.kinds import BUILTIN, ENGRAM_KIND
 from buzz.core.limits import COUNT_EXACT_BUDGET, READ_MAX_BYTES
 from buzz.core.stored import StoredEvent
 from buzz.core.visibility import history_visible, visible_by_sets
-from buzz.relay.reads import gates_of
+from buzz.relay.delivery.reads import gates_of
 from buzz.store.base import SYSTEM, CountTooBroad, ReadTimeout
 from buzz.store.dialect import Conn
 from buzz.store.postgres import PostgresStore

@@ -6,7 +6,7 @@ import re
 
 import aiohttp
 
-from buzz.relay import web as web_ui
+from buzz.relay.http import web as web_ui
 from tests.support.relay import Identity, RunningRelay
 
 HTML = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from buzz.client import RelayClient
 from buzz.core.event import Event
-from buzz.relay import crash_hook
+from buzz.relay.operator import crash_hook
 from tests.operator.support import free_port, served
 from tests.support.relay import Identity
 from tests.workflow_runs.support import run_end, run_tag, save, trigger, wait_for

@@ -7,7 +7,7 @@ import time
 
 from buzz.core.event import Event
 from buzz.core.stored import verify_stored
-from buzz.relay.presence import Presence, presence_status
+from buzz.relay.delivery.presence import Presence, presence_status
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import accepted, create_channel, drain, ids, live, put_user, settle
 

@@ -34,7 +34,7 @@ from typing import Any
 from buzz import __version__
 from buzz.client.errors import UserError, WorkspaceError
 from buzz.core.keys import is_hex, public_key
-from buzz.relay.relay_key import KEY_FILE
+from buzz.relay.operator.relay_key import KEY_FILE
 from buzz.store import SQLITE_FILENAME
 from buzz.store.archive import ArchiveError, Manifest, Member, Source, read_archive, write_archive
 from buzz.store.backup import (

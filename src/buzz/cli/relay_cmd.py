@@ -17,9 +17,10 @@ import orjson
 
 from buzz.cli.groups import CommandGroup
 from buzz.cli.output import EXIT_CODES, fail
-from buzz.relay import banner, oplog
+from buzz.relay import banner
 from buzz.relay.config import ConfigError, RelayConfig, parse_bind
-from buzz.relay.oplog import LOG_FORMATS
+from buzz.relay.operator import oplog
+from buzz.relay.operator.oplog import LOG_FORMATS
 from buzz.store.base import StoreError, StoreUnreachable
 
 

@@ -2,7 +2,7 @@
 team catalog 30178. They are readable by others, so no record may carry a secret (§11.7);
 each content check raises `Invalid("<record> <reason>")`.
 
-The `d` and `shared` tag rules of 30175 and 30178 are the relay's (`relay/rules/records.py`);
+The `d` and `shared` tag rules of 30175 and 30178 are the relay's (`relay/ingestion/rules/records.py`);
 this module checks what the contents say, for the relay and for the CLI before it signs.
 """
 

@@ -6,5 +6,5 @@ Pure core (no I/O): `auth` (kind 24242 checks), `sniff` (type tables and magic n
 (HTTP Range), `rates` (upload slots). Runner: `receive` (a body streamed to a temporary file
 while hashed), `images` (Pillow under decompression-bomb limits), `blobs` (files or PostgreSQL
 byte stores), `service` (uploads, access, references, collection). The relay's HTTP glue is
-`buzz.relay.media_routes`; the wire format clients share is `buzz.core.blossom` / `core.imeta`.
+`buzz.relay.http.media`; the wire format clients share is `buzz.core.blossom` / `core.imeta`.
 """

@@ -1,6 +1,6 @@
 """The media runner: uploads after their authorization, read access, references at ingest and
 the collection of unreferenced blobs (media.md §4, §8, §9, §12). The relay's HTTP routes
-(`buzz.relay.media_routes`) and its ingest rules call it; it reads and writes through the store
+(`buzz.relay.http.media`) and its ingest rules call it; it reads and writes through the store
 and a byte store (`buzz.media.blobs`).
 
 Refusals are `MediaRefusal(status, reason)`: the routes answer them with `X-Reason: <reason>`

@@ -13,14 +13,18 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from buzz.relay import http_bridge, media_routes, nip11, oplog, workflow_routes
-from buzz.relay import web as web_ui
 from buzz.relay.connection import Connection
-from buzz.relay.lean_ws import LeanWebSocket, upgrade_response
-from buzz.relay.metrics_prom import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from buzz.relay.http import bridge as http_bridge
+from buzz.relay.http import media as media_routes
+from buzz.relay.http import nip11
+from buzz.relay.http import web as web_ui
+from buzz.relay.http import workflows as workflow_routes
+from buzz.relay.operator import oplog
+from buzz.relay.operator.metrics_prom import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from buzz.relay.operator.telemetry import forwarded_for
 from buzz.relay.relay import Relay
-from buzz.relay.telemetry import forwarded_for
-from buzz.relay.websocket import RelayWebSocket
+from buzz.relay.transport.lean_ws import LeanWebSocket, upgrade_response
+from buzz.relay.transport.websocket import RelayWebSocket
 
 log = logging.getLogger(__name__)
 

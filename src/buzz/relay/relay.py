@@ -20,24 +20,27 @@ from buzz.core.nip42 import normalize_relay_url
 from buzz.core.stored import StoredEvent
 from buzz.media.blobs import DbBlobs, FileBlobs
 from buzz.media.service import MediaService
-from buzz.relay import banwatch, relay_key
-from buzz.relay.access import ChannelAccess
-from buzz.relay.admission import NOT_A_RELAY_MEMBER, Admission, nip_aa_owners
-from buzz.relay.bus import RedisBus
+from buzz.relay.auth import banwatch
+from buzz.relay.auth.access import ChannelAccess
+from buzz.relay.auth.admission import NOT_A_RELAY_MEMBER, Admission, nip_aa_owners
+from buzz.relay.auth.sessions import Sessions
 from buzz.relay.config import RelayConfig
-from buzz.relay.emit import Emitter
-from buzz.relay.fanout import FanOut
-from buzz.relay.http_guard import HttpGuard, fd_budget, open_file_limit
+from buzz.relay.connection import Connection
+from buzz.relay.delivery.fanout import FanOut
+from buzz.relay.delivery.presence import Presence
+from buzz.relay.delivery.reads import Reads
+from buzz.relay.delivery.subscriptions import SubscriptionIndex
 from buzz.relay.huddle import Huddles
-from buzz.relay.ingest import Ingest
-from buzz.relay.pings import PingWheel
-from buzz.relay.presence import Presence
-from buzz.relay.reads import Reads
-from buzz.relay.rules.base import KindRules
-from buzz.relay.sessions import Sessions
-from buzz.relay.subscriptions import SubscriptionIndex
-from buzz.relay.telemetry import Telemetry
-from buzz.relay.workflow_host import WorkflowHost
+from buzz.relay.ingestion.emit import Emitter
+from buzz.relay.ingestion.ingest import Ingest
+from buzz.relay.ingestion.rules import VALIDATORS, KindRules
+from buzz.relay.ingestion.workflow_host import WorkflowHost
+from buzz.relay.operator import relay_key
+from buzz.relay.operator.metrics_prom import Snapshot
+from buzz.relay.operator.telemetry import Telemetry
+from buzz.relay.replicas.bus import RedisBus
+from buzz.relay.transport.http_guard import HttpGuard, fd_budget, open_file_limit
+from buzz.relay.transport.pings import PingWheel
 from buzz.store import open_store
 from buzz.store.base import EventStore, StoreError
 from buzz.workflows.engine import Engine
@@ -58,7 +61,7 @@ class Relay:
         self.kinds = KindTable(config.open_kinds)  # the built-in kinds and the operator's (BUZZ_OPEN_KINDS)
         self.access = ChannelAccess(self.store, table=self.kinds)
         self.fanout = FanOut(self.index, self.access)
-        self.rules = KindRules(self.store, self.access, self.pubkey, self.kinds)
+        self.rules = KindRules(self.store, self.access, self.pubkey, self.kinds, validators=VALIDATORS)
         self.ingest = Ingest(
             self.store,
             self.fanout,
@@ -111,13 +114,13 @@ class Relay:
                 self.fd_budget.websockets,
             )
         self.http_guard = HttpGuard(self.fd_budget, self.stats)
-        self.telemetry = Telemetry(self)  # operator log lines and /metrics
+        self.telemetry = Telemetry(self.snapshot)  # operator log lines and /metrics
         self.fanout.metrics = self.ingest.metrics = self.reads.metrics = self.telemetry.metrics
         self.workspace_setting: str | None = None  # `buzz admin workspace`, as read at start
         self.metrics_url: str | None = None  # set by the server when /metrics listens
         self._ban_watch: asyncio.Task[None] | None = None  # closes sessions of keys banned later
         # relay.md §12.4: with Redis, fan-out, access changes and presence reach every replica.
-        self.bus: RedisBus | None = RedisBus.attach(self) if config.redis_url else None
+        self.bus: RedisBus | None = self._attach_bus() if config.redis_url else None
         self._handlers_in_flight = 0
         self._configured_url = normalize_relay_url(config.relay_url)
         self._scheme = config.relay_url.split("://", 1)[0].lower()
@@ -152,6 +155,53 @@ class Relay:
             await self.bus.stop()
         await self.store.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def _attach_bus(self) -> RedisBus:
+        """Build the Redis bus and wire it into fan-out, the subscription index, the membership
+        cache and presence (which moves to Redis). Only with `config.redis_url`."""
+        config = self.config
+        assert config.redis_url
+        bus = RedisBus(
+            config.redis_url,
+            config.workspace_id,
+            self.fanout,
+            self.access,
+            self.sessions,  # sockets, and a mesh owner's remote huddle seats
+            self.stats,
+            config.redis_timeout_ms / 1000,
+        )
+        self.fanout.bus = bus
+        self.index.listener = bus.refs
+        self.access.on_invalidate = bus.access_changed
+        self.presence = self.rules.presence = self.reads.presence = bus.presence
+        return bus
+
+    # -- what the operator sees (`Telemetry`) --------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The gauges of one /metrics scrape."""
+        nostr = [c for c in list(self.connections) if isinstance(c, Connection)]  # also huddle sockets
+        rooms = self.huddles.rooms
+        bus = self.bus
+        return Snapshot(
+            connections=len(nostr),
+            authenticated=sum(1 for c in nostr if c.pubkey is not None),
+            huddle_rooms=len(rooms),
+            huddle_peers=rooms.peer_count(),
+            huddle_counters=dict(self.huddles.stats.counters),
+            relay_stats=dict(self.stats),
+            bus_enabled=bus is not None,
+            bus_connected=bool(bus is not None and bus.connected),
+            mesh_counters=self.huddles.mesh_counters(),
+            http_connections=self.http_guard.connections,
+            http_requests=self.http_guard.requests,
+        )
+
+    def report_stopping(self, signal_name: str) -> None:
+        """The `relay stopping` line: what is still open when SIGINT/SIGTERM arrives."""
+        huddle_sockets = len(self.huddles.sockets)  # also in self.connections (one budget)
+        self.telemetry.relay_stopping(
+            signal_name, len(self.connections) - huddle_sockets, huddle_sockets, self.huddles.mesh is not None
+        )
 
     def _workflow_door(self, stored: StoredEvent) -> None:
         self.workflows.on_stored(stored)

@@ -14,12 +14,12 @@ from aiohttp import web
 from aiohttp.log import server_logger
 
 from buzz.core.nip98 import http_base
-from buzz.relay import datalock
 from buzz.relay.app import build_app, build_metrics_app
 from buzz.relay.config import DEFAULT_RELAY_URL, RelayConfig, parse_bind
-from buzz.relay.http_guard import raise_open_file_limit
-from buzz.relay.httplog import HttpErrorLog
+from buzz.relay.operator import datalock
+from buzz.relay.operator.httplog import HttpErrorLog
 from buzz.relay.relay import Relay
+from buzz.relay.transport.http_guard import raise_open_file_limit
 from buzz.store import sqlite_path
 
 # The collector's first generation is collected every GC_YOUNG_THRESHOLD net allocations of
@@ -65,7 +65,7 @@ async def running_relay(config: RelayConfig) -> AsyncIterator[tuple[Relay, str]]
         relay = Relay(config)
         # aiohttp's keep-alive timer is its header timeout too: it closes a connection that has
         # not sent a whole request that long after opening or after its previous answer.
-        # A malformed request is one counted WARNING, not an ERROR traceback each (relay/httplog.py).
+        # A malformed request is one counted WARNING, not an ERROR traceback each (relay/operator/httplog.py).
         http_log = HttpErrorLog(server_logger, relay.telemetry.repeats)
         runner = web.AppRunner(
             build_app(relay),
@@ -120,6 +120,6 @@ async def serve(config: RelayConfig, announce: Callable[[Relay, str], None]) -> 
         announce(relay, url)
         tune_gc()
         await stop.wait()
-        relay.telemetry.relay_stopping(received[0])
+        relay.report_stopping(received[0])
         started = loop.time()
     relay.telemetry.relay_stopped(loop.time() - started)

@@ -36,18 +36,18 @@ from buzz.core.messages import (
     EventMessage,
     ReqMessage,
 )
+from buzz.relay.auth.session import Session
 from buzz.relay.connection.auth import Nip42Auth
 from buzz.relay.connection.intake import INBOUND_BUFFER_BYTES, TEXT_FRAMES, Intake
 from buzz.relay.connection.publish import NOTHING_IN_FLIGHT, Publishing, forget
 from buzz.relay.connection.reqs import Reqs
-from buzz.relay.lean_ws import LeanWebSocket
-from buzz.relay.outbound import Outbound
-from buzz.relay.session import Session
-from buzz.relay.subscriptions import LiveEvent, Subscription
-from buzz.relay.websocket import RelayWebSocket
+from buzz.relay.delivery.subscriptions import LiveEvent, Subscription
+from buzz.relay.transport.lean_ws import LeanWebSocket
+from buzz.relay.transport.outbound import Outbound
+from buzz.relay.transport.websocket import RelayWebSocket
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.connection.host import ConnectionHost
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class Connection(Intake, Publishing, Reqs, Nip42Auth):
 
     def __init__(
         self,
-        relay: Relay,
+        relay: ConnectionHost,
         ws: RelayWebSocket | LeanWebSocket,
         host: str | None,
         transport: asyncio.BaseTransport | None = None,

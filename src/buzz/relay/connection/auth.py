@@ -13,17 +13,17 @@ from buzz.core.errors import AuthRequired, Blocked, BuzzError
 from buzz.core.limits import MAX_AUTH_PUBKEYS
 from buzz.core.messages import AuthMessage
 from buzz.core.visibility import Reader
-from buzz.relay.session import Session
+from buzz.relay.auth.session import Session
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.connection.host import ConnectionHost
 
 
 class Nip42Auth:
     """Who this connection is (state in `Connection`)."""
 
     __slots__ = ()
-    relay: Relay
+    relay: ConnectionHost
     host: str | None
     _loop: asyncio.AbstractEventLoop
     challenge: str

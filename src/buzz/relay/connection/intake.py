@@ -17,6 +17,7 @@ from buzz.core import messages
 from buzz.core.errors import BuzzError
 from buzz.core.messages import AuthMessage, EventMessage, ProtocolViolation, parse_client_message
 from buzz.core.stored import StoredEvent
+from buzz.relay.auth.session import Session
 from buzz.relay.connection.publish import (
     INDEPENDENT_CHANNEL_KINDS,
     PIPELINABLE_KINDS,
@@ -24,10 +25,9 @@ from buzz.relay.connection.publish import (
     reads_of,
     writes_of,
 )
-from buzz.relay.session import Session
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.connection.host import ConnectionHost
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class Intake:
     """The lane and the budgets of frames read but not yet handled (state in `Connection`)."""
 
     __slots__ = ()
-    relay: Relay
+    relay: ConnectionHost
     _loop: asyncio.AbstractEventLoop
     _lane: deque[tuple[Any, Any, int, Any]] | None
     _lane_task: asyncio.Task[None] | None

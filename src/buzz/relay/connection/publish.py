@@ -15,13 +15,13 @@ from buzz.core import kinds, messages
 from buzz.core.errors import BuzzError
 from buzz.core.event import Event
 from buzz.core.messages import EventMessage
-from buzz.relay.ingest import Outcome
-from buzz.relay.rules.base import Plan
-from buzz.relay.rules.messages import reaction_target
-from buzz.relay.session import Session
+from buzz.relay.auth.session import Session
+from buzz.relay.ingestion.ingest import Outcome
+from buzz.relay.ingestion.rules.base import Plan
+from buzz.relay.ingestion.rules.messages import reaction_target
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.connection.host import ConnectionHost
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class Publishing:
     """Pipelined EVENTs in flight and their answers (state in `Connection`)."""
 
     __slots__ = ()
-    relay: Relay
+    relay: ConnectionHost
     _loop: asyncio.AbstractEventLoop
     _inflight: set[asyncio.Future[Any]]  # NOTHING_IN_FLIGHT while empty
     _inflight_refs: dict[object, int]

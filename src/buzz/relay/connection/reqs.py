@@ -12,11 +12,11 @@ from buzz.core import messages
 from buzz.core.errors import BuzzError, ServerError
 from buzz.core.limits import MAX_SUBSCRIPTIONS
 from buzz.core.messages import ReqMessage
-from buzz.relay.subscriptions import Subscription
+from buzz.relay.delivery.subscriptions import Subscription
 from buzz.store.base import StoreError
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.connection.host import ConnectionHost
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class Reqs:
     `Connection`)."""
 
     __slots__ = ()
-    relay: Relay
+    relay: ConnectionHost
     _loop: asyncio.AbstractEventLoop
     pubkey: str | None
     subs: dict[str, Subscription]

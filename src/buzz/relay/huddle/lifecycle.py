@@ -18,11 +18,11 @@ import orjson
 
 from buzz.core.event import Event
 from buzz.core.stored import relay_signed
-from buzz.relay.emit import ChannelChange
+from buzz.relay.ingestion.emit import ChannelChange
 from buzz.store.base import InsertOutcome, UpdateChannel
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.huddle.host import HuddleHost
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +30,13 @@ PARTICIPANT_JOINED = 48101
 PARTICIPANT_LEFT = 48102
 HUDDLE_ENDED = 48103
 
-Archiver = Callable[["Relay", str], Awaitable[None]]
+Archiver = Callable[["HuddleHost", str], Awaitable[None]]
 
 
 ARCHIVE_KIND = 9002  # edit metadata, relay.md §4.5
 
 
-async def archive_channel(relay: Relay, channel_id: str) -> None:
+async def archive_channel(relay: HuddleHost, channel_id: str) -> None:
     """Archive a TTL huddle channel (§5.8 step 4) as the relay: a relay-signed kind 9002
     `["archived","true"]` carrying the UpdateChannel effect in the same transaction, then the
     usual follow-ups (39000 shows it archived). Raises StoreError on failure."""
@@ -51,7 +51,7 @@ async def archive_channel(relay: Relay, channel_id: str) -> None:
 class Lifecycle:
     """Emits the relay's lifecycle events for one relay."""
 
-    def __init__(self, relay: Relay, archiver: Archiver = archive_channel) -> None:
+    def __init__(self, relay: HuddleHost, archiver: Archiver = archive_channel) -> None:
         self.relay = relay
         self.archiver = archiver
 

@@ -16,12 +16,12 @@ from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.huddle_control import NOT_A_MEMBER, NOT_RELAY_MEMBER, ErrorMessage
 from buzz.core.stored import relay_signed
-from buzz.relay.admission import Admission
-from buzz.relay.emit import ChannelChange
+from buzz.relay.auth.admission import Admission
+from buzz.relay.ingestion.emit import ChannelChange
 from buzz.store.base import SYSTEM, Channel, PutMember
 
 if TYPE_CHECKING:
-    from buzz.relay.relay import Relay
+    from buzz.relay.huddle.host import HuddleHost
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class ChannelGrant:
         return self.channel.ttl_seconds is not None
 
 
-async def relay_admission(relay: Relay, auth_event: Event) -> Admission:
+async def relay_admission(relay: HuddleHost, auth_event: Event) -> Admission:
     """§3.5 through the main relay's own gates (ban gate, relay membership, NIP-AA as they exist).
 
     Returns the participant's pubkey and the owners whose ban ends the seat too. Raises
@@ -63,7 +63,7 @@ async def relay_admission(relay: Relay, auth_event: Event) -> Admission:
 
 
 async def channel_admission(
-    relay: Relay, channel_id: str, parent_channel_id: str | None, pubkey: str
+    relay: HuddleHost, channel_id: str, parent_channel_id: str | None, pubkey: str
 ) -> ChannelGrant:
     """§3.6 items 1–4, in order. Raises JoinDenied(NOT_A_MEMBER) on any failure."""
     try:
@@ -79,7 +79,7 @@ async def channel_admission(
 
 
 async def _channel_admission(
-    relay: Relay, channel_id: str, parent_channel_id: str | None, pubkey: str
+    relay: HuddleHost, channel_id: str, parent_channel_id: str | None, pubkey: str
 ) -> ChannelGrant | None:
     store = relay.store
     channel = await store.get_channel(channel_id)
@@ -100,12 +100,12 @@ async def _channel_admission(
     return None
 
 
-async def _active_member(relay: Relay, channel_id: str, pubkey: str) -> bool:
+async def _active_member(relay: HuddleHost, channel_id: str, pubkey: str) -> bool:
     member = await relay.store.get_member(channel_id, pubkey)
     return member is not None and member.active
 
 
-async def _linked_by_48100(relay: Relay, channel: Channel, parent_channel_id: str) -> bool:
+async def _linked_by_48100(relay: HuddleHost, channel: Channel, parent_channel_id: str) -> bool:
     """A 48100 by the huddle channel's creator, stored in the parent, names this channel."""
     flt = Filter(
         kinds=frozenset({HUDDLE_STARTED_KIND}),
@@ -124,7 +124,7 @@ async def _linked_by_48100(relay: Relay, channel: Channel, parent_channel_id: st
     return False
 
 
-async def _add_member(relay: Relay, channel: Channel, pubkey: str) -> None:
+async def _add_member(relay: HuddleHost, channel: Channel, pubkey: str) -> None:
     """§3.6 item 3 (c): add the caller with role `member`, invited by the channel's creator.
 
     The change is recorded as a relay-signed kind 9000 carrying the PutMember effect in the same

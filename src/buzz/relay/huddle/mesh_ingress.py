@@ -41,7 +41,7 @@ from buzz.relay.huddle.mesh_link import MeshLink
 from buzz.relay.huddle.mesh_streams import SEAT_ENDINGS, IngressStream, fenced_field
 
 if TYPE_CHECKING:
-    from buzz.relay.huddle.service import Huddles
+    from buzz.relay.huddle.parts import HuddleParts
 
 # §9.6 ingress step 1 waits for the owner's answer until the answer, a `goodbye` or the stream's
 # close; a stream to a replica that is not listening is closed at once (`on_undelivered`). The
@@ -58,7 +58,7 @@ _TARGET_AT = HEADER_LEN - 1
 class IngressSide:
     """`RemoteHub`'s ingress half (state in `RemoteHub`)."""
 
-    huddles: Huddles
+    huddles: HuddleParts
     runtime_id: str
     floor: GenerationFloor
     ingress_streams: dict[str, IngressStream]

@@ -31,9 +31,11 @@ from buzz.relay.huddle.mesh_streams import (
 )
 
 if TYPE_CHECKING:
-    from buzz.relay.huddle.mesh_remote import RemoteHub
+    from collections.abc import Callable
+
+    from buzz.relay.huddle.mesh_link import MeshLink
+    from buzz.relay.huddle.parts import HuddleParts
     from buzz.relay.huddle.rooms import RoomSlot
-    from buzz.relay.huddle.service import Huddles
 
 # seq and target_index: an owner's fan-out envelope is fixed part + these + the relay → client
 # message `[author][frame]` the room already built (the same bytes as `pack_fast`, one concat).
@@ -49,7 +51,7 @@ class RemoteSink(PeerSink):
 
     __slots__ = ("fixed", "hub", "owner_stream", "seq", "target_index")
 
-    def __init__(self, hub: RemoteHub, stream: OwnerStream, slot: RoomSlot) -> None:
+    def __init__(self, hub: OwnerSide, stream: OwnerStream, slot: RoomSlot) -> None:
         super().__init__(
             f"room {slot.channel_id} remote {stream.stream}", hub.huddles.stats, slot.stats, self._gone, 2
         )
@@ -92,7 +94,7 @@ class RemoteSeat:
     `revoke()`, `ban()`. Ending it is the owner's own decision (docs/decisions.md): it does not
     wait for the ingress replica to notice."""
 
-    hub: RemoteHub
+    hub: OwnerSide
     stream: OwnerStream
 
     @property
@@ -115,11 +117,14 @@ class RemoteSeat:
 class OwnerSide:
     """`RemoteHub`'s owner half (state in `RemoteHub`)."""
 
-    huddles: Huddles
+    huddles: HuddleParts
     runtime_id: str
     floor: GenerationFloor
     owner_streams: dict[str, OwnerStream]
     registered: dict[tuple[str, int, str, int], OwnerStream]
+    link: MeshLink
+    send: Callable[[OwnerStream, dict[str, Any]], None]  # `RemoteHub.send`
+    spawn: Callable[[Any], None]  # `RemoteHub.spawn`
 
     def seats(self) -> list[RemoteSeat]:
         """The seats other replicas hold in the rooms this replica owns."""
@@ -286,7 +291,7 @@ class OwnerSide:
         return None
 
 
-async def _channel_or_none(huddles: Huddles, channel_id: str) -> Any:
+async def _channel_or_none(huddles: HuddleParts, channel_id: str) -> Any:
     try:
         return await huddles.relay.store.get_channel(channel_id)
     except Exception:

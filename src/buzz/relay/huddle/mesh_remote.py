@@ -28,7 +28,7 @@ from buzz.relay.huddle.mesh_owner import OwnerSide
 from buzz.relay.huddle.mesh_streams import IngressStream, OwnerStream, fenced_field
 
 if TYPE_CHECKING:
-    from buzz.relay.huddle.service import Huddles
+    from buzz.relay.huddle.parts import HuddleParts
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class RemoteHub(OwnerSide, IngressSide):
     """Both sides for one replica, on one `MeshLink`."""
 
     def __init__(
-        self, huddles: Huddles, runtime_id: str, link_factory: Callable[[RemoteHub], MeshLink]
+        self, huddles: HuddleParts, runtime_id: str, link_factory: Callable[[RemoteHub], MeshLink]
     ) -> None:
         self.huddles = huddles
         self.runtime_id = runtime_id

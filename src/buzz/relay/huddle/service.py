@@ -22,12 +22,12 @@ from buzz.relay.huddle.mesh_remote import RemoteHub
 from buzz.relay.huddle.rooms import LocalRooms, RoomSlot
 from buzz.relay.huddle.settings import HuddleSettings
 from buzz.relay.huddle.socket import AudioSocket, AudioWebSocket
-from buzz.relay.ratelimit import SlidingWindow
+from buzz.relay.ingestion.ratelimit import SlidingWindow
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from buzz.relay.relay import Relay
+    from buzz.relay.huddle.host import HuddleHost
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ BAD_CHANNEL_BODY = "invalid channel id: must be a canonical UUID"
 class Huddles:
     """Everything the audio route needs, owned by the `Relay` (`relay.huddles`)."""
 
-    def __init__(self, relay: Relay, settings: HuddleSettings | None = None) -> None:
+    def __init__(self, relay: HuddleHost, settings: HuddleSettings | None = None) -> None:
         self.relay = relay
         config = relay.config
         self.settings = settings or HuddleSettings.from_env(
@@ -134,7 +134,7 @@ class Huddles:
 
     def remote_seats(self) -> list[RemoteSeat]:
         """Seats other replicas hold in the rooms this replica owns (revocation and the ban
-        watch re-check them, `buzz.relay.sessions`); none with the mesh off."""
+        watch re-check them, `buzz.relay.auth.sessions`); none with the mesh off."""
         return self.remote.seats() if self.remote is not None else []
 
     def close_room(self, slot: RoomSlot, code: int, reason: bytes) -> None:

@@ -53,11 +53,11 @@ from buzz.relay.huddle.fanout import PeerSink, forward
 from buzz.relay.huddle.membership import ChannelGrant, JoinDenied, channel_admission, relay_admission
 from buzz.relay.huddle.mesh import LOST_CLOSE
 from buzz.relay.huddle.rooms import RoomSlot
-from buzz.relay.websocket import refused_size
+from buzz.relay.transport.websocket import refused_size
 
 if TYPE_CHECKING:
     from buzz.relay.huddle.mesh_streams import IngressStream
-    from buzz.relay.huddle.service import Huddles
+    from buzz.relay.huddle.parts import HuddleParts
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class AudioSocket:
 
     def __init__(
         self,
-        huddles: Huddles,
+        huddles: HuddleParts,
         ws: web.WebSocketResponse,
         channel_id: str,
         host: str | None,
