@@ -9,8 +9,8 @@ import pytest
 from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.keys import generate_secret_key
-from buzz.relay.bus_link import command, publish_command
 from buzz.relay.delivery.bus_topics import TopicRefs, named_channels
+from buzz.relay.replicas.bus_link import command, publish_command
 from buzz.relay.replicas.bus_wire import (
     AccessChanged,
     BadPayload,

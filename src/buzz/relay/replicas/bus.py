@@ -50,11 +50,11 @@ from redis.exceptions import RedisError
 from buzz.core.filters import Filter
 from buzz.core.limits import REDIS_REQUEST_TIMEOUT_MS
 from buzz.core.stored import StoredEvent, from_storage
-<<<<<<< HEAD:src/buzz/relay/bus.py
-from buzz.relay.access import ChannelAccess
-from buzz.relay.bus_link import RespLink, command, publish_command
-from buzz.relay.bus_topics import TopicRefs, named_channels
-from buzz.relay.bus_wire import (
+<<<<<<< HEAD:src/buzz/relay/replicas/bus.py
+from buzz.relay.auth.access import ChannelAccess
+from buzz.relay.replicas.bus_link import RespLink, command, publish_command
+from buzz.relay.delivery.bus_topics import TopicRefs, named_channels
+from buzz.relay.replicas.bus_wire import (
 =======
 from buzz.relay.auth.access import ChannelAccess
 from buzz.relay.auth.revocation import channels_read, revoke_unreadable
