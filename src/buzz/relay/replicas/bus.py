@@ -50,20 +50,14 @@ from redis.exceptions import RedisError
 from buzz.core.filters import Filter
 from buzz.core.limits import REDIS_REQUEST_TIMEOUT_MS
 from buzz.core.stored import StoredEvent, from_storage
-<<<<<<< HEAD:src/buzz/relay/replicas/bus.py
-from buzz.relay.auth.access import ChannelAccess
-from buzz.relay.replicas.bus_link import RespLink, command, publish_command
-from buzz.relay.delivery.bus_topics import TopicRefs, named_channels
-from buzz.relay.replicas.bus_wire import (
-=======
 from buzz.relay.auth.access import ChannelAccess
 from buzz.relay.auth.revocation import channels_read, revoke_unreadable
 from buzz.relay.auth.sessions import keys_of
 from buzz.relay.delivery.bus_topics import TopicRefs, named_channels
 from buzz.relay.delivery.fanout import FanOut
 from buzz.relay.operator.ratelog import RepeatLog
+from buzz.relay.replicas.bus_link import RespLink, command, publish_command
 from buzz.relay.replicas.bus_wire import (
->>>>>>> wt-regroup:src/buzz/relay/replicas/bus.py
     AccessChanged,
     BadPayload,
     EchoCache,

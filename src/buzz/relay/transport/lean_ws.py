@@ -36,13 +36,10 @@ log = logging.getLogger(__name__)
 
 _HELD_BYTES = 256  # a last frame larger than this is not left in the parser (`_forget_last_frame`)
 CLOSE_TIMEOUT_S = 2.0  # for the peer's close echo before the socket is dropped
-<<<<<<< HEAD:src/buzz/relay/transport/lean_ws.py
 # The library logs each connection's close at INFO; buzz.relay.ops already logs one line per
 # close with the connection id and reason, so only the library's warnings are let through.
 _PROTOCOL_LOG = logging.getLogger("buzz.relay.transport.lean_ws.protocol")
 _PROTOCOL_LOG.setLevel(logging.WARNING)
-=======
-_PROTOCOL_LOG = logging.getLogger("buzz.relay.transport.lean_ws.protocol")  # the library logs per connection
 
 
 class FrameSink(typing.Protocol):
@@ -53,7 +50,6 @@ class FrameSink(typing.Protocol):
     def on_pong(self) -> None: ...
 
     def on_lost(self) -> None: ...
->>>>>>> wt-regroup:src/buzz/relay/transport/lean_ws.py
 
 
 def upgrade_response(request: web.BaseRequest) -> web.StreamResponse:
