@@ -20,6 +20,7 @@ try {
     const el = document.querySelector('[role=log]')
     const frames = []
     let most = 0
+    let oldest = Infinity // the oldest message seen: how far up a page that did not finish got
     let last = performance.now()
     const began = last
     const started = /This is the start of the channel/
@@ -27,9 +28,13 @@ try {
       frames.push(now - last)
       last = now
       most = Math.max(most, el.querySelectorAll('article').length)
+      if (frames.length % 30 === 0) {
+        const n = /message (\d+)/.exec(el.querySelector('article .text')?.textContent ?? '')
+        if (n) oldest = Math.min(oldest, Number(n[1]))
+      }
       const done = el.scrollTop === 0 && started.test(el.textContent)
       if (done || now - began > limitS * 1000) {
-        resolve({ frames, most, reachedStart: done, seconds: (now - began) / 1000, articlesAtEnd: el.querySelectorAll('article').length })
+        resolve({ frames, most, oldestSeen: Number.isFinite(oldest) ? oldest : null, reachedStart: done, seconds: (now - began) / 1000, articlesAtEnd: el.querySelectorAll('article').length })
         return
       }
       if (el.scrollTop > 0) el.scrollTop = Math.max(0, el.scrollTop - step)
