@@ -105,6 +105,7 @@ export class Windower {
   }
 
   private covers(margin: number): boolean {
+    if (!this.keys.length) return true // nothing to show: nothing to move
     const [s, e] = this.range(margin)
     return this.end > this.start && s >= this.start && e <= this.end
   }
@@ -185,8 +186,8 @@ export class Windower {
     }
     this.top = box.scrollTop - this.origin()
     this.last = box.scrollTop
-    if ((this.place || !this.covers(MARGIN)) && this.spins++ < 8) this.rerender()
-    else this.spins = 0
+    if (!this.place && this.covers(MARGIN)) this.spins = 0
+    else if (this.spins++ < 8) this.rerender()
   }
 
   /** The reader scrolled: a new anchor (the first row at the view's top), pinned or not. */
