@@ -339,6 +339,30 @@ def group_cpu_s(pgid: int) -> float:
     return total / tick
 
 
+def thread_times(pid: int) -> dict[int, tuple[int, int]]:
+    """Thread id → (ns on a CPU, ns runnable but waiting for one) of process `pid`'s threads."""
+    out: dict[int, tuple[int, int]] = {}
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                on_cpu, waiting, _ = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()
+                out[int(tid)] = (int(on_cpu), int(waiting))
+    return out
+
+
+def thread_deltas(
+    pid: int, before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]]
+) -> list[tuple[float, float]]:
+    """(CPU s, run-queue s) per thread busy in the window, the event loop (tid == pid) first."""
+    rows = []
+    for tid in sorted(after, key=lambda t: (t != pid, t)):
+        cpu = (after[tid][0] - before.get(tid, (0, 0))[0]) / 1e9
+        waited = (after[tid][1] - before.get(tid, (0, 0))[1]) / 1e9
+        if cpu > 0.01 or tid == pid:
+            rows.append((cpu, waited))
+    return rows
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -699,6 +723,9 @@ class IngestResult:
     visible_s: float  # first send → every connection's last event is returned by a REQ
     server_cpu_s: float  # the relay's processes, first send → last OK
     client_cpu_s: float  # this process, same window
+    # The relay process's threads, in creation order (the event loop first): (CPU s, s waiting
+    # for a CPU while runnable), same window, from /proc/PID/task/*/schedstat; empty without it.
+    threads: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def visible_events_per_s(self) -> float:
@@ -807,7 +834,7 @@ async def run_ingest(
                         f"first refusal {setup.first_reject!r}"
                     )
             tally = _Tally()
-            cpu0, mine0 = group_cpu_s(pgid), time.process_time()
+            cpu0, mine0, threads0 = group_cpu_s(pgid), time.process_time(), thread_times(pgid)
             t0 = time.perf_counter()
             await asyncio.wait_for(
                 asyncio.gather(
@@ -817,6 +844,7 @@ async def run_ingest(
             )
             wall = tally.last_ok - t0
             server_cpu, client_cpu = group_cpu_s(pgid) - cpu0, time.process_time() - mine0
+            threads = thread_deltas(pgid, threads0, thread_times(pgid))
             # How long until every event can be read back: each connection's last event is
             # its newest write (buzz answers OK after commit; nostr-relay's LMDB writer
             # thread commits after its OK).
@@ -843,6 +871,7 @@ async def run_ingest(
         visible,
         server_cpu,
         client_cpu,
+        threads,
     )
 
 
@@ -1065,6 +1094,7 @@ def _start_profiler(relay: RelayProc, args: argparse.Namespace, key: str) -> sub
         "-r",
         "250",
         "--nonblocking",
+        *os.environ.get("BENCH_PYSPY_ARGS", "").split(),  # e.g. "--threads --idle --gil"
     ]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -1260,6 +1290,7 @@ def render(out: dict[str, Any]) -> str:
             f"{req:>17}  {r['load_avg']}"
         )
     lines.append("-" * 110)
+    lines += _thread_lines(out)
     rs = ratios(out)
     for k, v in rs.items():
         lines.append(_ratio_line(k.replace("_", " "), v, TARGETS.get(k)))
@@ -1289,6 +1320,23 @@ def render(out: dict[str, Any]) -> str:
         "answers before its LMDB writer commits; 'queryable' = until the last events are returned by a REQ."
     )
     return "\n".join(lines)
+
+
+def _thread_lines(out: dict[str, Any]) -> list[str]:
+    """Per buzz row: each relay thread's CPU per event and the share of the run it spent
+    runnable but waiting for a CPU (a loaded machine, not the relay, holds it back then)."""
+    lines = []
+    for key, _, wl in ROWS:
+        if key not in out or not key.startswith(("buzz", "base")) or not out[key]["ingest"].threads:
+            continue
+        ing = out[key]["ingest"]
+        cells = [
+            f"{cpu / out['events'] * 1e6:.0f} µs ({waited / ing.wall_s:.0%} waiting)"
+            for cpu, waited in ing.threads
+        ]
+        name = f"{'kind 1' if wl == 'kind1' else 'mix'} {_label(out, key)}"
+        lines.append(f"  {name} threads, loop first: " + ", ".join(cells))
+    return lines
 
 
 def to_json(out: dict[str, Any]) -> dict[str, Any]:

@@ -53,6 +53,11 @@ async def test_owner_stops_with_a_mention_first(ws: Workspace) -> None:
         await ws.watcher.wait_for(
             lambda e: bool(ws.watcher.notices_to(first, ws.agent.pubkey, "stopped")), what="stopped by"
         )
+        # …and its typing line ends now, not when its last typing event expires (decision 154)
+        await ws.watcher.wait_for(
+            lambda e: e.kind == 20002 and e.pubkey == ws.agent.pubkey and e.content == "stopped",
+            what="typing stopped",
+        )
         second = await ws.post(ws.owner, "@Rulesbot sleep 61", mention=ws.agent.pubkey)
         await _working(ws, second)
         await ws.post(ws.owner, f"nostr:{npub(ws.agent.pubkey)} !cancel", mention=ws.agent.pubkey)

@@ -109,7 +109,7 @@ async def test_exit_codes_and_error_shape(
     def check(result, code: int, category: str) -> dict:
         error = result.error
         assert result.code == code and error["error"] == category, (result.code, error)
-        assert set(error) <= {"error", "message", "retryable", "relay_message"}
+        assert set(error) <= {"error", "message", "retryable", "relay_message", "refusal", "hint"}
         return error
 
     check(await buzz(url, None, "messages", "get", "--channel", channel), 3, "auth_error")  # no key

@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from buzz.client.errors import REFUSALS
 from buzz.core import nip19
 from buzz.core.event import Event, verify_event
 from buzz.core.nip_oa import build_auth_tag
@@ -135,6 +136,8 @@ async def test_refused_set_presence_is_one_json_line(tmp_path: Path, alice: Iden
         "message": "restricted: not a relay member",
         "retryable": False,
         "relay_message": "restricted: not a relay member",
+        "refusal": "restricted",
+        "hint": REFUSALS["restricted"],
     }
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 
 import buzz
+from buzz.client.errors import REFUSALS
 from buzz.core import nip19
 from buzz.core.event import Event, verify_event
 from buzz.core.nip_oa import build_auth_tag
@@ -222,6 +223,8 @@ async def test_refusals_are_tool_errors(sqlite_relay: RunningRelay, alice: Ident
             "message": "restricted: not a channel member",
             "retryable": False,
             "relay_message": "restricted: not a channel member",
+            "refusal": "restricted",
+            "hint": REFUSALS["restricted"],
         }
         joined = await server.error("join_channel", {"channel_id": private})
         assert joined["relay_message"] == "restricted: channel is private"

@@ -16,7 +16,7 @@ try {
     await waiting(2)
     await nav.getByRole('link', { name: 'Inbox', exact: true }).click()
     await inbox.getByRole('article', { name: 'Waiting for your approval: Approval: Deploy in #general' }).getByText('Ship 1.2?').waitFor()
-    const job = inbox.getByRole('article', { name: /^Your job ended: Job no_artifact in #general/ })
+    const job = inbox.getByRole('article', { name: /^Your job ended: Job finished without an artifact in #general/ })
     await job.getByText('Three releases and a retro.').waitFor()
     await job.getByText('by Rulesbot').waitFor()
   })

@@ -136,11 +136,22 @@ function parsed(content: string): Record<string, unknown> {
   }
 }
 
-/** A work item in words: an approval's workflow and message, a job's outcome or failure. */
-export function describeWork(e: NEvent): { title: string; body: string } {
+// A result's disposition (jobs spec §4) said as a person would.
+const ENDED: Record<string, string> = {
+  completed: 'Job completed',
+  partial: 'Job partly done',
+  blocked: 'Job blocked',
+  failed: 'Job failed',
+  no_artifact: 'Job finished without an artifact',
+}
+
+/** A work item in words: an approval's workflow and message; a job's end (its disposition
+ * said in words), what was asked of it (`asked`) and its outcome or failure. */
+export function describeWork(e: NEvent): { title: string; body: string; asked: string } {
   const c = parsed(e.content)
   const text = (k: string) => (typeof c[k] === 'string' ? (c[k] as string) : '')
-  if (e.kind === APPROVAL_REQUESTED) return { title: `Approval: ${text('workflow_name') || 'a workflow'}`, body: text('message') }
-  if (e.kind === 43006) return { title: 'Job failed', body: [text('code'), text('message')].filter(Boolean).join(': ') }
-  return { title: `Job ${text('disposition') || 'result'}`, body: text('outcome') || text('requestedOutcome') }
+  if (e.kind === APPROVAL_REQUESTED) return { title: `Approval: ${text('workflow_name') || 'a workflow'}`, body: text('message'), asked: '' }
+  if (e.kind === 43006) return { title: 'Job failed', body: [text('code'), text('message')].filter(Boolean).join(': '), asked: '' }
+  const asked = text('requestedOutcome')
+  return { title: ENDED[text('disposition')] ?? 'Job ended', body: text('outcome') || (asked ? '' : 'No outcome given.'), asked }
 }

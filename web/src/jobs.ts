@@ -289,6 +289,7 @@ export class JobDesk {
     try {
       const ev = await this.ws.relay.publish({ kind: JOB_CANCEL, created_at: now(), tags, content: JSON.stringify({ schemaVersion: 1, reason: `stopped by ${this.ws.nameOf(this.ws.me.pubkey)}` }) })
       this.ingest(job.channel, ev)
+      this.ws.stoppedTurn(job.channel, job.assignee)
     } catch (e) {
       held.refusal = e instanceof Error ? e.message : String(e)
       // Refused as already ended: what ended it may not have reached this page yet.

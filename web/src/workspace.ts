@@ -279,6 +279,11 @@ export class Workspace extends WorkspaceCore {
     return [...m.entries()].filter(([, until]) => until > t).map(([pk]) => this.nameOf(pk))
   }
 
+  /** I stopped `pubkey`'s turn here: its "typing" line ends now, not when it expires (decision 154). */
+  stoppedTurn(channel: string, pubkey: string): void {
+    if (this.typing.get(channel)?.delete(pubkey)) this.changed()
+  }
+
   /** The box was emptied: others' "typing" line clears at once (decision 223). */
   stoppedTyping(channel: string): void {
     if (!this.lastTyping) return

@@ -5,7 +5,7 @@
 | kind 7 👀 on an accepted event | when it is queued |
 | kind 7 💬 on the batch's events | when the prompt starts |
 | kind 5 `["e", <reaction id>]` | when the turn ends (however it ends) and when an event leaves the queue |
-| 20002 typing `["h", C]` | at turn start and every 5 s while it runs (unless `--no-typing`) |
+| 20002 typing `["h", C]` | at turn start and every 5 s while it runs, content `stopped` when it ends (unless `--no-typing`) |
 | 20001 presence | `online` on every (re)connect and every 60 s, `offline` on graceful exit (unless `--no-presence`) |
 | kind 9 notices, tagged `["buzz:agent-notice", <type>]` | `retrying` after a batch's first failed attempt, `failure` after its last (§4.7 item 5), `not-admitted` to an author the respond-to policy does not admit (issue 14 items 1, 2, 6) |
 | kind 40099 control outcome | for every owner command (§4.5) |
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 EYES = "\U0001f440"  # 👀 queued
 SPEECH = "\U0001f4ac"  # 💬 working
 TYPING_REFRESH_S = 5.0
+TYPING_STOPPED = "stopped"  # a 20002's content that ends a typing line (the browser's, decision 223)
 PRESENCE_REFRESH_S = 60.0
 FAILURE_NOTICE = "Sorry, I could not process this message."
 RETRYING_NOTICE = "I'm having trouble processing this message right now; I'm retrying."
@@ -70,6 +71,13 @@ def removal(secret: str, reaction_id: str, channel: str) -> Event:
 def typing(secret: str, channel: str) -> Event:
     """Kind 20002 with `["h", C]` and empty content (§3.8 item 3)."""
     return Event.create(secret, 20002, "", [["h", channel]])
+
+
+def typing_stopped(secret: str, channel: str) -> Event:
+    """Kind 20002 with `["h", C]` and content `stopped`: the turn is over, so readers clear
+    its typing line at once instead of after its time to live — a stopped turn posts no answer
+    that would clear it (docs/decisions.md 223, 154)."""
+    return Event.create(secret, 20002, TYPING_STOPPED, [["h", channel]])
 
 
 def presence(secret: str, status: str) -> Event:
@@ -179,6 +187,7 @@ class StatusPublisher:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+            await asyncio.shield(self.send(typing_stopped(self._secret, channel), "typing stopped"))
 
     async def outcome(self, channel: str, outcome: str, actor: str, target: str, root: str | None) -> None:
         await self.send(

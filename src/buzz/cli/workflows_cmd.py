@@ -123,8 +123,9 @@ _on_workflow(
 def create(
     ctx: Context, channel_id: str, yaml_text: str | None, yaml_file: str | None, name: str | None
 ) -> None:
-    """Save a new workflow (kind 30620). Prints {"workflow_id", "event_id", "webhook_secret"};
-    the webhook secret is shown this once.
+    """Save a new workflow (kind 30620). Prints {"workflow_id", "event_id", "webhook_secret",
+    "warnings"}; the webhook secret is shown this once. `warnings` lists what is saved but will
+    not work as written, e.g. an `@Name` that is not a channel member (it will not be pinged).
 
     \b
     Example:
@@ -143,6 +144,7 @@ def update(
     ctx: Context, workflow_id: str, yaml_text: str | None, yaml_file: str | None, name: str | None
 ) -> None:
     """Replace a workflow's definition (with `expected-revision`: a concurrent change exits 5).
+    Prints what `create` prints, `warnings` included.
 
     \b
     Example:
@@ -209,7 +211,9 @@ _note = click.option("--note", default="", help="A note recorded with the decisi
 @click.option("--approved", type=bool, default=True, help="false is the same as `deny` (buzz's flag).")
 @click.pass_obj
 def approve(ctx: Context, approval: str | None, token: str | None, note: str, approved: bool) -> None:
-    """Grant a pending approval (kind 46030). Prints {"approval_ref", "event_id", "decision"}.
+    """Grant a pending approval (kind 46030). Prints what was approved: {"decision",
+    "summary", "workflow_id", "workflow_name", "run_id", "step_id", "approval_ref",
+    "request_event_id", "event_id"} (only "approval_ref" of those when the request is unreadable).
 
     \b
     Example:
@@ -224,7 +228,7 @@ def approve(ctx: Context, approval: str | None, token: str | None, note: str, ap
 @_note
 @click.pass_obj
 def deny(ctx: Context, approval: str | None, token: str | None, note: str) -> None:
-    """Deny a pending approval (kind 46031): the run is cancelled.
+    """Deny a pending approval (kind 46031): the run is cancelled. Prints what `approve` prints.
 
     \b
     Example:

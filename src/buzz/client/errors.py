@@ -17,7 +17,11 @@ business: the CLI maps categories to codes in its one table (`buzz.cli.output.EX
                                                           race, clock-poisoned engram head
 
 `retryable` is true for network failures and for HTTP 429/502/503/504; `relay_message` is the
-relay's own verdict text when there is one (`restricted: …`, `duplicate: …`).
+relay's own verdict text when there is one (`restricted: …`, `duplicate: …`). A relay verdict
+also carries `refusal`, its NIP-01 prefix as a machine name (REFUSALS: `invalid`, `restricted`,
+`blocked`, `rate-limited`, `duplicate`, `auth-required`, `pow`, `conflict`, `error`; `error` for
+a text without a known prefix), and `hint`, what that prefix means for the caller: the category
+(`error`, exit 4) is the spec's and stays as broad as it is (docs/decisions.md 152).
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ class WorkspaceError(Exception):
 
     category: ClassVar[str] = "error"
     default_retryable: ClassVar[bool] = False
+    # Whether the error object names the verdict's prefix and hint: not for `not_found`, which
+    # the client concluded beyond the relay's words (a channel that does not exist is refused
+    # as `restricted:`, and a membership hint beside "not found" would point elsewhere).
+    names_refusal: ClassVar[bool] = True
 
     def __init__(
         self, message: str, *, retryable: bool | None = None, relay_message: str | None = None
@@ -52,7 +60,33 @@ class WorkspaceError(Exception):
         }
         if self.relay_message is not None:
             payload["relay_message"] = self.relay_message
+        if self.relay_message is not None and self.names_refusal:
+            prefix = refusal_of(self.relay_message)
+            payload["refusal"] = prefix
+            payload["hint"] = REFUSALS[prefix]
         return payload
+
+
+# NIP-01's machine-readable prefixes of `OK false` / `CLOSED` (and buzz's `conflict:`,
+# workflows.md §2.2 item 4), each with what it means for the one who sent the event or query.
+REFUSALS: dict[str, str] = {
+    "invalid": "the relay found the event or request malformed or against its rules; fix it before sending again",
+    "restricted": "you may not do this here (membership, role or channel policy)",
+    "blocked": "the relay blocks this key or this kind of content",
+    "rate-limited": "too many requests: wait, then try again",
+    "duplicate": "the relay already has this (or an equal) event",
+    "auth-required": "the relay wants authentication first (NIP-42 or NIP-98)",
+    "pow": "the event lacks the proof of work the relay asks for",
+    "conflict": "someone changed it first: read it again, then retry",
+    "error": "the relay refused it or failed to handle it: its own words are in relay_message",
+}
+
+
+def refusal_of(relay_message: str) -> str:
+    """The NIP-01 prefix of a relay verdict, `error` when it has none the table knows."""
+    prefix, sep, _ = relay_message.partition(":")
+    prefix = prefix.strip().lower()
+    return prefix if sep and prefix in REFUSALS else "error"
 
 
 class UserError(WorkspaceError):
@@ -61,6 +95,7 @@ class UserError(WorkspaceError):
 
 class NotFound(WorkspaceError):
     category = "not_found"
+    names_refusal = False
 
 
 class NetworkError(WorkspaceError):

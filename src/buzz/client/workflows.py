@@ -20,6 +20,7 @@ from buzz.client.session import Session, from_bridge_error
 from buzz.client.values import channel_arg
 
 KIND_DEFINITION, KIND_TRIGGER, KIND_GRANT, KIND_DENY = 30620, 46020, 46030, 46031
+KIND_REQUESTED = 46010  # the relay's approval request
 _ENABLED_LINE = re.compile(r"^enabled:[^\n]*$", re.MULTILINE)
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
@@ -41,6 +42,12 @@ def with_enabled(yaml: str, enabled: bool) -> str:
     if _ENABLED_LINE.search(yaml):
         return _ENABLED_LINE.sub(line, yaml, count=1)
     return yaml + ("" if yaml.endswith("\n") or not yaml else "\n") + line + "\n"
+
+
+def _problem(p: dict[str, Any]) -> str:
+    """A validator finding in words: `path: message (line L, column C)`."""
+    where = f" (line {p['line']}, column {p['column']})" if p.get("line") is not None else ""
+    return f"{p['path'] + ': ' if p.get('path') else ''}{p.get('message', '')}{where}"
 
 
 def _workflow_arg(value: str) -> str:
@@ -76,10 +83,7 @@ class Workflows:
             raise UserError("the workflow definition is empty")
         report = await self._rest("POST", "/workflows/validate", {"yaml": yaml, "channel_id": channel_id})
         if not report.get("valid"):
-            lines = []
-            for e in report.get("errors", []):
-                where = f" (line {e['line']}, column {e['column']})" if e.get("line") is not None else ""
-                lines.append(f"{e['path'] + ': ' if e.get('path') else ''}{e['message']}{where}")
+            lines = [_problem(e) for e in report.get("errors", [])]
             raise UserError("invalid workflow definition: " + "; ".join(lines))
         return report
 
@@ -91,7 +95,7 @@ class Workflows:
 
     async def _save(self, workflow_id: str, channel_id: str, yaml: str, name: str | None,
                     expected: str | None) -> dict[str, Any]:  # fmt: skip
-        await self.validate(yaml, channel_id)
+        report = await self.validate(yaml, channel_id)
         tags = [["d", workflow_id], ["h", channel_id]]
         if name:
             tags.append(["name", name])
@@ -104,6 +108,9 @@ class Workflows:
             "workflow_id": workflow_id,
             "event_id": event.id,
             "webhook_secret": body.get("webhook_secret"),
+            # saved all the same: what the relay's validator and the channel's members say
+            # (an `@Name` no member answers to pings nobody)
+            "warnings": [_problem(w) for w in report.get("warnings", []) if isinstance(w, dict)],
         }
 
     async def create(self, channel_id: str, yaml: str, name: str | None = None) -> dict[str, Any]:
@@ -183,4 +190,35 @@ class Workflows:
             ref, tags = approval, [["e", approval]]
         event = self._s.sign(KIND_GRANT if grant else KIND_DENY, note, tags or [["d", ref]])
         await self._s.publish(event)
-        return {"approval_ref": ref, "event_id": event.id, "decision": "granted" if grant else "denied"}
+        decision = "granted" if grant else "denied"
+        out: dict[str, Any] = {"decision": decision, "event_id": event.id, **await self._approval(ref)}
+        if out.get("workflow_id"):
+            out["summary"] = (f"{decision} step {out['step_id']} of run {out['run_id']} of workflow "
+                              f"{out['workflow_name'] or out['workflow_id']}")  # fmt: skip
+        return out
+
+    async def _approval(self, ref: str) -> dict[str, Any]:
+        """What a decision answered, read from its approval request (the relay's 46010, found by
+        its id or its reference): the workflow, run and step, the reference and the request id.
+        Only the reference when the request cannot be read."""
+        try:
+            found = await self._s.query([{"kinds": [KIND_REQUESTED], "ids": [ref]},
+                                         {"kinds": [KIND_REQUESTED], "#d": [ref], "limit": 1}])  # fmt: skip
+        except WorkspaceError:
+            found = []
+        if not found:
+            return {"approval_ref": ref}
+        request = found[0]
+        try:
+            body = json.loads(request.content)
+        except ValueError:
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        return {
+            "approval_ref": next((t[1] for t in request.tags if len(t) > 1 and t[0] == "d"), ref),
+            "request_event_id": request.id,
+            "workflow_id": body.get("workflow_id"),
+            "workflow_name": body.get("workflow_name"),
+            "run_id": body.get("run_id"),
+            "step_id": body.get("step_id"),
+        }

@@ -55,7 +55,8 @@ def is_valid_unicode(value: str) -> bool:
 
 
 def _check_str(value: str, what: str) -> None:
-    if not is_valid_unicode(value):
+    # An ASCII string (a flag CPython keeps on the string: no scan) has no surrogate (decision 358).
+    if not value.isascii() and not is_valid_unicode(value):
         raise MalformedEvent(f"{what} is not valid Unicode (unpaired surrogate)")
 
 

@@ -18,12 +18,13 @@ from typing import Any
 
 from buzz.core.blossom import blob_url, thumb_url
 from buzz.core.errors import Invalid
+from buzz.core.event import Event
 from buzz.core.stored import StoredEvent
 from buzz.core.visibility import visible_by_sets
 from buzz.media import receive as receiving
 from buzz.media.blobs import ByteStore
 from buzz.media.images import ImageRefused, ImageWorker
-from buzz.media.imeta import ImetaError, check_fields, local_imeta, profile_refs
+from buzz.media.imeta import PROFILE_KIND, ImetaError, check_fields, local_imeta, profile_refs
 from buzz.media.limits import (
     ACCESS_CACHE_ENTRIES,
     ACCESS_CACHE_TTL_S,
@@ -202,6 +203,12 @@ class MediaService:
         return row
 
     # -- references at ingest (media.md §9.2, §9.3) --------------------------------------------
+    @staticmethod
+    def may_reference(event: Event) -> bool:
+        """False when `refs_effect` would find nothing: no `imeta` tag and not a profile (most
+        events; the ingest path then skips the call, decision 358)."""
+        return event.kind == PROFILE_KIND or any(t and t[0] == "imeta" for t in event.tags)
+
     async def refs_effect(self, stored: StoredEvent, author: str) -> PutMediaRefs | None:
         """The references of an event about to be stored, checked with `author` as reader.
         Raises Invalid (`imeta …`)."""

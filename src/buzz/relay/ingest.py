@@ -194,7 +194,7 @@ class Ingest:
 
     def _committed(self, plan: Plan, outcome: InsertOutcome, started: float) -> Finished:
         if self.metrics is not None:
-            self.metrics.store_insert_seconds.observe(time.perf_counter() - started)
+            self.metrics.store_inserted(time.perf_counter() - started)
         if outcome is not InsertOutcome.STORED:
             return NOT_STORED[outcome]
         crash_hook.after_commit(plan.stored.event.kind)

@@ -7,7 +7,8 @@ tests) never share counters. Two kinds of source, chosen for the cost on the hot
 
 - counters and histograms the relay updates as it works (`RelayMetrics.events`, `.reqs`,
   `.deliveries`, `.fanout_seconds`, `.store_seconds`, `.auths`): a labelled child is looked up
-  once per label tuple and cached, so an accepted event costs one dict lookup and one locked add;
+  once per label tuple and cached; the two made for every stored event (a plain accepted answer,
+  the insert's latency) are held in a dict and a list and added in bulk at the next scrape;
 - values read only when scraped (`_Snapshot`): open connections, authenticated ones, huddle rooms
   and peers, huddle frame counters, slow-consumer drops and the Redis bus counters and state,
   which the relay already keeps as plain numbers.
@@ -36,8 +37,10 @@ Names (all prefixed `buzz_`):
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -45,6 +48,9 @@ from prometheus_client.registry import Collector
 
 from buzz.core.kinds import storage_class
 
+# Hot-path observations (one per stored event) are held and added in bulk: at a scrape, or
+# when this many are held (decision 357). A scrape always reads every observation made.
+PENDING_OBSERVATIONS = 1024
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Latency buckets in seconds: sub-millisecond fan-out up to multi-second stalled commits.
 LATENCY_BUCKETS = (
@@ -220,6 +226,8 @@ class RelayMetrics:
             "buzz_store_seconds", "Store calls by operation", ["op"], buckets=LATENCY_BUCKETS, registry=r
         )
         self.store_insert_seconds = store.labels("insert")
+        self._insert_pending: list[float] = []  # `store_inserted`, not yet in the histogram
+        self._accepted_pending: dict[int, int] = {}  # kind → plain accepted answers not yet counted
         self.store_query_seconds = store.labels("query")
         r.register(_Snapshot(snapshot))
         self._event_children: dict[tuple[str, str, str], object] = {}
@@ -228,11 +236,9 @@ class RelayMetrics:
 
     def event_answered(self, kind: int, accepted: bool, message: str) -> None:
         """Count one EVENT / `POST /events` answer."""
-        if accepted and not message:  # the common answer: its counter by kind alone
-            child = self._accepted_children.get(kind)
-            if child is None:
-                child = self._accepted_children[kind] = self._event_child(kind, True, "")
-            child.inc()  # type: ignore[attr-defined]
+        if accepted and not message:  # the common answer: counted by kind, added at a scrape
+            pending = self._accepted_pending
+            pending[kind] = pending.get(kind, 0) + 1
             return
         self._event_child(kind, accepted, message).inc()  # type: ignore[attr-defined]
 
@@ -260,8 +266,47 @@ class RelayMetrics:
     def auth_answered(self, refusal: str | None) -> None:
         self._auths.labels("ok" if refusal is None else reason_label(refusal)).inc()
 
+    def store_inserted(self, seconds: float) -> None:
+        """One insert's store latency (`store_seconds{op="insert"}`)."""
+        pending = self._insert_pending
+        pending.append(seconds)
+        if len(pending) >= PENDING_OBSERVATIONS:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Add the held observations and counts to their metrics."""
+        held, self._insert_pending = self._insert_pending, []
+        observe_many(self.store_insert_seconds, held)
+        counts, self._accepted_pending = self._accepted_pending, {}
+        for kind, n in counts.items():
+            child = self._accepted_children.get(kind)
+            if child is None:
+                child = self._accepted_children[kind] = self._event_child(kind, True, "")
+            child.inc(n)  # type: ignore[attr-defined]
+
     def render(self) -> bytes:
+        self._flush()
         return generate_latest(self.registry)
+
+
+def observe_many(child: Any, values: list[float]) -> None:
+    """`child.observe(v)` for each of `values` (a histogram without exemplars), with one
+    locked add per bucket touched instead of two per value; per value when this
+    prometheus_client keeps its buckets otherwise."""
+    if not values:
+        return
+    bounds, buckets, total = (getattr(child, a, None) for a in ("_upper_bounds", "_buckets", "_sum"))
+    if bounds is None or buckets is None or total is None or len(bounds) != len(buckets):
+        for v in values:
+            child.observe(v)
+        return
+    counts: dict[int, int] = {}
+    for v in values:
+        i = bisect_left(bounds, v)  # the first bound ≥ v: `observe`'s bucket (the last is +Inf)
+        counts[i] = counts.get(i, 0) + 1
+    total.inc(sum(values))
+    for i, n in counts.items():
+        buckets[i].inc(n)
 
 
 def sample_values(text: str, name: str) -> Iterable[tuple[str, float]]:

@@ -90,7 +90,10 @@ def _clock(session: Session, event: Event, ctx: PrecheckContext) -> None:
 
 
 def _size(session: Session, event: Event, ctx: PrecheckContext) -> None:
-    n = len(event.content.encode("utf-8"))
+    content = event.content
+    if len(content) <= limits.MAX_CONTENT_BYTES // 4:  # ≤ 4 UTF-8 bytes a character (decision 358)
+        return
+    n = len(content.encode("utf-8"))
     if n > limits.MAX_CONTENT_BYTES:
         raise Invalid(f"content exceeds maximum size of {limits.MAX_CONTENT_BYTES} bytes (got {n})")
 

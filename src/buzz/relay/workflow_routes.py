@@ -19,6 +19,7 @@ from buzz.core.channel_id import is_channel_id
 from buzz.relay.http_bridge import Bridge, _Refusal
 from buzz.relay.relay import Relay
 from buzz.store.base import StoreError
+from buzz.workflows.mentions import mention_warnings
 from buzz.workflows.rows import approval_json, run_json
 from buzz.workflows.schedule import next_fires
 from buzz.workflows.validate import validate
@@ -190,7 +191,7 @@ class WorkflowRoutes:
             if not self.enabled:
                 return _json(404, NOT_FOUND)
             body = await self.bridge._body(request)
-            await self.bridge._authenticate(request, body)
+            asker = await self.bridge._authenticate(request, body)
             try:
                 ask = json.loads(body)
             except ValueError:
@@ -201,13 +202,25 @@ class WorkflowRoutes:
             report = validate(ask["yaml"], now=now, channel_id=ask.get("channel_id"))
             definition = report.definition
             schedule = getattr(definition.trigger, "schedule", None) if definition else None
+            warnings = list(report.warnings)
+            channel = ask.get("channel_id")
+            if definition is not None and isinstance(channel, str) and is_channel_id(channel):
+                warnings += await self._mention_warnings(definition, channel, asker)
             return _json(200, {
                 "valid": definition is not None, "errors": [p.as_json() for p in report.errors],
-                "warnings": [p.as_json() for p in report.warnings],
+                "warnings": [p.as_json() for p in warnings],
                 "elevated": bool(definition and definition.elevated),
                 "next_fires": next_fires(schedule, now, 5) if schedule is not None else []})  # fmt: skip
 
         return await self._answer(request, go)
+
+    async def _mention_warnings(self, definition: Any, channel_id: str, asker: str) -> list[Any]:
+        """`@Name`s that will reach nobody (mentions.mention_warnings), told only to an active
+        member of the channel: its member list is not revealed to anyone else."""
+        member = await self.engine.store.get_member(channel_id, asker)
+        if member is None or not member.active:
+            return []
+        return mention_warnings(definition, await self.engine.actions.member_names(channel_id))
 
 
 def _time(text: str) -> int | None:

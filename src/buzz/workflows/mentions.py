@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
+from buzz.workflows.definition import AskAgent, Definition, Problem, SendMessage
 from buzz.workflows.limits import MAX_MENTIONS
 
 
@@ -75,4 +76,61 @@ def names_of(profiles: Iterable[tuple[str, str]]) -> dict[str, str]:
         name = display_name(content)
         if name is not None:
             out[pubkey] = name
+    return out
+
+
+def unmatched(text: str, names: Mapping[str, str]) -> list[str]:
+    """The `@Name`s written in `text` that will ping nobody: no member has that name, or two
+    share it. As written, once each, in order. A name glued to a word (`a@b`) or a template
+    (`@{{…}}`) is not a mention."""
+    table = unique_names(names)
+    by_length = sorted({n.lower() for n in names.values()}, key=len, reverse=True)
+    lower = text.lower()
+    out: list[str] = []
+    i = lower.find("@")
+    while i != -1:
+        if i == 0 or not _name_char(lower[i - 1]):
+            rest = lower[i + 1 :]
+            hit = next(
+                (
+                    n
+                    for n in by_length
+                    if rest.startswith(n) and (len(n) == len(rest) or not _name_char(rest[len(n)]))
+                ),
+                None,
+            )
+            if hit is None or hit not in table:
+                end = i + 1
+                while end < len(text) and _name_char(text[end]):
+                    end += 1
+                word = text[i + 1 : end] if hit is None else text[i + 1 : i + 1 + len(hit)]
+                if word and word not in out:
+                    out.append(word)
+        i = lower.find("@", i + 1)
+    return out
+
+
+def mention_warnings(definition: Definition, names: Mapping[str, str]) -> list[Problem]:
+    """What a save should say about the channel's members (`names`, pubkey → name): a
+    `send_message` `@Name` that will ping nobody, an `ask_agent` `@Name` that will fail its
+    step. Templated text is checked as written; the run resolves it again (§8.1 item 3)."""
+    out: list[Problem] = []
+    for i, step in enumerate(definition.steps):
+        action = step.action
+        if isinstance(action, SendMessage) and action.channel is None:
+            for name in unmatched(action.text, names):
+                out.append(
+                    Problem(
+                        f"steps[{i}].text",
+                        f"@{name} is not a member of the channel (or names two), so it will not be pinged",
+                    )
+                )
+        elif isinstance(action, AskAgent) and action.agent.startswith("@") and "{{" not in action.agent:
+            if resolve_one(action.agent[1:], names) is None:
+                out.append(
+                    Problem(
+                        f"steps[{i}].agent",
+                        f"{action.agent} is not a member of the channel, so the step will fail",
+                    )
+                )
     return out

@@ -6,6 +6,11 @@ import { FULL } from './Message'
 import type { Workspace } from '../workspace'
 import { describeWork } from '../inbox'
 
+// Short dates that stay on one line (the full one is the title): today's time, else day and time.
+const TODAY = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' })
+const DATED = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' })
+const shortDate = (d: Date) => (d.toDateString() === new Date().toDateString() ? TODAY : DATED).format(d)
+
 const WHY = { mention: 'Mentioned you', dm: 'Direct message', reply: 'Reply in a thread', approval: 'Waiting for your approval', job: 'Your job ended' }
 
 export function InboxLink({ ws, open, onOpen }: { ws: Workspace; open: boolean; onOpen: () => void }) {
@@ -49,9 +54,10 @@ export function InboxPanel({ ws, onClose, onGo }: { ws: Workspace; onClose: () =
           const who = work ? work.title : ws.nameOf(ev.pubkey)
           return (
             <article key={ev.id} class={`inbox-item ${why}`} aria-label={`${WHY[why]}: ${who} in ${where}`}>
-              <p class="why">{WHY[why]} · {where} · <time dateTime={when.toISOString()}>{FULL.format(when)}</time></p>
+              <p class="why">{WHY[why]} · {where} · <time dateTime={when.toISOString()} title={FULL.format(when)}>{shortDate(when)}</time></p>
               <p class="who">{who}{why === 'job' && <> · by {ws.nameOf(ev.pubkey)}</>}</p>
-              <p class="snippet">{(work ? work.body : ev.content).slice(0, 280)}</p>
+              {work?.asked && <p class="asked">Asked for: {work.asked.slice(0, 280)}</p>}
+              {(work ? work.body : ev.content) && <p class="snippet">{(work ? work.body : ev.content).slice(0, 280)}</p>}
               <div class="row">
                 <button type="button" onClick={() => onGo(work ? `#${channel}` : `#${channel}/${ev.id}`)}>Open</button>
                 <button type="button" class="quiet" onClick={() => ws.inbox.markDone(ev.id)}>Mark done</button>

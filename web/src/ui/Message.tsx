@@ -56,7 +56,10 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   const stop = () => {
     setStopping(true)
     void act(ws, async () => {
-      for (const agent of stoppable) await ws.send(m.channel, '!cancel', [agent], m.ev.id)
+      for (const agent of stoppable) {
+        await ws.send(m.channel, '!cancel', [agent], m.ev.id)
+        ws.stoppedTurn(m.channel, agent)
+      }
     }).finally(() => setStopping(false))
   }
   const cls = ['msg', mine && 'mine', grouped && 'grouped', mentionsMe && 'mentions-me', ws.focus === m.ev.id && 'focus'].filter(Boolean).join(' ')
@@ -130,9 +133,10 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
           </div>
         )}
         {!inThread && m.replies.size > 0 && (
-          <button type="button" class="link replies" onClick={() => onThread(m.ev.id)}>
+          // Apart from *Sent* or *(edited)* before it: a space in the text, a gap on screen.
+          <>{' '}<button type="button" class="link replies" onClick={() => onThread(m.ev.id)}>
             {m.replies.size} {m.replies.size === 1 ? 'reply' : 'replies'}
-          </button>
+          </button></>
         )}
       </div>
       <div class="msg-actions">

@@ -41,7 +41,8 @@ export function PrivateRows({ ws, active, onOpen }: ListProps) {
             >
               <span aria-hidden="true" class="sigil">🔐</span>
               <span class="chan-name" aria-hidden="true">{privateLabel(ws, c.peers)}</span>
-              <span class="tag e2ee" aria-hidden="true">{E2EE.toLowerCase()}</span>
+              {/* short: the name comes first in the narrow sidebar (the link's name says it all) */}
+              <span class="tag e2ee" aria-hidden="true" title={E2EE}>encrypted</span>
             </a>
           </li>
         )

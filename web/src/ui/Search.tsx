@@ -4,7 +4,11 @@ import { useEffect, useState } from 'preact/hooks'
 import type { Msg, Workspace } from '../workspace'
 import { parseSearch, type Lookups } from '../search-query'
 import { humanError } from './hooks'
-import { MessageBody } from './MessageBody'
+import { attachmentsOf, withoutAttachmentLines } from '../render/attachments'
+import { renderMarkdown } from '../render/markdown'
+import { excerpt, plainText, searchedWords } from '../render/excerpt'
+import { Files } from './Files'
+import { renderContext } from './render-context'
 import { Panel } from './Panel'
 
 type Props = { ws: Workspace; query: string; onClose: () => void; onJump: (m: Msg) => void }
@@ -74,7 +78,7 @@ export function SearchPanel({ ws, query, onClose, onJump }: Props) {
                   <span class="author">{ws.nameOf(m.ev.pubkey)}</span>
                   <span class="where">in {ch ? ws.channelLabel(ch) : 'a channel'}</span>
                 </div>
-                <MessageBody ws={ws} m={m} compact />
+                <Excerpt ws={ws} m={m} words={searchedWords(parsed.text)} />
                 <button type="button" class="link" onClick={() => onJump(m)}>Open</button>
               </article>
             </li>
@@ -82,5 +86,19 @@ export function SearchPanel({ ws, query, onClose, onJump }: Props) {
         })}
       </ul>
     </Panel>
+  )
+}
+
+/** A hit's text around the searched words (render/excerpt.ts), the words marked, then its files. */
+function Excerpt({ ws, m, words }: { ws: Workspace; m: Msg; words: string[] }) {
+  const files = attachmentsOf(m.ev.tags)
+  const text = excerpt(plainText(renderMarkdown(withoutAttachmentLines(m.content, files), renderContext(ws, m))), words)
+  const marks = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+  const parts = marks.length ? text.split(new RegExp(`(${marks.join('|')})`, 'gi')) : [text]
+  return (
+    <div class="body">
+      <p class="excerpt">{parts.map((p, i) => (i % 2 ? <mark>{p}</mark> : p))}</p>
+      {files.length > 0 && <Files ws={ws} files={files} />}
+    </div>
   )
 }

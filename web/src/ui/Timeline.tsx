@@ -29,7 +29,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
   const jobs = jobsOf(ws).jobsIn(channel)
   const firstUnread = ws.reads.firstUnread(channel, msgs)
   const [view, setView] = useState({ above: false, up: false, fresh: 0, channel })
-  const all = withJobs(withApprovals(rows(msgs), approvals, !t.hasMore), jobs, !t.hasMore, (r) => ('ref' in r ? r.request.created_at : r.m.ev.created_at))
+  const all = afterCards(withJobs(withApprovals(rows(msgs), approvals, !t.hasMore), jobs, !t.hasMore, (r) => ('ref' in r ? r.request.created_at : r.m.ev.created_at)))
   const keys = useKeys(all.map(keyOf))
   const unreadKey = firstUnread?.ev.id ?? ''
 
@@ -148,6 +148,17 @@ function rows(msgs: Msg[]): { m: Msg; day: string; grouped: boolean }[] {
     prev = m
   }
   return out
+}
+
+/** A card (job, approval) between two messages of one author breaks their group: the message
+ * after it shows its author again. */
+function afterCards<R extends object>(list: R[]): R[] {
+  let card = false
+  return list.map((r) => {
+    const wasCard = card
+    card = !('grouped' in r)
+    return wasCard && 'grouped' in r && r.grouped ? { ...r, grouped: false } : r
+  })
 }
 
 // The local day of a time, by quarter hour (every time zone's offset is a whole number of

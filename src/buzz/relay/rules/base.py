@@ -108,8 +108,9 @@ class KindRules:
         validator = validators.get(stored.event.kind)
         if validator is not None:
             await validator(self, plan, session)
-        if self.media is not None:  # §8 item 14: local imeta tags of every stored kind
-            refs = await self.media.refs_effect(plan.stored, effective_author(plan.stored, self.relay_pubkey))
+        media = self.media
+        if media is not None and media.may_reference(stored.event):  # §8 item 14: local imeta tags
+            refs = await media.refs_effect(plan.stored, effective_author(plan.stored, self.relay_pubkey))
             if refs is not None:
                 plan.effects.append(refs)
         return plan

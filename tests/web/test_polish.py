@@ -1,0 +1,113 @@
+"""Browser: what a newcomer found rough in the workspace — a message after a job or approval
+card shows its author, the inbox says a job's outcome in words on one-line dates, *Sent* and
+the reply count are apart, the Directory is headed as its link, the phone composer's
+placeholder fits, a search hit is a text excerpt (not half a table), and a private
+conversation's name is not cut by its e2ee tag."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from buzz.core.event import Event
+from buzz.core.nip_oa import build_auth_tag
+from buzz.jobs import build
+from tests.agent.support import add_member, create_channel, set_profile
+from tests.cli.helpers import buzz
+from tests.support.relay import Identity, RunningRelay
+from tests.web.browser import LiveScenario, assert_all_passed, require_browser
+from tests.workflow_runs.support import save, trigger, wait_for
+
+CHECKS = [
+    "a message right after a job card or an approval card shows its author",
+    "the inbox names a job's state and what was asked, dates on one line",
+    "Sent and the reply count are apart",
+    "the Directory link opens a view headed Directory",
+    "on a phone the composer placeholder is not cut by the Ask agent button",
+    "a search hit is a text excerpt, not a half-rendered table",
+    "a private conversation's name is not cut by its e2ee tag",
+    "on a phone a search hit is a text excerpt too",
+]
+
+APPROVAL = """name: Deploy
+trigger: {{on: webhook}}
+steps:
+  - {{id: ok, action: request_approval, from: "{approver}", message: "Ship {{{{trigger.version}}}}?", timeout: 1h}}
+"""
+TABLE = "Release plan\n\n| step | owner |\n|---|---|\n| build | Alice |\n| zebrafish rollout | Bob |\n| verify | Carol |"
+
+
+def _sign(who: Identity, kind: int, content: str, tags: list[list[str]], at: int) -> Event:
+    return Event.create(who.secret, kind, content, tags, at)
+
+
+async def test_newcomer_polish(sqlite_relay: RunningRelay, alice: Identity, bob: Identity) -> None:
+    require_browser()
+    agent = Identity.new()
+    tag = build_auth_tag(alice.secret, agent.pubkey)
+    now = int(time.time())
+    async with (
+        sqlite_relay.client(alice) as a,
+        sqlite_relay.client(agent, auth_tags=[tag]) as g,
+        sqlite_relay.client(bob) as b,
+    ):
+        await set_profile(a, alice, "Alice")
+        await set_profile(b, bob, "Bob")
+        await set_profile(g, agent, "Rulesbot", list(tag))
+        general = await create_channel(a, alice, "general")
+        await add_member(a, alice, general, bob.pubkey)
+        await add_member(a, alice, general, agent.pubkey, "bot")
+
+        async def say(who: Identity, text: str, at: int) -> Event:
+            event = _sign(who, 9, text, [["h", general]], at)
+            result = await (a if who is alice else b).publish(event)
+            assert result.accepted, result.message
+            return event
+
+        await say(alice, "Before the job card", now - 120)
+        asked = build.request(general, agent.pubkey, prompt="Summarise the week", created_at=now - 110)
+        job = _sign(alice, asked.kind, asked.content, [list(t) for t in asked.tags], now - 110)
+        assert (await a.publish(job)).accepted
+        manifest = build.text_result(job.id, "Summarise the week", "Three releases and a retro.", None)
+        done = build.result(general, job.id, alice.pubkey, manifest)
+        assert (
+            await g.publish(_sign(agent, done.kind, done.content, [list(t) for t in done.tags], now - 100))
+        ).accepted
+        await say(alice, "Right after the job card", now - 100)
+        await say(alice, "And a second line", now - 99)
+        await say(bob, TABLE, now - 90)
+        workflow, _ = await save(a, alice, general, APPROVAL.format(approver=alice.pubkey))
+        await say(alice, "Before the approval card", int(time.time()) - 5)
+        await trigger(a, alice, workflow, {"version": "1.2"})
+        (approval,) = await wait_for(a, [{"kinds": [46010], "#h": [general]}], lambda evs: len(evs) == 1)
+        await say(alice, "Right after the approval card", approval.created_at + 1)
+
+        said = await buzz(
+            sqlite_relay.url, agent, "dms", "send", "--private", "--pubkey", alice.pubkey,
+            "--content", "Hello from Rulesbot", env={"BUZZ_AUTH_TAG": json.dumps(tag)},
+        )  # fmt: skip
+        assert said.json["e2ee"] is True, said
+        page = await LiveScenario.start(
+            "polish",
+            {
+                "url": sqlite_relay.http_url + "/",
+                "secret": alice.secret,
+                "general": general,
+            },
+        )
+        try:
+            sent = await page.reached("sent")
+            if sent.get("id"):
+                reply = _sign(
+                    bob,
+                    9,
+                    "Looks good",
+                    [["h", general], ["e", sent["id"], "", "root"], ["e", sent["id"], "", "reply"]],
+                    int(time.time()),
+                )
+                assert (await b.publish(reply)).accepted
+            page.go("replied")
+            report = await page.report(timeout=240)
+        finally:
+            await page.abort()
+    assert_all_passed(report, CHECKS)

@@ -1,0 +1,127 @@
+// A newcomer's rough edges (tests/web/test_polish.py): authors after cards, the inbox in words
+// on one-line dates, *Sent* apart from the reply count, the Directory's heading, the phone
+// composer's placeholder, search excerpts, and private conversation names beside their tag.
+// Screenshots of each view at 1280×800 and 390×844.
+import { launch, person, log, article, scenario, check, finish, openChannel, signIn, send, reached, until, PHONE } from './lib.mjs'
+
+const { config, report } = scenario()
+const { browser, close } = await launch()
+const shot = async (page, name) => {
+  await page.evaluate(() => document.activeElement?.blur())
+  await page.screenshot({ path: `${config.images}/${name}.png` })
+}
+/** The author shown above the message (none when it is grouped under the previous one). */
+const authorOf = (page, text) => article(page, text).locator('.msg-head .author')
+/** Every `time` in `root` on one line (an inline box that wraps has two client rects). */
+const oneLine = (root) => root.evaluate((el) => [...el.querySelectorAll('time')].every((t) => t.getClientRects().length === 1))
+
+let sentId = ''
+try {
+  const { page: p } = await person(browser, report, 'alice')
+  await signIn(p, config.url, config.secret)
+  await openChannel(p, 'general')
+  const nav = p.getByRole('navigation', { name: 'Channels' })
+
+  await check(report, 'a message right after a job card or an approval card shows its author', async () => {
+    await p.getByRole('article', { name: 'Approval: Deploy' }).waitFor()
+    for (const text of ['Right after the job card', 'Right after the approval card']) {
+      await article(p, text).waitFor()
+      const name = await authorOf(p, text).textContent({ timeout: 2000 }).catch(() => null)
+      if (name !== 'Alice') throw new Error(`${text}: author shown ${JSON.stringify(name)}`)
+    }
+    // …and a message after a message of the same author still groups
+    if (await authorOf(p, 'And a second line').count()) throw new Error('grouping is gone altogether')
+  })
+  await shot(p, 'polish-timeline-desktop')
+
+  await check(report, 'Sent and the reply count are apart', async () => {
+    await send(p, 'Please review the plan')
+    const mine = article(p, 'Please review the plan')
+    await mine.getByText('Sent', { exact: true }).waitFor()
+    sentId = await mine.getAttribute('data-id')
+    reached('sent', { id: sentId })
+    await until('replied')
+    await mine.getByRole('button', { name: '1 reply' }).waitFor()
+    const text = await mine.innerText()
+    if (/Sent\S/.test(text)) throw new Error(`reads ${JSON.stringify(text)}`)
+    const a = await mine.getByText('Sent', { exact: true }).boundingBox()
+    const b = await mine.getByRole('button', { name: '1 reply' }).boundingBox()
+    const sameLine = Math.abs(a.y + a.height / 2 - (b.y + b.height / 2)) < a.height / 2
+    if (sameLine && Math.abs(b.x - (a.x + a.width)) < 4) throw new Error('touching on one line')
+  })
+  reached('sent', { id: sentId })
+
+  await check(report, 'the inbox names a job\'s state and what was asked, dates on one line', async () => {
+    await nav.getByRole('link', { name: 'Inbox', exact: true }).click()
+    const inbox = p.getByRole('region', { name: 'Inbox' })
+    const job = inbox.getByRole('article', { name: /^Your job ended: Job finished without an artifact in #general/ })
+    await job.getByText('Summarise the week').waitFor()
+    await job.getByText('Three releases and a retro.').waitFor()
+    if (!(await oneLine(inbox))) throw new Error('a date wraps at 1280×800')
+    await shot(p, 'polish-inbox-desktop')
+    await p.setViewportSize(PHONE)
+    if (!(await oneLine(inbox))) throw new Error('a date wraps at 390×844')
+    await shot(p, 'polish-inbox-phone')
+    await p.setViewportSize({ width: 1280, height: 800 })
+    await inbox.getByRole('button', { name: 'Close inbox' }).click()
+  })
+
+  await check(report, 'the Directory link opens a view headed Directory', async () => {
+    await nav.getByRole('link', { name: 'Directory', exact: true }).click()
+    await p.getByRole('heading', { name: 'Directory', exact: true }).waitFor()
+    await shot(p, 'polish-directory-desktop')
+  })
+
+  await check(report, 'a search hit is a text excerpt, not a half-rendered table', async () => {
+    const box = p.getByRole('searchbox').first()
+    await box.fill('zebrafish')
+    await box.press('Enter')
+    const hit = p.getByRole('complementary', { name: 'Search results' }).locator('.hits li').first()
+    await hit.getByText(/zebrafish rollout/).waitFor()
+    if (await hit.locator('table').count()) throw new Error('the hit renders the table')
+    const text = await hit.locator('.excerpt').innerText()
+    if (!text.includes('build · Alice zebrafish rollout · Bob')) throw new Error(`the excerpt reads ${JSON.stringify(text)}`)
+    await shot(p, 'polish-search-desktop')
+  })
+
+  await check(report, 'a private conversation\'s name is not cut by its e2ee tag', async () => {
+    const row = nav.getByRole('link', { name: 'Rulesbot (end-to-end encrypted)', exact: true })
+    await row.waitFor()
+    const cut = await row.locator('.chan-name').evaluate((el) => el.scrollWidth > el.clientWidth)
+    if (cut) throw new Error('the name is truncated')
+  })
+
+  const { page: m } = await person(browser, report, 'alice on a phone', PHONE)
+  await m.goto(config.url + '#' + config.general)
+  await m.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
+  await m.getByRole('button', { name: 'Sign in' }).click()
+  await check(report, 'on a phone the composer placeholder is not cut by the Ask agent button', async () => {
+    await m.getByRole('heading', { name: '# general' }).waitFor()
+    await m.getByRole('button', { name: 'Ask agent' }).first().waitFor()
+    const box = m.getByRole('textbox', { name: 'Message', exact: true })
+    const fits = await box.evaluate((el) => {
+      const s = getComputedStyle(el)
+      const ctx = document.createElement('canvas').getContext('2d')
+      ctx.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`
+      const room = el.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)
+      return { need: ctx.measureText(el.placeholder).width, room }
+    })
+    if (fits.need > fits.room) throw new Error(`placeholder needs ${fits.need}px, has ${fits.room}px`)
+    await shot(m, 'polish-timeline-phone')
+  })
+  await check(report, 'on a phone a search hit is a text excerpt too', async () => {
+    const box = m.getByRole('searchbox').first()
+    await box.fill('zebrafish')
+    await box.press('Enter')
+    const hit = m.getByRole('complementary', { name: 'Search results' }).locator('.hits li').first()
+    await hit.getByText(/zebrafish rollout/).waitFor()
+    if (await hit.locator('table').count()) throw new Error('the hit renders the table')
+    await shot(m, 'polish-search-phone')
+    await m.getByRole('button', { name: 'Close search results' }).click()
+  })
+  await m.getByRole('button', { name: 'Menu' }).click()
+  await shot(m, 'polish-sidebar-phone')
+} finally {
+  finish(report)
+  await close()
+}
