@@ -16,6 +16,20 @@ worse than 1.5×). Then tab → tab delivery (issue 29): web/e2e/delivery.mjs si
 twice and times each of `--messages` messages from Enter in one tab to its showing in the other;
 the figure is the p50 (issue 29: ≤ 100 ms), beside the baseline's. The baseline is buzz at `--baseline REV` (default: main before issue 26),
 installed into `.bench-baseline/<sha>/` by bench/ingest.py, so it serves its own page.
+
+Then issue 29's last numbers, on both relays, once the rows above are taken (the channels they
+add would change which channel sign-in opens): a `--long` (10,000) message channel of the same
+mix and three side channels of 200. web/e2e/scroll.mjs opens the long channel at its newest
+message and scrolls to its start from inside the page, `--step` px up each animation frame,
+timing every frame with requestAnimationFrame (fps from the median frame; the share of frames
+over 16.7 ms, with 1 ms for timer jitter) and counting the messages in the DOM (issue 29: 60 fps,
+the DOM bounded). web/e2e/heavy.mjs is a compressed "heavy use" session: `--heavy-rounds` rounds
+(default 30) of opening the next of the four channels, reading `--screens` (5) screens up into
+its history, sending a message, and every third round opening a thread, replying, closing it;
+then the JS heap after a forced collection (CDP). Twenty minutes of a heavy user is about that
+many channel switches (one or two a minute), sends (one a minute) and thread visits (ten), and
+150 screens of history read back; idle minutes between them add nothing to the heap (what it
+holds is what was loaded and shown), so the session does them back to back (issue 29: ≤ 20 MB).
 """
 
 from __future__ import annotations
@@ -52,6 +66,10 @@ from buzz.core.keys import generate_secret_key
 BEFORE_ISSUE_26 = "9872e6ea86de057195ae668bc106365d6f687361"
 TARGET_RATIO = 1.5
 DELIVERY_TARGET_MS = 100  # issue 29: tab → tab p50
+FRAME_MS = 1000 / 60
+HEAP_TARGET_MB = 20  # issue 29: after 20 minutes of heavy use
+DOM_BOUND = 200  # message nodes in the DOM while scrolling (the browser test's bound)
+SIDE_CHANNELS = ("side-1", "side-2", "side-3")
 WEB = ingest.ROOT / "web"
 CHROMIUM = os.environ.get("BUZZ_CHROMIUM", "/usr/bin/chromium")
 SCENARIO_TIMEOUT_S = 600
@@ -100,24 +118,35 @@ async def upload_image(url: str, secret: str, tmp: Path) -> dict[str, Any] | Non
         await files.close()
 
 
-async def seed(url: str, secret: str, count: int, tmp: Path) -> tuple[str, bool]:
+async def seed(url: str, secret: str, count: int, tmp: Path, name: str = "bench") -> tuple[str, bool]:
     """The channel and its `count` messages, oldest first, `PER_SECOND` per second of the past;
     whether the images are attached files."""
     channel = new_channel_id()
     image = await upload_image(url, secret, tmp)
-    start = int(time.time()) - count // PER_SECOND - 5
+    # The relay takes created_at up to 15 minutes back: a long channel is written faster.
+    rate = max(PER_SECOND, -(-count // 600))
+    start = int(time.time()) - count // rate - 5
     async with RelayClient(url, secret) as client:
-        tags = [["h", channel], ["name", "bench"], ["visibility", "open"]]
+        tags = [["h", channel], ["name", name], ["visibility", "open"]]
         result = await client.publish(Event.create(secret, 9007, "", tags))
         if not result.accepted:
             raise ingest.BenchError(f"channel refused: {result.message}")
-        for i in range(count):
-            text, extra = content(i, image)
-            event = Event.create(secret, 9, text, [["h", channel], *extra], start + i // PER_SECOND)
-            result = await client.publish(event)
-            if not result.accepted:
-                raise ingest.BenchError(f"message {i} refused: {result.message}")
+        for first in range(0, count, 50):  # 50 in flight: a 10,000-message channel in seconds
+            events = []
+            for i in range(first, min(first + 50, count)):
+                text, extra = content(i, image)
+                events.append(Event.create(secret, 9, text, [["h", channel], *extra], start + i // rate))
+            for i, result in enumerate(await asyncio.gather(*(client.publish(e) for e in events))):
+                if not result.accepted:
+                    raise ingest.BenchError(f"message {first + i} refused: {result.message}")
     return channel, image is not None
+
+
+async def seed_window(url: str, secret: str, long: int, tmp: Path) -> None:
+    """The long channel and the side channels of the scroll and heavy-use rows."""
+    await seed(url, secret, long, tmp, "long")
+    for name in SIDE_CHANNELS:
+        await seed(url, secret, 200, tmp, name)
 
 
 def page_script(relay: ingest.RelayProc) -> str:
@@ -139,6 +168,36 @@ def time_sign_in(relay: ingest.RelayProc, secret: str, newest: str, runs: int) -
 
 def time_delivery(relay: ingest.RelayProc, secret: str, newest: str, count: int) -> dict[str, Any]:
     return scenario("delivery", relay, {"secret": secret, "newest": newest, "count": count})
+
+
+def time_scroll(relay: ingest.RelayProc, secret: str, long: int, args: argparse.Namespace) -> dict[str, Any]:
+    given = {
+        "secret": secret,
+        "channel": "long",
+        "newest": f"message {long - 1:04d}",
+        "step": args.step,
+        "limitS": args.scroll_limit,
+    }
+    n = scenario("scroll", relay, given)
+    frames = sorted(n.pop("frames")[1:]) or [0.0]
+    p50 = statistics.median(frames)
+    return n | {
+        "frames": len(frames),
+        "frame_p50_ms": round(p50, 2),
+        "fps_p50": round(1000 / p50, 1) if p50 else 0.0,
+        "over_16_7_share": round(sum(f > FRAME_MS + 1 for f in frames) / len(frames), 3),
+        "over_33_share": round(sum(f > 2 * FRAME_MS + 1 for f in frames) / len(frames), 3),
+        "frame_p99_ms": round(frames[int(0.99 * (len(frames) - 1))], 1),
+    }
+
+
+def time_heavy(relay: ingest.RelayProc, secret: str, args: argparse.Namespace) -> dict[str, Any]:
+    channels = ["bench", "long", *SIDE_CHANNELS]
+    return scenario(
+        "heavy",
+        relay,
+        {"secret": secret, "channels": channels, "rounds": args.heavy_rounds, "screens": args.screens},
+    )
 
 
 def scenario(name: str, relay: ingest.RelayProc, given: dict[str, Any]) -> dict[str, Any]:
@@ -210,6 +269,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             delivery = {
                 key: time_delivery(relays[key], secret, newest, args.messages)["deliveryMs"] for key in relays
             }
+            window: dict[str, dict[str, Any]] = {}
+            if args.long:
+                for key in relays:
+                    asyncio.run(seed_window(relays[key].url, secret, args.long, Path(tmp) / key))
+                for key in ("this", "base"):
+                    window[key] = {"scroll": time_scroll(relays[key], secret, args.long, args)}
+                for key in ("this", "base"):
+                    window[key]["heavy"] = time_heavy(relays[key], secret, args)
         finally:
             for relay in relays.values():
                 relay.stop()
@@ -219,6 +286,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out[key] |= shown[key]
         out[key]["delivery_ms"] = delivery[key]
         out[key]["delivery_p50_ms"] = statistics.median(delivery[key])
+        out[key] |= window.get(key, {})
+    out["long"] = args.long
     out["ratio"] = out["this"]["median_ms"] / out["base"]["median_ms"]
     return out
 
@@ -251,7 +320,45 @@ def render(out: dict[str, Any]) -> str:
         f"{out['this']['delivery_p50_ms']:.0f} ms, {out['baseline']['label']} {out['base']['delivery_p50_ms']:.0f} ms "
         f"(target ≤ {DELIVERY_TARGET_MS} ms: {'MET' if out['this']['delivery_p50_ms'] <= DELIVERY_TARGET_MS else 'NOT MET'})",
     ]
+    if out.get("long"):
+        lines += ["", *render_window(out)]
     return "\n".join(lines)
+
+
+def render_window(out: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{out['long']}-message channel scrolled bottom → top (fps p50, frames > 16.7 ms, > 33.4 ms, "
+        "p99 frame, most messages in the DOM, reached the start in):",
+    ]
+    for key, label in (("this", "this tree"), ("base", out["baseline"]["label"])):
+        s = out[key]["scroll"]
+        end = (
+            f"{s['seconds']:.0f} s"
+            if s["reachedStart"]
+            else f"NOT within {s['seconds']:.0f} s (up to message {s.get('oldestSeen')})"
+        )
+        lines.append(
+            f"  {label:<20} {s['fps_p50']:>5.1f} fps  {100 * s['over_16_7_share']:>5.1f} %  {100 * s['over_33_share']:>5.1f} %  "
+            f"{s['frame_p99_ms']:>6.1f} ms  {s['most']:>6} in DOM  {end}  ({s['frames']} frames)"
+        )
+    t = out["this"]["scroll"]
+    lines.append(
+        f"  target 60 fps with the DOM bounded (< {DOM_BOUND} messages): "
+        f"{'MET' if t['fps_p50'] >= 59 and t['most'] < DOM_BOUND else 'NOT MET'}"
+    )
+    h = out["this"]["heavy"]
+    lines.append(
+        f"heavy use ({h['switches']} channel switches, {h['sends']} sends, {h['threads']} threads, {h['screens']} screens "
+        f"of history, {h['sessionS']} s): JS heap after GC"
+    )
+    for key, label in (("this", "this tree"), ("base", out["baseline"]["label"])):
+        h = out[key]["heavy"]
+        lines.append(
+            f"  {label:<20} {h['heapMb']:>6.1f} MB (after sign-in {h['heapAfterSignInMb']:.1f} MB), {h['domNodes']} DOM nodes"
+        )
+    ok = out["this"]["heavy"]["heapMb"] <= HEAP_TARGET_MB
+    lines.append(f"  target ≤ {HEAP_TARGET_MB} MB: {'MET' if ok else 'NOT MET'}")
+    return lines
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -261,12 +368,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (1–20)")
     ap.add_argument("--runs", type=int, default=3, help="sign-ins per page and round (1–20)")
     ap.add_argument("--messages", type=int, default=20, help="tab → tab messages per page (1–200)")
+    ap.add_argument(
+        "--long", type=int, default=10000, help="messages in the scrolled channel (0: skip; 1000–20000)"
+    )
+    ap.add_argument("--step", type=int, default=60, help="px scrolled up per animation frame (10–1000)")
+    ap.add_argument("--scroll-limit", type=int, default=300, help="seconds the scroll may take per page")
+    ap.add_argument("--heavy-rounds", type=int, default=30, help="heavy-use rounds (1–200)")
+    ap.add_argument("--screens", type=int, default=5, help="screens read back per heavy-use round")
     ap.add_argument("--json", metavar="OUT.json", help="also write the results as JSON")
     args = ap.parse_args(argv)
     if not 100 <= args.count <= 5000 or not 1 <= args.rounds <= 20 or not 1 <= args.runs <= 20:
         ap.error("--count 100–5000, --rounds 1–20, --runs 1–20")
     if not 1 <= args.messages <= 200:
         ap.error("--messages 1–200")
+    if (
+        (args.long and not 1000 <= args.long <= 20000)
+        or not 10 <= args.step <= 1000
+        or not 1 <= args.heavy_rounds <= 200
+    ):
+        ap.error("--long 0 or 1000–20000, --step 10–1000, --heavy-rounds 1–200")
     return args
 
 

@@ -149,3 +149,32 @@ export async function auditLightAndDark(page, view) {
     await page.getByRole('switch', { name: 'Dark theme' }).click()
   }
 }
+
+// The timeline is windowed (decision 136): only messages near the view are in the DOM.
+const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))
+
+/** Scroll the timeline up until the message with `text` is in the DOM, then to it. */
+export async function reveal(page, text) {
+  for (let i = 0; i < 400 && !(await article(page, text).count()); i++) {
+    await log(page).evaluate((el) => { el.scrollTop = Math.max(0, el.scrollTop - el.clientHeight / 2) })
+    await frames(page)
+  }
+  await article(page, text).first().scrollIntoViewIfNeeded()
+  await frames(page)
+}
+
+/** The texts of `selector` in the timeline from its top to where the view is, in page order,
+ * gathered while scrolling up to the top (what is loaded; older pages load on the way). */
+export async function gatherUp(page, selector) {
+  const out = []
+  for (let i = 0; i < 400; i++) {
+    const now = await log(page).locator(selector).allTextContents()
+    const fresh = now.filter((t) => !out.includes(t))
+    out.unshift(...fresh)
+    const top = await log(page).evaluate((el) => el.scrollTop)
+    if (top === 0 && !(await log(page).getAttribute('aria-busy'))?.includes('true')) break
+    await log(page).evaluate((el) => { el.scrollTop = Math.max(0, el.scrollTop - el.clientHeight / 2) })
+    await frames(page)
+  }
+  return out
+}

@@ -2,7 +2,7 @@
 // highlighted code (Copy code, folding), emoji, mention chips and channel links; a timeline with
 // grouped authors, day headings, avatars, "(edited)", profile cards, long answers folded;
 // permalinks and search results that open the channel at the message. Screenshots at both sizes.
-import { launch, person, signIn, log, article, openChannel, scenario, check, finish, DESKTOP, PHONE } from './lib.mjs'
+import { launch, person, signIn, log, article, openChannel, scenario, check, finish, reveal, gatherUp, DESKTOP, PHONE } from './lib.mjs'
 
 const { config, report } = scenario()
 const shot = (page, name) => page.screenshot({ path: `${config.images}/${name}.png` })
@@ -81,6 +81,7 @@ try {
   })
 
   await check(report, "one author's consecutive messages are grouped under one name", async () => {
+    await reveal(p, 'Here is the plan')
     // Bob's three messages in a row: one name and avatar, then two grouped ones.
     const bobs = timeline.locator('article').filter({ has: p.locator('.msg-head button.author', { hasText: /^Bob$/ }) })
     const showcaseId = await showcase.getAttribute('data-id')
@@ -91,11 +92,13 @@ try {
   })
 
   await check(report, 'days have headings: Today, Yesterday and a date', async () => {
-    const days = await timeline.getByRole('heading', { level: 2 }).allTextContents()
+    await log(p).evaluate((el) => { el.scrollTop = el.scrollHeight })
+    const days = await gatherUp(p, 'h2')
     if (days.slice(-2).join('|') !== 'Yesterday|Today' || days.length < 3 || !/\d/.test(days[days.length - 3])) throw new Error(`days: ${days}`)
   })
 
   await check(report, 'avatars: a profile picture, else a generated initial', async () => {
+    await reveal(p, 'Here is the plan')
     const img = showcase.locator('img.avatar')
     await p.waitForFunction((el) => el.complete && el.naturalWidth > 0, await img.elementHandle())
     const carol = article(p, 'can you check').locator('.avatar.gen')
@@ -168,8 +171,16 @@ try {
     await target.and(s.locator('.focus')).waitFor()
     if (!(await inView(target))) throw new Error('the message is not in view')
     // History between the newest page and the needle is loaded, in order, without gaps.
-    const texts = await log(s).locator('article .text').allTextContents()
-    const fillers = texts.filter((t) => t.startsWith('filler')).map((t) => Number(t.split(' ')[1]))
+    // The timeline is windowed (decision 136): read it down to the bottom, in page order.
+    const order = []
+    for (let i = 0; i < 500; i++) {
+      for (const t of await log(s).locator('article .text').allTextContents()) if (!order.includes(t)) order.push(t)
+      const end = await log(s).evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 2)
+      if (end) break
+      await log(s).evaluate((el) => { el.scrollTop += el.clientHeight / 2 })
+      await s.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))
+    }
+    const fillers = order.filter((t) => t.startsWith('filler')).map((t) => Number(t.split(' ')[1]))
     if (fillers.length !== config.fillers || fillers.some((n, i) => n !== i)) throw new Error(`fillers: ${fillers.length}`)
   })
 

@@ -3,22 +3,24 @@
 // the reader is already there. A day heading starts each day; consecutive messages of one
 // author within a few minutes are grouped under one name. A permalink target (`ws.focus`)
 // is scrolled to the middle once and highlighted.
-import { Fragment } from 'preact'
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import type { Msg, Workspace } from '../workspace'
-import { workflowsOf } from '../workflows'
+import { workflowsOf, type Approval } from '../workflows'
 import { ApprovalCard, withApprovals } from './ApprovalCard'
-import { jobsOf } from '../jobs'
+import { jobsOf, type JobView } from '../jobs'
 import { JobCard, withJobs } from './JobCard'
 import { act } from './hooks'
 import { Message } from './Message'
 import { JumpBar, NewDivider } from './CatchUp'
+import { useWindower } from './windowed'
 
 const GROUP_S = 5 * 60
 
 export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: string; onThread: (id: string) => void }) {
   const box = useRef<HTMLDivElement>(null)
-  const prev = useRef({ height: 0, top: 0, first: '', count: 0, channel: '', focus: '', placed: false })
+  const head = useRef<HTMLDivElement>(null)
+  const w = useWindower(box, head)
+  const prev = useRef({ first: '', count: 0, channel: '', focus: '', placed: false })
   const msgs = ws.visible(channel)
   const t = ws.timeline(channel)
   const approvals = workflowsOf(ws).approvalsIn(channel)
@@ -27,51 +29,54 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
   const jobs = jobsOf(ws).jobsIn(channel)
   const firstUnread = ws.reads.firstUnread(channel, msgs)
   const [view, setView] = useState({ above: false, up: false, fresh: 0, channel })
-  const divider = () => box.current?.querySelector<HTMLElement>('.new-divider') ?? null
+  const all = afterCards(withJobs(withApprovals(rows(msgs), approvals, !t.hasMore), jobs, !t.hasMore, (r) => ('ref' in r ? r.request.created_at : r.m.ev.created_at)))
+  const keys = useKeys(all.map(keyOf))
+  const unreadKey = firstUnread?.ev.id ?? ''
+
+  // Where the view goes, decided before the rows are chosen (the window follows it).
+  const p = prev.current
+  if (p.channel !== channel) {
+    w.reset()
+    Object.assign(p, { first: '', count: 0, focus: '', placed: false })
+  }
+  if (ws.focus && ws.focus !== p.focus && keys.includes(ws.focus)) {
+    w.place = { key: ws.focus, align: 'center' }
+    p.focus = ws.focus
+    p.placed = true // a permalink is the place to open at
+  } else if (!p.placed) {
+    // A channel opens at its first unread message (under the divider), else at the bottom,
+    // once its opening has loaded back that far.
+    w.place = unreadKey ? { key: unreadKey, align: 'top', offset: DIVIDER_GAP, select: '.new-divider' } : 'bottom'
+    p.placed = ws.reads.settled.has(channel)
+  }
+  if (!ws.focus) p.focus = ''
+  const edit = ws.editRequest && keys.indexOf(ws.editRequest)
+  if (typeof edit === 'number' && edit >= 0 && (edit < w.start || edit >= w.end)) w.place = { key: ws.editRequest as string, align: 'center' }
+  const win = w.update(keys)
+
   /** Where the reader is: the divider above the view? scrolled up from the bottom? */
   const measure = (fresh: number) => {
     const el = box.current
     if (!el) return
-    const d = divider()
-    const above = !!d && d.offsetTop + d.offsetHeight < el.scrollTop
+    const d = el.querySelector<HTMLElement>('.new-divider')
+    const above = d ? d.getBoundingClientRect().bottom < el.getBoundingClientRect().top : !!unreadKey && w.above(unreadKey)
     const up = el.scrollHeight - el.scrollTop - el.clientHeight > 80
     const next = { above, up, fresh: up ? fresh : 0, channel }
     if (next.above !== view.above || next.up !== view.up || next.fresh !== view.fresh || view.channel !== channel) setView(next)
   }
 
   useLayoutEffect(() => {
-    const el = box.current
-    if (!el) return
-    const p = prev.current
+    w.layout()
     const first = msgs[0]?.ev.id ?? ''
-    const target = ws.focus && ws.focus !== p.focus ? el.querySelector<HTMLElement>(`article[data-id="${ws.focus}"]`) : null
-    if (target) {
-      target.scrollIntoView({ block: 'center' })
-      p.focus = ws.focus as string
-      p.placed = true // a permalink is the place to open at
-    } else if (p.channel !== channel || !p.placed) {
-      // A channel opens at its first unread message (under the divider), else at the bottom,
-      // once its opening has loaded back that far.
-      const d = divider()
-      if (d) showDivider(el, d)
-      else el.scrollTop = el.scrollHeight
-      p.placed = ws.reads.settled.has(channel)
-    } else if (first !== p.first && msgs.length > p.count && p.count > 0 && p.first) {
-      el.scrollTop = p.top + (el.scrollHeight - p.height) // older page prepended: keep the reader's place
-    } else if (p.height - p.top - el.clientHeight < 80) {
-      el.scrollTop = el.scrollHeight // was at the bottom: follow new messages
-    }
-    if (!ws.focus) p.focus = ''
     const arrived = p.channel === channel && first === p.first ? Math.max(0, msgs.length - p.count) : 0
-    Object.assign(p, { height: el.scrollHeight, top: el.scrollTop, first, count: msgs.length, channel })
+    Object.assign(p, { first, count: msgs.length, channel })
     measure((view.channel === channel ? view.fresh : 0) + arrived)
   })
 
   const onScroll = () => {
     const el = box.current
     if (!el) return
-    prev.current.top = el.scrollTop
-    prev.current.height = el.scrollHeight
+    w.scrolled()
     measure(view.fresh)
     if (el.scrollTop < 300 && t.hasMore && !t.loading && prev.current.placed) void act(ws, () => ws.loadOlder(channel))
   }
@@ -86,28 +91,46 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
       )}
       {!t.hasMore && t.loaded && <p class="start">This is the start of the channel.</p>}
       {!t.loaded && <p class="start">Loading messages…</p>}
-      {afterCards(withJobs(withApprovals(rows(msgs), approvals, !t.hasMore), jobs, !t.hasMore, (r) => ('ref' in r ? r.request.created_at : r.m.ev.created_at))).map((row) => 'ref' in row ? <ApprovalCard key={row.ref} ws={ws} a={row} /> : 'assignee' in row ? <JobCard key={row.id} ws={ws} job={row} /> : (
-        <Fragment key={row.m.ev.id}>
-          {row.day && <h2 class="day"><span>{row.day}</span></h2>}
-          {row.m === firstUnread && <NewDivider />}
-          <Message ws={ws} m={row.m} onThread={onThread} inThread={false} grouped={row.grouped && row.m !== firstUnread} />
-        </Fragment>
+      <div class="spacer" ref={head} style={{ height: `${win.before}px` }} aria-hidden="true" />
+      {all.slice(win.start, win.end).map((row) => (
+        <div class="row" key={keyOf(row)} data-key={keyOf(row)}>
+          {'ref' in row ? <ApprovalCard ws={ws} a={row} /> : 'assignee' in row ? <JobCard ws={ws} job={row} /> : (
+            <>
+              {row.day && <h2 class="day"><span>{row.day}</span></h2>}
+              {row.m === firstUnread && <NewDivider />}
+              <Message ws={ws} m={row.m} onThread={onThread} inThread={false} grouped={row.grouped && row.m !== firstUnread} />
+            </>
+          )}
+        </div>
       ))}
+      <div class="spacer" style={{ height: `${win.after}px` }} aria-hidden="true" />
     </div>
       <JumpBar
         above={view.above && view.channel === channel}
         scrolledUp={view.up && view.channel === channel}
         fresh={view.fresh}
-        onFirstUnread={() => { const d = divider(); if (box.current && d) showDivider(box.current, d) }}
-        onLatest={() => { const el = box.current; if (el) el.scrollTop = el.scrollHeight }}
+        onFirstUnread={() => { if (unreadKey) { w.place = { key: unreadKey, align: 'top', offset: DIVIDER_GAP, select: '.new-divider' }; w.rerender() } }}
+        onLatest={() => { w.place = 'bottom'; w.rerender() }}
       />
     </div>
   )
 }
 
 /** The divider near the top, with a little of what was read above it. */
-function showDivider(el: HTMLElement, d: HTMLElement): void {
-  el.scrollTop = Math.max(0, d.offsetTop - el.offsetTop - 56)
+const DIVIDER_GAP = 56
+
+type Row = ReturnType<typeof rows>[number] | Approval | JobView
+
+function keyOf(row: Row): string {
+  return 'ref' in row ? row.ref : 'assignee' in row ? row.id : row.m.ev.id
+}
+
+/** The same array while the keys are the same (the window re-sums heights only on a change). */
+function useKeys(keys: string[]): string[] {
+  const last = useRef<string[]>([])
+  const same = last.current.length === keys.length && keys.every((k, i) => k === last.current[i])
+  if (!same) last.current = keys
+  return last.current
 }
 
 /** Each message with the day heading to put before it (or '') and whether it continues the
@@ -117,9 +140,8 @@ function rows(msgs: Msg[]): { m: Msg; day: string; grouped: boolean }[] {
   let lastDay = ''
   let prev: Msg | null = null
   for (const m of msgs) {
-    const date = new Date(m.ev.created_at * 1000)
-    const key = date.toDateString()
-    const day = key !== lastDay ? dayLabel(date) : ''
+    const key = dayKey(m.ev.created_at)
+    const day = key !== lastDay ? dayLabel(new Date(m.ev.created_at * 1000)) : ''
     const grouped = !day && !!prev && prev.ev.pubkey === m.ev.pubkey && m.ev.created_at - prev.ev.created_at < GROUP_S && !m.broadcast && !prev.broadcast
     out.push({ m, day, grouped })
     lastDay = key
@@ -137,6 +159,20 @@ function afterCards<R extends object>(list: R[]): R[] {
     card = !('grouped' in r)
     return wasCard && 'grouped' in r && r.grouped ? { ...r, grouped: false } : r
   })
+}
+
+// The local day of a time, by quarter hour (every time zone's offset is a whole number of
+// them): a 10,000-message timeline asks for it on each render.
+const days = new Map<number, string>()
+function dayKey(at: number): string {
+  const q = Math.floor(at / 900)
+  let key = days.get(q)
+  if (key === undefined) {
+    key = new Date(q * 900 * 1000).toDateString()
+    if (days.size > 20000) days.clear()
+    days.set(q, key)
+  }
+  return key
 }
 
 const DAY = new Intl.DateTimeFormat(undefined, { weekday: 'long', day: 'numeric', month: 'long' })
