@@ -91,6 +91,7 @@ class Drive:
         self.tei = trigger_event_id
         self.effects = effects
         self.started: Any = None  # called once after the first commit (the run is `running`)
+        self.first: m.Dispatch | None = None  # a first step committed with the run: perform it (decision 328)
 
     async def authorized(self) -> bool:
         return await self.e.authorized(self.run.owner, self.run.channel_id, self.run.definition.elevated)
@@ -171,7 +172,11 @@ class Drive:
         if self.run.status in m.TERMINAL:
             await self.e.store.workflow_release(self.e.replica, self.run.id)
             return
-        inp = await self.first_input()
+        if self.first is not None:
+            dispatch, self.first = self.first, None
+            inp: m.Input | None = await self.perform(dispatch, self.effects[dispatch.step_index])
+        else:
+            inp = await self.first_input()
         while inp is not None:
             t = m.advance(self.run, inp)
             dispatch = next((x for x in t.effects if isinstance(x, m.Dispatch)), None)
@@ -221,6 +226,9 @@ class Drive:
                 return m.StepFailed(now, exc.code, exc.message)
             self.effects[dispatch.step_index] = effect
         await self.commit(t)
+        return await self.perform(dispatch, effect)
+
+    async def perform(self, dispatch: m.Dispatch, effect: Any) -> m.Input:
         try:
             timeout = max(0.1, dispatch.deadline - time.time())
             return await asyncio.wait_for(self.e.actions.perform(self.run, dispatch, effect), timeout)

@@ -36,7 +36,16 @@ from buzz.workflows.capacity import REFUSALS, Door, RunRate, Verdict, admit
 from buzz.workflows.context import channel_event_context, fires, is_engine_event, webhook_context
 from buzz.workflows.drive import JOB_ANSWERS, Drive, Gate
 from buzz.workflows.host import Host, Settings
-from buzz.workflows.rows import definition_of, ended_at, run_of, run_row, step_effect, trigger_event_id
+from buzz.workflows.resolve import StepFailure
+from buzz.workflows.rows import (
+    definition_of,
+    ended_at,
+    run_of,
+    run_row,
+    step_effect,
+    step_row,
+    trigger_event_id,
+)
 from buzz.workflows.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -52,6 +61,7 @@ class Prepared:
 
     run_id: str
     write: WorkflowWrite
+    first: Drive | None = None  # its first step started in `write` (decision 328): perform it
 
     @property
     def leased(self) -> bool:
@@ -131,6 +141,12 @@ class Engine:
     def definition(self, wf: WorkflowRow) -> d.Definition:
         return definition_of(wf.definition, wf.channel_id, wf.accepted_at)
 
+    def warm(self, wf: WorkflowRow) -> None:
+        """Parse a saved definition into the cache now, so the first event it sees does not
+        pay a YAML parse for it (decision 329): a channel's message reads every workflow."""
+        with contextlib.suppress(ValueError):
+            self.definition(wf)
+
     async def authorized(self, owner: str, channel_id: str, elevated: bool) -> bool:
         """Owner authority (§6.5 item 2); a lookup error means it does not hold."""
         try:
@@ -174,7 +190,7 @@ class Engine:
     async def prepare_run(self, wf: WorkflowRow, door: Door, trigger: dict[str, Any], now: int,
                           trigger_event_id: str | None = None, claim_key: str | None = None,
                           pending: int | None = None, definition: d.Definition | None = None,
-                          ) -> Prepared | Verdict:  # fmt: skip
+                          authorized: bool = False) -> Prepared | Verdict:  # fmt: skip
         """A new run's write, or the verdict refusing it (§7.1, §7.4). A refused channel-event
         or schedule run is recorded `failed` with `capacity_exceeded` here (no events)."""
         definition = definition or self.definition(wf)
@@ -203,9 +219,37 @@ class Engine:
         take = None  # a door's run is leased in its creating write when a drive is free
         if door is not Door.SCHEDULE and self.free() > 0:
             take = (self.replica, now + self.settings.lease_s)
+            if authorized and definition.max_concurrent is None:
+                first = await self._first_step(t, trigger_event_id, now)
+                if first is not None:
+                    drive, started = first
+                    steps = tuple(step_row(run_id, r, drive.effects.get(r.index)) for r in started.run.steps)
+                    write = WorkflowWrite(runs=(run_row(started.run, trigger_event_id),), steps=steps,
+                                          events=self._signed([*t.emitted, *started.emitted], wf.channel_id),
+                                          claim=claim, take=take)  # fmt: skip
+                    return Prepared(run_id, write, drive)
         write = WorkflowWrite(runs=(run_row(t.run, trigger_event_id),), events=self._signed(t.emitted, wf.channel_id),
                               claim=claim, take=take)  # fmt: skip
         return Prepared(run_id, write)
+
+    async def _first_step(self, created: m.Transition, tei: str | None, now: int
+                          ) -> tuple[Drive, m.Transition] | None:  # fmt: skip
+        """A door's new run whose first step is an effect to perform: that step's start (its
+        `running` record with the built effect and its 46002) rides in the run's creating write,
+        one commit fewer before the first action (decision 328). The owner's authority was read
+        by the door just before. None (the run is created alone and driven as before) for a
+        first step that waits, is skipped, fails to build or opens an approval."""
+        t = m.advance(created.run, m.Proceed(now, True))
+        dispatch = next((x for x in t.effects if isinstance(x, m.Dispatch)), None)
+        if dispatch is None or dispatch.resolved.action == "request_approval":
+            return None
+        try:
+            effect = await self.actions.build(t.run, dispatch)
+        except StepFailure:
+            return None
+        drive = Drive(self, t.run, tei, {dispatch.step_index: effect})
+        drive.first = dispatch
+        return drive, t
 
     async def commit_new(self, prepared: Prepared, now: int) -> bool:
         if not await self.store.workflow_write(prepared.write, now):
@@ -217,7 +261,9 @@ class Engine:
         """After a new run committed: fan out its 46001 and start it."""
         for stored in prepared.write.events:
             await self.host.fanout(stored)
-        if prepared.leased:
+        if prepared.first is not None:
+            self._start(prepared.run_id, prepared.first)
+        elif prepared.leased:
             self._start(prepared.run_id)
         else:
             self.kick(prepared.run_id)
@@ -251,7 +297,7 @@ class Engine:
                 log.info("workflow %s: filter failed: %s", wf.id, error)
             if not go or not await self.may_start(wf):
                 continue
-            prepared = await self.prepare_run(wf, Door.CHANNEL_EVENT, context, now, event.id)
+            prepared = await self.prepare_run(wf, Door.CHANNEL_EVENT, context, now, event.id, authorized=True)
             if isinstance(prepared, Prepared):
                 await self.commit_new(prepared, now)
 
@@ -296,7 +342,7 @@ class Engine:
             if first is not None:
                 return 202, {"run_id": first, "workflow_id": wf.id, "status": "pending"}, {}
         prepared = await self.prepare_run(wf, Door.WEBHOOK, webhook_context(wf.channel_id, now, parsed), now,
-                                          claim_key=idem)  # fmt: skip
+                                          claim_key=idem, authorized=True)  # fmt: skip
         if prepared is Verdict.RATE_LIMITED:
             return 429, {"error": "workflow run rate exceeded"}, {"Retry-After": "60"}
         if not isinstance(prepared, Prepared):
@@ -326,11 +372,24 @@ class Engine:
         """Drives this replica may still start (`max_concurrent`, napping drives not counted)."""
         return self.settings.max_concurrent - len(self._running) + self.napping
 
-    def _start(self, run_id: str) -> None:
+    def _start(self, run_id: str, first: Drive | None = None) -> None:
         if run_id not in self._running:
-            self._running[run_id] = asyncio.get_running_loop().create_task(
-                self._drive(run_id), name=f"run-{run_id}"
-            )
+            work = self._drive(run_id) if first is None else self._drive_first(run_id, first)
+            self._running[run_id] = asyncio.get_running_loop().create_task(work, name=f"run-{run_id}")
+
+    async def _drive_first(self, run_id: str, drive: Drive) -> None:
+        """A run committed with its first step started (no `max_concurrent`: nothing to count)."""
+        workflow_id = drive.run.workflow_id
+        self._by_workflow[workflow_id] += 1
+        try:
+            await drive.go()
+        except LeaseLost:
+            log.info("run %s: lease taken by another replica", run_id)
+        except Exception:
+            log.exception("run %s: driving failed; its lease will lapse and the run resume", run_id)
+        finally:
+            self._running.pop(run_id, None)
+            self._by_workflow[workflow_id] -= 1
 
     async def scan(self) -> None:
         await self.gate.wait()

@@ -43,6 +43,8 @@ async def definition(rules: KindRules, plan: Plan, session: Session) -> None:
         channel_id = plan.stored.channel_id
 
         async def invalidate() -> None:
+            if saved.write is not None and saved.write.workflow is not None:
+                engine.warm(saved.write.workflow)
             if channel_id is not None:
                 engine.invalidate(channel_id)
                 engine.host.invalidate(channel_id)

@@ -1,0 +1,94 @@
+"""A door's run commits its first step with its creation (decision 328): between the trigger
+and the first message there is one engine write — the run, its 46001, the first step's
+`running` record with its built effect and its 46002 — then the message. On the real relay and
+store; the store's methods are wrapped to record calls in order, never replaced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from buzz.workflows.host import Settings
+from tests.support.deadline import scaled
+from tests.support.relay import Identity
+from tests.workflow_runs.support import relay_with, run_end, run_tag, save, wait_for
+from tests.workspace.helpers import create_channel, message
+
+ON_MESSAGE = """name: Echo
+trigger: {on: message_posted, filter: 'str_contains(trigger_text, "go")'}
+steps:
+  - {id: a, action: send_message, text: "first"}
+  - {id: b, action: send_message, text: "second"}
+"""
+
+DELAY_FIRST = """name: Later
+trigger: {on: message_posted, filter: 'str_contains(trigger_text, "later")'}
+steps:
+  - {id: nap, action: delay, duration: 1}
+  - {id: b, action: send_message, text: "after"}
+"""
+
+
+def _record(store: Any, log: list[tuple[str, Any]]) -> None:
+    for name in ("workflow_write", "insert", "workflow_take_runs"):
+        real = getattr(store, name)
+
+        def wrap(real: Any = real, name: str = name) -> Any:
+            async def recorded(*args: Any, **kwargs: Any) -> Any:
+                log.append((name, args[0] if args else None))
+                return await real(*args, **kwargs)
+
+            return recorded
+
+        setattr(store, name, wrap())
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_one_engine_write_before_the_first_message(backend: str, tmp_path: Path) -> None:
+    owner = Identity.new()
+    async with relay_with(backend, tmp_path, Settings()) as running, running.client(owner) as client:
+        log: list[tuple[str, Any]] = []
+        _record(running.relay.store, log)
+        channel = await create_channel(client, owner)
+        await save(client, owner, channel, ON_MESSAGE)
+        await message(client, owner, channel, "go now")
+        [created] = await wait_for(client, [{"kinds": [46001], "#h": [channel]}], lambda evs: len(evs) == 1)
+        run_id = run_tag(created)
+        assert run_id is not None
+        assert (await run_end(client, channel, run_id, timeout=scaled(30))).kind == 46005
+        writes = [w for name, w in log if name == "workflow_write" and any(r.id == run_id for r in w.runs)]
+        first = writes[0]
+        # the run, its 46001 and the first step's start with its effect: one transaction
+        assert [e.event.kind for e in first.events] == [46001, 46002]
+        assert [s.idx for s in first.steps] == [0] and '"effect"' in first.steps[0].data
+        assert first.take is not None and first.runs[0].status == "running"
+        # nothing else of the run is written before its first message is inserted
+        sent = next(i for i, (n, a) in enumerate(log) if n == "insert" and a.event.content == "first")
+        assert [a for n, a in log[:sent] if n == "workflow_write" and a in writes] == [first]
+        assert not [a for n, a in log if n == "workflow_take_runs" and run_id in a]
+        assert len(writes) == 3  # the creation with step a; a done + b started; b done + the end
+        msgs = await wait_for(client, [{"kinds": [9], "#h": [channel], "authors": [running.relay.pubkey]}],
+                              lambda evs: len(evs) == 2)  # fmt: skip
+        assert sorted(m.content for m in msgs) == ["first", "second"]
+        life = await client.query([{"kinds": list(range(46001, 46008)), "#h": [channel]}])
+        mine = sorted((e for e in life if run_tag(e) == run_id), key=lambda e: json.loads(e.content)["seq"])
+        assert [e.kind for e in mine] == [46001, 46002, 46003, 46002, 46003, 46005]
+
+
+async def test_a_first_step_that_waits_is_created_alone(tmp_path: Path) -> None:
+    owner = Identity.new()
+    async with relay_with("sqlite", tmp_path, Settings()) as running, running.client(owner) as client:
+        log: list[tuple[str, Any]] = []
+        _record(running.relay.store, log)
+        channel = await create_channel(client, owner)
+        await save(client, owner, channel, DELAY_FIRST)
+        await message(client, owner, channel, "later please")
+        [created] = await wait_for(client, [{"kinds": [46001], "#h": [channel]}], lambda evs: len(evs) == 1)
+        run_id = run_tag(created)
+        assert (await run_end(client, channel, run_id, timeout=scaled(30))).kind == 46005
+        writes = [w for name, w in log if name == "workflow_write" and any(r.id == run_id for r in w.runs)]
+        assert [e.event.kind for e in writes[0].events] == [46001] and writes[0].steps == ()
+        assert [e.event.kind for e in writes[1].events] == [46002]
