@@ -216,6 +216,7 @@ def main() -> None:
     parser.add_argument("--schedule-minutes", type=int, default=0,
                         help="whole minutes watched after every schedule fired once")  # fmt: skip
     parser.add_argument("--rows", default="latency,sustained,schedules", help="which rows, comma-separated")
+    parser.add_argument("--stores", default="sqlite,postgresql", help="the sustained row's stores, comma-separated")
     args = parser.parse_args()
     rows = set(args.rows.split(","))
     out: dict[str, Any] = {"machine": ingest.machine_facts(), "rows": []}
@@ -225,12 +226,12 @@ def main() -> None:
         try:
             if "latency" in rows:
                 out["rows"].append(asyncio.run(latency(relay.url, args.messages)))
-            if "sustained" in rows:
+            if "sustained" in rows and "sqlite" in args.stores:
                 out["rows"].append(asyncio.run(sustained(relay, args.rate, args.seconds, "SQLite")))
         finally:
             relay.stop()
         with ingest.pg_database() as dsn:
-            if dsn is not None and "sustained" in rows:
+            if dsn is not None and "sustained" in rows and "postgresql" in args.stores:
                 relay = ingest.start_buzz(tmp, dsn, tag="-pg")
                 try:
                     out["rows"].append(asyncio.run(sustained(relay, args.rate, args.seconds, "PostgreSQL")))
