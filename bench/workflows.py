@@ -216,7 +216,9 @@ def main() -> None:
     parser.add_argument("--schedule-minutes", type=int, default=0,
                         help="whole minutes watched after every schedule fired once")  # fmt: skip
     parser.add_argument("--rows", default="latency,sustained,schedules", help="which rows, comma-separated")
-    parser.add_argument("--stores", default="sqlite,postgresql", help="the sustained row's stores, comma-separated")
+    parser.add_argument(
+        "--stores", default="sqlite,postgresql", help="the sustained row's stores, comma-separated"
+    )
     args = parser.parse_args()
     rows = set(args.rows.split(","))
     out: dict[str, Any] = {"machine": ingest.machine_facts(), "rows": []}
