@@ -15,6 +15,13 @@ part before 💬 is the harness's intake, queue and session set-up). Yardstick, 
 run: EVENT → OK of a plain kind 9 (the floor of one relay round trip) and the time from a
 kind 9 to its live delivery to another connection (one hop, like request → harness).
 
+Deployment (default, `--standby`): each agent runs as two harnesses with its key, both always
+on (a primary and a standby; docs/decisions.md 371). Both get every live 43001; the claim
+decides which one works it. When one dies, new jobs go to the survivor at once; a job its claim
+held but had not accepted is seized after the claims' accept grace; an accepted, unfinished one
+is taken over when its claim stops moving for a lease. `--no-standby`: one harness per agent
+(the layout before 371, where a job to the killed agent waits for its restart).
+
 Exactly-once: after half of the jobs one harness is killed with SIGKILL (with its agent
 subprocess) and started again; at the end every job must have exactly one 43002 and exactly
 one 43004/43006 on the relay — counted, never sampled.
@@ -26,6 +33,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -64,7 +72,7 @@ def ms(value: float) -> float:
 
 
 class Harness:
-    def __init__(self, tmp: Path, url: str, secret: str, tag: list[str], index: int) -> None:
+    def __init__(self, tmp: Path, url: str, secret: str, tag: list[str], index: str) -> None:
         self.tmp, self.url, self.secret, self.tag, self.index = tmp, url, secret, tag, index
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = tmp / f"harness-{index}.log"
@@ -86,6 +94,12 @@ class Harness:
 
     def ready(self) -> bool:
         return "serving" in self.log.read_text(errors="replace") if self.log.exists() else False
+
+    def held(self) -> set[str]:
+        """Job id prefixes this process queued (or ran) and did not end, from its log."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        queued = set(re.findall(r"job ([0-9a-f]{12}) queued in", text))
+        return queued - set(re.findall(r"job ([0-9a-f]{12}) ended", text))
 
     def kill9(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -124,7 +138,12 @@ async def yardstick(url: str, secret: str, channel: str, rounds: int) -> dict[st
     }
 
 
-async def scenario(tmp: Path, url: str, jobs: int, pace: float) -> dict[str, Any]:
+def log_count(harnesses: list[Harness], *texts: str) -> int:
+    logs = [h.log.read_text(errors="replace") for h in harnesses if h.log.exists()]
+    return sum(log.count(text) for log in logs for text in texts)
+
+
+async def scenario(tmp: Path, url: str, jobs: int, pace: float, standby: bool) -> dict[str, Any]:
     owner = asker = generate_secret_key()  # the agents' owner asks (the default respond-to: owner-only)
     agents = [generate_secret_key() for _ in range(AGENTS)]
     tags = [list(build_auth_tag(owner, public_key(a))) for a in agents]
@@ -142,7 +161,11 @@ async def scenario(tmp: Path, url: str, jobs: int, pace: float) -> dict[str, Any
         async with RelayClient(url, a, auth_tags=[tag]) as c:
             profile = Event.create(a, 0, json.dumps({"name": f"agent-{public_key(a)[:6]}"}), [tag])
             assert (await c.publish(profile)).accepted
-    harnesses = [Harness(tmp, url, a, t, i) for i, (a, t) in enumerate(zip(agents, tags, strict=True))]
+    harnesses = [Harness(tmp, url, a, t, f"{i}") for i, (a, t) in enumerate(zip(agents, tags, strict=True))]
+    if standby:  # the always-on standby of each agent: same key, same owner tag
+        harnesses += [
+            Harness(tmp, url, a, t, f"{i}-standby") for i, (a, t) in enumerate(zip(agents, tags, strict=True))
+        ]
     for h in harnesses:
         h.start()
     deadline = time.monotonic() + 60
@@ -157,6 +180,8 @@ async def scenario(tmp: Path, url: str, jobs: int, pace: float) -> dict[str, Any
     assignee: dict[str, int] = {}
     seen: dict[str, dict[str, float]] = {}
     killed_at = None
+    killed_t = 0.0
+    held: set[str] = set()
     try:
         async with RelayClient(url, asker) as watcher, RelayClient(url, asker) as writer:
             subs = [
@@ -191,9 +216,11 @@ async def scenario(tmp: Path, url: str, jobs: int, pace: float) -> dict[str, Any
                 assignee[event.id] = i % AGENTS
                 result = await writer.publish(event)
                 assert result.accepted, result.message
-                if i == jobs // 2:
-                    harnesses[1].kill9()  # mid-run, with whatever it holds in flight
-                    killed_at = i
+                # mid-run, while it holds a job (queued or running), else 25 jobs later anyway
+                if killed_at is None and i >= jobs // 2 and (harnesses[1].held() or i >= jobs // 2 + 25):
+                    harnesses[1].kill9()
+                    killed_at, killed_t = i, time.perf_counter()
+                    held = harnesses[1].held()  # its log is complete up to the kill
                     harnesses[1].start()
                 await asyncio.sleep(1 / pace)
             deadline = time.monotonic() + 120
@@ -214,6 +241,17 @@ async def scenario(tmp: Path, url: str, jobs: int, pace: float) -> dict[str, Any
     finally:
         for h in harnesses:
             h.stop()
+    # agent 1's jobs that the kill caught: accepted before it and ended after it (an accepted,
+    # unfinished job of the killed harness or of its standby), and asked before it but accepted
+    # after it (claimed and not yet accepted, or not yet claimed)
+    dead = [j for j in asked if j[:12] in held]  # what the killed process held
+    after = {
+        "taken over by the standby": log_count(harnesses[1 + AGENTS : 2 + AGENTS], *[f"took over job {j[:12]}" for j in dead], *[f"seized job {j[:12]}" for j in dead]),
+        "by the restarted process": log_count(harnesses[1:2], *[f"took over job {j[:12]}" for j in dead], *[f"seized job {j[:12]}" for j in dead]),
+    }  # fmt: skip
+    ones = [j for j in asked if assignee[j] == 1 and asked[j] < killed_t]
+    running = [j for j in ones if seen.get(j, {}).get("accept", 1e18) < killed_t < seen[j].get("end", 1e18)]
+    unaccepted = [j for j in ones if seen.get(j, {}).get("accept", 1e18) > killed_t]
     accept = [seen[j]["accept"] - asked[j] for j in asked if "accept" in seen.get(j, {})]
     # the agents whose harness was not killed: the steady path, apart from the crash window
     steady = [seen[j]["accept"] - asked[j] for j in asked if "accept" in seen.get(j, {}) and assignee[j] != 1]
@@ -241,6 +279,36 @@ async def scenario(tmp: Path, url: str, jobs: int, pace: float) -> dict[str, Any
         "doubled": sum(1 for a, e in counts.values() if a > 1 or e > 1),
         "exactly_once": sum(1 for a, e in counts.values() if a == 1 and e == 1),
         "results_seen": len(end),
+        "standby": standby,
+        "before_turn_p99_by_agent_ms": [
+            ms(
+                pct(
+                    [
+                        seen[j]["turn"] - asked[j]
+                        for j in asked
+                        if assignee[j] == a and "turn" in seen.get(j, {})
+                    ],
+                    99,
+                )
+            )
+            for a in range(AGENTS)
+        ],
+        "killed_held": len(dead),
+        "killed_held_exactly_once": sum(1 for j in dead if counts[j] == (1, 1)),
+        "killed_held_result_after_kill_max_ms": ms(
+            max((seen[j]["end"] - killed_t for j in dead if "end" in seen.get(j, {})), default=0.0)
+        ),
+        "killed_held_recovered": after,
+        "harnesses": len(harnesses),
+        "in_flight_at_kill": len(running),
+        "in_flight_exactly_once": sum(1 for j in running if counts[j] == (1, 1)),
+        "in_flight_result_max_ms": ms(max((seen[j]["end"] - asked[j] for j in running), default=0.0)),
+        "unaccepted_at_kill": len(unaccepted),
+        "unaccepted_accept_max_ms": ms(
+            max((seen[j]["accept"] - asked[j] for j in unaccepted if "accept" in seen[j]), default=0.0)
+        ),
+        "seized": log_count(harnesses, "seized job"),
+        "taken_over": log_count(harnesses, "took over job"),
         "mean_accept_ms": ms(statistics.fmean(accept)) if accept else None,
     }
 
@@ -252,6 +320,11 @@ def render(out: dict[str, Any]) -> str:
         [
             f"Jobs (issue 27) — {out['machine']['cpu']}, load {out['machine']['load_avg_start']} → {ingest.load_avg()}",
             f"{r['jobs']} jobs to {AGENTS} agents in {CHANNELS} channels at {r['pace_per_s']}/s; one harness killed -9 after job {r['killed_after_job']} and restarted",
+            (
+                f"deployment: each agent runs as two harnesses, a primary and an always-on standby ({r['harnesses']} harnesses); the primary of one agent is killed"
+                if r["standby"]
+                else f"deployment: one harness per agent ({r['harnesses']} harnesses), no standby"
+            ),
             "",
             "| figure | p50 ms | p99 ms | × yardstick p50 |",
             "|---|---|---|---|",
@@ -265,6 +338,15 @@ def render(out: dict[str, Any]) -> str:
             "",
             f"exactly once (one 43002 and one 43004/43006 per job, counted on the relay): {r['exactly_once']}/{r['jobs']}; "
             f"lost {r['lost']}, doubled {r['doubled']}, other {declined}",
+            f"the killed agent's jobs caught by the kill: {r['in_flight_at_kill']} accepted and unfinished "
+            f"({r['in_flight_exactly_once']} exactly once, result ≤ {r['in_flight_result_max_ms']} ms after the request), "
+            f"{r['unaccepted_at_kill']} asked and not yet accepted (accept ≤ {r['unaccepted_accept_max_ms']} ms); "
+            f"harness logs: {r['seized']} seized after the accept grace, {r['taken_over']} taken over after a lease",
+            f"the killed process held {r['killed_held']} job(s) (queued or running, from its log): "
+            f"{r['killed_held_exactly_once']} exactly once, the last result {r['killed_held_result_after_kill_max_ms']} ms after the kill; "
+            + ", ".join(f"{n} {how}" for how, n in r["killed_held_recovered"].items()),
+            "request → 💬 p99 per agent (ms; agent 1 is the killed one's): "
+            + ", ".join(str(v) for v in r["before_turn_p99_by_agent_ms"]),
             "target: accept p99 < 250 ms — all jobs: "
             + ("met" if r["accept_p99_ms"] < 250 else "NOT met")
             + "; agents not killed: "
@@ -281,6 +363,12 @@ def main() -> None:
     parser.add_argument("--pace", type=float, default=5.0, help="jobs requested per second (default 5)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--keep", action="store_true", help="keep the logs (the temporary directory)")
+    parser.add_argument(
+        "--standby",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run each agent as two always-on harnesses (default; --no-standby: one per agent)",
+    )
     args = parser.parse_args()
     out: dict[str, Any] = {"machine": ingest.machine_facts()}
     keep = Path(tempfile.mkdtemp(prefix="bench-jobs-")) if args.keep else None
@@ -290,7 +378,7 @@ def main() -> None:
             print(f"logs in {tmp}", file=sys.stderr)
         relay = ingest.start_buzz(tmp, tag="-jobs")
         try:
-            out["run"] = asyncio.run(scenario(tmp, relay.url, args.jobs, args.pace))
+            out["run"] = asyncio.run(scenario(tmp, relay.url, args.jobs, args.pace, args.standby))
         finally:
             relay.stop()
     if args.json is not None:

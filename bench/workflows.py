@@ -63,14 +63,14 @@ async def save(client: RelayClient, cid: str, yaml: str) -> dict[str, Any]:
     minute's fires of the workflows saved so far) is waited for by sending the same event again,
     which the relay answers `duplicate:` once it has stored it."""
     event = Event.create(SECRET, 30620, yaml, [["d", str(uuid.uuid4())], ["h", cid]])
-    for _ in range(5):
+    for _ in range(30):
         try:
             ok = await client.publish(event)
         except TimeoutError:
             continue
         assert ok.accepted, ok.message
         return json.loads(ok.message.removeprefix("response:")) if ok.message.startswith("response:") else {}
-    raise TimeoutError("no OK for a workflow definition after 5 tries")
+    raise TimeoutError("no OK for a workflow definition after 30 tries")
 
 
 async def latency(url: str, n: int) -> dict[str, Any]:
@@ -144,9 +144,10 @@ async def sustained(relay: ingest.RelayProc, rate: int, seconds: int, label: str
                 "cpu_ms_per_run": round(cpu * 1000 / max(1, done), 2)}  # fmt: skip
 
 
-async def schedules(urls: list[str], count: int) -> dict[str, Any]:
+async def schedules(urls: list[str], count: int, minutes: int = 0) -> dict[str, Any]:
     """`count` workflows with `interval: 60` over 100 channels: every one fires at the first
-    whole minute after it was saved. Each run's instant is its trigger timestamp."""
+    whole minute after it was saved, then every minute; `minutes` more whole minutes are
+    watched once every workflow fired. Each run's instant is its trigger timestamp."""
     clients = [RelayClient(u, SECRET) for u in urls]
     for c in clients:
         await c.connect()
@@ -155,8 +156,13 @@ async def schedules(urls: list[str], count: int) -> dict[str, Any]:
         channels = [await channel(clients[0]) for _ in range(100)]
         yaml = ("name: tick\ntrigger: {on: schedule, interval: 60}\nsteps:\n"
                 "  - {id: s, action: send_message, text: '{{trigger.timestamp}}'}\n")  # fmt: skip
-        for i in range(count):
-            await save(clients[i % len(clients)], channels[i % 100], yaml)
+        window = asyncio.Semaphore(8)  # definitions in flight: 10,000 one at a time took 15 min
+
+        async def one(i: int) -> None:
+            async with window:
+                await save(clients[i % len(clients)], channels[i % 100], yaml)
+
+        await asyncio.gather(*(one(i) for i in range(count)))
         end = time.time() + 150
         started: list[Event] = []
         while time.time() < end:
@@ -166,7 +172,12 @@ async def schedules(urls: list[str], count: int) -> dict[str, Any]:
             if len({json.loads(e.content)["workflow_id"] for e in started}) >= count:
                 break
             await asyncio.sleep(1)
+        # `minutes` more whole minutes of every workflow firing (the run backlog builds up)
+        await asyncio.sleep(max(0.0, (time.time() // 60 + minutes) * 60 + 20 - time.time()) if minutes else 0)
         await asyncio.sleep(2)  # runs of the same instant arriving late would show here
+        started = []
+        for cid in channels:
+            started += await clients[0].query([{"kinds": [46001], "#h": [cid], "limit": 5000}])
         msgs: list[Event] = []
         for cid in channels:
             msgs += await clients[0].query([{"kinds": [9], "#h": [cid], "limit": 5000}])
@@ -202,6 +213,8 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=100)
     parser.add_argument("--seconds", type=int, default=10, help="the issue's row is 60")
     parser.add_argument("--schedules", type=int, default=1000, help="the issue's row is 10000")
+    parser.add_argument("--schedule-minutes", type=int, default=0,
+                        help="whole minutes watched after every schedule fired once")  # fmt: skip
     parser.add_argument("--rows", default="latency,sustained,schedules", help="which rows, comma-separated")
     args = parser.parse_args()
     rows = set(args.rows.split(","))
@@ -229,7 +242,9 @@ def main() -> None:
                 a = ingest.start_buzz(tmp, dsn, tag="-a")
                 b = ingest.start_buzz(tmp, dsn, tag="-b")
                 try:
-                    out["rows"].append(asyncio.run(schedules([a.url, b.url], args.schedules)))
+                    out["rows"].append(
+                        asyncio.run(schedules([a.url, b.url], args.schedules, args.schedule_minutes))
+                    )
                 finally:
                     a.stop()
                     b.stop()

@@ -167,3 +167,47 @@ async def test_a_harness_killed_mid_job_is_replaced_and_the_job_ends_once(ws: Wo
         len([r for r in ws.records("job") if r["job"] == job.id]) == 2
     )  # killed once, finished by the restart
     assert (await _claim(ws, job) or ("", 0))[0] == DONE
+
+
+async def test_a_job_claimed_and_never_accepted_is_seized_without_waiting_a_lease(ws: Workspace) -> None:
+    """A harness killed between its claim and its 43002 leaves a claim with no acceptance: a
+    standby seizes it after the accept grace (decision 371), not a lease later (600 s here)."""
+    import time
+
+    from buzz.agent.claims import CLAIMED, claim_event
+
+    async with ws.harness(claim_lease=600):
+        now = int(time.time())
+        t = build.request(ws.channel, ws.agent.pubkey, prompt="echo seized", created_at=now)
+        job = Event.create(ws.owner.secret, t.kind, t.content, t.tags, created_at=now)
+        async with ws.relay.client(ws.agent, auth_tags=[ws.auth_tag]) as agent:  # the dead holder's
+            await publish(agent, claim_event(ws.agent.secret, job.id, job.created_at, CLAIMED))
+        await publish(ws.owner_client, job)  # live: the standby's own claim is the same event
+        end = await ws.watcher.wait_for(_ended(ws, job), timeout=90, what="the seized job's end")
+        await _until_done(ws, job)
+    assert end.kind == 43004
+    assert (len(_of(ws, job, 43002)), len(_of(ws, job, 43004)), len(_of(ws, job, 43006))) == (1, 1, 0)
+
+
+async def test_a_failing_job_does_not_hold_its_channel_and_gives_up_after_three_attempts(
+    ws: Workspace,
+) -> None:
+    """Decision 372: a job waits out its retry backoff aside (the next job of the channel runs
+    meanwhile), and fails after JOB_MAX_ATTEMPTS in all whatever `--max-attempts` allows."""
+    async with ws.harness(retry_backoff=20):  # --max-attempts stays 10
+        failing = await _ask(ws, ws.owner, "fail")
+        await ws.watcher.wait_for(
+            lambda e: e.kind == 43003 and failing.id in e.tag_values("e") and "retrying" in e.content,
+            timeout=60,
+            what="the first retry notice",
+        )
+        other = await _ask(ws, ws.owner, "echo meanwhile")
+        await ws.watcher.wait_for(_ended(ws, other), timeout=60, what="the other job's end")
+        assert _of(ws, failing, 43006) == []  # still waiting on its backoff: not holding the channel
+        await ws.watcher.wait_for(_ended(ws, failing), timeout=180, what="the failing job's end")
+        await _until_done(ws, failing)
+    assert len(_of(ws, other, 43004)) == 1
+    (failed,) = _of(ws, failing, 43006)
+    assert json.loads(failed.content)["message"] == "the agent failed on every attempt"
+    retries = [e for e in _of(ws, failing, 43003) if "retrying" in e.content]
+    assert len(retries) == 2, [e.content for e in retries]  # attempts 2 and 3, then the failure

@@ -8,7 +8,15 @@ import logging
 from buzz.agent.acp_pool import stderr_level
 from buzz.agent.claims import CLAIMED, DONE, RELEASED, claim_event, claim_state, next_claim_at
 from buzz.agent.event_view import is_notice
-from buzz.agent.gates import Decision, NoticeLimiter, author_decision, describe_policy, not_admitted_text
+from buzz.agent.gates import (
+    ADMITTED,
+    Decision,
+    NoticeLimiter,
+    author_decision,
+    describe_policy,
+    grant_command,
+    not_admitted_text,
+)
 from buzz.agent.queue import Item, WorkQueue, backoff_s
 from buzz.agent.sessions import Verdict, prompt_verdict, steer_allowed
 from buzz.agent.status import notice
@@ -33,9 +41,9 @@ def test_policy_texts_and_the_hourly_notice_limit() -> None:
     text = not_admitted_text("owner-only", "Olivia", "npub1agent", "npub1asker")
     assert "my owner (Olivia)" in text and "Ask my owner Olivia for access" in text
     assert "`buzz agents managed set --agent npub1agent --respond-to allowlist --allow npub1asker`" in text
-    # where the allowlist admits nobody more, the wider modes are the way in
+    # in `members` an allowlist would shut the members out: `anyone` is the way in
     members = not_admitted_text("members", "Olivia", "npub1agent", "npub1asker")
-    assert "--respond-to owner-only|allowlist|anyone|nobody`" in members
+    assert "`buzz agents managed set --agent npub1agent --respond-to anyone`" in members
     limiter = NoticeLimiter(window_s=3600, capacity=2)
     assert limiter.allow(X, C, 0.0) and not limiter.allow(X, C, 3599.0) and limiter.allow(X, C, 3600.0)
     assert limiter.allow(OWN, C, 0.0) and limiter.allow(A, C, 0.0)  # capacity 2: the oldest pair goes
@@ -154,3 +162,13 @@ def test_a_cancel_of_the_harness_is_never_an_unasked_one() -> None:
     assert verdict(cancel_sent=True, updates=0) is Verdict.ANSWERED
     # ... unless the agent's previous answer was `cancelled` (a stale answer): fold it
     assert verdict(cancel_sent=True, updates=0, after_cancel=True) is Verdict.INTERRUPTED
+
+
+def test_the_grant_command_names_only_a_mode_that_admits_the_asker() -> None:
+    """Decision 373: the hint never lists modes (`owner-only`, `nobody`) that would still refuse."""
+    for mode in ADMITTED:
+        command = grant_command(mode, "npub1agent", X).split()
+        suggested = command[command.index("--respond-to") + 1]
+        allow = [command[command.index("--allow") + 1]] if "--allow" in command else []
+        assert suggested in ADMITTED, (mode, command)  # one mode, not a list
+        assert author_decision(suggested, "stream", X, A, OWN, allow) is Decision.ADMIT, (mode, command)

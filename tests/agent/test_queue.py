@@ -101,3 +101,33 @@ def test_removing_a_retried_batch_lets_the_next_go_at_once() -> None:
     assert q.remove(C1, first.event.id) is first
     following = q.next_batch(now)
     assert following is not None and [i.event.content for i in following.items] == ["next job"]
+
+
+def test_a_failed_job_waits_aside_and_does_not_hold_its_channel() -> None:
+    """`hold=False` (a job, decision 372): what waits behind it goes during its backoff; once
+    the backoff is over it goes before younger work; `max_attempts` caps its attempts."""
+    q = WorkQueue()
+    job = item(C1, 0, "failing job")
+    job.solo = True
+    q.push(job)
+    batch = q.take(C1)
+    q.push(item(C1, 1, "next"))
+    now = 100.0
+    assert q.fail(C1, now, hold=False, max_attempts=2) == Retry(backoff_s(1), 1)
+    assert q.pending_count(C1) == 2 and q.next_wakeup(now) == pytest.approx(now + backoff_s(1))
+    following = q.next_batch(now)  # during the backoff
+    assert following is not None and [i.event.content for i in following.items] == ["next"]
+    q.finish(C1)
+    q.push(item(C1, 2, "younger"))
+    assert q.next_batch(now + backoff_s(1)) is batch  # back before younger work
+    assert q.fail(C1, now, hold=False, max_attempts=2) == DeadLetter(batch)
+    assert [i.event.content for i in q.drain(C1)] == ["younger"]
+
+
+def test_a_job_waiting_aside_can_be_removed() -> None:
+    q = WorkQueue()
+    job = item(C1, 0, "failing job")
+    q.push(job)
+    q.take(C1)
+    assert isinstance(q.fail(C1, 0.0, hold=False), Retry)
+    assert q.remove(C1, job.event.id) is job and not q.has_work()

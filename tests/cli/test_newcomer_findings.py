@@ -152,3 +152,18 @@ async def test_the_missing_key_hint_says_where_the_key_goes(
         1,
         "--relay is an option of buzz itself: give it before the command group (buzz --relay … mem ls)",
     )
+
+
+async def test_agent_run_help_shows_each_valued_flags_default() -> None:
+    """`--max-attempts` (and every valued harness flag with a default) shows it in the help."""
+    import re
+
+    from buzz.agent.config import FLAGS
+
+    shown = await buzz(None, None, "agent", "run", "--help")
+    text = re.sub(r"\s+", " ", shown.stdout)
+    assert "--max-attempts TEXT attempts of a failing batch" in text
+    assert "[default: 10; env BUZZ_ACP_MAX_ATTEMPTS]" in text
+    for flag in FLAGS:
+        if not flag.is_flag and isinstance(flag.default, int):
+            assert f"default: {flag.default}; env {flag.env}]" in text, flag.option

@@ -207,6 +207,22 @@ async def test_start_refuses_bad_agent_keys_with_one_json_line(
         assert await c.query([{"kinds": [48100], "#h": [parent]}]) == []
 
 
+async def test_join_of_a_channel_that_does_not_exist_is_not_found_and_a_private_one_is_access(
+    sqlite_relay: RunningRelay, alice: Identity, bob: Identity
+) -> None:
+    """The relay refuses both as "not a member"; only the missing channel is `not_found` (exit
+    1), as every other command names it (newcomer finding)."""
+    missing = str(uuid.uuid4())
+    args = ["huddle", "join", "--channel", missing, "--duration", "1", "--quiet"]
+    gone = await buzz(sqlite_relay.url, bob, *args)
+    error = json.loads(gone.stderr.strip().splitlines()[-1])
+    assert (gone.code, error["error"], error["message"]) == (1, "not_found", f"channel not found: {missing}")
+    private = await make_channel(sqlite_relay, ChannelSpec(alice))  # bob is not a member
+    args = ["huddle", "join", "--channel", private, "--duration", "1", "--quiet"]
+    refused = await buzz(sqlite_relay.url, bob, *args)
+    assert (refused.code, json.loads(refused.stderr.strip().splitlines()[-1])["error"]) == (3, "auth_error")
+
+
 async def test_join_moves_a_start_that_lost_the_race_to_the_winner(
     sqlite_relay: RunningRelay, alice: Identity, bob: Identity
 ) -> None:

@@ -122,22 +122,58 @@ async def test_request_wait_prints_the_result(sqlite_relay: RunningRelay) -> Non
     printed = (await waiting).json
     assert printed["job"]["state"] == "completed" and printed["failure"] is None
     assert printed["result"]["jobRequest"] == request.id
+    # one shape: --wait adds the job's end to what a request without it prints
+    asked = {"job_id": request.id, "event_id": request.id, "channel_id": channel, "assignee": agent.pubkey}
+    assert printed.items() >= asked.items() and printed["job"]["id"] == request.id
 
     timed_out = await _request(url, asker, channel, agent.pubkey, "nobody", "--wait", "--timeout", "0.5")
     assert timed_out.code == 4 and "had not ended" in timed_out.error["message"]
 
 
-async def test_request_wait_exits_6_when_the_job_is_cancelled(sqlite_relay: RunningRelay) -> None:
+async def test_request_wait_exits_7_when_the_job_is_cancelled(sqlite_relay: RunningRelay) -> None:
     """The document still comes on stdout; the exit code tells a script the job did not
-    complete (a `&&` chain stops there)."""
+    complete (a `&&` chain stops there), and a cancel (7, `job_cancelled`) from a failure (6)."""
     url = sqlite_relay.url
     channel, asker, agent, _ = await _setup(sqlite_relay)
     waiting, request = await _waiting_request(sqlite_relay, asker, channel, agent, "stop me")
     cancelled = await buzz(url, asker, "jobs", "cancel", "--job", request.id, "--reason", "not needed")
     assert cancelled.code == 0, cancelled.stderr
     ended = await waiting
-    assert ended.code == 6, ended.stderr
+    assert ended.code == 7, ended.stderr
     assert json.loads(ended.stdout)["job"]["state"] == "cancelled"
     (line,) = ended.stderr.splitlines()
     error = json.loads(line)
-    assert error["error"] == "job_failed" and error["message"] == f"job {request.id} cancelled"
+    assert error["error"] == "job_cancelled" and error["message"] == f"job {request.id} cancelled"
+
+
+async def test_ctrl_c_while_waiting_names_the_job(sqlite_relay: RunningRelay) -> None:
+    """Ctrl-C during `--wait` stops the waiting, not the job: the one error line (exit 130)
+    carries the job's id, which `show` and `cancel` need."""
+    import signal
+
+    from tests.cli.helpers import BUZZ, _env
+
+    channel, asker, agent, _ = await _setup(sqlite_relay)
+    proc = await asyncio.create_subprocess_exec(
+        BUZZ,
+        *("jobs", "request", "--channel", channel, "--agent", agent.pubkey, "--prompt", "long", "--wait"),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=_env(sqlite_relay.url, asker, None),
+    )
+    try:
+        async with sqlite_relay.client(agent) as c:
+            sub = await c.subscribe([{"kinds": [43001], "#h": [channel], "#p": [agent.pubkey]}])
+            request = await sub.next(30)  # the command named the job before it sent it
+        proc.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 130 and out == b"", err
+    (line,) = err.decode().splitlines()
+    error = json.loads(line)
+    assert error["error"] == "interrupted" and error["job_id"] == request.id
+    assert f"buzz jobs cancel --job {request.id}" in error["hint"]

@@ -111,7 +111,7 @@ def _refusal(result: subprocess.CompletedProcess[str]) -> str:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Errno" not in lines[0], result.stderr
     error = json.loads(lines[0])
-    assert (error["error"], error["retryable"]) == ("user_error", False), error
+    assert (error["error"], error["retryable"]) == ("usage_error", False), error
     return str(error["message"])
 
 

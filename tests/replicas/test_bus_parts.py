@@ -9,6 +9,7 @@ import pytest
 from buzz.core.event import Event
 from buzz.core.filters import Filter
 from buzz.core.keys import generate_secret_key
+from buzz.relay.bus_link import command, publish_command
 from buzz.relay.bus_topics import TopicRefs, named_channels
 from buzz.relay.bus_wire import (
     AccessChanged,
@@ -18,8 +19,10 @@ from buzz.relay.bus_wire import (
     decode_control,
     decode_event,
     decode_event_unless,
+    echo_id,
     encode_access_changed,
     encode_event,
+    encode_event_bytes,
 )
 
 CHANNEL = "3f0c2a4e-8b1d-4c6f-9a7e-2d5b8c1f0e93"
@@ -57,6 +60,24 @@ def test_an_echoed_event_is_skipped_before_it_is_checked() -> None:
             decode_event_unless(bad, set().__contains__)
     with pytest.raises(BadPayload):
         decode_event_unless(b'{"v":2,"channel_id":null,"event":{"id":"x"}}', {"x"}.__contains__)
+
+
+def test_the_echo_id_is_read_off_the_raw_payload() -> None:
+    """Decision 351: the id comes from the bytes, whatever the key order; text that looks like
+    a key inside a string is escaped and never matches."""
+    event = Event.create(generate_secret_key(), 9, 'say "id":"x" {"id":"y"}', [["h", CHANNEL]])
+    data = encode_event_bytes(event, CHANNEL)
+    assert data == encode_event(event.to_json(), CHANNEL)
+    assert echo_id(data) == event.id
+    reordered = orjson.dumps({"event": {"content": event.content, "id": event.id}, "v": 1})
+    assert echo_id(reordered) == event.id
+    assert echo_id(b'{"v":1, "event": {"id": "%s"}}' % event.id.encode()) is None  # spaced: parsed instead
+    assert echo_id(b"not json") is None
+
+
+def test_commands_are_resp_arrays_of_bulk_strings() -> None:
+    assert command(b"SUBSCRIBE", b"a", b"bc") == b"*3\r\n$9\r\nSUBSCRIBE\r\n$1\r\na\r\n$2\r\nbc\r\n"
+    assert publish_command(b"t", b"\r\n") == command(b"PUBLISH", b"t", b"\r\n")
 
 
 def test_control_payload_round_trip() -> None:

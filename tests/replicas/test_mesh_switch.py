@@ -70,7 +70,7 @@ def test_bad_mesh_value_is_one_json_line(tmp_path: Path, env: dict[str, str], me
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert orjson.loads(lines[0]) == {"error": "user_error", "message": message, "retryable": False}
+    assert orjson.loads(lines[0]) == {"error": "usage_error", "message": message, "retryable": False}
 
 
 @pytest.mark.redis

@@ -61,6 +61,7 @@ EXPECTED = [
     "screenshots: the Directory at both widths",
     "a snapshot older than 600 s is not shown as working",
     "the owner sets the parallelism and an allowlist with one person",
+    "the owner picks the persona among their own; others see its name",
 ]
 
 
@@ -143,6 +144,14 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
                     alice.secret, 30175, json.dumps(persona), [["d", "reviewer"], ["shared", "true"]]
                 ),
             )
+            # two more of Alice's personas to pick from: one shared, one only she reads
+            writer = {"display_name": "Release notes writer", "system_prompt": "Write release notes."}
+            await publish(
+                client,
+                Event.create(alice.secret, 30175, json.dumps(writer), [["d", "writer"], ["shared", "true"]]),
+            )
+            drafts = {"display_name": "Private drafts", "system_prompt": "Draft."}
+            await publish(client, Event.create(alice.secret, 30175, json.dumps(drafts), [["d", "drafts"]]))
             policy = {
                 "name": "Rulesbot",
                 "persona_id": "reviewer",
@@ -236,8 +245,12 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
                     )
                 page.go("eng stale")
                 report = await page.report(timeout=120)
-                if report["checks"].get(EXPECTED[-1]):  # the harness follows the owner's record
+                if report["checks"].get(EXPECTED[-2]):  # the harness follows the owner's record
                     await _logged(log, "respond-to allowlist (allowlist 1), parallelism 2")
+                if report["checks"].get(EXPECTED[-1]):  # and the persona, for its new sessions
+                    await _logged(
+                        log, "persona writer (from the managed-agent record) applies to new sessions"
+                    )
             finally:
                 await page.abort()
         assert_all_passed(report, EXPECTED)
@@ -286,4 +299,5 @@ async def test_jobs_stop_and_directory_in_the_browser(tmp_path: Path, alice: Ide
             "respond_to": "allowlist",
             "respond_to_allowlist": [bob.pubkey],
             "parallelism": 2,
+            "persona_id": "writer",
         }

@@ -40,11 +40,11 @@ async def test_the_standup_reminder_mentions_the_agent_and_the_deploy_waits_for_
     async with relay_on(tmp_path) as running, running.client(owner) as client, running.client(helper) as hc:
         channel = await create_channel(client, owner)
         await put_user(client, owner, channel, helper.pubkey)
-        await accepted(hc, Event.create(helper.secret, 0, json.dumps({"name": "Helper"})))
+        await accepted(hc, Event.create(helper.secret, 0, json.dumps({"name": "Rulesbot"})))
         standup, _ = await save(client, owner, channel, example("standup"))
         assert (await run_end(client, channel, await trigger(client, owner, standup))).kind == 46005
         msgs = await client.query([{"kinds": [9], "#h": [channel]}])
-        assert msgs[0].content.startswith("Stand-up time! @Helper")
+        assert msgs[0].content.startswith("Stand-up time! @Rulesbot")
         assert ["p", helper.pubkey] in [list(t) for t in msgs[0].tags]
         deploy, body = await save(client, owner, channel, example("deploy"))
         async with aiohttp.ClientSession() as http, http.post(

@@ -169,7 +169,7 @@ try {
   await check(report, 'Directory: agents with owner, persona, answers and status', async () => {
     await alice.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'Directory' }).click()
     const row = agentRow(alice, 'Rulesbot')
-    await row.getByText('Code reviewer').waitFor()
+    await row.getByRole('combobox', { name: 'Persona' }).locator('option:checked').filter({ hasText: /^Code reviewer$/ }).waitFor({ state: 'attached' })
     await row.locator('dd').filter({ hasText: /^Alice$/ }).waitFor()
     await row.locator('dd.dir-status').filter({ hasText: /^(idle|working in #general.*)$/ }).waitFor()
     if ((await row.getByRole('combobox', { name: 'Answers' }).inputValue()) !== 'owner-only') throw new Error('Answers is not owner-only')
@@ -178,7 +178,8 @@ try {
   await check(report, 'the owner changes Answers; others see it without the control', async () => {
     await bob.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'Directory' }).click()
     await agentRow(bob, 'Rulesbot').locator('dd').filter({ hasText: /^owner-only$/ }).waitFor()
-    if (await agentRow(bob, 'Rulesbot').getByRole('combobox', { name: 'Answers' }).count()) throw new Error('Bob is offered Answers')
+    await agentRow(bob, 'Rulesbot').locator('dd').filter({ hasText: /^Code reviewer$/ }).waitFor()
+    if (await agentRow(bob, 'Rulesbot').getByRole('combobox').count()) throw new Error('Bob is offered the owner’s controls')
     await agentRow(alice, 'Rulesbot').getByRole('combobox', { name: 'Answers' }).selectOption('members')
     await agentRow(bob, 'Rulesbot').locator('dd').filter({ hasText: /^members$/ }).waitFor()
   })
@@ -226,6 +227,15 @@ try {
     await bobBox.click() // checked once the record is published (a controlled box: not .check())
     await row.getByText('(1 person)').waitFor()
     await agentRow(bob, 'Rulesbot').locator('dd').filter({ hasText: /^allowlist \(1 person\)$/ }).waitFor()
+  })
+  await check(report, 'the owner picks the persona among their own; others see its name', async () => {
+    const pick = agentRow(alice, 'Rulesbot').getByRole('combobox', { name: 'Persona' })
+    const writer = pick.locator('option').filter({ hasText: /^Release notes writer$/ })
+    await writer.waitFor({ state: 'attached' })
+    if (await pick.locator('option').filter({ hasText: /^Private drafts \(not shared: the agent cannot read it\)$/ }).count() !== 1) throw new Error('not every persona of mine is offered')
+    await pick.selectOption('writer')
+    await agentRow(bob, 'Rulesbot').locator('dd').filter({ hasText: /^Release notes writer$/ }).waitFor()
+    await pick.locator('option:checked').filter({ hasText: /^Release notes writer$/ }).waitFor({ state: 'attached' })
   })
 } catch (e) {
   report.errors.push(`scenario: ${e && e.message ? e.message : e}`)

@@ -70,6 +70,7 @@ export class Directory {
   private close: (() => void) | null = null
   private liveKey = ''
   private asked = new Set<string>() // agents whose record readPolicy read
+  private askedPersonas = new Set<string>() // owner:slug looked up after a live record
 
   constructor(private readonly ws: Workspace) {}
 
@@ -84,6 +85,8 @@ export class Directory {
     this.ws.needProfiles([...this.people])
     this.loaded = true
     this.ws.changed()
+    // My personas: what the owner picks from for an agent of theirs (§13.1 item 4).
+    for (const e of await this.ws.relay.query([{ kinds: [PERSONA], authors: [this.ws.me.pubkey], limit: 500 }])) this.event(e)
     await this.loadRecords([...this.people])
     this.follow()
   }
@@ -121,6 +124,7 @@ export class Directory {
     this.close = this.ws.relay.subscribe(filters, (e) => {
       this.event(e)
       this.ws.changed()
+      if (e.kind === MANAGED_AGENT) void this.readPersona(firstTag(e, 'd') ?? '').catch(() => undefined)
     })
     previous?.()
   }
@@ -154,6 +158,16 @@ export class Directory {
     }
   }
 
+  /** The persona an agent's record names now, when not read yet (a record that changed live). */
+  private async readPersona(agent: string): Promise<void> {
+    const owner = this.ownerOf(agent)
+    const slug = this.personaId(agent)
+    if (!owner || !slug || this.personas.has(`${owner}:${slug}`) || this.askedPersonas.has(`${owner}:${slug}`)) return
+    this.askedPersonas.add(`${owner}:${slug}`)
+    for (const e of await this.ws.relay.query([{ kinds: [PERSONA], authors: [owner], '#d': [slug] }])) this.event(e)
+    this.ws.changed()
+  }
+
   /** The owner's 30177 for `agent`, read once (a notice about the agent outside this view). */
   async readPolicy(agent: string): Promise<void> {
     const owner = this.ownerOf(agent)
@@ -176,11 +190,39 @@ export class Directory {
 
   /** The persona's display name when readable, else its slug; '' without one. */
   persona(agent: string): string {
+    const slug = this.personaId(agent)
+    if (!slug) return ''
+    return this.personaName(this.ownerOf(agent) ?? '', slug)
+  }
+
+  personaId(agent: string): string | null {
     const slug = this.policy(agent)?.persona_id
-    if (typeof slug !== 'string') return ''
-    const e = this.personas.get(`${this.ownerOf(agent)}:${slug}`)
+    return typeof slug === 'string' ? slug : null
+  }
+
+  private personaName(author: string, slug: string): string {
+    const e = this.personas.get(`${author}:${slug}`)
     const name = e ? parse(e.content)?.display_name : null
     return typeof name === 'string' && name.trim() ? name : slug
+  }
+
+  /** My personas (30175), by display name: the choices for an agent I own. */
+  myPersonas(): { slug: string; name: string; shared: boolean }[] {
+    const me = this.ws.me.pubkey
+    return [...this.personas.entries()]
+      .filter(([k]) => k.startsWith(`${me}:`))
+      .map(([k, e]) => {
+        const slug = k.slice(me.length + 1)
+        return { slug, name: this.personaName(me, slug), shared: e.tags.some((t) => t[0] === 'shared' && t[1] === 'true') }
+      })
+      .sort((a, b) => a.name.localeCompare(b.name))
+  }
+
+  /** As the owner: give `agent` my persona `slug` (or none). A record naming a persona carries
+   * no definition of its own (the slimming rule of §11.4): those members go. */
+  async setPersona(agent: string, slug: string | null): Promise<void> {
+    const gone = { system_prompt: undefined, model: undefined, provider: undefined, persona_source_version: undefined }
+    await this.setPolicy(agent, slug ? { ...gone, persona_id: slug } : { persona_id: null })
   }
 
   /** Whom it answers: the 30177's mode (with the allowlist's size), else a fresh snapshot's. */

@@ -23,6 +23,12 @@ id) — unless the agent's answer is already on the relay (a reply of A tagging 
 Staleness is judged by what the watcher saw not change, never by comparing `created_at` to its
 own clock, so a claim on an old event (catch-up) is not stale at birth.
 
+A job claim whose job has no acceptance (43002) after `accept_grace_s` is `seize`d by a
+watcher at once (docs/decisions.md 371): its holder accepts within milliseconds of claiming,
+so a claim without an acceptance that long is a holder that died between the two; the relay's
+job machine admits one acceptance and one end per job, so a holder that was only slow costs a
+refused 43002, never a second job.
+
 States: `claimed` (held, alive while it moves), `released` (a graceful stop gave it back; the
 next claim builds on it at once), `done` (answered or given up; never taken again).
 
@@ -49,6 +55,7 @@ CLAIM_KIND = 30078
 CLAIM_PREFIX = "buzz-agent-claim:"
 CLAIMED, RELEASED, DONE = "claimed", "released", "done"
 DEFAULT_LEASE_S = 30
+ACCEPT_GRACE_MAX_S = 5.0  # a job claim with no acceptance this long (or a heartbeat period) is seized
 ANSWER_KIND = 9  # the agent replies with a channel message (examples/README.md)
 PRIVATE_DM_KIND = 14  # a NIP-17 rumor: its answer is a private DM too
 
@@ -122,6 +129,10 @@ class Claims:
     def heartbeat_s(self) -> float:
         return self.lease / 4
 
+    @property
+    def accept_grace_s(self) -> float:
+        return min(self.heartbeat_s, ACCEPT_GRACE_MAX_S)
+
     async def _state(self, event_id: str) -> State | None:
         flt = {"kinds": [CLAIM_KIND], "authors": [self._pubkey], "#d": [claim_address(event_id)]}
         return claim_state(await self._query([flt], 10.0))
@@ -156,6 +167,17 @@ class Claims:
         the last look (its holder is gone) or was released, and no answer is on the relay."""
         return await self._take(event, stale=self.seen.get(event.id))
 
+    async def seize(self, event: Event) -> Claim:
+        """Take the claim on `event` now, however recently it moved (the caller knows its
+        holder is gone: a job claimed and not accepted after `accept_grace_s`). SETTLED when
+        it is `done`; HELD when another watcher seized it first."""
+        return await self._take(event, stale=None, force=True)
+
+    def forget(self, event_id: str) -> None:
+        """Stop holding (and beating) `event_id` without publishing anything: a live holder
+        turned out to have it after all."""
+        self.held.pop(event_id, None)
+
     async def await_takeover(self, event: Event, watching: Callable[[], bool]) -> bool:
         """Look again at a HELD claim once a lease while `watching()`: True once it is taken
         over (its holder died or released it), False when the event was answered or the
@@ -173,9 +195,11 @@ class Claims:
                 return True
         return False
 
-    async def _take(self, event: Event, stale: State | None) -> Claim:
+    async def _take(self, event: Event, stale: State | None, force: bool = False) -> Claim:
         try:
             state = await self._state(event.id)
+            if force:
+                stale = state
             if state is not None and state[0] == DONE:
                 self.seen.pop(event.id, None)
                 return Claim.SETTLED

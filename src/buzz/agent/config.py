@@ -194,7 +194,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("catch_up", "--catch-up", "BUZZ_ACP_CATCH_UP", 600, _int_in(0, None), "seconds of missed mentions answered on start and after a reconnect; 0 = off"),
     Flag("claim_lease", "--claim-lease", "BUZZ_ACP_CLAIM_LEASE", 30, _int_in(4, 3600), "seconds a claim lives without its heartbeat before another process (or a restart) retries the event, 4–3600"),
     Flag("steer_limit", "--steer-limit", "BUZZ_ACP_STEER_LIMIT", 2, _int_in(0, None), "consecutive steers of one turn before new events queue (steer mode)"),
-    Flag("max_attempts", "--max-attempts", "BUZZ_ACP_MAX_ATTEMPTS", 10, _int_in(1, MAX_ATTEMPTS_LIMIT), "attempts of a failing batch before the failure reply, 1–100"),
+    Flag("max_attempts", "--max-attempts", "BUZZ_ACP_MAX_ATTEMPTS", 10, _int_in(1, MAX_ATTEMPTS_LIMIT), "attempts of a failing batch before the failure reply, 1–100 (a job: at most 3)"),
     Flag("no_managed_policy", "--no-managed-policy", "BUZZ_ACP_NO_MANAGED_POLICY", False, parse_bool, "ignore the owner's managed-agent record (30177)", is_flag=True),
     Flag("max_agents", "--max-agents", "BUZZ_ACP_MAX_AGENTS", 32, _int_in(1, MAX_AGENTS), "upper bound for parallelism from a 30177, 1–32"),
     Flag("persona", "--persona", "BUZZ_ACP_PERSONA", None, _text, "persona slug of the owner (or <author>:<slug>) for [System] and the model"),

@@ -332,13 +332,14 @@ def describe_policy(mode: str, owner_name: str | None = None) -> str:
 
 
 def grant_command(mode: str, agent: str, asker: str) -> str:
-    """The one command that lets `asker` in (agents and people as npubs): an added allowlist
-    entry where the allowlist can admit them (`owner-only` becomes `allowlist`), else the
-    wider modes (in `members` and `nobody` the allowlist admits nobody more)."""
-    if mode in ("owner-only", "allowlist"):
-        return f"buzz agents managed set --agent {agent} --respond-to allowlist --allow {asker}"
-    others = "|".join(m for m in ADMITTED if m != mode)
-    return f"buzz agents managed set --agent {agent} --respond-to {others}"
+    """The one command that lets `asker` in (agents and people as npubs), naming only a mode
+    that admits them (docs/decisions.md 373): in `members`, whose members an allowlist would
+    shut out, `anyone` (the one mode that keeps them and admits a non-member); else an added
+    allowlist entry (`owner-only` and `nobody` become `allowlist`: the owner and their agents
+    keep their place, and the asker joins them)."""
+    if mode == "members":
+        return f"buzz agents managed set --agent {agent} --respond-to anyone"
+    return f"buzz agents managed set --agent {agent} --respond-to allowlist --allow {asker}"
 
 
 def not_admitted_text(mode: str, owner: str, agent: str, asker: str) -> str:

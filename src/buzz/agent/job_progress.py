@@ -168,7 +168,10 @@ class Progress:
             event = Event.create(self._secret, template.kind, template.content, template.tags)
             result = await self._publish(event)
         except Exception as exc:  # progress never fails a job
-            log.warning("job %s: progress not published: %s", self.job_id[:12], exc)
+            # A verdict (`invalid: job is completed`: the job ended while this was on its way)
+            # is a race, INFO; no answer is an operator's WARNING.
+            level = logging.INFO if getattr(exc, "relay_message", None) else logging.WARNING
+            log.log(level, "job %s: progress not published: %s", self.job_id[:12], exc)
             return
         finally:
             self._sent_at = time.monotonic()

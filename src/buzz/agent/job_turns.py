@@ -7,8 +7,9 @@ the job ends; the prompt is `[Context]` plus `[Buzz job]`. The turn ends:
 - the agent published its own 43004/43006 for the job → nothing more;
 - else final assistant text → a 43004 `no_artifact` with that text as `outcome`;
 - else a 43006 `agent_error` ("the agent produced no result");
-- failed (error, crash, timeout) → retried like any batch, each retry announced by a 43003,
-  then a 43006 `agent_error`;
+- failed (error, crash, timeout) → retried at most JOB_MAX_ATTEMPTS times in all (fewer when
+  `--max-attempts` says so), each retry announced by a 43003, then a 43006 `agent_error`; the
+  job waits out its backoff aside, not holding its channel (docs/decisions.md 372);
 - cancelled by a 43005 → nothing further; a deadline passed → 43006 `timeout`.
 """
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from buzz.agent.turns import Dispatcher, Turn
 
 log = logging.getLogger(__name__)
+JOB_MAX_ATTEMPTS = 3  # a job's attempts in all: ~15 s of backoff at the default 5 s, not ~20 min
 
 JOB_SESSIONS_PER_PROCESS = 16  # finished job sessions a subprocess may hold before a restart
 
@@ -227,7 +229,7 @@ async def _finish(
         await rt.status.unreact(items, (SPEECH,))
         if end is TurnEnd.FAILED:
             dispatcher.stats["failures"] += 1
-            result = rt.queue.fail(turn.channel, time.monotonic())
+            result = rt.queue.fail(turn.channel, time.monotonic(), hold=False, max_attempts=JOB_MAX_ATTEMPTS)
             if isinstance(result, Retry):
                 settle = False
                 log.warning(

@@ -9,6 +9,11 @@ channel's queue, where the dispatcher runs it as a job turn (`buzz.agent.job_tur
 requester who is not admitted gets one 43006 `declined` naming the owner to ask. A 43005
 drops a queued job or cancels its running turn; nothing more is published for it.
 On start (and when a channel is added) unfinished jobs of the last 7 days are taken up.
+
+Two harnesses for one agent (an always-on standby) both get each live 43001; the one whose
+claim loses watches it, and if the job still has no 43002 after the claims' accept grace (its
+holder died between claim and accept) seizes the claim and accepts it at once (decision 371);
+an accepted job whose holder died is taken over when its claim stops moving for a lease.
 """
 
 from __future__ import annotations
@@ -131,13 +136,14 @@ class JobDesk:
             return
         await self._take(channel, event, fresh)
 
-    async def _take(self, channel: str, event: Event, fresh: bool = False) -> None:
-        """We hold the claim: check the job is still open, gate, accept, queue."""
+    async def _take(self, channel: str, event: Event, fresh: bool = False, seized: bool = False) -> bool:
+        """We hold the claim: check the job is still open, gate, accept, queue. False when a
+        `seized` job's 43002 was refused (its holder was alive and accepted it meanwhile)."""
         rt = self.rt
         job = machine.opened(event, channel) if fresh else await self._state(event, channel)
         if job.terminal:
             await rt.claims.done(event.id)
-            return
+            return True
         requester = requester_of(event)
         if not await self._admitted(channel, requester):
             log.info(
@@ -155,9 +161,14 @@ class JobDesk:
                 f"job {event.id[:12]} decline",
             )
             await rt.claims.done(event.id)
-            return
+            return True
         if job.state is machine.State.REQUESTED:
-            await publish_lifecycle(rt, build.accepted(channel, event.id), f"job {event.id[:12]} accept")
+            accepted = await publish_lifecycle(
+                rt, build.accepted(channel, event.id), f"job {event.id[:12]} accept"
+            )
+            if seized and not accepted:
+                rt.claims.forget(event.id)
+                return False
         try:
             body = orjson.loads(event.content)
         except orjson.JSONDecodeError:
@@ -173,11 +184,13 @@ class JobDesk:
         )
         item = Item(event, channel, time.monotonic(), meta={"job": ticket}, solo=True)
         await rt.status.react([item], EYES)
+        log.info("job %s queued in %s", event.id[:12], channel)
         evicted = rt.queue.push(item)
         if evicted is not None:
             await rt.claims.done(evicted.event.id)
             await rt.status.unreact([evicted])
         self.dispatcher.wake()
+        return True
 
     async def _admitted(self, channel: str, requester: str) -> bool:
         rt = self.rt
@@ -210,13 +223,40 @@ class JobDesk:
             )
 
     async def _watch_claim(self, channel: str, event: Event) -> None:
-        """Another process holds the job: take it over when its claim stops moving."""
+        """Another process holds the job: seize it when it has no acceptance after the accept
+        grace (a holder accepts within moments of its claim), else take it over when its claim
+        stops moving."""
         try:
+            await asyncio.sleep(self.rt.claims.accept_grace_s)
+            if not self.accepting or await self._seize_unaccepted(channel, event):
+                return
             if await self.rt.claims.await_takeover(event, lambda: self.accepting):
                 log.info("took over job %s", event.id[:12])
                 await self._take(channel, event)
         finally:
             self.watching.pop(event.id, None)
+
+    async def _seize_unaccepted(self, channel: str, event: Event) -> bool:
+        """True when the job needs no more watching: it ended, or it had no acceptance and is
+        ours now. False: its holder accepted it (watch its claim's lease)."""
+        try:
+            job = await self._state(event, channel)
+        except Exception as exc:
+            log.warning("could not read job %s: %s", event.id[:12], exc)
+            return False
+        if job.terminal:
+            return True
+        if job.state is not machine.State.REQUESTED:
+            return False
+        claim = await self.rt.claims.seize(event)
+        if claim is not Claim.TAKEN:
+            return claim is Claim.SETTLED
+        log.info(
+            "seized job %s: claimed but not accepted after %.1f s",
+            event.id[:12],
+            self.rt.claims.accept_grace_s,
+        )
+        return await self._take(channel, event, seized=True)
 
     def stop_watching(self) -> None:
         for task in list(self.watching.values()):

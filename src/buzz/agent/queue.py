@@ -9,7 +9,10 @@
   never taken by steering, so each one is answered in its own thread;
 - a failed batch goes back to the head of its channel and is retried on its own, at most
   `max_attempts` (default 10) attempts, after a backoff of `backoff_base` (default 5 s)
-  doubling up to 300 s; the last failure dead-letters it (`fail` returns `DeadLetter`).
+  doubling up to 300 s; the last failure dead-letters it (`fail` returns `DeadLetter`);
+- a failed job (`fail(…, hold=False)`, docs/decisions.md 372) does not hold its channel: it
+  waits aside for its backoff while the channel's other work goes on, then is taken before
+  younger work.
 
 Times are float seconds from any monotonic clock.
 """
@@ -78,11 +81,22 @@ class _Channel:
     retry: Batch | None = None
     not_before: float = 0.0
     in_flight: Batch | None = None
+    aside: list[tuple[float, Batch]] = field(default_factory=list)  # (not before, batch), unheld
 
-    def oldest(self) -> float | None:
+    def due(self, now: float) -> Batch | None:
+        """The oldest batch waiting aside whose backoff is over."""
+        ready = [b for at, b in self.aside if at <= now]
+        return min(ready, key=lambda b: b.items[0].enqueued_at) if ready else None
+
+    def oldest(self, now: float) -> float | None:
+        """When the next batch to take was queued; None when nothing may go now."""
         if self.retry is not None and self.retry.items:
-            return self.retry.items[0].enqueued_at
-        return self.pending[0].enqueued_at if self.pending else None
+            return None if self.not_before > now else self.retry.items[0].enqueued_at
+        times = [self.pending[0].enqueued_at] if self.pending else []
+        due = self.due(now)
+        if due is not None:
+            times.append(due.items[0].enqueued_at)
+        return min(times) if times else None
 
 
 class WorkQueue:
@@ -121,20 +135,27 @@ class WorkQueue:
         waiting first."""
         out = []
         for name, ch in self._channels.items():
-            oldest = ch.oldest()
-            if oldest is None or ch.in_flight is not None or ch.not_before > now:
+            oldest = ch.oldest(now)
+            if oldest is None or ch.in_flight is not None:
                 continue
             out.append((oldest, name))
         return [name for _, name in sorted(out)]
 
-    def take(self, channel: str) -> Batch:
-        """Mark and return the next batch of `channel`: its retried batch, else up to
+    def take(self, channel: str, now: float | None = None) -> Batch:
+        """Mark and return the next batch of `channel`: its retried batch, else a batch back
+        from aside whose backoff is over (at `now`) if older than the pending head, else up to
         `batch_max` pending events. Raises ValueError when the channel is busy or empty."""
         ch = self._ch(channel)
         if ch.in_flight is not None:
             raise ValueError(f"channel {channel} already has a batch in flight")
+        due = ch.due(now) if now is not None else None
+        if due is not None and ch.pending and ch.pending[0].enqueued_at < due.items[0].enqueued_at:
+            due = None
         if ch.retry is not None:
             batch, ch.retry = ch.retry, None
+        elif due is not None:
+            batch = due
+            ch.aside = [(at, b) for at, b in ch.aside if b is not due]
         elif ch.pending:
             batch = Batch(channel, self._leading(ch, self.batch_max))
         else:
@@ -147,7 +168,7 @@ class WorkQueue:
         """`take` on the first `ready` channel that `accept` allows, or None."""
         for channel in self.ready(now):
             if accept(channel):
-                return self.take(channel)
+                return self.take(channel, now)
         return None
 
     def take_pending(self, channel: str, limit: int | None = None) -> list[Item]:
@@ -181,20 +202,26 @@ class WorkQueue:
         """The in-flight batch of `channel` ended (success, cancellation or supersession)."""
         self._ch(channel).in_flight = None
 
-    def fail(self, channel: str, now: float) -> Retry | DeadLetter:
+    def fail(
+        self, channel: str, now: float, hold: bool = True, max_attempts: int | None = None
+    ) -> Retry | DeadLetter:
         """The in-flight batch failed (§4.7 item 4): put it back at the head for a retry after
-        `backoff_s`, or dead-letter it after `max_attempts` failed attempts."""
+        `backoff_s`, or dead-letter it after `max_attempts` (at most the queue's) failed
+        attempts. `hold=False`: the batch waits aside, and the channel's other work goes on."""
         ch = self._ch(channel)
         batch = ch.in_flight
         if batch is None:
             raise ValueError(f"channel {channel} has no batch in flight")
         ch.in_flight = None
         batch.attempts += 1
-        if batch.attempts >= self.max_attempts:
+        if batch.attempts >= min(max_attempts or self.max_attempts, self.max_attempts):
             return DeadLetter(batch)
         delay = backoff_s(batch.attempts, self.backoff_base)
-        ch.retry = batch
-        ch.not_before = now + delay
+        if hold:
+            ch.retry = batch
+            ch.not_before = now + delay
+        else:
+            ch.aside.append((now + delay, batch))
         self.on_change(channel)
         return Retry(delay, batch.attempts)
 
@@ -209,6 +236,11 @@ class WorkQueue:
                 ch.pending.remove(item)
                 self.on_change(channel)
                 return item
+        for at, batch in ch.aside:
+            if any(i.event.id == event_id for i in batch.items):
+                ch.aside.remove((at, batch))
+                self.on_change(channel)
+                return batch.items[0]
         if ch.retry is not None and any(i.event.id == event_id for i in ch.retry.items):
             batch, ch.retry = ch.retry, None
             # The backoff was the retried batch's; what waits behind it may go now (a cancelled
@@ -224,8 +256,10 @@ class WorkQueue:
         if ch is None:
             return []
         items = list(ch.retry.items) if ch.retry else []
+        items.extend(i for _, b in ch.aside for i in b.items)
         items.extend(ch.pending)
         ch.pending.clear()
+        ch.aside.clear()
         ch.retry = None
         ch.not_before = 0.0
         if items:
@@ -237,15 +271,17 @@ class WorkQueue:
         ch = self._channels.get(channel)
         if ch is None:
             return 0
-        return len(ch.pending) + (len(ch.retry.items) if ch.retry else 0)
+        aside = sum(len(b.items) for _, b in ch.aside)
+        return len(ch.pending) + (len(ch.retry.items) if ch.retry else 0) + aside
 
     def next_wakeup(self, now: float) -> float | None:
         """The earliest future `not_before` among channels waiting on a retry, or None."""
         times = [
             ch.not_before for ch in self._channels.values() if ch.retry is not None and ch.not_before > now
         ]
+        times += [at for ch in self._channels.values() for at, _ in ch.aside if at > now]
         return min(times) if times else None
 
     def has_work(self) -> bool:
         """True when any channel has a batch in flight or anything queued."""
-        return any(ch.in_flight or ch.pending or ch.retry for ch in self._channels.values())
+        return any(ch.in_flight or ch.pending or ch.retry or ch.aside for ch in self._channels.values())

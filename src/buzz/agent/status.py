@@ -134,10 +134,13 @@ class StatusPublisher:
         try:
             result = await self._publish(event)
         except Exception as exc:
-            log.warning("could not publish %s: %s", what, exc)
+            # A verdict on a status (a channel archived meanwhile, a turn already over) is a race
+            # the harness cannot act on: INFO. No answer at all is worth an operator's WARNING.
+            level = logging.INFO if getattr(exc, "relay_message", None) else logging.WARNING
+            log.log(level, "could not publish %s: %s", what, exc)
             return False
         if not result.accepted:
-            log.warning("relay refused %s: %s", what, result.message)
+            log.info("relay refused %s: %s", what, result.message)
         return result.accepted
 
     async def react(self, items: Iterable[Item], emoji: str) -> None:

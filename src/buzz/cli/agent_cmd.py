@@ -35,9 +35,18 @@ def _config_failure(exc: ConfigError) -> NoReturn:
     fail(exc.message, exc.category or ("auth_error" if exc.exit_code == 3 else "user_error"))
 
 
+def _shown_default(default: Any) -> str:
+    """`default: X; ` for the help of a valued flag with a default, else ``."""
+    if default is None or default == "" or default == ():
+        return ""
+    shown = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
+    return f"default: {shown}; "
+
+
 def _with_flag_options(func: Callable[..., Any]) -> Callable[..., Any]:
     for flag in reversed(FLAGS):
-        help_text = f"{flag.help} [env {flag.env}]"
+        shown = "" if flag.is_flag else _shown_default(flag.default)
+        help_text = f"{flag.help} [{shown}env {flag.env}]"
         if flag.is_flag:
             func = click.option(flag.option, flag.name, is_flag=True, default=None, help=help_text)(func)
         else:

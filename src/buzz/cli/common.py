@@ -12,6 +12,8 @@ JSON line on stderr plus the exit code of its category (`buzz.cli.output.EXIT_CO
 | 3 | `auth_error`, `key_error` | missing/invalid key or auth tag; HTTP 401/403 |
 | 4 | `error` | relay refusal (`OK false`, refused read), non-JSON answer |
 | 5 | `conflict` | refusal with `duplicate:` |
+| 6 | `job_failed` | `jobs request --wait`: the job failed |
+| 7 | `job_cancelled` | `jobs request --wait`: the job was cancelled |
 | 130 | `interrupted` | Ctrl-C, at any moment (`buzz.cli.interrupt`) |
 """
 

@@ -41,8 +41,11 @@ from buzz.cli.identity import IdentityError, auth_tags_for, parse_secret_key
 from buzz.cli.output import Context, emit, fail
 from buzz.client import RelayClient, RelayError
 from buzz.client.errors import NetworkError, UserError
+from buzz.client.lookups import channel_metadata
+from buzz.client.session import CHANNEL_NOT_FOUND, JOIN_KIND
 from buzz.client.values import channel_arg
 from buzz.core.event import Event
+from buzz.core.huddle_control import NOT_A_MEMBER
 from buzz.core.huddle_wire import BARGE_IN_MIN_MS, CURRENT_PROTOCOL_VERSION
 from buzz.core.keys import public_key
 
@@ -146,6 +149,25 @@ def _check_record_dir(path: Path) -> None:
         fail(f"--record-dir {path} cannot be created: {exc.strerror or exc}", "user_error")
     if not os.access(path, os.W_OK | os.X_OK):
         fail(f"--record-dir {path} is not writable", "user_error")
+
+
+async def _fail_if_no_channel(nostr: RelayClient, signer: KeySigner, channel_id: str, exc: Exception) -> None:
+    """A join refused as "not a member" names a missing channel as `not_found` (exit 1), as
+    every other command does (`Session.explain_not_a_member`, decision 123): the relay says
+    "not a member" for a channel that is missing, private or open-but-not-joined. A channel
+    whose metadata I can read exists; otherwise a 9021 tells missing from private, and is
+    refused in both cases, so the probe changes nothing."""
+    error = getattr(exc, "error", None)
+    if error is None or error.code is not None or error.message != NOT_A_MEMBER.message:
+        return
+    missing = False
+    with contextlib.suppress(Exception):  # the probe is a courtesy: its failure keeps the refusal
+        if await channel_metadata(nostr, channel_id) is not None:  # type: ignore[arg-type]
+            return
+        answer = await nostr.publish(signer.sign(JOIN_KIND, "", [["h", channel_id]]))
+        missing = not answer.accepted and answer.message == CHANNEL_NOT_FOUND
+    if missing:
+        fail(f"channel not found: {channel_id}", "not_found")
 
 
 def _join_refused_category(error: object) -> str:
@@ -326,7 +348,11 @@ async def _run(options: object, secret: str, auth_tags: list[list[str]]) -> dict
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError):
                     loop.add_signal_handler(sig, client.stop)
-            report = await client.run()
+            try:
+                report = await client.run()
+            except JoinFailed as exc:
+                await _fail_if_no_channel(nostr, signer, options.channel_id, exc)
+                raise
             if report.ended and options.display is not None:
                 options.display("the huddle was ended")
     except JoinFailed as exc:

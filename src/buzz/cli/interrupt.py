@@ -49,6 +49,19 @@ LINE = (
 )
 
 _interrupted = False
+_details = b""  # more fields for LINE (`note`): `,"job_id":"…"`
+
+
+def note(fields: bytes) -> None:
+    """Add the fields of the JSON object `fields` (encoded by the caller) to the line a Ctrl-C
+    writes from now on: what the person needs to act on what was left running (a job's id)."""
+    global _details
+    inner = fields.strip()[1:-1]
+    _details = b"," + inner if inner else b""
+
+
+def _line() -> bytes:
+    return LINE[:-2] + _details + LINE[-2:] if _details else LINE
 
 
 def interrupted() -> bool:
@@ -65,7 +78,7 @@ def _first_interrupt() -> None:
     # On a terminal the line starts on a fresh one, after the `^C` the terminal echoed; with
     # stderr closed the exit code still says it. (No contextlib: not loaded this early.)
     try:  # noqa: SIM105
-        os.write(2, (b"\n" if os.isatty(2) else b"") + LINE)
+        os.write(2, (b"\n" if os.isatty(2) else b"") + _line())
     except OSError:
         pass
     import threading

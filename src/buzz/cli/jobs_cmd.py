@@ -8,6 +8,7 @@ from typing import Any
 import click
 import orjson
 
+from buzz.cli import interrupt
 from buzz.cli.common import run, stdin_or, stdin_or_now
 from buzz.cli.groups import CommandGroup
 from buzz.cli.output import Context, emit, fail
@@ -42,7 +43,7 @@ def jobs() -> None:
 @click.option(
     "--wait",
     is_flag=True,
-    help="Block until the job ends and print its summary and result (exit 6 if it failed or was cancelled).",
+    help="Block until the job ends and add its summary and result (exit 6 if it failed, 7 if it was cancelled).",
 )
 @click.option(
     "--timeout", type=float, default=None, help="With --wait: give up after this many seconds (exit 4)."
@@ -61,15 +62,24 @@ def request(
 ) -> None:
     """Ask an agent for a job (kind 43001).
 
-    Prints {"job_id", "event_id", "channel_id", "assignee"}; with --wait, {"job", "result",
-    "failure"} once the job is completed, failed or cancelled — and for failed or cancelled
-    also a `job_failed` error line on stderr and exit 6, so `&&` stops there.
+    Prints {"job_id", "event_id", "channel_id", "assignee"}; --wait adds {"job", "result",
+    "failure"} once the job is completed, failed or cancelled — and for a failed job also a
+    `job_failed` error line on stderr and exit 6, for a cancelled one `job_cancelled` and exit
+    7, so `&&` stops there. Ctrl-C while waiting leaves the job running; its error line
+    carries `job_id`.
 
     \b
     Example:
       buzz jobs request --channel 0b5c...50 --agent npub1... --prompt "Summarise #eng today"
     """
     text = stdin_or(prompt, "--prompt")
+
+    def noted(job_id: str) -> None:  # Ctrl-C from now on stops the waiting, not the job: name it
+        hint = (
+            f"stopped waiting, not the job: `buzz jobs show --job {job_id}` follows it, "
+            f"`buzz jobs cancel --job {job_id}` stops it"
+        )
+        interrupt.note(orjson.dumps({"job_id": job_id, "hint": hint}))
 
     async def body(ws: Workspace) -> Any:
         asked = await ws.jobs.request(
@@ -79,11 +89,12 @@ def request(
             requested_outcome=outcome,
             deadline_secs=deadline,
             parent=parent,
+            on_signed=noted if wait else None,
         )
         if not wait:
             return asked.to_dict()
         try:
-            return (await ws.jobs.wait(asked.job_id, timeout)).to_dict()
+            return {**asked.to_dict(), **(await ws.jobs.wait(asked.job_id, timeout)).to_dict()}
         except TimeoutError:
             raise WorkspaceError(f"job {asked.job_id} had not ended after {timeout} s") from None
 
@@ -94,7 +105,8 @@ def request(
             return
         failure = result.get("failure") or {}
         why = ": ".join(str(failure[k]) for k in ("code", "message") if failure.get(k))
-        fail(f"job {job['id']} {job['state']}" + (f" ({why})" if why else ""), "job_failed")
+        category = "job_cancelled" if job["state"] == "cancelled" else "job_failed"
+        fail(f"job {job['id']} {job['state']}" + (f" ({why})" if why else ""), category)
 
     run(ctx, body, render)
 

@@ -10,22 +10,23 @@ import orjson
 
 from buzz.cli import interrupt
 
-# `relay serve` refusing its own configuration (a bad --bind): not a workspace failure, so it
-# has no category; the exit code is the one operators expect from a usage error.
-EXIT_USAGE = 2
 # The one table of failure categories → exit codes (agents.md §2.1, engram.md §12.1–12.2).
 EXIT_CODES: dict[str, int] = {
     "user_error": 1,
     "not_found": 1,
     "network_error": 2,
     "relay_error": 2,
+    # `relay serve` refusing its own configuration (a bad --bind, a taken port): the exit code
+    # operators expect from a usage error, under a name of its own so the table holds.
+    "usage_error": 2,
     "auth_error": 3,
     "key_error": 3,
     "error": 4,
     "conflict": 5,
-    # `buzz jobs request --wait`: the job ended, but failed or was cancelled (its document is
-    # still printed on stdout); a script can tell it from a refused request (4).
+    # `buzz jobs request --wait`: the job ended, but failed (6) or was cancelled (7) (its
+    # document is still printed on stdout); a script can tell either from a refused request (4).
     "job_failed": 6,
+    "job_cancelled": 7,
     # Ctrl-C (SIGINT): 128 + 2, as a shell reports it; written by buzz.cli.interrupt, which
     # runs before this module is loaded and so keeps the number itself (EXIT_INTERRUPTED).
     "interrupted": 130,

@@ -16,7 +16,7 @@ import click
 import orjson
 
 from buzz.cli.groups import CommandGroup
-from buzz.cli.output import EXIT_USAGE, fail
+from buzz.cli.output import EXIT_CODES, fail
 from buzz.relay import banner, oplog
 from buzz.relay.config import ConfigError, RelayConfig, parse_bind
 from buzz.relay.oplog import LOG_FORMATS
@@ -252,9 +252,9 @@ def _listens(family: int, sockaddr: tuple[Any, ...], port: int) -> bool:
 
 
 def _refuse(message: str) -> NoReturn:
-    """A usage refusal: `fail`'s one JSON line (`user_error`), but exit EXIT_USAGE (2), as click
-    does for a bad option; other failures of `serve` go through `fail` (EXIT_CODES)."""
+    """A usage refusal: `fail`'s one JSON line as `usage_error`, exit 2 as click does for a bad
+    option; other failures of `serve` go through `fail`."""
     sys.stderr.write(
-        orjson.dumps({"error": "user_error", "message": message, "retryable": False}).decode() + "\n"
+        orjson.dumps({"error": "usage_error", "message": message, "retryable": False}).decode() + "\n"
     )
-    raise SystemExit(EXIT_USAGE)
+    raise SystemExit(EXIT_CODES["usage_error"])

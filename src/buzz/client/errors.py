@@ -34,6 +34,10 @@ class WorkspaceError(Exception):
 
     category: ClassVar[str] = "error"
     default_retryable: ClassVar[bool] = False
+    # Whether the error object names the verdict's prefix and hint: not for `not_found`, which
+    # the client concluded beyond the relay's words (a channel that does not exist is refused
+    # as `restricted:`, and a membership hint beside "not found" would point elsewhere).
+    names_refusal: ClassVar[bool] = True
 
     def __init__(
         self, message: str, *, retryable: bool | None = None, relay_message: str | None = None
@@ -56,6 +60,7 @@ class WorkspaceError(Exception):
         }
         if self.relay_message is not None:
             payload["relay_message"] = self.relay_message
+        if self.relay_message is not None and self.names_refusal:
             prefix = refusal_of(self.relay_message)
             payload["refusal"] = prefix
             payload["hint"] = REFUSALS[prefix]
@@ -73,7 +78,7 @@ REFUSALS: dict[str, str] = {
     "auth-required": "the relay wants authentication first (NIP-42 or NIP-98)",
     "pow": "the event lacks the proof of work the relay asks for",
     "conflict": "someone changed it first: read it again, then retry",
-    "error": "the relay failed to handle it",
+    "error": "the relay refused it or failed to handle it: its own words are in relay_message",
 }
 
 
@@ -90,6 +95,7 @@ class UserError(WorkspaceError):
 
 class NotFound(WorkspaceError):
     category = "not_found"
+    names_refusal = False
 
 
 class NetworkError(WorkspaceError):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,10 +120,12 @@ class Jobs:
         deadline_secs: int | None = None,
         parent: str | None = None,
         source: dict[str, Any] | None = None,
+        on_signed: Callable[[str], None] | None = None,
     ) -> JobRequested:
         """Publish a 43001 asking `agent` (hex, npub or @Name) for `prompt` in the channel.
-        Raises UserError (bad values; the relay's `invalid: job request:` refusals, such as a
-        target that is not an agent member), Refused, NotFound."""
+        `on_signed(job_id)` runs once the id is known, before the publish (the CLI's Ctrl-C
+        line names it). Raises UserError (bad values; the relay's `invalid: job request:`
+        refusals, such as a target that is not an agent member), Refused, NotFound."""
         channel = channel_arg(channel_id)
         if not prompt or not prompt.strip():
             raise UserError("--prompt is empty")
@@ -144,6 +147,8 @@ class Jobs:
         except BuzzError as exc:
             raise _user_error(exc) from None
         event = self._s.sign(template.kind, template.content, template.tags, now)
+        if on_signed is not None:
+            on_signed(event.id)
         await self._publish_or_user_error(event)
         return JobRequested(event.id, event.id, channel, assignee)
 

@@ -2,9 +2,9 @@
 
 Publishing (item 2): `FanOut.publish` hands every accepted event to `announce`, which records
 its id in the echo cache (60 s) and queues `{"v":1,"channel_id":…,"event":…}` for the topic of
-its channel (or the global topic); one publisher task sends the queue in order, in pipelined
-batches. A failed publish (or a full queue) removes the ids from the echo cache and is logged;
-local delivery never waits for Redis.
+its channel (or the global topic); one publisher task sends the queue in order, up to 256
+PUBLISHes it packed itself per write (decision 351). A failed publish (or a full queue)
+removes the ids from the echo cache and is logged; local delivery never waits for Redis.
 
 Subscribing (item 3): one listener connection subscribes to the global and control topics,
 and to `buzz:<W>:channel:<C>` while a local filter names C in `#h` (`TopicRefs`: a reference
@@ -13,9 +13,11 @@ connection is retried after 1 s, 2 s, 4 s … at most 30 s, and every wanted top
 again. A REQ waits (at most BUZZ_REDIS_TIMEOUT_MS) for its channel topics to be confirmed before its
 stored query, so nothing published by another replica after that query began is missed.
 
-Receiving (item 4): an event whose id is in the echo cache is dropped (our own, or a second
-copy); otherwise the channel id is taken from the payload and the event goes through the same
-local delivery as ours (`FanOut.deliver`), which re-checks access on this replica.
+Receiving (item 4): every reply of one socket read is handled in one wake-up (decision 351);
+an event whose id, read off the raw bytes, is in the echo cache is dropped unparsed (our own,
+or a second copy; decision 352); otherwise the channel id is taken from the payload and the
+event goes through the same local delivery as ours (`FanOut.deliver`), which re-checks
+access on this replica.
 
 Access changes (item 5): `ChannelAccess.invalidate` on this replica publishes
 `{"v":1,"type":"access_changed",…}` on the control topic; receiving one drops the cached
@@ -40,15 +42,16 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis
-from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from buzz.core.filters import Filter
 from buzz.core.limits import REDIS_REQUEST_TIMEOUT_MS
 from buzz.core.stored import StoredEvent, from_storage
 from buzz.relay.access import ChannelAccess
+from buzz.relay.bus_link import RespLink, command, publish_command
 from buzz.relay.bus_topics import TopicRefs, named_channels
 from buzz.relay.bus_wire import (
     AccessChanged,
@@ -56,9 +59,10 @@ from buzz.relay.bus_wire import (
     EchoCache,
     Topics,
     decode_control,
-    decode_event_unless,
+    decode_event,
+    echo_id,
     encode_access_changed,
-    encode_event,
+    encode_event_bytes,
 )
 from buzz.relay.fanout import FanOut
 from buzz.relay.presence_redis import RedisPresence
@@ -78,7 +82,8 @@ START_TIMEOUT_S = 5.0  # `start` waits at most this long for the first subscript
 IDLE_PING_S, IDLE_DEAD_S = 15.0, 45.0  # listener liveness: PING when idle, reconnect when silent
 CONNECT_TIMEOUT_S, COMMAND_TIMEOUT_S = 2.0, 5.0
 
-Outgoing = tuple[str, bytes, "str | None"]  # (topic, payload, event id or None for control)
+Outgoing = tuple[bytes, bytes, "str | None"]  # (topic, payload, event id or None for control)
+_MESSAGE = b"message"  # a pub/sub delivery: [b"message", topic, payload] (RESP2 array or RESP3 push)
 
 
 def _client(url: str, retries: int, name: str, timeout_s: float | None = None) -> Redis:
@@ -127,8 +132,13 @@ class RedisBus:
             url, retries=0, name=f"buzz-relay-requests:{workspace}", timeout_s=request_timeout_s
         )
         self.presence = RedisPresence(self._requests, self.topics)
-        self._outbox: asyncio.Queue[Outgoing] = asyncio.Queue(OUTBOX_MAX)
-        self._pubsub: PubSub | None = None  # the listener's current connection
+        self._outbox: collections.deque[Outgoing] = collections.deque()  # at most OUTBOX_MAX
+        self._outbox_filled = asyncio.Event()  # the publisher sleeps on it while the outbox is empty
+        self._outbox_done = asyncio.Event()  # nothing queued nor in flight (`stop` waits on it)
+        self._outbox_done.set()
+        self._pubsub: RespLink | None = None  # the listener's current connection
+        self._publisher: RespLink | None = None  # the publisher's connection, opened on demand
+        self._control_topic = self.topics.control.encode()
         self._subscribed: set[str] = set()  # SUBSCRIBE sent on the current connection
         self._confirmed: set[str] = set()  # subscribe confirmations received on it
         self._confirm_changed = asyncio.Event()
@@ -191,13 +201,17 @@ class RedisBus:
         self.refs.close()
         if self._tasks:
             try:
-                await asyncio.wait_for(self._outbox.join(), flush_timeout)
+                await asyncio.wait_for(self._outbox_done.wait(), flush_timeout)
             except TimeoutError:
-                log.warning("Redis bus stopped with %d unsent message(s)", self._outbox.qsize())
+                log.warning("Redis bus stopped with %d unsent message(s)", len(self._outbox))
         for task in [*self._tasks, *self._syncs]:
             task.cancel()
         await asyncio.gather(*self._tasks, *self._syncs, return_exceptions=True)
         self._tasks = []
+        if self._publisher is not None:
+            with contextlib.suppress(Exception):
+                await self._publisher.close()
+            self._publisher = None
         await self._redis.aclose()
         await self._requests.aclose()
 
@@ -206,37 +220,58 @@ class RedisBus:
         """Queue `stored` for the other replicas, remembering its id as our own echo."""
         event_id = stored.event.id
         self.echo.add(event_id)
-        payload = encode_event(stored.event.to_json(), stored.channel_id)
-        self._enqueue((self.topics.for_event(stored.channel_id), payload, event_id))
+        payload = encode_event_bytes(stored.event, stored.channel_id)
+        self._enqueue((self.topics.for_event(stored.channel_id).encode(), payload, event_id))
 
     def access_changed(self, channel_id: str, pubkey: str | None = None) -> None:
         """Queue an `access_changed` control message for `channel_id` (`pubkey` when only that
         reader is affected)."""
-        self._enqueue((self.topics.control, encode_access_changed(AccessChanged(channel_id, pubkey)), None))
+        self._enqueue((self._control_topic, encode_access_changed(AccessChanged(channel_id, pubkey)), None))
 
     def _enqueue(self, item: Outgoing) -> None:
-        try:
-            self._outbox.put_nowait(item)
-        except asyncio.QueueFull:
+        if len(self._outbox) >= OUTBOX_MAX:
             self._publish_failed([item], "publish queue full")
+            return
+        self._outbox.append(item)
+        if not self._outbox_filled.is_set():
+            self._outbox_filled.set()
+            self._outbox_done.clear()
 
     async def _publish_loop(self) -> None:
+        outbox = self._outbox
         while True:
-            batch = [await self._outbox.get()]
-            while len(batch) < PUBLISH_BATCH and not self._outbox.empty():
-                batch.append(self._outbox.get_nowait())
+            if not outbox:
+                self._outbox_done.set()
+                self._outbox_filled.clear()
+                await self._outbox_filled.wait()
+                continue
+            batch = [outbox.popleft() for _ in range(min(len(outbox), PUBLISH_BATCH))]
             try:
-                pipe = self._redis.pipeline(transaction=False)
-                for topic, payload, _ in batch:
-                    pipe.publish(topic, payload)
-                await pipe.execute()
+                await self._send_batch(b"".join([publish_command(t, p) for t, p, _ in batch]), len(batch))
                 self.stats["bus_published"] += len(batch)
                 self._repeats.recovered("publish", "Redis publishing works again")
             except Exception as exc:  # RedisError, OSError, or worse: never stop publishing
                 self._publish_failed(batch, str(exc) or type(exc).__name__)
-            finally:
-                for _ in batch:
-                    self._outbox.task_done()
+
+    async def _send_batch(self, data: bytes, count: int) -> None:
+        """Write `count` packed PUBLISHes in one go and read their `count` answers. A stale
+        connection (Redis restarted since the last batch) is replaced and the batch sent once
+        more, as redis-py's one retry did; a receiver drops a second copy by its echo cache."""
+        for attempt in (1, 2):
+            link = self._publisher
+            try:
+                if link is None:
+                    link = self._publisher = RespLink(await self._redis.connection_pool.get_connection())
+                await link.send(data)
+                await link.replies(count, COMMAND_TIMEOUT_S)
+                return
+            except BaseException as exc:
+                self._publisher = None
+                if link is not None:
+                    with contextlib.suppress(Exception):
+                        await link.close()
+                if attempt == 2 or not isinstance(exc, (RedisConnectionError, OSError)):
+                    raise
 
     def _publish_failed(self, batch: list[Outgoing], reason: str) -> None:
         for topic, payload, event_id in batch:
@@ -271,11 +306,11 @@ class RedisBus:
             add, drop = sorted(wanted - self._subscribed), sorted(self._subscribed - wanted)
             try:
                 if add:
-                    await pubsub.subscribe(*add)
+                    await pubsub.send(command(b"SUBSCRIBE", *(t.encode() for t in add)))
                     if self._pubsub is pubsub:
                         self._subscribed.update(add)
                 if drop:
-                    await pubsub.unsubscribe(*drop)
+                    await pubsub.send(command(b"UNSUBSCRIBE", *(t.encode() for t in drop)))
                     if self._pubsub is pubsub:
                         self._subscribed.difference_update(drop)
                         self._confirmed.difference_update(drop)
@@ -359,9 +394,10 @@ class RedisBus:
     async def _connection(self) -> tuple[bool, str]:
         """Run one listener connection until it fails; returns (it was ready, the error)."""
         client = _client(self._url, retries=0, name=f"buzz-relay-listener:{self.topics.workspace}")
-        pubsub = client.pubsub()
+        link: RespLink | None = None
         try:
-            await self._listen(pubsub)
+            link = RespLink(await client.connection_pool.get_connection())
+            await self._listen(link)
             return self.connected, "closed"  # not reached: _listen only returns by raising
         except Exception as exc:  # any failure of this connection: drop it and start over
             return self.connected, str(exc) or type(exc).__name__
@@ -370,14 +406,14 @@ class RedisBus:
             self._subscribed.clear()
             self._confirmed.clear()
             self._confirmations_changed()
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()
+            if link is not None:
+                with contextlib.suppress(Exception):
+                    await link.close()
             with contextlib.suppress(Exception):
                 await client.aclose()
 
-    async def _listen(self, pubsub: PubSub) -> None:
-        await pubsub.connect()
-        self._pubsub = pubsub
+    async def _listen(self, link: RespLink) -> None:
+        self._pubsub = link
         await self._sync()
         if not self._subscribed:
             raise ConnectionError("could not subscribe")
@@ -385,21 +421,27 @@ class RedisBus:
         last_heard = loop.time()
         pinged = False
         while True:
-            message = await pubsub.get_message(timeout=1.0)
+            replies = await link.read(timeout=1.0)  # every reply of one socket read at once
             now = loop.time()
-            if message is None:
+            if replies is None:
                 if now - last_heard > IDLE_DEAD_S:
                     raise ConnectionError(f"no answer from Redis for {IDLE_DEAD_S:.0f} s")
                 if now - last_heard > IDLE_PING_S and not pinged:
-                    await pubsub.ping()
+                    await link.send(command(b"PING"))
                     pinged = True
                 continue
             last_heard, pinged = now, False
-            await self._on_message(message)
+            for reply in replies:
+                if isinstance(reply, list) and len(reply) == 3 and reply[0] == _MESSAGE:
+                    if reply[1] == self._control_topic:
+                        await self._on_control(reply[2])
+                    else:
+                        await self._on_event(reply[2])
+                elif isinstance(reply, list) and len(reply) >= 2:
+                    await self._on_message(reply[0], reply[1])  # (un)subscribe; PING's pong
 
-    async def _on_message(self, message: dict[str, Any]) -> None:
-        kind = _text(message.get("type") or "")
-        topic = _text(message.get("channel") or "")
+    async def _on_message(self, kind_raw: Any, topic_raw: Any) -> None:
+        kind, topic = _text(kind_raw), _text(topic_raw)
         if kind == "subscribe":
             was_ready = self._ready.is_set()
             self._confirmed.add(topic)
@@ -409,24 +451,21 @@ class RedisBus:
         elif kind == "unsubscribe":
             self._confirmed.discard(topic)
             self._confirmations_changed()
-        elif kind == "message":
-            if topic == self.topics.control:
-                await self._on_control(message["data"])
-            else:
-                await self._on_event(message["data"])
 
     # -- receiving (items 4 and 5) -----------------------------------------------------------
     async def _on_event(self, data: bytes) -> None:
+        if echo_id(data) in self.echo:  # our own, or a second copy: dropped before any parsing
+            self.stats["bus_echo_dropped"] += 1
+            return
         try:
-            decoded = decode_event_unless(data, self.echo.__contains__)
+            event, channel_id = decode_event(data)
         except BadPayload as exc:
             self.stats["bus_bad_payload"] += 1
             self._repeats.warning("bad-payload", "dropping a bad bus payload: %s", exc)
             return
-        if decoded is None:  # our own, or a second copy: dropped before the event is checked
+        if event.id in self.echo:  # an id the raw check could not read (another encoder)
             self.stats["bus_echo_dropped"] += 1
             return
-        event, channel_id = decoded
         self.echo.add(event.id)  # a second copy (a retried publish) is dropped too
         self.stats["bus_received"] += 1
         # The accepting replica verified it (§8); Redis is trusted infrastructure (§12.4 item 4).

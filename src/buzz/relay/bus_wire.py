@@ -74,9 +74,16 @@ class AccessChanged:
 
 
 # -- encoding ---------------------------------------------------------------------------------------
-def encode_event(event_json: str, channel_id: str | None) -> bytes:
+def encode_event(event_json: str | bytes, channel_id: str | None) -> bytes:
     """`{"v":1,"channel_id":…,"event":…}` around an already serialized event."""
-    return b'{"v":1,"channel_id":%s,"event":%s}' % (orjson.dumps(channel_id), event_json.encode())
+    if isinstance(event_json, str):
+        event_json = event_json.encode()
+    return b'{"v":1,"channel_id":%s,"event":%s}' % (orjson.dumps(channel_id), event_json)
+
+
+def encode_event_bytes(event: Event, channel_id: str | None) -> bytes:
+    """`encode_event` of `event` serialized once, straight to bytes."""
+    return encode_event(orjson.dumps(event.to_dict()), channel_id)
 
 
 def encode_access_changed(change: AccessChanged) -> bytes:
@@ -113,6 +120,25 @@ def decode_event_unless(data: bytes | str, skip: Callable[[str], bool]) -> tuple
     if isinstance(event, dict) and isinstance(event.get("id"), str) and skip(event["id"]):
         return None
     return _event_of(body)
+
+
+_ID_KEY = b'"id":"'
+
+
+def echo_id(data: bytes) -> str | None:
+    """The event id of an event payload read off its raw bytes, before any parsing: the 64
+    characters after the first `"id":"`, or None when there is no such key.
+
+    In a §12.4 payload the only JSON objects are the wrapper (keys `v`, `channel_id`, `event`)
+    and the event; tags are arrays, and a `"` inside any string is escaped, so the first
+    `"id":"` is the event's `id` key whatever order the keys come in. A receiver that finds the
+    id in its echo cache drops the message unparsed (decision 352); any other message is parsed
+    and checked in full, so a payload this misreads is at worst parsed as before."""
+    at = data.find(_ID_KEY)
+    if at < 0:
+        return None
+    start = at + len(_ID_KEY)
+    return data[start : start + 64].decode("ascii", "replace")
 
 
 def _event_of(body: dict[str, object]) -> tuple[Event, str | None]:

@@ -38,7 +38,10 @@ log = logging.getLogger(__name__)
 
 _HELD_BYTES = 256  # a last frame larger than this is not left in the parser (`_forget_last_frame`)
 CLOSE_TIMEOUT_S = 2.0  # for the peer's close echo before the socket is dropped
-_PROTOCOL_LOG = logging.getLogger("buzz.relay.lean_ws.protocol")  # the library logs per connection
+# The library logs each connection's close at INFO; buzz.relay.ops already logs one line per
+# close with the connection id and reason, so only the library's warnings are let through.
+_PROTOCOL_LOG = logging.getLogger("buzz.relay.lean_ws.protocol")
+_PROTOCOL_LOG.setLevel(logging.WARNING)
 
 
 def upgrade_response(request: web.BaseRequest) -> web.StreamResponse:

@@ -9,7 +9,8 @@ Differences answered here:
 | question                  | SQLite                            | PostgreSQL                              |
 |---------------------------|-----------------------------------|-----------------------------------------|
 | placeholder n             | `?n`                              | `$n`                                    |
-| `col IN values`           | `col IN (?1, ?2, …)`; more than   | `col = ANY($1::type[])` (one parameter) |
+| `col IN values`           | `col IN (?1, ?2, …)`; more than   | `col = ANY($1::type[])` (one parameter; |
+|                           |                                   | one value: `col = $1::type`)            |
 |                           | 32 values: one JSON parameter     |                                         |
 |                           | read by `json_each`               |                                         |
 | a list as a table         | `json_each(?1)`                   | `unnest($1::type[])`                    |
@@ -269,6 +270,11 @@ class PostgresDialect(Dialect):
         return bytes(value).decode()
 
     def in_list(self, params: Params, expr: str, values: Sequence[object], sqltype: SqlType) -> str:
+        if len(values) == 1:
+            # One value as a plain equality: `= ANY(array)` cannot walk an index in its order, so
+            # `{"authors":[a],"kinds":[k]}` read every event of the author by time over the
+            # whole table, or all of them and sorted (decision 354).
+            return f"{expr} = {params.add_raw(self.encode(values[0], sqltype))}::{_PG_ARRAY[sqltype]}"
         ref = params.add_raw([self.encode(v, sqltype) for v in values])
         return f"{expr} = ANY({ref}::{_PG_ARRAY[sqltype]}[])"
 

@@ -109,6 +109,7 @@ class WorkflowWrite:
     claim: Claim | None = None
     lease: str | None = None
     release: bool = False  # drop the lease with the write (the run waits or ended)
+    take: tuple[str, int] | None = None  # (replica, until): a new run leased by its creator
     cancel_approvals: tuple[ApprovalRow, ...] = ()  # pending ones become these rows; decided ones stay
 
 

@@ -130,13 +130,12 @@ async def _rows_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
                                     "workflow_runs.lease_owner = {0}", [w.lease])  # fmt: skip
         if not written:
             raise LeaseLost(run.id)
-        if w.release:  # without `lease`: whoever drives the run loses it (a cancellation)
+        if w.release or w.take is not None:  # without `lease`: whoever drives the run loses it
             p = Params(conn.dialect)
+            owner, until = (f"{p.add(w.take[0])}", f"{p.add(w.take[1])}") if w.take else ("NULL", "NULL")
             mine = f" AND lease_owner = {p.add(w.lease)}" if w.lease is not None else ""
-            await conn.execute(
-                f"UPDATE workflow_runs SET lease_owner = NULL, lease_until = NULL WHERE id = {p.add(run.id)}{mine}",
-                p.values,
-            )
+            await conn.execute(f"UPDATE workflow_runs SET lease_owner = {owner}, lease_until = {until}"
+                               f" WHERE id = {p.add(run.id)}{mine}", p.values)  # fmt: skip
     for step in w.steps:
         await _upsert(conn, "workflow_steps", ("run_id", "idx", "data"), (step.run_id, step.idx, step.data),
                       "run_id, idx")  # fmt: skip

@@ -77,8 +77,8 @@ class Actions:
             if f.get("reply_in_thread"):
                 tags += await self._thread_tags(run)
             tags.append(("actor", run.owner))
-            names = await self.member_names(run.channel_id)
-            tags += [("p", pk) for pk in mentioned(f["text"], names)]
+            if "@" in f["text"]:  # no `@`, no mention: the members' names are not read
+                tags += [("p", pk) for pk in mentioned(f["text"], await self.member_names(run.channel_id))]
             return {
                 "events": [self._event(9, f["text"], tags + tail, d.effect_at)],
                 "channel_id": run.channel_id,

@@ -1,9 +1,10 @@
 """The runner: doors that create runs, and replicas that drive them (workflows.md §7, §11, §12).
 
-Every run change is one `machine.advance` and one `EventStore.workflow_write` (rows, lifecycle
-events, approval, claim) committed before its effect happens; the effect of a step is recorded
+Every run change is a `machine.advance`, committed by an `EventStore.workflow_write` (rows,
+lifecycle events, approval, claim) before its effect happens — a change that only moves on is
+committed with the next one (`drive.Drive`, decision 327); the effect of a step is recorded
 with the step's start (`actions.build`) and performed after the commit (`actions.perform`).
-A replica drives a run only under its lease; a crash leaves the lease to lapse, and the scan of
+A replica drives a run only under its lease (a door's run is leased by its creating write); a crash leaves the lease to lapse, and the scan of
 any replica takes the run and resumes it at the step after its last completed one.
 
 Doors: `on_stored` (channel events, after commit, never delaying the OK), `prepare_run` for the
@@ -21,34 +22,21 @@ import logging
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from buzz.core.filters import Filter
 from buzz.core.stored import StoredEvent, relay_signed
-from buzz.store.base import SYSTEM, EventStore, StoreError
-from buzz.store.workflow_rows import ApprovalRaced, ApprovalSwap, Claim, LeaseLost, WorkflowRow, WorkflowWrite
+from buzz.store.base import EventStore, StoreError
+from buzz.store.workflow_rows import Claim, LeaseLost, WorkflowRow, WorkflowWrite
 from buzz.workflows import definition as d
 from buzz.workflows import limits as L
 from buzz.workflows import machine as m
 from buzz.workflows.actions import Actions
-from buzz.workflows.approvals import Approval, approval_reference, expire, parse_approver_spec
 from buzz.workflows.capacity import REFUSALS, Door, RunRate, Verdict, admit
 from buzz.workflows.context import channel_event_context, fires, is_engine_event, webhook_context
+from buzz.workflows.drive import JOB_ANSWERS, Drive, Gate
 from buzz.workflows.host import Host, Settings
-from buzz.workflows.resolve import StepFailure
-from buzz.workflows.rows import (
-    approval_of,
-    approval_row,
-    changed_steps,
-    definition_of,
-    ended_at,
-    run_of,
-    run_row,
-    step_effect,
-    step_row,
-    trigger_event_id,
-)
+from buzz.workflows.rows import definition_of, ended_at, run_of, run_row, step_effect, trigger_event_id
 from buzz.workflows.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -56,7 +44,6 @@ log = logging.getLogger(__name__)
 HOOK_RATE = 60  # requests per minute per hook id (§14 item 2)
 _DUMMY_HASH = hashlib.sha256(b"buzz: no such webhook").hexdigest()
 NOT_FOUND = (404, {"error": "workflow not found"}, {})
-JOB_ANSWERS = frozenset({43004, 43005, 43006})
 
 
 @dataclass(frozen=True)
@@ -65,6 +52,11 @@ class Prepared:
 
     run_id: str
     write: WorkflowWrite
+
+    @property
+    def leased(self) -> bool:
+        """Committed already leased to this replica: it starts without a take (decision 327)."""
+        return self.write.take is not None
 
 
 def secret_hash(secret: str) -> str:
@@ -84,12 +76,14 @@ class Engine:
         self.rate = RunRate(settings.run_rate)
         self.hook_rate = RunRate(HOOK_RATE)
         self._running: dict[str, asyncio.Task[None]] = {}
+        self.napping = 0  # drives of `_running` asleep in a short delay: they take no slot
         self._by_workflow: Counter[str] = Counter()
         self._deferred: dict[str, list[str]] = {}
         self._starting: Counter[str] = Counter()  # runs past the `max_concurrent` check, not yet running
         self._cap_lock = asyncio.Lock()
         self._cache: dict[str, tuple[float, list[WorkflowRow]]] = {}
         self.scheduler = Scheduler(self)
+        self.gate = Gate()  # closed while the scheduler commits an instant's fires (decision 326)
         self._tasks: list[asyncio.Task[None]] = []
         self._timers: set[asyncio.TimerHandle] = set()
         self._loose: set[asyncio.Task[Any]] = set()
@@ -206,8 +200,11 @@ class Engine:
                 )
             return verdict
         t = m.create(**kw, trigger_event_id=trigger_event_id)
+        take = None  # a door's run is leased in its creating write when a drive is free
+        if door is not Door.SCHEDULE and self.free() > 0:
+            take = (self.replica, now + self.settings.lease_s)
         write = WorkflowWrite(runs=(run_row(t.run, trigger_event_id),), events=self._signed(t.emitted, wf.channel_id),
-                              claim=claim)  # fmt: skip
+                              claim=claim, take=take)  # fmt: skip
         return Prepared(run_id, write)
 
     async def commit_new(self, prepared: Prepared, now: int) -> bool:
@@ -220,7 +217,10 @@ class Engine:
         """After a new run committed: fan out its 46001 and start it."""
         for stored in prepared.write.events:
             await self.host.fanout(stored)
-        self.kick(prepared.run_id)
+        if prepared.leased:
+            self._start(prepared.run_id)
+        else:
+            self.kick(prepared.run_id)
 
     # -- the channel-event door (§7.1) -------------------------------------------------------
     def on_stored(self, stored: StoredEvent) -> None:
@@ -309,17 +309,22 @@ class Engine:
     # -- driving runs (§7.5, §11.2–§11.3) ----------------------------------------------------
     def kick(self, run_id: str, force: bool = False) -> None:
         """Try to take and drive one run now (the scan finds it otherwise)."""
-        if run_id in self._running or len(self._running) >= self.settings.max_concurrent:
+        if run_id in self._running or self.free() <= 0:
             return
         self._spawn(self._take_and_drive(run_id, force))
 
     async def _take_and_drive(self, run_id: str, force: bool) -> None:
+        await self.gate.wait()
         now = int(time.time())
         taken = await self.store.workflow_take_runs(
             self.replica, now, self.settings.lease_s, 1, run_id, force
         )
         if taken:
             self._start(run_id)
+
+    def free(self) -> int:
+        """Drives this replica may still start (`max_concurrent`, napping drives not counted)."""
+        return self.settings.max_concurrent - len(self._running) + self.napping
 
     def _start(self, run_id: str) -> None:
         if run_id not in self._running:
@@ -328,7 +333,8 @@ class Engine:
             )
 
     async def scan(self) -> None:
-        free = self.settings.max_concurrent - len(self._running)
+        await self.gate.wait()
+        free = self.free()
         if free <= 0:
             return
         now = int(time.time())
@@ -370,7 +376,7 @@ class Engine:
                 return
             self._by_workflow[workflow_id] += 1
             effects = {s.idx: e for s in steps if (e := step_effect(s)) is not None}
-            drive = _Drive(self, run, trigger_event_id(row), effects)
+            drive = Drive(self, run, trigger_event_id(row), effects)
             if starting:
                 drive.started = lambda: self._starting.__setitem__(
                     row.workflow_id, self._starting[row.workflow_id] - 1
@@ -434,136 +440,3 @@ class Engine:
         else:
             log.info("workflow retention: %d terminal run(s) deleted", deleted)
         return deleted
-
-
-class _Drive:
-    """One replica driving one leased run until it waits, ends, or the process dies."""
-
-    def __init__(
-        self, engine: Engine, run: m.Run, trigger_event_id: str | None, effects: dict[int, Any]
-    ) -> None:
-        self.e = engine
-        self.run = run
-        self.tei = trigger_event_id
-        self.effects = effects
-        self.started: Any = None  # called once after the first commit (the run is `running`)
-
-    async def authorized(self) -> bool:
-        return await self.e.authorized(self.run.owner, self.run.channel_id, self.run.definition.elevated)
-
-    async def commit(self, t: m.Transition, *, release: bool = False, approval: Any = None,
-                     swap: ApprovalSwap | None = None, events: tuple[StoredEvent, ...] = ()) -> None:  # fmt: skip
-        before = self.run
-        signed = events or self.e._signed(t.emitted, before.channel_id)
-        steps = tuple(step_row(before.id, r, self.effects.get(r.index)) for r in changed_steps(before, t.run))
-        write = WorkflowWrite(runs=(run_row(t.run, self.tei),), steps=steps, events=signed, approval=approval,
-                              swap=swap, lease=self.e.replica, release=release)  # fmt: skip
-        await self.e.store.workflow_write(write, int(time.time()))
-        self.run = t.run
-        if self.started is not None:
-            started, self.started = self.started, None
-            started()
-        for stored in signed:
-            await self.e.host.fanout(stored)
-
-    async def first_input(self) -> m.Input | None:
-        run, now = self.run, int(time.time())
-        rec = run.record
-        if run.status is m.RunStatus.WAITING_APPROVAL:
-            await self.expire(now)
-            return None
-        if run.status is m.RunStatus.WAITING:
-            if rec is not None and rec.job_id:
-                answer = await self.job_answer(rec.job_id, rec.agent or "", now)
-                if answer is not None:
-                    return answer
-            return m.Wake(now)
-        return m.Proceed(now, await self.authorized())
-
-    async def job_answer(self, job_id: str, agent: str, now: int) -> m.Input | None:
-        flt = Filter(kinds=frozenset(JOB_ANSWERS), tags={"e": frozenset({job_id})})
-        for stored in sorted(await self.e.store.query([flt], SYSTEM), key=lambda s: s.event.created_at):
-            ev = stored.event
-            if ev.kind == 43005 and ev.pubkey == self.e.relay_pubkey:
-                continue
-            if ev.kind == 43005:
-                return m.JobFinished(now, cancelled=True)
-            try:
-                body = json.loads(ev.content)
-            except ValueError:
-                body = {}
-            if ev.kind == 43006:
-                return m.JobFinished(now, failure=f"{body.get('code', 'failed')}: {body.get('message', '')}")
-            return m.JobFinished(now, output={"text": body.get("outcome", ""), "disposition": body.get("disposition"),
-                                              "artifacts": body.get("artifacts", []), "job_id": job_id,
-                                              "agent": agent, "result_event_id": ev.id})  # fmt: skip
-        return None
-
-    async def expire(self, now: int) -> None:
-        rec = self.run.record
-        if rec is None or rec.approval_ref is None:
-            return
-        row = await self.e.store.workflow_approval(rec.approval_ref)
-        expired = expire(approval_of(row), now) if row is not None else None
-        if expired is None:
-            await self.e.store.workflow_release(self.e.replica, self.run.id)
-            return
-        t = m.advance(self.run, m.ApprovalDecided(now, expired))
-        try:
-            await self.commit(t, release=True, swap=ApprovalSwap(approval_row(expired)))
-        except ApprovalRaced:
-            await self.e.store.workflow_release(self.e.replica, self.run.id)
-
-    async def go(self) -> None:
-        if self.run.status in m.TERMINAL:
-            await self.e.store.workflow_release(self.e.replica, self.run.id)
-            return
-        inp = await self.first_input()
-        while inp is not None:
-            t = m.advance(self.run, inp)
-            dispatch = next((x for x in t.effects if isinstance(x, m.Dispatch)), None)
-            if dispatch is None:
-                cont = any(isinstance(x, m.Continue) for x in t.effects)
-                await self.commit(t, release=not cont)
-                for x in t.effects:
-                    if isinstance(x, m.WakeAt):
-                        self.e._wake_later(self.run.id, x.at)
-                inp = m.Proceed(int(time.time()), await self.authorized()) if cont else None
-                continue
-            inp = await self.dispatch(t, dispatch)
-
-    async def dispatch(self, t: m.Transition, dispatch: m.Dispatch) -> m.Input | None:
-        now = int(time.time())
-        if dispatch.resolved.action == "request_approval":
-            return await self.open_approval(t, dispatch, now)
-        effect = self.effects.get(dispatch.step_index) if dispatch.resume else None
-        if effect is None:
-            try:
-                effect = await self.e.actions.build(t.run, dispatch)
-            except StepFailure as exc:
-                await self.commit(t)
-                return m.StepFailed(now, exc.code, exc.message)
-            self.effects[dispatch.step_index] = effect
-        await self.commit(t)
-        try:
-            timeout = max(0.1, dispatch.deadline - time.time())
-            return await asyncio.wait_for(self.e.actions.perform(self.run, dispatch, effect), timeout)
-        except TimeoutError:
-            return m.StepFailed(int(time.time()), "step_timeout", f"step {dispatch.step_id} timed out")
-
-    async def open_approval(self, t: m.Transition, dispatch: m.Dispatch, now: int) -> None:
-        f = dispatch.resolved.fields
-        run = t.run
-        spec = parse_approver_spec(f["approver_spec"])
-        members = await self.e.store.active_members(run.channel_id)
-        designated = spec.designated({mb.pubkey: mb.role for mb in members})
-        approval = Approval(approval_reference(str(uuid.uuid4())), run.workflow_id, run.id, dispatch.step_id,
-                            dispatch.step_index, run.channel_id, spec, dispatch.effect_at + int(f["timeout"]), now)  # fmt: skip
-        t2 = m.advance(run, m.ApprovalOpened(now, approval, tuple(designated)))
-        events = self.e._signed([*t.emitted, *t2.emitted], run.channel_id)
-        request_id = events[-1].event.id
-        approval = replace(approval, request_event_id=request_id)
-        await self.commit(m.Transition(t2.run, (*t.effects, *t2.effects)), release=True,
-                          approval=approval_row(approval), events=events)  # fmt: skip
-        self.e._wake_later(run.id, approval.expires_at)
-        return None

@@ -11,7 +11,9 @@ runs commit in one transaction per batch (`EventStore.workflow_write_many`: a cl
 replica took meanwhile skips only its own run). Replicas walk the batches from a different
 starting batch, so two replicas split a minute's work rather than queueing behind each other's
 claim rows. The runs start (46001 fanned out, run kicked) once the instant's fires are all
-committed, so executing early runs does not delay the later fires.
+committed, and runs already executing wait before their next commit while the fires are
+claimed (`Engine.gate`, decision 326): a fire is its 46001's commit, which never queues behind
+run steps.
 """
 
 from __future__ import annotations
@@ -171,17 +173,23 @@ class Scheduler:
             if plan.fire is not None:
                 fires.setdefault(plan.fire, []).append(wf)
         created: list[Prepared] = []
-        for instant, due_rows in sorted(fires.items()):
-            due_rows.sort(key=lambda wf: wf.id)
-            batches = [due_rows[i : i + FIRE_BATCH] for i in range(0, len(due_rows), FIRE_BATCH)]
-            first = self._offset % len(batches)
-            for batch in batches[first:] + batches[:first]:
-                try:
-                    created += await self._fire_batch(instant, batch)
-                except StoreError:
-                    log.exception("schedule instant %s: a batch of %d workflows failed", instant, len(batch))
+        with self.e.gate.closed() if fires else contextlib.nullcontext():  # runs wait (decision 326)
+            for instant, due_rows in sorted(fires.items()):
+                created += await self._fire_instant(instant, due_rows)
         for made in created:  # runs start once every fire of the instant is committed, not between
             await self.e.created(made)
+
+    async def _fire_instant(self, instant: int, due_rows: list[WorkflowRow]) -> list[Prepared]:
+        due_rows.sort(key=lambda wf: wf.id)
+        batches = [due_rows[i : i + FIRE_BATCH] for i in range(0, len(due_rows), FIRE_BATCH)]
+        first = self._offset % len(batches)
+        created: list[Prepared] = []
+        for batch in batches[first:] + batches[:first]:
+            try:
+                created += await self._fire_batch(instant, batch)
+            except StoreError:
+                log.exception("schedule instant %s: a batch of %d workflows failed", instant, len(batch))
+        return created
 
     async def _fire_batch(self, instant: int, batch: list[WorkflowRow]) -> list[Prepared]:
         """The batch's claims and runs in one transaction; returns the runs created."""

@@ -1,6 +1,7 @@
 // Directory: people and agents (jobs spec §13.1). Each agent shows its owner, persona, whom it
-// answers and its live status; its owner changes whom it answers here ("Answers"), which
-// publishes the owner's 30177 that the running harness follows without a restart.
+// answers and its live status; its owner changes whom it answers here ("Answers"), its
+// parallelism and its persona, which publishes the owner's 30177 that the running harness
+// follows without a restart (a persona: for its new sessions).
 import { useEffect, useReducer, useState } from 'preact/hooks'
 import { ANSWER_MODES, PARALLELISM_MAX, directoryOf, type Status } from '../directory'
 import type { Workspace } from '../workspace'
@@ -76,11 +77,11 @@ function AgentRow({ ws, agent }: { ws: Workspace; agent: string }) {
   const [error, setError] = useState('')
   const mode = dir.mode(agent)
   const status = dir.status(agent)
-  const change = async (fields: Record<string, unknown>) => {
+  const change = async (fields: Record<string, unknown> | (() => Promise<void>)) => {
     setBusy(true)
     setError('')
     try {
-      await dir.setPolicy(agent, fields)
+      await (typeof fields === 'function' ? fields() : dir.setPolicy(agent, fields))
     } catch (e) {
       setError(humanError(e))
     } finally {
@@ -97,7 +98,9 @@ function AgentRow({ ws, agent }: { ws: Workspace; agent: string }) {
         <dt>Owner</dt>
         <dd>{ws.nameOf(owner)}</dd>
         <dt>Persona</dt>
-        <dd>{dir.persona(agent) || 'none'}</dd>
+        <dd>
+          {mine ? <PersonaPick ws={ws} agent={agent} busy={busy} onPick={(slug) => void change(() => dir.setPersona(agent, slug))} /> : dir.persona(agent) || 'none'}
+        </dd>
         <dt>Answers</dt>
         <dd>
           {mine ? (
@@ -138,6 +141,24 @@ function AgentRow({ ws, agent }: { ws: Workspace; agent: string }) {
       {mine && mode === 'allowlist' && <Allowlist ws={ws} agent={agent} busy={busy} onChange={(list) => void change({ respond_to_allowlist: list })} />}
       {error && <p class="error" role="alert">{error}</p>}
     </li>
+  )
+}
+
+/** The owner's pick of the agent's persona among their own (30175). The running harness follows
+ * the record live (without `--persona`): its new sessions take the persona. */
+function PersonaPick({ ws, agent, busy, onPick }: { ws: Workspace; agent: string; busy: boolean; onPick: (slug: string | null) => void }) {
+  const dir = directoryOf(ws)
+  const current = dir.personaId(agent)
+  const choices = dir.myPersonas()
+  return (
+    <>
+      <select aria-label="Persona" disabled={busy} value={current ?? ''} onChange={(e) => onPick(e.currentTarget.value || null)}>
+        <option value="">none</option>
+        {current && !choices.some((p) => p.slug === current) && <option value={current}>{dir.persona(agent)}</option>}
+        {choices.map((p) => <option value={p.slug}>{p.shared ? p.name : `${p.name} (not shared: the agent cannot read it)`}</option>)}
+      </select>
+      <span class="fine"> its new sessions take it (a harness run with --persona keeps that one)</span>
+    </>
   )
 }
 
