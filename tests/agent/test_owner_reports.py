@@ -87,3 +87,27 @@ def test_status_table_shows_the_last_turn_in_iso_8601_utc() -> None:
     (row,) = status_rows(report)
     assert row[-1] == "ok @ 2026-11-30T08:36:16Z"
     assert report["agents"][0]["last_turn"]["at"] == 1796027776  # the JSON output keeps unix seconds
+
+
+async def test_job_turns_count_in_usage_and_the_last_turn(ws: Workspace) -> None:
+    """A job turn is a turn like a mention's: its usage reaches the owner (44200) and it becomes
+    the status's last turn (a failed mention first, so the last turn tells them apart)."""
+    from tests.agent.test_harness_jobs import _ask, _ended
+
+    async with ws.harness(max_attempts=1):
+        bad = await ws.post(ws.owner, "fail", mention=ws.agent.pubkey)
+        await ws.watcher.wait_for(lambda e: bool(ws.watcher.notices_to(bad, ws.agent.pubkey)), what="failure")
+        for n in range(2):
+            job = await _ask(ws, ws.owner, f"summarise week {n}")
+            await ws.watcher.wait_for(_ended(ws, job), timeout=60, what="the job's end")
+        report = await _status_with_turns(ws, 3)
+        (agent,) = report["agents"]
+        assert agent["last_turn"]["ended"] == "completed", agent["last_turn"]
+        for _ in range(300):
+            usage = await asyncio.to_thread(_cli, ws, "usage", "--since", "1h")
+            assert usage.returncode == 0, usage.stderr
+            totals = json.loads(usage.stdout)["agents"]
+            if totals and totals[0]["turns"] >= 2:
+                break
+            await asyncio.sleep(0.2)
+    assert totals[0]["turns"] == 2 and totals[0]["inputTokens"] > 0  # the failed mention reports none

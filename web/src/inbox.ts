@@ -3,13 +3,15 @@
 // context; "Mark done" removes an item on every device (the done ids ride in the read state,
 // unread.ts). Also what waits on me as work: workflow approvals I am named for (46010 with my
 // `p`, until a 46011/46012 decides them) and the ends of jobs I asked for (43004 result, 43006
-// failure, both `p`-tagged to the requester; jobs.md §3).
+// failure, both `p`-tagged to the requester; jobs.md §3). Private DMs from others (NIP-17,
+// private-dms.ts) are in it too, as this page decrypted them: `peers` names their conversation.
 import { MESSAGE, threadLinks } from './model'
+import { privateDms } from './private-dms'
 import { firstTag, type NEvent } from './types'
 import type { Workspace } from './workspace'
 
 export type Why = 'mention' | 'dm' | 'reply' | 'approval' | 'job'
-export type InboxItem = { ev: NEvent; channel: string; why: Why }
+export type InboxItem = { ev: NEvent; channel: string; why: Why; peers?: string[] }
 
 export const APPROVAL_REQUESTED = 46010
 const DECIDED = [46011, 46012]
@@ -116,10 +118,19 @@ export class Inbox {
   /** Not done, newest first; an approval someone decided is no longer waiting. */
   list(): InboxItem[] {
     const done = this.ws.reads.done
-    return [...this.items.values()]
+    return [...this.items.values(), ...this.privateItems()]
       .filter((i) => !done.has(i.ev.id) && !this.ws.msgs.get(i.ev.id)?.deleted)
       .filter((i) => i.why !== 'approval' || !this.decided.has(firstTag(i.ev, 'd') ?? ''))
       .sort((a, b) => b.ev.created_at - a.ev.created_at || (a.ev.id < b.ev.id ? -1 : 1))
+  }
+
+  /** The private DMs others sent me, as this page has decrypted them (never sent anywhere). */
+  private privateItems(): InboxItem[] {
+    const me = this.ws.me.pubkey
+    const book = privateDms(this.ws)
+    return [...book.msgs.values()]
+      .filter((m) => m.rumor.pubkey !== me)
+      .map((m) => ({ ev: { ...m.rumor, sig: '' }, channel: '', why: 'dm' as const, peers: m.peers }))
   }
 
   markDone(id: string): void {

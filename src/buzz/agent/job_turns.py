@@ -149,9 +149,7 @@ async def _prompt(
         timer = asyncio.create_task(_deadline(dispatcher, turn, ticket.deadline - time.time()))
     try:
         await rt.status.react(turn.batch.items, SPEECH)
-        outcome = await proc.prompt(
-            session.session_id, blocks, rt.config.idle_timeout, rt.config.max_turn_duration
-        )
+        outcome = await dispatcher.prompt_metered(proc, session, turn.channel, blocks)
     finally:
         dispatcher.observers.pop((proc.index, session.session_id), None)
         if timer is not None:
@@ -224,6 +222,7 @@ async def _finish(
     rt = dispatcher.rt
     items = turn.batch.items
     dispatcher.stats["turns"] += 1
+    dispatcher.last_turn = {"channel": turn.channel, "ended": end.value, "at": int(time.time())}
     settle = True
     try:
         await progress.stop()

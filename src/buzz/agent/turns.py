@@ -265,7 +265,7 @@ class Dispatcher:
             if turn.requested is not None and turn.requested is not TurnEnd.STEERED:
                 return turn.requested, None  # ended while the prompt was being built
             await rt.status.react(items, SPEECH)  # 💬 when the prompt starts (§4.13)
-            outcome = await self._prompt(proc, session, turn.channel, blocks)
+            outcome = await self.prompt_metered(proc, session, turn.channel, blocks)
             verdict = prompt_verdict(
                 failed=outcome.failed,
                 alive=proc.alive,
@@ -368,9 +368,11 @@ class Dispatcher:
             session.preamble = []
         return blocks
 
-    async def _prompt(
+    async def prompt_metered(
         self, proc: AgentProcess, session: SessionState, channel: str, blocks: list[Block]
     ) -> PromptOutcome:
+        """One `session/prompt`, its usage published to the owner as a turn metric (44200);
+        channel turns and job turns alike."""
         rt = self.rt
         key = (proc.index, session.session_id)
         usage = TurnUsage()

@@ -79,9 +79,18 @@ class RoomView:
         roster: dict[int, str] = {}
         speaking: set[int] = set()
         names = self._names
+        waited = 0
         while True:
             now_roster = dict(self.session.roster)
-            await self._look_up_names(names, set(now_roster.values()))
+            joining = {now_roster[i] for i in now_roster.keys() - roster.keys()}
+            for pubkey in joining:  # a peer without a profile when last seen may have one now
+                if names.get(pubkey) == "":
+                    del names[pubkey]
+            if not await self._look_up_names(names, set(now_roster.values())) and joining and waited < 4:
+                waited += 1  # the relay did not answer: hold the lines a few ticks for the names
+                await asyncio.sleep(SPEAKER_TICK_MS / 1000)
+                continue
+            waited = 0
             agents = self.agents.agents
             for index in sorted(now_roster.keys() - roster.keys()):
                 who = "you" if index == self.session.peer_index else _who(now_roster[index], agents, names)
@@ -118,18 +127,18 @@ class RoomView:
             view(self.snapshot())
             await asyncio.sleep(SPEAKER_TICK_MS / 1000)
 
-    async def _look_up_names(self, names: dict[str, str], pubkeys: set[str]) -> None:
+    async def _look_up_names(self, names: dict[str, str], pubkeys: set[str]) -> bool:
         """Fill `names` with the display names (kind 0) of `pubkeys` not looked up yet; a
-        pubkey without a profile maps to "" so it is asked for once. A failed query leaves
-        them for the next tick (the lines then show hex prefixes)."""
+        pubkey without a profile maps to "" so it is asked for once (again when it rejoins).
+        A failed query leaves them for the next tick and returns False."""
         wanted = sorted(pubkeys - names.keys())
         if not wanted:
-            return
+            return True
         try:
             profiles = await asyncio.wait_for(self.nostr.query([{"kinds": [0], "authors": wanted}]), 5)
         except Exception as exc:  # the relay went away: hex prefixes meanwhile
             log.debug("profile lookup failed: %s", exc)
-            return
+            return False
         newest: dict[str, Event] = {}
         for event in profiles:
             if event.pubkey in pubkeys and (
@@ -138,3 +147,4 @@ class RoomView:
                 newest[event.pubkey] = event
         for pubkey in wanted:
             names[pubkey] = profile_name(newest[pubkey].content) if pubkey in newest else ""
+        return True

@@ -5,6 +5,8 @@ import { useEffect } from 'preact/hooks'
 import { FULL } from './Message'
 import type { Workspace } from '../workspace'
 import { describeWork } from '../inbox'
+import { workflowOwner } from '../workflows'
+import { E2EE, privateLabel } from './PrivateDms'
 
 // Short dates that stay on one line (the full one is the title): today's time, else day and time.
 const TODAY = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' })
@@ -30,7 +32,9 @@ export function InboxLink({ ws, open, onOpen }: { ws: Workspace; open: boolean; 
   )
 }
 
-export function InboxPanel({ ws, onClose, onGo }: { ws: Workspace; onClose: () => void; onGo: (hash: string) => void }) {
+type PanelProps = { ws: Workspace; onClose: () => void; onGo: (hash: string) => void; onPrivate: (peers: string[]) => void }
+
+export function InboxPanel({ ws, onClose, onGo, onPrivate }: PanelProps) {
   useEffect(() => {
     if (!ws.inbox.loaded) void ws.inbox.load()
   }, [])
@@ -45,21 +49,30 @@ export function InboxPanel({ ws, onClose, onGo }: { ws: Workspace; onClose: () =
         {!ws.inbox.loaded && <p class="hint">Loading…</p>}
         {ws.inbox.loaded && !items.length && <p class="hint">Nothing waits for you.</p>}
         {ws.inbox.problem && <p class="error" role="alert">{ws.inbox.problem}</p>}
-        {items.map(({ ev, channel, why }) => {
+        {items.map(({ ev, channel, why, peers }) => {
           const ch = ws.channels.get(channel)
-          const where = ch ? (ch.type === 'dm' ? ws.channelLabel(ch) : `#${ch.name}`) : 'a channel'
+          const where = peers
+            ? `${privateLabel(ws, peers)} (${E2EE.toLowerCase()})`
+            : ch ? (ch.type === 'dm' ? ws.channelLabel(ch) : `#${ch.name}`) : 'a channel'
           const when = new Date(ev.created_at * 1000)
           const work = why === 'approval' || why === 'job' ? describeWork(ev) : null
-          // An approval is the relay's event: it is named by its workflow, not by the relay key.
-          const who = work ? work.title : ws.nameOf(ev.pubkey)
+          // An approval is the relay's event: it is named by its workflow, not by the relay key;
+          // a workflow's post by the owner it speaks for, as the timeline shows it (Message.tsx).
+          const byWorkflow = peers || work ? null : workflowOwner(ev, ws.relayPubkey)
+          const who = work ? work.title : ws.nameOf(byWorkflow ?? ev.pubkey)
+          const open = () => (peers ? onPrivate(peers) : onGo(work ? `#${channel}` : `#${channel}/${ev.id}`))
           return (
-            <article key={ev.id} class={`inbox-item ${why}`} aria-label={`${WHY[why]}: ${who} in ${where}`}>
+            <article key={ev.id} class={`inbox-item ${why}`} aria-label={`${WHY[why]}: ${who}${byWorkflow ? ' (workflow)' : ''} in ${where}`}>
               <p class="why">{WHY[why]} · {where} · <time dateTime={when.toISOString()} title={FULL.format(when)}>{shortDate(when)}</time></p>
-              <p class="who">{who}{why === 'job' && <> · by {ws.nameOf(ev.pubkey)}</>}</p>
+              <p class="who">
+                {who}
+                {byWorkflow && <> <span class="tag" title="Posted by a workflow of theirs">workflow</span></>}
+                {why === 'job' && <> · by {ws.nameOf(ev.pubkey)}</>}
+              </p>
               {work?.asked && <p class="asked">Asked for: {work.asked.slice(0, 280)}</p>}
               {(work ? work.body : ev.content) && <p class="snippet">{(work ? work.body : ev.content).slice(0, 280)}</p>}
               <div class="row">
-                <button type="button" onClick={() => onGo(work ? `#${channel}` : `#${channel}/${ev.id}`)}>Open</button>
+                <button type="button" onClick={open}>Open</button>
                 <button type="button" class="quiet" onClick={() => ws.inbox.markDone(ev.id)}>Mark done</button>
               </div>
             </article>

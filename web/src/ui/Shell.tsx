@@ -150,7 +150,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
       {panel === 'browse' && <BrowsePanel ws={ws} onClose={() => setPanel(null)} onOpen={open} />}
       {panel === 'agents' && <AgentsPanel ws={ws} onClose={() => setPanel(null)} />}
       {panel === 'directory' && <DirectoryPanel ws={ws} onClose={() => setPanel(null)} />}
-      {panel === 'inbox' && <InboxPanel ws={ws} onClose={() => setPanel(null)} onGo={go} />}
+      {panel === 'inbox' && <InboxPanel ws={ws} onClose={() => setPanel(null)} onGo={go} onPrivate={openPrivate} />}
       {panel === 'workflows' && channel && <WorkflowsPanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {profile && <ProfileDialog ws={ws} fresh={fresh} onClose={() => setProfile(false)} />}
