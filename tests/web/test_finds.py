@@ -8,11 +8,10 @@ import json
 import time
 
 from buzz.core.event import Event
-from buzz.core.nip_oa import build_auth_tag
-from tests.agent.support import add_member, create_channel, set_profile
 from tests.cli.helpers import buzz
 from tests.support.relay import Identity, RunningRelay
 from tests.web.browser import assert_all_passed, require_browser, run_scenario
+from tests.web.team import team_with_agent
 from tests.workflow_runs.support import save, trigger, wait_for
 
 CHECKS = [
@@ -31,19 +30,8 @@ steps:
 
 async def test_newcomer_finds(sqlite_relay: RunningRelay, alice: Identity, bob: Identity) -> None:
     require_browser()
-    agent = Identity.new()
-    tag = build_auth_tag(alice.secret, agent.pubkey)
-    async with (
-        sqlite_relay.client(alice) as a,
-        sqlite_relay.client(agent, auth_tags=[tag]) as g,
-        sqlite_relay.client(bob) as b,
-    ):
-        await set_profile(a, alice, "Alice")
-        await set_profile(b, bob, "Bob")
-        await set_profile(g, agent, "Rulesbot", list(tag))
-        general = await create_channel(a, alice, "general")
-        await add_member(a, alice, general, bob.pubkey)
-        await add_member(a, alice, general, agent.pubkey, "bot")
+    async with team_with_agent(sqlite_relay, alice, bob) as team:
+        a, general = team.a, team.general
         now = int(time.time())
         first = "First of two: a line long enough to reach the right side of the timeline, " * 3
         for at, text in ((now - 60, first), (now - 59, "Second of two")):  # apart: in this order

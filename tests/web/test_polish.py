@@ -10,12 +10,11 @@ import json
 import time
 
 from buzz.core.event import Event
-from buzz.core.nip_oa import build_auth_tag
 from buzz.jobs import build
-from tests.agent.support import add_member, create_channel, set_profile
 from tests.cli.helpers import buzz
 from tests.support.relay import Identity, RunningRelay
 from tests.web.browser import LiveScenario, assert_all_passed, require_browser
+from tests.web.team import team_with_agent
 from tests.workflow_runs.support import save, trigger, wait_for
 
 CHECKS = [
@@ -43,20 +42,9 @@ def _sign(who: Identity, kind: int, content: str, tags: list[list[str]], at: int
 
 async def test_newcomer_polish(sqlite_relay: RunningRelay, alice: Identity, bob: Identity) -> None:
     require_browser()
-    agent = Identity.new()
-    tag = build_auth_tag(alice.secret, agent.pubkey)
     now = int(time.time())
-    async with (
-        sqlite_relay.client(alice) as a,
-        sqlite_relay.client(agent, auth_tags=[tag]) as g,
-        sqlite_relay.client(bob) as b,
-    ):
-        await set_profile(a, alice, "Alice")
-        await set_profile(b, bob, "Bob")
-        await set_profile(g, agent, "Rulesbot", list(tag))
-        general = await create_channel(a, alice, "general")
-        await add_member(a, alice, general, bob.pubkey)
-        await add_member(a, alice, general, agent.pubkey, "bot")
+    async with team_with_agent(sqlite_relay, alice, bob) as team:
+        a, b, g, agent, tag, general = team.a, team.b, team.g, team.agent, team.tag, team.general
 
         async def say(who: Identity, text: str, at: int) -> Event:
             event = _sign(who, 9, text, [["h", general]], at)
