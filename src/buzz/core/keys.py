@@ -11,7 +11,6 @@ import re
 from functools import lru_cache
 
 from coincurve import PrivateKey, PublicKeyXOnly
-from coincurve._libsecp256k1 import ffi, lib
 
 HEX_DIGITS = frozenset("0123456789abcdef")
 
@@ -42,25 +41,12 @@ def _private_key(raw: bytes) -> PrivateKey:
     return PrivateKey(raw)
 
 
-@lru_cache(maxsize=4096)
-def _keypair(raw: bytes) -> tuple[PrivateKey, object, PublicKeyXOnly, str]:
-    """A secret's libsecp256k1 keypair and x-only key, derived once (decision 329): coincurve's
-    `sign_schnorr` derives both again on every call, two point multiplications per signature
-    of the relay's own key."""
-    key = _private_key(raw)
-    pair = ffi.new("secp256k1_keypair *")
-    if not lib.secp256k1_keypair_create(key.context.ctx, pair, key.secret):
-        raise ValueError("secret key is not valid")
-    xonly = key.public_key_xonly
-    return key, pair, xonly, xonly.format().hex()
-
-
 def public_key(secret_key: str | bytes) -> str:
     """The x-only public key (64 hex) of a secret key given as 64 hex or 32 bytes.
 
     Raises ValueError for a key that is not 32 bytes or not in [1, n-1].
     """
-    return _keypair(_secret_bytes(secret_key))[3]
+    return _private_key(_secret_bytes(secret_key)).public_key_xonly.format().hex()
 
 
 def sign(secret_key: str | bytes, message: bytes, aux: bytes | None = None) -> str:
@@ -72,17 +58,7 @@ def sign(secret_key: str | bytes, message: bytes, aux: bytes | None = None) -> s
     if len(message) != 32:
         raise ValueError("BIP-340 message must be 32 bytes")
     aux_rand = os.urandom(32) if aux is None else aux
-    if len(aux_rand) != 32:
-        raise ValueError("BIP-340 aux randomness must be 32 bytes")
-    key, pair, xonly, _ = _keypair(_secret_bytes(secret_key))
-    ctx = key.context.ctx
-    signature = ffi.new("unsigned char[64]")
-    if not lib.secp256k1_schnorrsig_sign32(ctx, signature, message, pair, aux_rand):
-        raise ValueError("signing failed")
-    # verified before it leaves, as coincurve's own sign_schnorr does (a fault must not leak the key)
-    if not lib.secp256k1_schnorrsig_verify(ctx, signature, message, 32, xonly.public_key):
-        raise ValueError("signature did not verify")
-    return bytes(ffi.buffer(signature)).hex()
+    return _private_key(_secret_bytes(secret_key)).sign_schnorr(message, aux_rand).hex()
 
 
 @lru_cache(maxsize=65536)
