@@ -12,15 +12,16 @@ const shot = async (page, name) => {
   await page.evaluate(() => document.activeElement?.blur())
   await page.screenshot({ path: `${config.images}/${name}.png` })
 }
-/** The focused (highlighted) card's label, once it is fully inside the timeline's view. */
-const focusedCard = (p) => p.waitForFunction(() => {
+/** Once the focused (highlighted) card is one whose label starts with `name` and it is fully
+ * inside the timeline's view: its label. */
+const focusedCard = (p, name) => p.waitForFunction((name) => {
   const box = document.querySelector('.timeline')
   const card = document.querySelector('.timeline .row.focus > article')
-  if (!box || !card) return null
+  if (!box || !card || !card.getAttribute('aria-label').startsWith(name)) return null
   const b = box.getBoundingClientRect()
   const c = card.getBoundingClientRect()
   return c.top >= b.top - 1 && c.bottom <= b.bottom + 1 ? card.getAttribute('aria-label') : null
-}).then((h) => h.jsonValue())
+}, name).then((h) => h.jsonValue())
 const frames = (p) => p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))
 try {
   const { page: p } = await person(browser, report, 'alice')
@@ -55,10 +56,10 @@ try {
     await p.getByRole('heading', { name: '# random' }).waitFor()
     reached('away')
     await until('posted')
-    await nav.getByRole('link', { name: 'general', exact: true }).click()
-    await p.getByRole('log', { name: 'Messages' }).getByRole('article').filter({ hasText: 'news 0' }).waitFor()
+    await nav.getByRole('link', { name: /^general/ }).filter({ hasText: '60 unread' }).waitFor()
+    await nav.getByRole('link', { name: /^general/ }).click()
     await p.locator('.new-divider').waitFor()
-    await nav.getByRole('link', { name: 'general', exact: true }).click()
+    await nav.getByRole('link', { name: /^general/ }).click()
     await frames(p)
     if (!(await p.locator('.new-divider').count())) throw new Error('the divider went away')
   })
@@ -72,8 +73,7 @@ try {
     await p.getByRole('heading', { name: '# general' }).waitFor()
     await p.getByRole('article', { name: 'Approval: Deploy', exact: true }).getByRole('button', { name: 'Approve' }).waitFor()
     await inbox.waitFor({ state: 'detached' })
-    const label = await focusedCard(p)
-    if (label !== 'Approval: Deploy') throw new Error(`focused ${label}`)
+    await focusedCard(p, 'Approval: Deploy')
     await shot(p, 'inbox-open-approval-desktop')
     approvalId = await p.getByRole('article', { name: 'Approval: Deploy', exact: true }).getAttribute('data-id')
   })
@@ -82,8 +82,7 @@ try {
     await nav.getByRole('link', { name: 'Inbox', exact: true }).click()
     await inbox.getByRole('article', { name: /^Your job ended/ }).getByRole('button', { name: 'Open' }).click()
     await inbox.waitFor({ state: 'detached' })
-    const label = await focusedCard(p)
-    if (!label?.startsWith('Job:')) throw new Error(`focused ${label}`)
+    await focusedCard(p, 'Job:')
     jobId = await p.locator('.timeline .row.focus > article').getAttribute('data-id')
   })
 
@@ -92,10 +91,13 @@ try {
     for (const [id, name] of [[approvalId, 'Approval: Deploy'], [jobId, 'Job:']]) {
       await p.evaluate(() => { const el = document.querySelector('.timeline'); el.scrollTop = el.scrollHeight })
       await p.evaluate((h) => { location.hash = h }, `#${channel}/${id}`)
-      const label = await focusedCard(p)
-      if (!label?.startsWith(name)) throw new Error(`focused ${label} for ${name}`)
+      await focusedCard(p, name)
     }
     if (await p.getByRole('alert').filter({ hasText: 'not there' }).count()) throw new Error('a "not there" notice')
+    await p.evaluate((h) => { location.hash = h }, `#${channel}/${'0'.repeat(64)}`)
+    await p.getByRole('alert').filter({ hasText: 'That message is not there' }).waitFor()
+    await shot(p, 'notice-desktop')
+    await p.getByRole('alert').getByRole('button', { name: 'Dismiss' }).click()
   })
 
   await check(report, 'a notice on a phone wraps, leaves the composer free and goes away', async () => {
@@ -122,6 +124,9 @@ try {
     await m.getByRole('dialog', { name: 'Ask agent' }).waitFor()
     await m.keyboard.press('Escape')
     await toast.waitFor({ state: 'detached', timeout: scaled(60000) })
+    await m.evaluate((h) => { location.hash = h }, `#${channel}/${jobId}`)
+    await focusedCard(m, 'Job:')
+    await shot(m, 'card-phone')
     await m.context().close()
   })
 
