@@ -128,6 +128,7 @@ async def test_request_wait_prints_the_result(sqlite_relay: RunningRelay) -> Non
 
     timed_out = await _request(url, asker, channel, agent.pubkey, "nobody", "--wait", "--timeout", "0.5")
     assert timed_out.code == 4 and "had not ended" in timed_out.error["message"]
+    assert "buzz jobs cancel --job" in timed_out.error["message"]  # it goes on: how to stop it
 
 
 async def test_request_wait_exits_7_when_the_job_is_cancelled(sqlite_relay: RunningRelay) -> None:
@@ -144,6 +145,9 @@ async def test_request_wait_exits_7_when_the_job_is_cancelled(sqlite_relay: Runn
     (line,) = ended.stderr.splitlines()
     error = json.loads(line)
     assert error["error"] == "job_cancelled" and error["message"] == f"job {request.id} cancelled"
+    again = await buzz(url, asker, "jobs", "cancel", "--job", request.id)  # said in words, not `invalid:`
+    assert (again.code, again.error["error"]) == (1, "user_error"), again.stderr
+    assert again.error["message"] == f"job {request.id} is already cancelled: there is nothing to cancel"
 
 
 async def test_ctrl_c_while_waiting_names_the_job(sqlite_relay: RunningRelay) -> None:

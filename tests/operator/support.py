@@ -59,7 +59,7 @@ class Served:
         return await asyncio.wait_for(self.proc.wait(), scaled(20))
 
 
-BANNER_LINES = 11  # the banner's lines, RELAY_URL last (buzz.relay.banner)
+BANNER_LINES = 12  # the banner's lines, the browser URL last (buzz.relay.banner)
 
 
 @contextlib.asynccontextmanager

@@ -35,6 +35,9 @@ async def test_banner_names_the_bound_url_data_dir_store_workspace_and_pubkey(tm
         f"  RELAY_URL:    unset; AUTH and NIP-98 name the host the client dialled, here ws://127.0.0.1:{relay.port}"
         " (set RELAY_URL to the public wss:// URL behind a proxy)"
     )
+    assert relay.banner[11] == (
+        f"  browser:      http://127.0.0.1:{relay.port}/ (the web workspace: open it and sign in with your key)"
+    )
 
 
 async def test_banner_names_a_configured_relay_url(tmp_path: Path) -> None:
@@ -139,6 +142,7 @@ def test_a_port_in_use_is_one_line_naming_it_and_a_port_checked_free(tmp_path: P
         assert message.startswith(prefix) and message.endswith(" (free just now)"), message
         suggested = int(message[len(prefix) :].split(" ", 1)[0])
         assert port + 2 < suggested <= port + 20, message  # port + 1 and + 2 were taken: skipped
+    assert not (tmp_path / "data").exists()  # refused before the data dir and its store are made
 
 
 def test_a_port_in_use_with_nothing_free_above_it_gets_no_example(tmp_path: Path) -> None:

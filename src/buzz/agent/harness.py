@@ -59,6 +59,7 @@ from buzz.agent.turns import Dispatcher
 from buzz.client.files import Files
 from buzz.client.identity import Identity as ClientIdentity
 from buzz.core.event import Event
+from buzz.core.keys import is_hex
 
 log = logging.getLogger(__name__)
 
@@ -321,9 +322,23 @@ class Harness:
         else:
             await rt.pool.start_all()
 
+    async def _learn_relay_key(self) -> None:
+        """The relay's signing key (NIP-11 `self`; `pubkey` only from relays that name no
+        `self`), so that a workflow's post is answered as its owner's. Without it such posts are
+        weighed as the relay's own, which the author gate refuses: a WARNING says so."""
+        try:
+            info = await self.runtime.link.bridge.relay_info()
+        except Exception as exc:
+            log.warning("relay info not read (%s): workflow posts are weighed as the relay's", exc)
+            return
+        value = info.get("self", info.get("pubkey"))
+        if isinstance(value, str) and is_hex(value, 64):
+            self.runtime.relay_pubkey = value
+
     async def _startup(self, start: int) -> None:
         rt = self.runtime
         await rt.link.connected.wait()
+        await self._learn_relay_key()
         if self.config.persona is not None:
             await self._load_persona()
         own = await rt.profiles.get(self.identity.pubkey)

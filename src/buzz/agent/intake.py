@@ -154,19 +154,18 @@ class Intake:
             await stops.stop(rt, self.dispatcher, channel, event)  # the requester stops its own turn
             return
         info = rt.channel(channel)
-        decision = author_decision(
-            rt.policy.respond_to, info.type, event.pubkey, agent, owner, rt.policy.allowlist
-        )
+        author = rt.author_of(event)  # a workflow's post is weighed as its owner's
+        decision = author_decision(rt.policy.respond_to, info.type, author, agent, owner, rt.policy.allowlist)
         if decision is Decision.CHECK_MEMBER:
-            admitted = await rt.members.is_member(channel, event.pubkey) or (
-                owner is not None and await rt.profiles.is_sibling(event.pubkey, agent, owner)
+            admitted = await rt.members.is_member(channel, author) or (
+                owner is not None and await rt.profiles.is_sibling(author, agent, owner)
             )
             decision = Decision.ADMIT if admitted else Decision.DROP
         elif decision is Decision.CHECK_SIBLING:
-            admitted = owner is not None and await rt.profiles.is_sibling(event.pubkey, agent, owner)
+            admitted = owner is not None and await rt.profiles.is_sibling(author, agent, owner)
             decision = Decision.ADMIT if admitted else Decision.DROP
         if decision is Decision.DROP:
-            log.info("dropped %s in %s: author %s not admitted", event.id[:12], channel, event.pubkey[:12])
+            log.info("dropped %s in %s: author %s not admitted", event.id[:12], channel, author[:12])
             await self.not_admitted(channel, info.type, event)
             return
         rule = match_rule(rt.rules, channel, event, agent)
@@ -237,15 +236,16 @@ class Intake:
             return
         if match_rule(rt.rules, channel, event, agent) is None:
             return
-        if not self.notices.allow(event.pubkey, channel, time.monotonic()):
+        asker_key = rt.author_of(event)
+        if not self.notices.allow(asker_key, channel, time.monotonic()):
             return
         mode, owner = rt.policy.respond_to, rt.identity.owner
         if owner is None:
             text = f"I only answer {describe_policy(mode)}, and I have no owner to grant access."
         else:
             owner_name = (await rt.profiles.get(owner)).display_name or npub(owner)
-            text = not_admitted_text(mode, owner_name, npub(agent), npub(event.pubkey))
-        asker = (ASKER_TAG, event.pubkey, mode)
+            text = not_admitted_text(mode, owner_name, npub(agent), npub(asker_key))
+        asker = (ASKER_TAG, asker_key, mode)
         await rt.status.notice(channel, reply_anchor(event), NOTICE_NOT_ADMITTED, text, [asker])
 
     # -- owner commands (§4.5 step 3) ----------------------------------------------------------

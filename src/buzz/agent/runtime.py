@@ -23,6 +23,7 @@ from buzz.agent.status import StatusPublisher
 from buzz.agent.work_status import WorkStatus
 from buzz.client.files import Files
 from buzz.core.event import Event
+from buzz.core.keys import is_hex
 
 
 @dataclass
@@ -48,6 +49,9 @@ class Runtime:
     persona_name: str | None = None  # the --persona's display name (default session titles)
     # whom the agent answers and its pool size: the flags, or the owner's 30177 applied live
     policy: Policy | None = None
+    # the relay's own signing key (NIP-11 `self`), read at start: a relay-signed message is a
+    # workflow's post, answered as its owner's (its `actor` tag, relay.md §10.3)
+    relay_pubkey: str | None = None
     work: WorkStatus = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -56,6 +60,15 @@ class Runtime:
         # the 30181 snapshots (jobs spec §12.3); the queue tells it when `queued` changes
         self.work = WorkStatus(self, enabled=not self.config.no_work_status)
         self.queue.on_change = self.work.queue_changed
+
+    def author_of(self, event: Event) -> str:
+        """Whom the author gate weighs: the signer, or for a message the relay signed on a
+        workflow's behalf the workflow's owner, as the relay itself reads it (relay.md §10.3
+        effective author). Only the relay's key makes `actor` count: anyone else's is ignored."""
+        if self.relay_pubkey is None or event.pubkey != self.relay_pubkey:
+            return event.pubkey
+        actor = event.first_tag("actor")
+        return actor if actor is not None and is_hex(actor, 64) else event.pubkey
 
     def note_voice_guidelines(self, channel_id: str, event: Event) -> None:
         """Keep `event` (a 48106 of the channel) when it is the newest seen there."""

@@ -96,7 +96,10 @@ def request(
         try:
             return {**asked.to_dict(), **(await ws.jobs.wait(asked.job_id, timeout)).to_dict()}
         except TimeoutError:
-            raise WorkspaceError(f"job {asked.job_id} had not ended after {timeout} s") from None
+            raise WorkspaceError(
+                f"job {asked.job_id} had not ended after {timeout} s; it goes on: `buzz jobs show "
+                f"--job {asked.job_id}` follows it, `buzz jobs cancel --job {asked.job_id}` stops it"
+            ) from None
 
     def render(result: dict[str, Any]) -> None:
         emit(ctx, result)

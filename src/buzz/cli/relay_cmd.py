@@ -138,6 +138,9 @@ def serve(
         for text in banner.lines(relay_obj, url):
             print(text, flush=True)
 
+    taken = port_taken(config.host, config.port)
+    if taken is not None:  # before the data dir and its store are made: a refusal leaves nothing
+        _refuse(port_in_use(taken, config))
     try:
         run_loop(run_server(config, announce))
     except KeyboardInterrupt:
@@ -234,6 +237,29 @@ def free_port_after(host: str, port: int, scan: int = PORT_SCAN) -> int | None:
     for candidate in range(port + 1, min(port + scan, 65535) + 1):
         if addresses and all(_listens(family, sockaddr, candidate) for family, sockaddr in addresses):
             return candidate
+    return None
+
+
+def port_taken(host: str, port: int) -> OSError | None:
+    """EADDRINUSE when another program listens on `host`:`port` now (tested as the relay binds),
+    else None; any other failure is left to the relay's own bind, which words it."""
+    if port == 0:
+        return None
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        return None
+    for family, _, _, _, sockaddr in infos:
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    with contextlib.suppress(OSError):
+                        probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                probe.bind(sockaddr)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return OSError(exc.errno, f"[Errno {exc.errno}] address ({sockaddr[0]!r}, {port}) in use")
     return None
 
 

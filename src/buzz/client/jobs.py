@@ -218,6 +218,8 @@ class Jobs:
     async def cancel(self, job_id: str, reason: str | None = None) -> dict[str, str]:
         """Publish a 43005. Raises NotFound, Refused (`restricted: not allowed to cancel this job`)."""
         view = await self.get(job_id)
+        if view.job.terminal:  # the relay would refuse it as `invalid:`; say why in words
+            raise UserError(f"job {view.job.id} is already {view.job.state}: there is nothing to cancel")
         try:
             template = build.cancel(view.job.channel_id, view.job.id, view.job.assignee, reason=reason)
         except BuzzError as exc:

@@ -90,4 +90,5 @@ def lines(relay: Relay, url: str) -> list[str]:
             f"  RELAY_URL:    unset; AUTH and NIP-98 name the host the client dialled, here {url}"
             " (set RELAY_URL to the public wss:// URL behind a proxy)"
         )
+    out.append(f"  browser:      {http}/ (the web workspace: open it and sign in with your key)")
     return out
