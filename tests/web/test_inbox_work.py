@@ -1,6 +1,8 @@
 """Browser: work in the inbox (issue 29 item 3) — a workflow approval I am named for waits
-there until it is decided, the end of a job I asked for is there, and an approval that arrives
-while the tab is hidden raises a browser notification (item 4)."""
+there until it is decided, the end of a job I asked for is there, each opens at its card (as
+does a link to the card), and an approval that arrives while the tab is hidden raises a
+browser notification (item 4). On the way: the day heading before the first card, the "New
+messages" divider kept when the open channel is clicked again, a notice on a phone."""
 
 from __future__ import annotations
 
@@ -9,14 +11,19 @@ import time
 from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
 from buzz.jobs import build
-from tests.agent.support import add_member, create_channel, set_profile
+from tests.agent.support import add_member, create_channel, message, publish, set_profile
 from tests.support.relay import Identity, RunningRelay
 from tests.web.browser import LiveScenario, assert_all_passed, require_browser
 from tests.workflow_runs.support import save, trigger, wait_for
 
 CHECKS = [
     "an approval for me and my job's result wait in the inbox, in words",
+    "the day heading comes before the first card of the day",
+    'the "New messages" divider stays when the open channel is clicked again',
     "an approval opens its channel at the card",
+    "a job's end opens its channel at the job's card",
+    "a link to an approval or a job opens at its card",
+    "a notice on a phone wraps, leaves the composer free and goes away",
     "deciding the approval takes it out of the inbox",
     "an approval that arrives while the tab is hidden is notified",
 ]
@@ -35,12 +42,20 @@ def _sign(who: Identity, template: build.Template) -> Event:
 async def test_work_in_the_inbox(sqlite_relay: RunningRelay, alice: Identity) -> None:
     require_browser()
     agent = Identity.new()
+    bob = Identity.new()
     tag = build_auth_tag(alice.secret, agent.pubkey)
-    async with sqlite_relay.client(alice) as a, sqlite_relay.client(agent, auth_tags=[tag]) as g:
+    async with (
+        sqlite_relay.client(alice) as a,
+        sqlite_relay.client(agent, auth_tags=[tag]) as g,
+        sqlite_relay.client(bob) as b,
+    ):
         await set_profile(a, alice, "Alice")
         await set_profile(g, agent, "Rulesbot", list(tag))
         general = await create_channel(a, alice, "general")
         await add_member(a, alice, general, agent.pubkey)
+        await add_member(a, alice, general, bob.pubkey)
+        await set_profile(b, bob, "Bob")
+        await create_channel(a, alice, "random")
         workflow, _ = await save(a, alice, general, APPROVAL.format(approver=alice.pubkey))
         await trigger(a, alice, workflow, {"version": "1.2"})
         await wait_for(a, [{"kinds": [46010], "#h": [general]}], lambda evs: len(evs) == 1)
@@ -56,6 +71,10 @@ async def test_work_in_the_inbox(sqlite_relay: RunningRelay, alice: Identity) ->
             "inboxwork", {"url": sqlite_relay.http_url + "/", "secret": alice.secret}
         )
         try:
+            await page.reached("away")
+            for i in range(60):  # unread while Alice is in #random, the cards above them
+                await publish(b, message(bob, general, f"news {i}"))
+            page.go("posted")
             await page.reached("hidden")
             await trigger(a, alice, workflow, {"version": "1.3"})
             page.go("second approval")

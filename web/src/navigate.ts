@@ -2,6 +2,7 @@
 // highlighted (`ws.focus`), loading history back to it; a thread reply opens its thread with
 // the reply highlighted. Search results jump the same way.
 import { threadLinks, type Workspace } from './workspace'
+import { firstTag, type NEvent } from './types'
 
 const CHANNEL = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
 const LINK = new RegExp(`^#(${CHANNEL})(?:/([0-9a-f]{64}))?$`)
@@ -31,6 +32,21 @@ function focusOn(ws: Workspace, id: string): void {
   }, FOCUS_MS)
 }
 
+/** A job request and an approval request show as cards in the timeline. */
+const CARDS = [43001, 46010]
+
+/** Open the timeline at a card: loaded back to its time, then focused by its row's key (a
+ * job by its request's id, an approval by its `d`). */
+async function toCard(ws: Workspace, channel: string, ev: NEvent): Promise<null> {
+  const t = ws.timeline(channel)
+  const oldest = () => t.ids.reduce((min, id) => Math.min(min, ws.msgs.get(id)?.ev.created_at ?? Infinity), Infinity)
+  for (let i = 0; i < MAX_PAGES && t.hasMore && oldest() > ev.created_at; i++) {
+    if (!(await ws.loadOlder(channel, ev.created_at))) break
+  }
+  focusOn(ws, ev.kind === 46010 ? firstTag(ev, 'd') ?? ev.id : ev.id)
+  return null
+}
+
 /** Open `channel` at message `event`. Resolves to the thread root to show when the message is
  * a thread reply (the caller opens the thread panel), else null. */
 export async function jumpTo(ws: Workspace, channel: string, event: string): Promise<string | null> {
@@ -40,7 +56,8 @@ export async function jumpTo(ws: Workspace, channel: string, event: string): Pro
   let ev = m?.ev
   if (!ev) {
     // Learn where it is without holding it: it joins the timeline when its page arrives.
-    ev = (await ws.relay.query([{ ids: [event], kinds: [9], '#h': [channel] }]))[0]
+    ev = (await ws.relay.query([{ ids: [event], kinds: [9, ...CARDS], '#h': [channel] }]))[0]
+    if (ev && ev.kind !== 9) return toCard(ws, channel, ev)
     if (!ev) {
       ws.say('That message is not there: deleted, or not yours to read.')
       return null

@@ -5,6 +5,7 @@ import { act } from './hooks'
 import { Timeline } from './Timeline'
 import { Composer } from './Composer'
 import { ChannelSettings } from './ChannelSettings'
+import { Toast } from './Toast'
 
 type Props = { ws: Workspace; channel: Channel; onThread: (id: string) => void; onMembers: () => void; onHuddle: () => void; onWorkflows?: () => void; onPrivate: (peers: string[]) => void }
 
@@ -35,6 +36,7 @@ export function Conversation({ ws, channel, onThread, onMembers, onHuddle, onWor
       </header>
       {channel.archived && <p class="banner">This channel is archived: it is read-only.</p>}
       <Timeline ws={ws} channel={channel.id} onThread={onThread} />
+      <Toast ws={ws} />
       <p class="typing" aria-live="polite">{typing.length ? `${typing.join(', ')} ${typing.length > 1 ? 'are' : 'is'} typing…` : ''}</p>
       {channel.member ? (
         <Composer ws={ws} channel={channel.id} label="Message" button="Send" placeholder={`Message ${channel.type === 'dm' ? label : '#' + label}`} />

@@ -7,6 +7,7 @@ import type { Workspace } from '../workspace'
 import { describeWork } from '../inbox'
 import { workflowOwner } from '../workflows'
 import { E2EE, privateLabel } from './PrivateDms'
+import { firstTag } from '../types'
 
 // Short dates that stay on one line (the full one is the title): today's time, else day and time.
 const TODAY = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' })
@@ -60,7 +61,9 @@ export function InboxPanel({ ws, onClose, onGo, onPrivate }: PanelProps) {
           // a workflow's post by the owner it speaks for, as the timeline shows it (Message.tsx).
           const byWorkflow = peers || work ? null : workflowOwner(ev, ws.relayPubkey)
           const who = work ? work.title : ws.nameOf(byWorkflow ?? ev.pubkey)
-          const open = () => (peers ? onPrivate(peers) : onGo(work ? `#${channel}` : `#${channel}/${ev.id}`))
+          // Work opens at its card: a job's by its request (the `e` of its end), an approval's by itself.
+          const target = why === 'job' ? firstTag(ev, 'e') ?? ev.id : ev.id
+          const open = () => (peers ? onPrivate(peers) : onGo(`#${channel}/${target}`))
           return (
             <article key={ev.id} class={`inbox-item ${why}`} aria-label={`${WHY[why]}: ${who}${byWorkflow ? ' (workflow)' : ''} in ${where}`}>
               <p class="why">{WHY[why]} · {where} · <time dateTime={when.toISOString()} title={FULL.format(when)}>{shortDate(when)}</time></p>

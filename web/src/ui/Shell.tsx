@@ -20,6 +20,7 @@ import { InboxPanel } from './Inbox'
 import { JumpTo, ThemeSwitch, useShortcuts } from './Comfort'
 import { WorkflowsPanel } from './Workflows'
 import { DirectoryPanel } from './Directory'
+import { Toast } from './Toast'
 
 export type Panel = 'thread' | 'members' | 'search' | 'browse' | 'agents' | 'huddle' | 'inbox' | 'workflows' | 'directory' | null
 
@@ -48,6 +49,8 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
     setMenu(false)
     setPriv(null)
     if (panel === 'thread' || panel === 'members') setPanel(null)
+    // The channel on screen stays as it is (its "New messages" divider too, until it is left).
+    if (id === ws.active && ws.timeline(id).loaded) return
     void act(ws, () => ws.openChannel(id))
   }
 
@@ -150,19 +153,14 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
       {panel === 'browse' && <BrowsePanel ws={ws} onClose={() => setPanel(null)} onOpen={open} />}
       {panel === 'agents' && <AgentsPanel ws={ws} onClose={() => setPanel(null)} />}
       {panel === 'directory' && <DirectoryPanel ws={ws} onClose={() => setPanel(null)} />}
-      {panel === 'inbox' && <InboxPanel ws={ws} onClose={() => setPanel(null)} onGo={go} onPrivate={openPrivate} />}
+      {panel === 'inbox' && <InboxPanel ws={ws} onClose={() => setPanel(null)} onGo={(hash) => { setPanel(null); go(hash) }} onPrivate={openPrivate} />}
       {panel === 'workflows' && channel && <WorkflowsPanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {profile && <ProfileDialog ws={ws} fresh={fresh} onClose={() => setProfile(false)} />}
       {creating && <NewChannelDialog ws={ws} onClose={() => setCreating(false)} onCreated={(id) => { setCreating(false); open(id) }} />}
       {jumping && <JumpTo ws={ws} onClose={() => setJumping(false)} onOpen={open} />}
       {card && <ProfileCard ws={ws} pubkey={card} onClose={() => setCard(null)} onProfile={setCard} onOpen={open} />}
-      {ws.notice && (
-        <div class="toast" role="alert">
-          <span>{ws.notice}</span>
-          <button type="button" class="quiet" onClick={() => { ws.notice = null; ws.changed() }}>Dismiss</button>
-        </div>
-      )}
+      {(priv || !channel) && <Toast ws={ws} floating />}
     </div>
     </UiContext.Provider>
   )

@@ -31,6 +31,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
   const [view, setView] = useState({ above: false, up: false, fresh: 0, channel })
   const all = afterCards(withJobs(withApprovals(rows(msgs), approvals, !t.hasMore), jobs, !t.hasMore, (r) => ('ref' in r ? r.request.created_at : r.m.ev.created_at)))
   const keys = useKeys(all.map(keyOf))
+  const heads = dayHeads(all)
   const unreadKey = firstUnread?.ev.id ?? ''
 
   // Where the view goes, decided before the rows are chosen (the window follows it).
@@ -93,10 +94,10 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
       {!t.loaded && <p class="start">Loading messages…</p>}
       <div class="spacer" ref={head} style={{ height: `${win.before}px` }} aria-hidden="true" />
       {all.slice(win.start, win.end).map((row) => (
-        <div class="row" key={keyOf(row)} data-key={keyOf(row)}>
+        <div class={`row${!('m' in row) && ws.focus === keyOf(row) ? ' focus' : ''}`} key={keyOf(row)} data-key={keyOf(row)}>
+          {heads.has(keyOf(row)) && <h2 class="day"><span>{heads.get(keyOf(row))}</span></h2>}
           {'ref' in row ? <ApprovalCard ws={ws} a={row} /> : 'assignee' in row ? <JobCard ws={ws} job={row} /> : (
             <>
-              {row.day && <h2 class="day"><span>{row.day}</span></h2>}
               {row.m === firstUnread && <NewDivider />}
               <Message ws={ws} m={row.m} onThread={onThread} inThread={false} grouped={row.grouped && row.m !== firstUnread} />
             </>
@@ -133,21 +134,31 @@ function useKeys(keys: string[]): string[] {
   return last.current
 }
 
-/** Each message with the day heading to put before it (or '') and whether it continues the
- * previous message's group: same author, same day, within GROUP_S, neither from a thread. */
-function rows(msgs: Msg[]): { m: Msg; day: string; grouped: boolean }[] {
-  const out: { m: Msg; day: string; grouped: boolean }[] = []
-  let lastDay = ''
+/** Each message and whether it continues the previous message's group: same author, same
+ * day, within GROUP_S, neither from a thread. */
+function rows(msgs: Msg[]): { m: Msg; grouped: boolean }[] {
+  const out: { m: Msg; grouped: boolean }[] = []
   let prev: Msg | null = null
   for (const m of msgs) {
-    const key = dayKey(m.ev.created_at)
-    const day = key !== lastDay ? dayLabel(new Date(m.ev.created_at * 1000)) : ''
-    const grouped = !day && !!prev && prev.ev.pubkey === m.ev.pubkey && m.ev.created_at - prev.ev.created_at < GROUP_S && !m.broadcast && !prev.broadcast
-    out.push({ m, day, grouped })
-    lastDay = key
+    const at = m.ev.created_at
+    const grouped = !!prev && prev.ev.pubkey === m.ev.pubkey && at - prev.ev.created_at < GROUP_S && dayKey(at) === dayKey(prev.ev.created_at) && !m.broadcast && !prev.broadcast
+    out.push({ m, grouped })
     prev = m
   }
   return out
+}
+
+/** The day heading before the first row of each day, message or card, by the row's key. */
+function dayHeads(list: Row[]): Map<string, string> {
+  const heads = new Map<string, string>()
+  let last = ''
+  for (const r of list) {
+    const at = 'ref' in r || 'assignee' in r ? r.request.created_at : r.m.ev.created_at
+    const key = dayKey(at)
+    if (key !== last) heads.set(keyOf(r), dayLabel(new Date(at * 1000)))
+    last = key
+  }
+  return heads
 }
 
 /** A card (job, approval) between two messages of one author breaks their group: the message
