@@ -15,7 +15,7 @@ from tests.web.team import team_with_agent
 from tests.workflow_runs.support import save, trigger, wait_for
 
 CHECKS = [
-    "a grouped message shows its hover time and actions over no text",
+    "a grouped message shows its hover time over no text, its actions over the top edge",
     "the thread reply box spans the panel at 1280×800",
     "the inbox names a workflow's post by its owner",
     "a private DM is in the inbox, opens its conversation and can be marked done",
