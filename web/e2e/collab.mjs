@@ -4,7 +4,7 @@
 // a third person cannot open; screenshots of channel, thread and members at both sizes.
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { launch, person, signIn, send, openChannel, article, log, scenario, check, finish, DESKTOP, PHONE } from './lib.mjs'
+import { launch, person, signIn, send, openChannel, article, arrives, log, scenario, check, finish, DESKTOP, PHONE } from './lib.mjs'
 
 const run = promisify(execFile)
 const { config, report } = scenario()
@@ -284,7 +284,7 @@ try {
     await box.press('End')
     await box.pressSequentially('are you there?')
     await A.getByRole('button', { name: 'Send', exact: true }).click()
-    await article(B, '@Bob are you there?').waitFor()
+    await arrives(B, '@Bob are you there?')
     const notes = await B.evaluate(() => window.__notes)
     if (JSON.stringify(notes) !== JSON.stringify([['Olivia in general', '@Bob are you there?']])) throw new Error(`notifications: ${JSON.stringify(notes)}`)
   })

@@ -178,3 +178,17 @@ export async function gatherUp(page, selector) {
   }
   return out
 }
+
+/** Wait until a message that arrives live is in the timeline. The timeline is windowed, so a
+ * view left up at the first unread (under "New messages") holds a new message below the window
+ * and offers "Jump to latest" instead, as a person would see it: the wait takes that button. */
+export async function arrives(page, text, ms = 15000) {
+  const end = Date.now() + scaled(ms)
+  const jump = page.getByRole('button', { name: 'Jump to latest' })
+  while (Date.now() < end) {
+    if (await article(page, text).count()) return article(page, text).first().waitFor({ timeout: scaled(ms) })
+    if (await jump.isVisible().catch(() => false)) await jump.click().catch(() => {})
+    await page.waitForTimeout(100)
+  }
+  throw new Error(`"${text}" did not arrive within ${scaled(ms)} ms`)
+}
