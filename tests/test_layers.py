@@ -356,6 +356,101 @@ def test_the_part_rule_catches_an_upward_import() -> None:
     assert part_violations(graph) == ["buzz.relay.auth.access imports buzz.relay.delivery.fanout"]
 
 
+# -- pure cores --------------------------------------------------------------------------------
+# Each subsystem of the work on top (jobs, workflows, media) is a pure core and a runner beside it
+# (docs/architecture.md). The core modules do no I/O: they import none of the libraries that
+# reach a file, socket, process, clock loop or database, and no runner module; the runner is
+# what the relay, the harness and the CLI drive. Rows the store hands back may be named as types.
+PURE_CORES: dict[str, frozenset[str]] = {
+    "buzz.jobs": frozenset(
+        {"limits", "wire", "result", "machine", "build", "records", "redact", "text", "work_status"}
+    ),
+    "buzz.workflows": frozenset(
+        {
+            "limits",
+            "yaml_tree",
+            "validate",
+            "definition",
+            "conditions",
+            "templates",
+            "schedule",
+            "context",
+            "resolve",
+            "machine",
+            "approvals",
+            "events",
+            "capacity",
+            "mentions",
+        }
+    ),  # runner: rows, host, actions, drive, engine, scheduler, commands, webhook_call
+    "buzz.media": frozenset({"auth", "sniff", "imeta", "limits", "ranges", "rates"}),
+    # runner: receive, images, blobs, service
+}
+IO_LIBRARIES = frozenset(
+    {
+        "asyncio",
+        "aiohttp",
+        "asyncpg",
+        "redis",
+        "sqlite3",
+        "socket",
+        "ssl",
+        "subprocess",
+        "os",
+        "pathlib",
+        "shutil",
+        "tempfile",
+        "threading",
+        "io",
+        "logging",
+        "urllib.request",
+        "http",
+        "PIL",
+        "av",
+    }
+)
+STORE_ROW_TYPES = frozenset({"buzz.store.base", "buzz.store.workflow_rows"})
+
+
+def impurities(module: str, source: str) -> list[str]:
+    """`module imports target` for each import a pure-core `module` may not make."""
+    package = _package(module)
+    core = {f"{package}.{name}" for name in PURE_CORES[package]} | {package}
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            if name.startswith("buzz."):
+                ok = _package(name) == "buzz.core" or name in core or name in STORE_ROW_TYPES
+            else:
+                ok = not any(name == lib or name.startswith(lib + ".") for lib in IO_LIBRARIES)
+            if not ok:
+                bad.append(f"{module} imports {name}")
+    return bad
+
+
+def test_subsystem_cores_do_no_io() -> None:
+    modules = dict(source_modules())
+    cores = [f"{pkg}.{name}" for pkg, names in PURE_CORES.items() for name in sorted(names)]
+    assert [m for m in cores if m not in modules] == []
+    assert [v for m in cores for v in impurities(m, modules[m])] == []
+
+
+def test_the_core_rule_catches_io_and_runner_imports() -> None:
+    assert impurities("buzz.workflows.machine", "import asyncio\n") == [
+        "buzz.workflows.machine imports asyncio"
+    ]
+    assert impurities("buzz.workflows.machine", "from buzz.workflows.engine import E\n") == [
+        "buzz.workflows.machine imports buzz.workflows.engine"
+    ]
+    assert impurities("buzz.media.imeta", "from buzz.store.base import BlobRow\n") == []
+
+
 # -- file length -----------------------------------------------------------------------------------
 MAX_LINES = 600
 # path under src/buzz (or web/src/…) → why splitting it would be worse than its length. Empty: keep it so.

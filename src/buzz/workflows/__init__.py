@@ -17,4 +17,9 @@ scheduler, dispatch through the relay's emit path) is built on it and lives besi
     approvals    approver specs, approval states, grant/deny checks
     events       lifecycle 46001–46007, approvals 46010–46012, job 43001/43005; 46020/46030/46031 parsers
     capacity     admission (queue, rate), which pending runs start (permits, max_concurrent)
+    mentions     `@Name` in a message step → the member's pubkey
+
+The runner: `rows` (runs ↔ store rows), `host` (what the relay lends the engine), `actions`,
+`drive` (leased runs), `engine` (doors, scan), `scheduler`, `commands` (30620 save, 46020,
+46030/46031), `webhook_call`. tests/test_layers.py (PURE_CORES) holds the split.
 """
