@@ -48,8 +48,11 @@ web: web/node_modules/.installed
 screenshots: $(VENV)/.dev web/node_modules/.installed
 	BUZZ_SCREENSHOTS_DIR=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:cacheprovider tests/web
 
+# Exit 2 is `relay serve` refusing its settings (a taken port, a bad address): the flag it names
+# is BIND= here.
 run: $(VENV)/.runtime
-	$(BIN)/buzz relay serve --bind $(BIND) --data-dir $(DATA)
+	@$(BIN)/buzz relay serve --bind $(BIND) --data-dir $(DATA) || { rc=$$?; \
+	  [ $$rc -ne 2 ] || echo 'with make: make run BIND=<host>:<port> (the address --bind names above)' >&2; exit $$rc; }
 
 # Two replicas (ports 3000 and 3001, BUZZ_MESH=on) on one PostgreSQL and one Redis of this machine;
 # Ctrl-C stops both. CLUSTER_ARGS e.g. "--ports 4000,4001" (examples/run_cluster.py --help).

@@ -287,3 +287,34 @@ def _env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if not k.startswith("BUZZ_")}
+
+
+def test_make_run_on_a_taken_port_names_its_own_setting(tmp_path) -> None:
+    """`make run` passes BIND to --bind: the refusal names --bind, and make adds the line in its
+    own terms, so a newcomer who typed `make run` is not left to translate."""
+    root = Path(__file__).resolve().parents[2]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [
+                "make",
+                "-s",
+                "-o",
+                ".venv/.runtime",
+                "run",
+                f"BIND=127.0.0.1:{port}",
+                f"DATA={tmp_path / 'data'}",
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=_env(),
+        )
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert json.loads(lines[0])["error"] == "usage_error" and f"port {port}" in lines[0]
+    assert lines[1].startswith("with make: make run BIND=")
+    assert not (tmp_path / "data").exists()
