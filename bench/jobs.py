@@ -245,10 +245,11 @@ async def scenario(tmp: Path, url: str, jobs: int, pace: float, standby: bool) -
     # unfinished job of the killed harness or of its standby), and asked before it but accepted
     # after it (claimed and not yet accepted, or not yet claimed)
     dead = [j for j in asked if j[:12] in held]  # what the killed process held
+    recovered = [f"{how} job {j[:12]}" for j in dead for how in ("took over", "seized")]  # log lines
     after = {
-        "taken over by the standby": log_count(harnesses[1 + AGENTS : 2 + AGENTS], *[f"took over job {j[:12]}" for j in dead], *[f"seized job {j[:12]}" for j in dead]),
-        "by the restarted process": log_count(harnesses[1:2], *[f"took over job {j[:12]}" for j in dead], *[f"seized job {j[:12]}" for j in dead]),
-    }  # fmt: skip
+        "taken over by the standby": log_count(harnesses[1 + AGENTS : 2 + AGENTS], *recovered),
+        "by the restarted process": log_count(harnesses[1:2], *recovered),
+    }
     ones = [j for j in asked if assignee[j] == 1 and asked[j] < killed_t]
     running = [j for j in ones if seen.get(j, {}).get("accept", 1e18) < killed_t < seen[j].get("end", 1e18)]
     unaccepted = [j for j in ones if seen.get(j, {}).get("accept", 1e18) > killed_t]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -159,11 +159,16 @@ def import_time_edges(module: str, source: str, modules: set[str]) -> set[str]:
     edge to `pkg.name` when that is a module, else to `pkg` (whose `__init__` then runs); the
     parent packages Python imports first are no edge of their own (a package's `__init__`
     importing its submodules is no cycle)."""
+    return _edges(_import_time_nodes(ast.parse(source).body), module, modules)
+
+
+def _edges(nodes: Iterable[ast.AST], module: str, modules: set[str]) -> set[str]:
+    """The modules of `modules` (other than `module`) the imports among `nodes` name."""
     edges = set()
-    for node in _import_time_nodes(ast.parse(source).body):
+    for node in nodes:
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
-        elif node.level == 0 and node.module:
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             targets = [
                 f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
                 for alias in node.names
@@ -210,19 +215,7 @@ def all_edges(module: str, source: str, modules: set[str]) -> set[str]:
     """Every `buzz` module `module` names in an import, wherever the import stands: at module
     level, inside functions, under `if TYPE_CHECKING:` (the design's dependencies, not only what
     runs at import). `from pkg import name` is an edge to `pkg.name` when that is a module."""
-    edges = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            targets = [
-                f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
-                for alias in node.names
-            ]
-        else:
-            continue
-        edges.update(t for t in targets if t in modules and t != module)
-    return edges
+    return _edges(ast.walk(ast.parse(source)), module, modules)
 
 
 def package_graph(package: str, sources: dict[str, str] | None = None) -> dict[str, set[str]]:

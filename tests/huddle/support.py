@@ -16,6 +16,7 @@ import orjson
 from buzz.core.event import Event
 from buzz.core.huddle_wire import FrameHeader, client_frame
 from buzz.core.nip42 import build_auth_event
+from tests.cli.helpers import buzz
 from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
@@ -52,6 +53,11 @@ async def make_channel(running: RunningRelay, spec: ChannelSpec) -> str:
             result = await owner.publish(put)
             assert result.accepted, result.message
     return cid
+
+
+async def start_huddle(running: RunningRelay, who: Identity, parent: str) -> str:
+    """The huddle channel of `buzz huddle start --channel <parent>` run as `who` (it must succeed)."""
+    return (await buzz(running.url, who, "huddle", "start", "--channel", parent)).json["huddle_channel_id"]
 
 
 def audio_url(running: RunningRelay, channel_id: str) -> str:

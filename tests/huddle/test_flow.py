@@ -14,7 +14,7 @@ from buzz.core.event import Event
 from buzz.voice.client import HuddleClient, HuddleOptions
 from buzz.voice.seat import state_dir
 from tests.cli.helpers import buzz
-from tests.huddle.support import ChannelSpec, join, make_channel, until_seated
+from tests.huddle.support import ChannelSpec, join, make_channel, start_huddle, until_seated
 from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
@@ -47,9 +47,7 @@ async def test_status_shows_the_peer_index_of_my_running_join(
     sqlite_relay: RunningRelay, alice: Identity, bob: Identity
 ) -> None:
     parent = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
-    started = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent)
-    assert started.code == 0, started.stderr
-    huddle = json.loads(started.stdout)["huddle_channel_id"]
+    huddle = await start_huddle(sqlite_relay, alice, parent)
     async with sqlite_relay.client(alice) as client:
         profile = Event.create(alice.secret, 0, '{"name":"alice","display_name":"Alice Liddell"}', [])
         assert (await client.publish(profile)).accepted
@@ -230,9 +228,7 @@ async def test_join_moves_a_start_that_lost_the_race_to_the_winner(
     the earlier (his clock ran a second behind), so Bob's wins; her `huddle join` ends hers
     (48103, archive) and sits her in Bob's."""
     parent = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
-    started = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent)
-    assert started.code == 0, started.stderr
-    hers = json.loads(started.stdout)
+    hers = (await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent)).json
     assert hers["started"] is True
     async with sqlite_relay.client(bob) as client:
         (her_start,) = await client.query([{"ids": [hers["started_event_id"]]}])
@@ -263,9 +259,7 @@ async def test_end_closes_the_seats_of_everyone_still_in_the_huddle(
     --duration with the report the README promises, `"ended": true`, exit 0 (issue 24 item 8,
     decision 126); `huddle status` no longer lists him."""
     parent = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
-    started = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent)
-    assert started.code == 0, started.stderr
-    huddle = json.loads(started.stdout)["huddle_channel_id"]
+    huddle = await start_huddle(sqlite_relay, alice, parent)
     stay = f"{scaled(55):.0f}"  # far longer than the end takes to reach the seat: it must end it
     args = ["huddle", "join", "--channel", huddle, "--parent", parent, "--duration", stay, "--quiet"]
     async with sqlite_relay.client(alice) as watcher:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 from buzz.cli.huddle_cmd import KeySigner
 from buzz.core.event import Event
 from buzz.voice.client import HuddleClient, HuddleOptions
-from tests.cli.helpers import buzz
-from tests.huddle.support import ChannelSpec, join, make_channel, until_seated
+from tests.huddle.support import ChannelSpec, join, make_channel, start_huddle, until_seated
 from tests.huddle.test_flow import Silent
 from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
@@ -26,9 +24,7 @@ async def test_join_lines_name_a_peer_who_set_a_name_since_last_seen(
     sqlite_relay: RunningRelay, alice: Identity, bob: Identity
 ) -> None:
     parent = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
-    started = await buzz(sqlite_relay.url, alice, "huddle", "start", "--channel", parent)
-    assert started.code == 0, started.stderr
-    huddle = json.loads(started.stdout)["huddle_channel_id"]
+    huddle = await start_huddle(sqlite_relay, alice, parent)
     lines: list[str] = []
     async with sqlite_relay.client(alice) as alice_nostr:
         client = HuddleClient(

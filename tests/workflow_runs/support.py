@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,20 @@ from buzz.workflows.host import Settings
 from tests.support.relay import Identity, RunningRelay, relay_on
 
 LIFECYCLE = list(range(46001, 46008))
+
+
+def spy(
+    store: Any, name: str, calls: list[Any], note: Callable[[tuple[Any, ...]], Any] = lambda args: args
+) -> None:
+    """Wrap `store.<name>` (the real method still runs) so that each call first appends
+    `note(its positional arguments)` to `calls`."""
+    real = getattr(store, name)
+
+    async def recorded(*args: Any, **kwargs: Any) -> Any:
+        calls.append(note(args))
+        return await real(*args, **kwargs)
+
+    setattr(store, name, recorded)
 
 
 def new_id() -> str:

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from buzz.client import RelayClient
 from buzz.workflows.host import Settings
 from tests.support.deadline import scaled
-from tests.support.relay import Identity
-from tests.workflow_runs.support import relay_with, run_end, run_tag, save, wait_for
+from tests.support.relay import Identity, RunningRelay
+from tests.workflow_runs.support import relay_with, run_end, run_tag, save, spy, wait_for
 from tests.workspace.helpers import create_channel, message
 
 ON_MESSAGE = """name: Echo
@@ -32,34 +33,35 @@ steps:
 """
 
 
-def _record(store: Any, log: list[tuple[str, Any]]) -> None:
+async def _run_started(
+    running: RunningRelay, client: RelayClient, owner: Identity, definition: str, text: str
+) -> tuple[list[tuple[str, Any]], str, str | None]:
+    """The store's writes, inserts and takes recorded in order (name, first argument) from now
+    on, `definition` saved in a new channel and `text` posted there: the record, the channel and
+    the id of the run the message started."""
+    log: list[tuple[str, Any]] = []
     for name in ("workflow_write", "insert", "workflow_take_runs"):
-        real = getattr(store, name)
+        spy(running.relay.store, name, log, lambda args, name=name: (name, args[0] if args else None))
+    channel = await create_channel(client, owner)
+    await save(client, owner, channel, definition)
+    await message(client, owner, channel, text)
+    [created] = await wait_for(client, [{"kinds": [46001], "#h": [channel]}], lambda evs: len(evs) == 1)
+    return log, channel, run_tag(created)
 
-        def wrap(real: Any = real, name: str = name) -> Any:
-            async def recorded(*args: Any, **kwargs: Any) -> Any:
-                log.append((name, args[0] if args else None))
-                return await real(*args, **kwargs)
 
-            return recorded
-
-        setattr(store, name, wrap())
+def _writes(log: list[tuple[str, Any]], run_id: str | None) -> list[Any]:
+    """The recorded `workflow_write`s that touch run `run_id`, in order."""
+    return [w for name, w in log if name == "workflow_write" and any(r.id == run_id for r in w.runs)]
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 async def test_one_engine_write_before_the_first_message(backend: str, tmp_path: Path) -> None:
     owner = Identity.new()
     async with relay_with(backend, tmp_path, Settings()) as running, running.client(owner) as client:
-        log: list[tuple[str, Any]] = []
-        _record(running.relay.store, log)
-        channel = await create_channel(client, owner)
-        await save(client, owner, channel, ON_MESSAGE)
-        await message(client, owner, channel, "go now")
-        [created] = await wait_for(client, [{"kinds": [46001], "#h": [channel]}], lambda evs: len(evs) == 1)
-        run_id = run_tag(created)
+        log, channel, run_id = await _run_started(running, client, owner, ON_MESSAGE, "go now")
         assert run_id is not None
         assert (await run_end(client, channel, run_id, timeout=scaled(30))).kind == 46005
-        writes = [w for name, w in log if name == "workflow_write" and any(r.id == run_id for r in w.runs)]
+        writes = _writes(log, run_id)
         first = writes[0]
         # the run, its 46001 and the first step's start with its effect: one transaction
         assert [e.event.kind for e in first.events] == [46001, 46002]
@@ -81,14 +83,8 @@ async def test_one_engine_write_before_the_first_message(backend: str, tmp_path:
 async def test_a_first_step_that_waits_is_created_alone(tmp_path: Path) -> None:
     owner = Identity.new()
     async with relay_with("sqlite", tmp_path, Settings()) as running, running.client(owner) as client:
-        log: list[tuple[str, Any]] = []
-        _record(running.relay.store, log)
-        channel = await create_channel(client, owner)
-        await save(client, owner, channel, DELAY_FIRST)
-        await message(client, owner, channel, "later please")
-        [created] = await wait_for(client, [{"kinds": [46001], "#h": [channel]}], lambda evs: len(evs) == 1)
-        run_id = run_tag(created)
+        log, channel, run_id = await _run_started(running, client, owner, DELAY_FIRST, "later please")
         assert (await run_end(client, channel, run_id, timeout=scaled(30))).kind == 46005
-        writes = [w for name, w in log if name == "workflow_write" and any(r.id == run_id for r in w.runs)]
+        writes = _writes(log, run_id)
         assert [e.event.kind for e in writes[0].events] == [46001] and writes[0].steps == ()
         assert [e.event.kind for e in writes[1].events] == [46002]

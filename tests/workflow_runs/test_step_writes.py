@@ -17,7 +17,7 @@ import pytest
 from buzz.workflows.host import Settings
 from tests.support.deadline import scaled
 from tests.support.relay import Identity
-from tests.workflow_runs.support import relay_with, run_end, run_tag, save, trigger, wait_for
+from tests.workflow_runs.support import relay_with, run_end, run_tag, save, spy, trigger, wait_for
 from tests.workspace.helpers import create_channel
 
 THREE = "name: Three\ntrigger: {on: webhook}\nsteps:\n" + "".join(
@@ -26,16 +26,6 @@ THREE = "name: Three\ntrigger: {on: webhook}\nsteps:\n" + "".join(
 
 NAP = ("name: Nap\ntrigger: {on: webhook}\nsteps:\n  - {id: a, action: send_message, text: before}\n"
        "  - {id: nap, action: delay, duration: 1}\n  - {id: b, action: send_message, text: after}\n")  # fmt: skip
-
-
-def _spy(store: Any, name: str, calls: list[Any], note: Any = None) -> None:
-    real = getattr(store, name)
-
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(note() if note is not None else args)
-        return await real(*args, **kwargs)
-
-    setattr(store, name, counted)
 
 
 async def _until(predicate: Any, timeout: float) -> None:
@@ -52,8 +42,8 @@ async def test_a_run_commits_once_per_step_and_starts_without_a_take(backend: st
         store = running.relay.store
         writes: list[Any] = []
         takes: list[Any] = []
-        _spy(store, "workflow_write", writes)
-        _spy(store, "workflow_take_runs", takes)
+        spy(store, "workflow_write", writes)
+        spy(store, "workflow_take_runs", takes)
         channel = await create_channel(client, owner)
         wid, _ = await save(client, owner, channel, THREE)
         run_id = await trigger(client, owner, wid)
@@ -102,7 +92,7 @@ async def test_runs_wait_at_the_gate_while_fires_are_committed(tmp_path: Path) -
         assert (await run_end(client, channel, held, timeout=scaled(30))).kind == 46005
         # the real scheduler closes the gate around its claim batches
         batches: list[bool] = []
-        _spy(store, "workflow_write_many", batches, lambda: engine.gate.is_open)
+        spy(store, "workflow_write_many", batches, lambda _: engine.gate.is_open)
         second = (int(time.time()) + 6) % 60
         tick = (f"name: Tick\ntrigger: {{on: schedule, cron: '{second} * * * * *'}}\nsteps:\n"
                 "  - {id: s, action: send_message, text: tick}\n")  # fmt: skip

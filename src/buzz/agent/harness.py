@@ -57,9 +57,9 @@ from buzz.agent.sessions import SessionTable
 from buzz.agent.status import StatusPublisher
 from buzz.agent.turns import Dispatcher
 from buzz.client.files import Files
+from buzz.client.http_bridge import relay_signing_key
 from buzz.client.identity import Identity as ClientIdentity
 from buzz.core.event import Event
-from buzz.core.keys import is_hex
 
 log = logging.getLogger(__name__)
 
@@ -331,9 +331,9 @@ class Harness:
         except Exception as exc:
             log.warning("relay info not read (%s): workflow posts are weighed as the relay's", exc)
             return
-        value = info.get("self", info.get("pubkey"))
-        if isinstance(value, str) and is_hex(value, 64):
-            self.runtime.relay_pubkey = value
+        key = relay_signing_key(info)
+        if key is not None:
+            self.runtime.relay_pubkey = key
 
     async def _startup(self, start: int) -> None:
         rt = self.runtime

@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from buzz.agent.status import failure_level
 from buzz.client import PublishResult
 from buzz.core.event import Event
 from buzz.jobs import build
@@ -168,10 +169,8 @@ class Progress:
             event = Event.create(self._secret, template.kind, template.content, template.tags)
             result = await self._publish(event)
         except Exception as exc:  # progress never fails a job
-            # A verdict (`invalid: job is completed`: the job ended while this was on its way)
-            # is a race, INFO; no answer is an operator's WARNING.
-            level = logging.INFO if getattr(exc, "relay_message", None) else logging.WARNING
-            log.log(level, "job %s: progress not published: %s", self.job_id[:12], exc)
+            # `invalid: job is completed`: the job ended while this was on its way
+            log.log(failure_level(exc), "job %s: progress not published: %s", self.job_id[:12], exc)
             return
         finally:
             self._sent_at = time.monotonic()

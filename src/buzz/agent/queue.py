@@ -84,19 +84,24 @@ class _Channel:
     aside: list[tuple[float, Batch]] = field(default_factory=list)  # (not before, batch), unheld
 
     def due(self, now: float) -> Batch | None:
-        """The oldest batch waiting aside whose backoff is over."""
+        """The batch back from aside that goes before the pending head at `now`: the oldest
+        whose backoff is over, unless the pending head was queued before it."""
         ready = [b for at, b in self.aside if at <= now]
-        return min(ready, key=lambda b: b.items[0].enqueued_at) if ready else None
+        if not ready:
+            return None
+        batch = min(ready, key=lambda b: b.items[0].enqueued_at)
+        if self.pending and self.pending[0].enqueued_at < batch.items[0].enqueued_at:
+            return None
+        return batch
 
     def oldest(self, now: float) -> float | None:
         """When the next batch to take was queued; None when nothing may go now."""
         if self.retry is not None and self.retry.items:
             return None if self.not_before > now else self.retry.items[0].enqueued_at
-        times = [self.pending[0].enqueued_at] if self.pending else []
         due = self.due(now)
         if due is not None:
-            times.append(due.items[0].enqueued_at)
-        return min(times) if times else None
+            return due.items[0].enqueued_at
+        return self.pending[0].enqueued_at if self.pending else None
 
 
 class WorkQueue:
@@ -149,8 +154,6 @@ class WorkQueue:
         if ch.in_flight is not None:
             raise ValueError(f"channel {channel} already has a batch in flight")
         due = ch.due(now) if now is not None else None
-        if due is not None and ch.pending and ch.pending[0].enqueued_at < due.items[0].enqueued_at:
-            due = None
         if ch.retry is not None:
             batch, ch.retry = ch.retry, None
         elif due is not None:

@@ -68,6 +68,13 @@ def removal(secret: str, reaction_id: str, channel: str) -> Event:
     return Event.create(secret, 5, "", [["e", reaction_id], ["h", channel]])
 
 
+def failure_level(exc: BaseException) -> int:
+    """How loud a failed publish of the harness's own status or progress is: a relay verdict
+    (the channel archived, the turn or job already over) is a race the harness cannot act on,
+    INFO; no answer at all is an operator's WARNING."""
+    return logging.INFO if getattr(exc, "relay_message", None) else logging.WARNING
+
+
 def typing(secret: str, channel: str) -> Event:
     """Kind 20002 with `["h", C]` and empty content (§3.8 item 3)."""
     return Event.create(secret, 20002, "", [["h", channel]])
@@ -134,10 +141,8 @@ class StatusPublisher:
         try:
             result = await self._publish(event)
         except Exception as exc:
-            # A verdict on a status (a channel archived meanwhile, a turn already over) is a race
-            # the harness cannot act on: INFO. No answer at all is worth an operator's WARNING.
-            level = logging.INFO if getattr(exc, "relay_message", None) else logging.WARNING
-            log.log(level, "could not publish %s: %s", what, exc)
+            # a channel archived meanwhile, a turn already over: `failure_level`
+            log.log(failure_level(exc), "could not publish %s: %s", what, exc)
             return False
         if not result.accepted:
             log.info("relay refused %s: %s", what, result.message)

@@ -16,6 +16,8 @@ from buzz.client.errors import UserError, WorkspaceError
 from buzz.client.workspace import Workspace
 
 _job_option = click.option("--job", "job_id", required=True, help="The job id (the 43001's event id).")
+# `jobs request --wait`: a job that ended without completing → its failure category (exit 6, 7)
+ENDED_AS = {"failed": "job_failed", "cancelled": "job_cancelled"}
 
 
 @click.group(cls=CommandGroup)
@@ -104,11 +106,11 @@ def request(
     def render(result: dict[str, Any]) -> None:
         emit(ctx, result)
         job = result.get("job")
-        if not wait or job is None or job["state"] not in ("failed", "cancelled"):
+        category = ENDED_AS.get(job["state"]) if wait and job is not None else None
+        if category is None:
             return
         failure = result.get("failure") or {}
         why = ": ".join(str(failure[k]) for k in ("code", "message") if failure.get(k))
-        category = "job_cancelled" if job["state"] == "cancelled" else "job_failed"
         fail(f"job {job['id']} {job['state']}" + (f" ({why})" if why else ""), category)
 
     run(ctx, body, render)

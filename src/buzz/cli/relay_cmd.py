@@ -251,27 +251,33 @@ def port_taken(host: str, port: int) -> OSError | None:
         return None
     for family, _, _, _, sockaddr in infos:
         try:
-            with socket.socket(family, socket.SOCK_STREAM) as probe:
-                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                if family == socket.AF_INET6:
-                    with contextlib.suppress(OSError):
-                        probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                probe.bind(sockaddr)
+            _bound(family, sockaddr).close()
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 return OSError(exc.errno, f"[Errno {exc.errno}] address ({sockaddr[0]!r}, {port}) in use")
     return None
 
 
+def _bound(family: int, sockaddr: tuple[Any, ...]) -> socket.socket:
+    """A socket bound to `sockaddr` as the relay binds (SO_REUSEADDR; v6 and v4 bound apart, as
+    asyncio's create_server); the caller closes it. Raises the bind's OSError."""
+    probe = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            with contextlib.suppress(OSError):
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        probe.bind(sockaddr)
+    except BaseException:
+        probe.close()
+        raise
+    return probe
+
+
 def _listens(family: int, sockaddr: tuple[Any, ...], port: int) -> bool:
     """Whether a socket can listen on `sockaddr` with `port` now; it is closed at once."""
     try:
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:  # as asyncio's create_server: v6 and v4 bound apart
-                with contextlib.suppress(OSError):
-                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            probe.bind((sockaddr[0], port, *sockaddr[2:]))
+        with _bound(family, (sockaddr[0], port, *sockaddr[2:])) as probe:
             probe.listen(1)
     except OSError:
         return False

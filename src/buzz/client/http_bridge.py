@@ -28,10 +28,19 @@ import orjson
 from buzz.client.relay_client import PublishResult
 from buzz.core.errors import MalformedEvent
 from buzz.core.event import Event
+from buzz.core.keys import is_hex
 from buzz.core.nip98 import build_auth_header, http_base
 
 FilterLike = Mapping[str, Any]
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+
+
+def relay_signing_key(info: Mapping[str, Any]) -> str | None:
+    """The relay's signing key as its NIP-11 document names it: `self`; `pubkey` (the operator's
+    contact key, `BUZZ_OWNER_PUBKEY`) only from a relay that names no `self`. None when neither
+    is a hex key."""
+    value = info.get("self", info.get("pubkey"))
+    return value if isinstance(value, str) and is_hex(value, 64) else None
 
 
 @dataclass

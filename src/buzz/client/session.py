@@ -34,11 +34,10 @@ from buzz.client.errors import (
     refusal,
 )
 from buzz.client.files import Files
-from buzz.client.http_bridge import BridgeClient, BridgeError
+from buzz.client.http_bridge import BridgeClient, BridgeError, relay_signing_key
 from buzz.client.identity import Identity
 from buzz.client.relay_client import ConnectionLost, PublishResult, RelayClient, RelayError
 from buzz.core.event import Event
-from buzz.core.keys import is_hex
 
 DEFAULT_TIMEOUT_S = 10.0
 ACCESS_PREFIXES = ("restricted:", "auth-required:", "blocked:")  # refusals of access (relay.md §7.8)
@@ -180,8 +179,7 @@ class Session:
                 info = await self.bridge.relay_info()
             except BridgeError as exc:
                 raise from_bridge_error(exc) from None
-            value = info.get("self", info.get("pubkey"))
-            self._relay_pubkey = value if isinstance(value, str) and is_hex(value, 64) else ""
+            self._relay_pubkey = relay_signing_key(info) or ""
         return self._relay_pubkey or None
 
     @contextlib.asynccontextmanager

@@ -87,7 +87,6 @@ class Engine:
         self.hook_rate = RunRate(HOOK_RATE)
         self._running: dict[str, asyncio.Task[None]] = {}
         self.napping = 0  # drives of `_running` asleep in a short delay: they take no slot
-        self._by_workflow: Counter[str] = Counter()
         self._deferred: dict[str, list[str]] = {}
         self._starting: Counter[str] = Counter()  # runs past the `max_concurrent` check, not yet running
         self._cap_lock = asyncio.Lock()
@@ -216,21 +215,19 @@ class Engine:
                 )
             return verdict
         t = m.create(**kw, trigger_event_id=trigger_event_id)
+        run, emitted, steps, drive = t.run, t.emitted, (), None
         take = None  # a door's run is leased in its creating write when a drive is free
         if door is not Door.SCHEDULE and self.free() > 0:
             take = (self.replica, now + self.settings.lease_s)
             if authorized and definition.max_concurrent is None:
                 first = await self._first_step(t, trigger_event_id, now)
-                if first is not None:
+                if first is not None:  # the run with its first step started
                     drive, started = first
-                    steps = tuple(step_row(run_id, r, drive.effects.get(r.index)) for r in started.run.steps)
-                    write = WorkflowWrite(runs=(run_row(started.run, trigger_event_id),), steps=steps,
-                                          events=self._signed([*t.emitted, *started.emitted], wf.channel_id),
-                                          claim=claim, take=take)  # fmt: skip
-                    return Prepared(run_id, write, drive)
-        write = WorkflowWrite(runs=(run_row(t.run, trigger_event_id),), events=self._signed(t.emitted, wf.channel_id),
-                              claim=claim, take=take)  # fmt: skip
-        return Prepared(run_id, write)
+                    run, emitted = started.run, [*t.emitted, *started.emitted]
+                    steps = tuple(step_row(run_id, r, drive.effects.get(r.index)) for r in run.steps)
+        write = WorkflowWrite(runs=(run_row(run, trigger_event_id),), steps=steps,
+                              events=self._signed(emitted, wf.channel_id), claim=claim, take=take)  # fmt: skip
+        return Prepared(run_id, write, drive)
 
     async def _first_step(self, created: m.Transition, tei: str | None, now: int
                           ) -> tuple[Drive, m.Transition] | None:  # fmt: skip
@@ -261,10 +258,8 @@ class Engine:
         """After a new run committed: fan out its 46001 and start it."""
         for stored in prepared.write.events:
             await self.host.fanout(stored)
-        if prepared.first is not None:
+        if prepared.leased:  # `first` is only ever set on a leased run
             self._start(prepared.run_id, prepared.first)
-        elif prepared.leased:
-            self._start(prepared.run_id)
         else:
             self.kick(prepared.run_id)
 
@@ -374,22 +369,9 @@ class Engine:
 
     def _start(self, run_id: str, first: Drive | None = None) -> None:
         if run_id not in self._running:
-            work = self._drive(run_id) if first is None else self._drive_first(run_id, first)
-            self._running[run_id] = asyncio.get_running_loop().create_task(work, name=f"run-{run_id}")
-
-    async def _drive_first(self, run_id: str, drive: Drive) -> None:
-        """A run committed with its first step started (no `max_concurrent`: nothing to count)."""
-        workflow_id = drive.run.workflow_id
-        self._by_workflow[workflow_id] += 1
-        try:
-            await drive.go()
-        except LeaseLost:
-            log.info("run %s: lease taken by another replica", run_id)
-        except Exception:
-            log.exception("run %s: driving failed; its lease will lapse and the run resume", run_id)
-        finally:
-            self._running.pop(run_id, None)
-            self._by_workflow[workflow_id] -= 1
+            self._running[run_id] = asyncio.get_running_loop().create_task(
+                self._drive(run_id, first), name=f"run-{run_id}"
+            )
 
     async def scan(self) -> None:
         await self.gate.wait()
@@ -417,29 +399,17 @@ class Engine:
         holder.append(loop.call_later(delay, fire))
         self._timers.add(holder[0])
 
-    async def _drive(self, run_id: str) -> None:
+    async def _drive(self, run_id: str, drive: Drive | None = None) -> None:
+        """Drive `run_id`: `drive`, a run committed with its first step started (no
+        `max_concurrent`: nothing to count), else the run as stored, once its workflow's
+        `max_concurrent` lets it start (else it is deferred)."""
         workflow_id = None
         try:
-            loaded = await self.store.workflow_run(run_id)
-            if loaded is None:
-                return
-            row, steps = loaded
-            workflow_id = row.workflow_id
-            run = run_of(row, steps)
-            cap = run.definition.max_concurrent
-            starting = cap is not None and run.status is m.RunStatus.PENDING
-            if starting and not await self._may_start_one(workflow_id, cap):
-                self._deferred.setdefault(workflow_id, []).append(run_id)
-                workflow_id = None
-                await self.store.workflow_release(self.replica, run_id)
-                return
-            self._by_workflow[workflow_id] += 1
-            effects = {s.idx: e for s in steps if (e := step_effect(s)) is not None}
-            drive = Drive(self, run, trigger_event_id(row), effects)
-            if starting:
-                drive.started = lambda: self._starting.__setitem__(
-                    row.workflow_id, self._starting[row.workflow_id] - 1
-                )
+            if drive is None:
+                drive = await self._loaded(run_id)
+                if drive is None:
+                    return
+            workflow_id = drive.run.workflow_id
             try:
                 await drive.go()
             finally:
@@ -451,11 +421,31 @@ class Engine:
             log.exception("run %s: driving failed; its lease will lapse and the run resume", run_id)
         finally:
             self._running.pop(run_id, None)
-            if workflow_id is not None:
-                self._by_workflow[workflow_id] -= 1
-                waiting = self._deferred.get(workflow_id)
-                if waiting:
-                    self.kick(waiting.pop(0))
+            waiting = self._deferred.get(workflow_id) if workflow_id is not None else None
+            if waiting:  # a run of its workflow deferred by `max_concurrent` may start now
+                self.kick(waiting.pop(0))
+
+    async def _loaded(self, run_id: str) -> Drive | None:
+        """The drive of a stored run; None when it is gone or deferred by `max_concurrent`
+        (released, and kicked again when one of its workflow's runs ends)."""
+        loaded = await self.store.workflow_run(run_id)
+        if loaded is None:
+            return None
+        row, steps = loaded
+        run = run_of(row, steps)
+        cap = run.definition.max_concurrent
+        starting = cap is not None and run.status is m.RunStatus.PENDING
+        if starting and not await self._may_start_one(row.workflow_id, cap):
+            self._deferred.setdefault(row.workflow_id, []).append(run_id)
+            await self.store.workflow_release(self.replica, run_id)
+            return None
+        effects = {s.idx: e for s in steps if (e := step_effect(s)) is not None}
+        drive = Drive(self, run, trigger_event_id(row), effects)
+        if starting:
+            drive.started = lambda: self._starting.__setitem__(
+                row.workflow_id, self._starting[row.workflow_id] - 1
+            )
+        return drive
 
     async def _may_start_one(self, workflow_id: str, cap: int) -> bool:
         """Decision 184: a workflow's runs beyond its `max_concurrent` wait in the queue. Runs

@@ -38,7 +38,8 @@ class RespLink:
     time. Replies are hiredis values: bytes, int, list, or a raised error for `-ERR`."""
 
     def __init__(self, conn: AbstractConnection) -> None:
-        stream = getattr(conn, "_reader", None)  # redis-py's asyncio.StreamReader (private)
+        # private: redis-py has no public bulk read (`read_response` is one timed await per reply)
+        stream = getattr(conn, "_reader", None)  # redis-py's asyncio.StreamReader
         if not isinstance(stream, asyncio.StreamReader):
             raise RedisConnectionError("redis-py connection has no stream to read")
         self.conn = conn
