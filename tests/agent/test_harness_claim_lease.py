@@ -19,6 +19,7 @@ import pytest
 from buzz.agent.claims import CLAIM_KIND, CLAIMED, DONE, claim_address, claim_event, claim_state
 from buzz.core.event import Event
 from tests.agent.support import RULES_AGENT, Workspace, message, publish, until_logged
+from tests.support.deadline import scaled
 
 BUZZ = str(Path(sys.executable).with_name("buzz"))
 LEASE = 4  # the smallest lease: the heartbeat runs every second
@@ -91,7 +92,7 @@ async def test_harness_killed_mid_turn_is_answered_once_after_a_restart(ws: Work
         await ws.watcher.wait_for(_answered(ws, mention), timeout=60, what="answer after the restart")
         await _until_done(ws, mention)
         second.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(second.wait(), 30) == 0, log.read_text()
+        assert await asyncio.wait_for(second.wait(), scaled(30)) == 0, log.read_text()
     answers = ws.watcher.answers_to(mention, ws.agent.pubkey)
     assert [a.content.split(" [")[0] for a in answers] == ["slept 3"], log.read_text()
     assert _prompts_of(ws, mention) == 2  # killed once, answered by the restart

@@ -11,6 +11,7 @@ import orjson
 
 from buzz.core.event import Event
 from tests.agent.support import RULES_AGENT, SPEECH, Workspace
+from tests.support.deadline import scaled
 
 
 def _outcomes(ws: Workspace) -> list[dict[str, str]]:
@@ -105,13 +106,13 @@ async def test_shutdown_exits_zero(ws: Workspace) -> None:
     try:
         assert proc.stderr is not None
         while True:  # ready once it serves its channels (startup step 7 logged)
-            line = await asyncio.wait_for(proc.stderr.readline(), 30)
+            line = await asyncio.wait_for(proc.stderr.readline(), scaled(30))
             assert line, "harness exited during startup"
             if b"serving 1 channel(s)" in line:
                 break
         drain = asyncio.create_task(proc.stderr.read())  # keep the log pipe from filling up
         await ws.post(ws.owner, "!shutdown", mention=ws.agent.pubkey)
-        code = await asyncio.wait_for(proc.wait(), 30)
+        code = await asyncio.wait_for(proc.wait(), scaled(30))
         log = (await drain).decode()
         assert ws.agent.secret not in log  # the key never reaches a log line
     finally:

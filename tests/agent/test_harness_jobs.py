@@ -15,6 +15,7 @@ from buzz.core.nip19 import npub
 from buzz.jobs import build
 from tests.agent.support import EYES, SPEECH, Workspace, add_member, publish
 from tests.agent.test_harness_claim_lease import LEASE, _claim, _harness_process, _until_done
+from tests.support.deadline import scaled
 from tests.support.relay import Identity
 
 
@@ -158,7 +159,7 @@ async def test_a_harness_killed_mid_job_is_replaced_and_the_job_ends_once(ws: Wo
         end = await ws.watcher.wait_for(_ended(ws, job), timeout=60, what="the job's end after the restart")
         await _until_done(ws, job)
         second.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(second.wait(), 30) == 0, log.read_text()
+        assert await asyncio.wait_for(second.wait(), scaled(30)) == 0, log.read_text()
     assert end.kind == 43004 and json.loads(end.content)["outcome"] == "slept 3"
     assert (len(_of(ws, job, 43002)), len(_of(ws, job, 43004)), len(_of(ws, job, 43006))) == (1, 1, 0), (
         log.read_text()

@@ -8,6 +8,7 @@ import time
 
 from buzz.core.event import Event
 from tests.agent.support import SPEECH, Workspace, add_member, create_channel, publish
+from tests.support.deadline import scaled
 
 
 def _replied(ws: Workspace, event: Event):
@@ -114,7 +115,9 @@ async def test_exit_after_inactivity(ws: Workspace) -> None:
     from buzz.agent.identity import resolve_identity
 
     started = time.monotonic()
-    code = await asyncio.wait_for(Harness(config, resolve_identity(config), cwd=str(ws.tmp)).run(), 20)
+    code = await asyncio.wait_for(
+        Harness(config, resolve_identity(config), cwd=str(ws.tmp)).run(), scaled(20)
+    )
     assert code == 0 and time.monotonic() - started < 10
 
 

@@ -18,6 +18,7 @@ from buzz.core.event import Event
 from buzz.core.nip19 import npub
 from buzz.core.nip_oa import build_auth_tag
 from tests.agent.support import OPENAI_AGENT, Workspace, add_member, set_profile
+from tests.support.deadline import scaled
 from tests.support.relay import Identity
 
 BUZZ = str(Path(sys.executable).with_name("buzz"))
@@ -157,7 +158,7 @@ async def test_siblings_never_start_a_turn_on_a_failure_notice(
     sister = Harness(sister_config, resolve_identity(sister_config), cwd=str(ws.tmp))
     task = asyncio.create_task(sister.run())
     try:
-        await asyncio.wait_for(sister.ready.wait(), 30)
+        await asyncio.wait_for(sister.ready.wait(), scaled(30))
         async with ws.harness(max_attempts=1):
             failing = await ws.post(ws.owner, "fail", mention=ws.agent.pubkey)
             notice = await ws.watcher.wait_for(_noticed(ws, failing, "failure"), what="failure notice")
@@ -167,7 +168,7 @@ async def test_siblings_never_start_a_turn_on_a_failure_notice(
             )
     finally:
         await sister.request_shutdown()
-        await asyncio.wait_for(task, 30)
+        await asyncio.wait_for(task, scaled(30))
     # the sister answered the owner's messages but never the failure notice
     assert ws.watcher.replies_to(notice, sibling.pubkey) == []
     assert not [r for r in ws.records("prompt") if notice.id in "".join(r["blocks"])]

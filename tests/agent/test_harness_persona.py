@@ -12,6 +12,7 @@ import sys
 from buzz.core.event import Event
 from tests.agent.support import RULES_AGENT, Workspace, publish
 from tests.agent.test_harness_claim_lease import BUZZ
+from tests.support.deadline import scaled
 
 
 async def _persona(ws: Workspace, slug: str, prompt: str, at: int | None = None) -> Event:
@@ -49,7 +50,7 @@ async def _run(ws: Workspace, *args: str) -> tuple[int, str]:
         "--agent-args", RULES_AGENT, *args, env=env, cwd=ws.tmp,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = await asyncio.wait_for(proc.communicate(), scaled(60))
     return proc.returncode or 0, (out + err).decode()
 
 

@@ -25,6 +25,7 @@ from tests.agent.test_harness_claim_lease import (
     _until_done,
     _until_prompted,
 )
+from tests.support.deadline import scaled
 
 
 async def send_private(ws: Workspace, content: str) -> Event:
@@ -123,7 +124,7 @@ async def test_harness_killed_mid_turn_answers_the_private_dm_once_after_a_resta
         await inbox.wait_answer(dm)
         await _until_done(ws, dm)
         second.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(second.wait(), 30) == 0, log.read_text()
+        assert await asyncio.wait_for(second.wait(), scaled(30)) == 0, log.read_text()
     assert [a.content.split(" [")[0] for a in inbox.answers(dm)] == ["slept 3"], log.read_text()
     assert _prompts_of(ws, dm) == 2
 

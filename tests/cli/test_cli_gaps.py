@@ -18,6 +18,7 @@ from buzz.core import nip19
 from buzz.core.event import Event, verify_event
 from buzz.core.nip_oa import build_auth_tag
 from tests.cli.helpers import BUZZ, _env, buzz
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay, relay_on
 
 
@@ -58,7 +59,7 @@ async def test_channel_rename_archive_unarchive_delete(sqlite_relay: RunningRela
 
 
 async def _lines(stream: asyncio.StreamReader, n: int) -> list[dict[str, object]]:
-    return [orjson.loads(await asyncio.wait_for(stream.readline(), 30)) for _ in range(n)]
+    return [orjson.loads(await asyncio.wait_for(stream.readline(), scaled(30))) for _ in range(n)]
 
 
 async def test_messages_watch_streams_json_lines_until_ctrl_c(
@@ -94,7 +95,7 @@ async def test_messages_watch_streams_json_lines_until_ctrl_c(
         assert (streamed["id"], streamed["content"]) == (live["event_id"], "live one")
     finally:
         proc.send_signal(signal.SIGINT)
-        code = await asyncio.wait_for(proc.wait(), 30)
+        code = await asyncio.wait_for(proc.wait(), scaled(30))
     assert code == 0 and await proc.stderr.read() == b""
 
     outsider = await buzz(url, carol, "messages", "watch", "--channel", channel)

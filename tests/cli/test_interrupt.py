@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from tests.cli.helpers import BUZZ, _env
+from tests.support.deadline import scaled
 from tests.support.relay import Identity
 
 CHANNEL = "27c48662-b5b4-4ead-881f-0fdd743d79b3"
@@ -61,7 +62,7 @@ async def _buzz(url: str, *args: str) -> asyncio.subprocess.Process:
 
 async def _interrupted(proc: asyncio.subprocess.Process) -> None:
     proc.send_signal(signal.SIGINT)
-    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    out, err = await asyncio.wait_for(proc.communicate(), scaled(30))
     assert proc.returncode == 130, (proc.returncode, err.decode())
     assert out == b""
     lines = err.decode().splitlines()

@@ -16,6 +16,7 @@ from buzz.core.huddle_wire import (
 )
 from buzz.relay.huddle.socket import OVER_BUDGET_METRIC
 from tests.huddle.support import AudioPeer, ChannelSpec, frame, join, make_channel
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 
@@ -126,7 +127,7 @@ async def test_a_stalled_reader_loses_frames_alone(
             await speaker.ws.send_bytes(frame(sent, payload))
             sent += 1
         await asyncio.sleep(0.001)
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(scaled(10)):
         while len(received) < sent:
             await asyncio.sleep(0.01)
     reader.cancel()
@@ -194,7 +195,7 @@ async def test_a_flooding_seat_is_held_to_its_frame_budget_and_another_huddle_he
 
     readers = [asyncio.create_task(listen()), asyncio.create_task(hear())]
     await asyncio.gather(flood(), speak())
-    async with asyncio.timeout(60):
+    async with asyncio.timeout(scaled(60)):
         while stats[FRAMES_IN] < in_before + flood_n + calm_n:  # the relay read every frame
             await asyncio.sleep(0.01)
         budget_to = time.monotonic()

@@ -21,6 +21,7 @@ from buzz.voice.client import HuddleClient, HuddleOptions
 from buzz.voice.guidelines import VOICE_GUIDELINES, VOICE_GUIDELINES_KIND
 from buzz.voice.whisper import WhisperRecognizer
 from tests.agent.support import add_member, create_channel, workspace
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 AGENT_ADDED_AFTER_S = 1.0  # stands for the 30 s: nothing in the flow depends on the delay
@@ -72,7 +73,7 @@ async def test_agent_added_later_gets_the_voice_guidelines_in_its_first_prompt(
                 finally:
                     client.stop()
                     with contextlib.suppress(Exception):
-                        await asyncio.wait_for(running, 15)
+                        await asyncio.wait_for(running, scaled(15))
     prompts = [r for r in ws.records("prompt") if any(huddle in b for b in r["blocks"])]
     assert prompts, ws.records("prompt")
     voice = [b for b in prompts[0]["blocks"] if b.startswith("[Voice]")]

@@ -12,6 +12,7 @@ import asyncio
 
 from buzz.relay.huddle.settings import HuddleSettings
 from tests.huddle.support import ChannelSpec, join, make_channel
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 LIMIT = HuddleSettings().join_limit
@@ -47,7 +48,7 @@ async def test_a_member_s_join_churn_is_refused_beyond_its_join_rate(
     assert other.joined is not None and other.joined["type"] == "joined", other.joined
     await other.close()
     async with sqlite_relay.client(alice) as reader:
-        async with asyncio.timeout(10):  # the last leaves' 48102 are stored after their close
+        async with asyncio.timeout(scaled(10)):  # the last leaves' 48102 are stored after their close
             while (n := await reader.count([{"kinds": [48101, 48102], "#h": [cid]}])) < 2 * LIMIT + 1:
                 await asyncio.sleep(0.05)
     assert n <= 2 * (LIMIT + 1)  # alice's joins and leaves, and bob's join (his leave may follow)

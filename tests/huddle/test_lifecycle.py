@@ -10,6 +10,7 @@ import pytest
 from buzz.client import RelayError
 from buzz.core.event import Event
 from tests.huddle.support import ChannelSpec, join, make_channel, refused
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 LIFECYCLE = [48101, 48102, 48103]
@@ -25,7 +26,7 @@ async def test_join_leave_end_are_relay_signed(
     cid = await make_channel(relay, ChannelSpec(alice, members=[bob]))
     async with relay.client(alice) as watcher:
         sub = await watcher.subscribe([{"kinds": LIFECYCLE, "#h": [cid]}])
-        await asyncio.wait_for(sub.eose.wait(), 5)
+        await asyncio.wait_for(sub.eose.wait(), scaled(5))
         a = await join(relay, alice, cid)
         b = await join(relay, bob, cid)
         await b.ws.send_str('{"type":"leave"}')  # §5.7: cleanup, 48102
@@ -121,7 +122,7 @@ async def test_ttl_channel_joins_through_its_parent(
         )
         assert (await c.publish(started)).accepted
         sub = await c.subscribe([{"kinds": LIFECYCLE, "#h": [parent]}])
-        await asyncio.wait_for(sub.eose.wait(), 5)
+        await asyncio.wait_for(sub.eose.wait(), scaled(5))
         assert await refused(sqlite_relay, bob, huddle) == not_member  # no parent_channel_id
         peer = await join(sqlite_relay, bob, huddle, parent=parent)
         assert peer.joined is not None and peer.joined["type"] == "joined"

@@ -259,13 +259,13 @@ async def test_joiner_holding_an_ended_room_gets_room_ended(
         second = await AudioPeer.connect(sqlite_relay, cid)
         await second.send_auth(sqlite_relay, bob, await second.challenge())
         slot = relay.huddles.rooms.get("default", cid)
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(scaled(5)):
             while slot is None or slot.holders == 0:
                 await asyncio.sleep(0.01)
                 slot = relay.huddles.rooms.get("default", cid)
         await first.ws.send_str('{"type":"leave"}')
         await first.expect_close()
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(scaled(5)):
             while not slot.room.ended:
                 await asyncio.sleep(0.01)
         gate.set()

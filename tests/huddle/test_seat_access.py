@@ -21,6 +21,7 @@ from tests.huddle.support import (
     refused,
     sees_left,
 )
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 
@@ -30,7 +31,7 @@ async def test_a_member_removed_while_seated_loses_the_seat(
     cid = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
     async with sqlite_relay.client(alice) as owner:
         sub = await owner.subscribe([{"kinds": [48102], "#h": [cid]}])
-        await asyncio.wait_for(sub.eose.wait(), 5)
+        await asyncio.wait_for(sub.eose.wait(), scaled(5))
         pa = await join(sqlite_relay, alice, cid)
         pb = await join(sqlite_relay, bob, cid)
         bob_index = pb.joined["peer_index"]  # type: ignore[index]
@@ -60,7 +61,7 @@ async def test_a_seat_still_sending_when_it_is_closed_still_reads_why(
     cid = await make_channel(sqlite_relay, ChannelSpec(alice, members=[bob]))
     async with sqlite_relay.client(alice) as owner:
         sub = await owner.subscribe([{"kinds": [48102], "#h": [cid]}])
-        await asyncio.wait_for(sub.eose.wait(), 5)
+        await asyncio.wait_for(sub.eose.wait(), scaled(5))
         pb = await join(sqlite_relay, bob, cid)
         removal = Event.create(alice.secret, 9001, "", [["h", cid], ["p", bob.pubkey]])
         assert (await owner.publish(removal)).accepted

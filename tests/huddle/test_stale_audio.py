@@ -24,6 +24,7 @@ from buzz.core.huddle_wire import parse_relay_frame
 from buzz.core.nip42 import build_auth_event
 from buzz.relay.huddle.fanout import AUDIO_BUDGET_FRAMES, DROPPED_METRIC
 from tests.huddle.support import AudioPeer, ChannelSpec, audio_url, frame, join, make_channel
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 PAYLOAD = 1000  # bytes of "Opus" per frame: a few frames fill the small receive buffer
@@ -58,7 +59,7 @@ async def relay_took(running: RunningRelay, count: int) -> None:
     """Wait until the relay has forwarded (or dropped) `count` frames in all: an event to wait
     on, not a guessed time (the relay counts a frame after fanning it out). Bounded by 30 s."""
     counters = running.relay.huddles.stats.counters
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         while counters[FRAMES_IN] < count:
             await asyncio.sleep(0.01)
     await asyncio.sleep(0)  # let the per-receiver writers run once

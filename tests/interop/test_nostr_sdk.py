@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from tests.support.deadline import scaled
 from tests.support.relay import RunningRelay
 
 HERE = Path(__file__).resolve().parent
@@ -21,7 +22,7 @@ async def test_nostr_sdk_client(relay: RunningRelay) -> None:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    stdout, stderr = await asyncio.wait_for(proc.communicate(), 90)
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), scaled(90))
     out = json.loads(stdout.decode().strip().splitlines()[-1])
     assert out["errors"] == [], (out, stderr.decode()[-2000:])
     assert out["publish_failed"] == {}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.deadline import scaled
 from tests.support.relay import RunningRelay
 
 HERE = Path(__file__).resolve().parent
@@ -35,7 +36,7 @@ async def test_nostr_tools_auth_publish_subscribe(node: str, sqlite_relay: Runni
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), scaled(60))
     assert proc.returncode == 0, stderr.decode()
     out = json.loads(stdout.decode().strip().splitlines()[-1])
     assert out["errors"] == [], (out, stderr.decode())

@@ -14,6 +14,7 @@ from typing import Any
 from buzz.core.event import Event
 from tests.cli.helpers import buzz, private_reply
 from tests.interop.test_nostr_tools import node  # noqa: F401  (fixture)
+from tests.support.deadline import scaled
 from tests.support.plaintext import database_holds
 from tests.support.relay import Identity, RunningRelay
 
@@ -29,7 +30,7 @@ async def nostr_tools(node_path: str, *args: str) -> dict[str, Any]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), scaled(60))
     assert proc.returncode == 0, stderr.decode()
     return json.loads(stdout.decode().strip().splitlines()[-1])
 
@@ -73,7 +74,7 @@ async def nostr_sdk(*args: str, stdin: str = "") -> str:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    stdout, stderr = await asyncio.wait_for(proc.communicate(stdin.encode()), 60)
+    stdout, stderr = await asyncio.wait_for(proc.communicate(stdin.encode()), scaled(60))
     assert proc.returncode == 0, stderr.decode()[-2000:]
     return stdout.decode().strip().splitlines()[-1]
 

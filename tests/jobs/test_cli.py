@@ -9,6 +9,7 @@ import json
 from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
 from tests.cli.helpers import Result, buzz
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import create_channel, put_user
 
@@ -171,7 +172,7 @@ async def test_ctrl_c_while_waiting_names_the_job(sqlite_relay: RunningRelay) ->
             sub = await c.subscribe([{"kinds": [43001], "#h": [channel], "#p": [agent.pubkey]}])
             request = await sub.next(30)  # the command named the job before it sent it
         proc.send_signal(signal.SIGINT)
-        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        out, err = await asyncio.wait_for(proc.communicate(), scaled(60))
     finally:
         if proc.returncode is None:
             proc.kill()

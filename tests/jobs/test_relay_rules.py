@@ -23,6 +23,7 @@ from buzz.relay.ingestion.ratelimit import SlidingWindow
 from buzz.relay.ingestion.rules.jobs import _WINDOWS, relay_signed
 from buzz.store.base import InsertOutcome
 from tests.jobs.support import result_manifest
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import accepted, create_channel, live, put_user, refused
 
@@ -82,7 +83,7 @@ async def test_request_is_stored_and_delivered_to_the_assignee(sqlite_relay: Run
     async with team(sqlite_relay) as t:
         sub = await live(t.clients["agent"], {"kinds": [43001], "#h": [t.channel], "#p": [t.agent.pubkey]})
         job = await t.request()
-        got = await asyncio.wait_for(sub.queue.get(), 5)
+        got = await asyncio.wait_for(sub.queue.get(), scaled(5))
         assert got is not None and got.id == job.id
         row = await sqlite_relay.relay.store.get_job(job.id)
         assert row is not None and (row.state, row.requester, row.assignee) == (

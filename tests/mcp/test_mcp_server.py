@@ -16,6 +16,7 @@ from buzz.core import nip19
 from buzz.core.event import Event, verify_event
 from buzz.core.nip_oa import build_auth_tag
 from tests.mcp.session import BUZZ, mcp_server
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import create_channel
 
@@ -312,7 +313,7 @@ async def test_unreadable_lines_are_answered_and_the_session_goes_on(
     async def answer(*lines: bytes) -> dict:
         proc.stdin.write(b"".join(line + b"\n" for line in lines))
         await proc.stdin.drain()
-        return orjson.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+        return orjson.loads(await asyncio.wait_for(proc.stdout.readline(), scaled(30)))
 
     try:
         hello = {
@@ -338,7 +339,7 @@ async def test_unreadable_lines_are_answered_and_the_session_goes_on(
         assert listed["id"] == 2 and len(listed["result"]["tools"]) == len(TOOLS)
     finally:
         proc.stdin.close()
-        await asyncio.wait_for(proc.wait(), 30)
+        await asyncio.wait_for(proc.wait(), scaled(30))
 
 
 # -- media.md §14.2: attach and fetch files -------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 from buzz.core.event import Event
 from buzz.media.limits import MediaSettings
 from tests.media.support import auth, header, png, put, sha, unique_png, upload
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay, relay_on
 
 
@@ -153,7 +154,7 @@ async def raw_request(
         writer.write(head)
         await writer.drain()
         if expect_continue:
-            line = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            line = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), scaled(10))
             return line, 0
         sent = 0
         answer = asyncio.ensure_future(reader.readuntil(b"\r\n\r\n"))
@@ -162,12 +163,12 @@ async def raw_request(
                 break
             try:
                 writer.write(piece)
-                await asyncio.wait_for(writer.drain(), 5)
+                await asyncio.wait_for(writer.drain(), scaled(5))
             except (ConnectionError, TimeoutError):
                 break
             sent += len(piece)
             await asyncio.sleep(0)
-        return await asyncio.wait_for(answer, 10), sent
+        return await asyncio.wait_for(answer, scaled(10)), sent
     finally:
         writer.close()
 
@@ -221,7 +222,7 @@ async def test_truncated_body_stores_nothing(tmp_path: Any, alice: Identity) -> 
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(upload_head(port, alice, sha(data), len(data)) + data[:100_000])
         await writer.drain()
-        answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), scaled(10))
         writer.close()
         assert answer.startswith(b"HTTP/1.1 400") and b"X-Reason: incomplete body" in answer, answer
         reader, writer = await asyncio.open_connection("127.0.0.1", port)

@@ -17,6 +17,7 @@ from buzz.core.event import Event
 from buzz.core.nip_oa import build_auth_tag
 from buzz.store import open_store
 from tests.operator.support import BUZZ, admin, buzz, clean_env, free_port, lines_with, served
+from tests.support.deadline import scaled
 from tests.support.relay import Identity
 from tests.workspace.helpers import create_channel
 
@@ -167,7 +168,7 @@ async def test_banning_a_connected_key_closes_its_open_session(tmp_path: Path) -
     async with served(data) as relay:
         async with RelayClient(relay.url, mallory.secret) as m, RelayClient(relay.url, alice.secret) as a:
             admin(data, "ban", mallory.pubkey)
-            await asyncio.wait_for(m.wait_closed(), 20)
+            await asyncio.wait_for(m.wait_closed(), scaled(20))
             assert "blocked: you are banned from this community" in m.notices
             assert not a.closed and await a.count([{"kinds": [1]}]) == 0  # others keep their session
         await relay.stop()
@@ -194,7 +195,7 @@ async def test_a_banned_watcher_hears_why_not_a_retryable_network_error(tmp_path
         )
         await asyncio.sleep(2)  # subscribed
         admin(data, "ban", mallory.pubkey)
-        _, stderr = await asyncio.wait_for(watch.communicate(), 30)
+        _, stderr = await asyncio.wait_for(watch.communicate(), scaled(30))
         await relay.stop()
     error = json.loads(stderr.decode().strip().splitlines()[-1])
     assert watch.returncode == 3, stderr

@@ -24,6 +24,7 @@ from buzz.relay.operator.relay_key import load_or_create
 from buzz.store import open_store
 from buzz.store.archive import MANIFEST
 from tests.operator.support import BUZZ, admin, buzz, clean_env, served
+from tests.support.deadline import scaled
 from tests.support.relay import Identity
 
 # 12 MB, about 4,400 SQLite pages: a copy in several steps, as before, restarted whenever the
@@ -52,7 +53,7 @@ async def _burst(url: str, who: Identity, acked: list[str], refused: list[str], 
 
 
 async def _until(condition: object, what: str) -> None:
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(scaled(30)):
         while not condition():  # type: ignore[operator]
             await asyncio.sleep(0.02)
 

@@ -27,6 +27,7 @@ from tests.huddle.support import (
     make_channel,
     sees_left,
 )
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay, relay_on
 
 BANNED = "blocked: you are banned from this community"
@@ -65,7 +66,7 @@ async def test_banning_an_owner_closes_its_agents_sessions_and_seats_down_the_ch
             running.client(bob) as b,
         ):
             live = await a.subscribe([{"kinds": [9], "#h": [cid]}])
-            await asyncio.wait_for(live.eose.wait(), 5)
+            await asyncio.wait_for(live.eose.wait(), scaled(5))
             pb = await _join_as_agent(running, agent, agent_tag, cid)
             pbob = await join(running, bob, cid)
             agent_index = pb.joined["peer_index"]  # type: ignore[index]

@@ -19,6 +19,7 @@ from aiohttp.http_exceptions import BadHttpMessage
 from buzz.relay.operator.httplog import HttpErrorLog
 from buzz.relay.operator.ratelog import RepeatLog
 from tests.operator.support import lines_with, served
+from tests.support.deadline import scaled
 
 MALFORMED = (
     b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
@@ -34,7 +35,7 @@ async def _send(port: int, payload: bytes) -> bytes:
     try:
         writer.write(payload)
         await writer.drain()
-        return await asyncio.wait_for(reader.read(64), 10)
+        return await asyncio.wait_for(reader.read(64), scaled(10))
     finally:
         writer.close()
         await writer.wait_closed()

@@ -15,6 +15,7 @@ from buzz.core import nip19
 from buzz.core.channel_id import new_channel_id
 from buzz.core.event import Event
 from tests.operator.support import json_lines, lines_with, served
+from tests.support.deadline import scaled
 from tests.support.relay import Identity
 
 SECRET_CONTENT = "operator-log-canary-accepted-7f3a"
@@ -35,12 +36,12 @@ async def _traffic(url: str, alice: Identity, bob: Identity) -> dict[str, str]:
         answer = await b.publish(refused)
         assert not answer.accepted and answer.message.startswith("restricted:")
         sub = await b.subscribe([{"kinds": [9], "#h": [private]}])
-        await asyncio.wait_for(_closed(sub), 5)  # bob is not a member: CLOSED restricted
+        await asyncio.wait_for(_closed(sub), scaled(5))  # bob is not a member: CLOSED restricted
         put = Event.create(alice.secret, 9000, "", [["h", private], ["p", bob.pubkey]])
         assert (await a.publish(put)).accepted
     async with RelayClient(url) as stranger:  # no key: never authenticates
         sub = await stranger.subscribe([{"kinds": [1]}])
-        await asyncio.wait_for(_closed(sub), 5)
+        await asyncio.wait_for(_closed(sub), scaled(5))
     return {"create": create.id, "posted": posted.id, "refused": refused.id, "put": put.id}
 
 
@@ -187,7 +188,7 @@ async def test_a_signal_logs_the_shutdown_before_and_after_the_closes(
             relay.proc.send_signal(sig)
             await seat.expect_close(20)
             assert seat.close_frame == (1001, "relay shutting down"), seat.close_frame
-            assert await asyncio.wait_for(relay.proc.wait(), 20) == 0
+            assert await asyncio.wait_for(relay.proc.wait(), scaled(20)) == 0
             await seat.close()
     log = relay.log_text()
     lines = log.splitlines()

@@ -13,6 +13,7 @@ from buzz.core.channel_id import new_channel_id
 from buzz.core.event import Event
 from buzz.relay.operator.metrics_prom import sample_values
 from tests.operator.support import free_port, served
+from tests.support.deadline import scaled
 from tests.support.relay import Identity
 
 
@@ -57,12 +58,12 @@ async def test_metrics_count_connections_events_reqs_deliveries_and_latencies(tm
             )
             assert (await a.publish(create)).accepted
             live = await a.subscribe([{"kinds": [9], "#h": [channel]}])
-            await asyncio.wait_for(live.eose.wait(), 5)
+            await asyncio.wait_for(live.eose.wait(), scaled(5))
             posts = [Event.create(alice.secret, 9, f"m{n}", [["h", channel]]) for n in range(3)]
             for post in posts:
                 assert (await a.publish(post)).accepted
             for _ in range(3):
-                await asyncio.wait_for(live.next(), 5)
+                await asyncio.wait_for(live.next(), scaled(5))
             refused = await b.publish(Event.create(bob.secret, 9, "no", [["h", channel]]))
             assert not refused.accepted
             assert (await a.publish(posts[0])).message == "duplicate:"  # accepted, not stored again

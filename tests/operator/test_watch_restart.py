@@ -13,11 +13,12 @@ import orjson
 
 from tests.cli.helpers import BUZZ, _env, buzz
 from tests.operator.support import free_port, served
+from tests.support.deadline import scaled
 from tests.support.relay import Identity
 
 
 async def _line(stream: asyncio.StreamReader) -> dict[str, object]:
-    return orjson.loads(await asyncio.wait_for(stream.readline(), 60))
+    return orjson.loads(await asyncio.wait_for(stream.readline(), scaled(60)))
 
 
 async def test_watch_reconnects_after_the_relay_restarts(tmp_path: Path) -> None:
@@ -60,7 +61,7 @@ async def test_watch_reconnects_after_the_relay_restarts(tmp_path: Path) -> None
     finally:
         if watch.returncode is None:
             watch.send_signal(signal.SIGINT)
-        code = await asyncio.wait_for(watch.wait(), 30)
+        code = await asyncio.wait_for(watch.wait(), scaled(30))
     notes = (await watch.stderr.read()).decode()
     assert code == 0, notes
     assert (

@@ -22,6 +22,7 @@ from buzz.core.stored import verify_stored
 from buzz.relay.operator import crash_hook
 from buzz.store.base import Channel, CreateChannel, PutMember
 from tests.operator.support import served
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, relay_on
 from tests.workspace.helpers import accepted, create_channel, put_user
 
@@ -41,7 +42,7 @@ async def _killed_by_hook(client: RelayClient, proc: asyncio.subprocess.Process,
     """Publish `event`; the relay dies (SIGKILL) after committing it, before any answer."""
     with pytest.raises(ConnectionLost):
         await client.publish(event)
-    assert await asyncio.wait_for(proc.wait(), 20) == -9
+    assert await asyncio.wait_for(proc.wait(), scaled(20)) == -9
 
 
 def _env(owner: Identity, crash_kind: int | None) -> dict[str, str]:

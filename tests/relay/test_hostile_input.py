@@ -10,6 +10,7 @@ import orjson
 from buzz.client import RelayClient
 from buzz.core.event import Event
 from buzz.core.nip42 import build_auth_event
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay, relay_on
 
 
@@ -91,7 +92,7 @@ async def test_malformed_auths_count_as_failed_attempts(sqlite_relay: RunningRel
         fut = asyncio.get_running_loop().create_future()
         c._ok[event_id] = fut
         await c.send_raw(["AUTH", {"id": event_id, "kind": 22242}])
-        r = await asyncio.wait_for(fut, 5)
+        r = await asyncio.wait_for(fut, scaled(5))
         return r.accepted, r.message
 
     async with sqlite_relay.client(alice, auth=False) as c:

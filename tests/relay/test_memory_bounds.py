@@ -21,6 +21,7 @@ from buzz.core.errors import BuzzError
 from buzz.core.event import Event
 from buzz.core.limits import MAX_FRAME_BYTES
 from buzz.core.nip42 import build_auth_event
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay, relay_on
 
 CONTENT = "c" * 60_000
@@ -144,7 +145,7 @@ async def test_the_send_queue_is_bounded_in_bytes_and_in_messages() -> None:
     await asyncio.sleep(0.05)
     assert not waiting.done()
     assert await q.get() == big
-    await asyncio.wait_for(waiting, 1)
+    await asyncio.wait_for(waiting, scaled(1))
     q.clear()
     assert q.offer("h" * 50_000)  # larger than the bound, but alone: it still goes out
     few = Outbound(max_messages=2, max_bytes=1 << 20)

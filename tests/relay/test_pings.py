@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from buzz.relay.transport.pings import PingWheel
+from tests.support.deadline import scaled
 
 
 class _Peer:
@@ -24,9 +25,9 @@ async def test_every_connection_is_pinged_and_a_removed_one_no_more() -> None:
     slots = {p: wheel.add(p) for p in (first, second, gone)}
     wheel.remove(gone, slots[gone])
     assert len(wheel) == 2
-    await asyncio.wait_for(asyncio.gather(first.pinged.wait(), second.pinged.wait()), 10)
+    await asyncio.wait_for(asyncio.gather(first.pinged.wait(), second.pinged.wait()), scaled(10))
     first.pinged.clear()
-    await asyncio.wait_for(first.pinged.wait(), 10)  # again, one interval later
+    await asyncio.wait_for(first.pinged.wait(), scaled(10))  # again, one interval later
     assert first.pings >= 2 and gone.pings == 0
     wheel.remove(first, slots[first])
     wheel.remove(second, slots[second])
@@ -43,5 +44,5 @@ async def test_a_failing_connection_does_not_stop_the_others() -> None:
     wheel.add(_Broken())
     peer = _Peer()
     wheel.add(peer)
-    await asyncio.wait_for(peer.pinged.wait(), 10)
+    await asyncio.wait_for(peer.pinged.wait(), scaled(10))
     wheel.stop()

@@ -13,6 +13,7 @@ import pytest
 from buzz.client import RelayClient, RelayError
 from buzz.core.event import Event
 from buzz.core.nip42 import build_auth_event
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay, relay_on
 
 
@@ -146,18 +147,18 @@ async def test_bad_id_and_bad_signature(sqlite_relay: RunningRelay, alice: Ident
         fut = asyncio.get_running_loop().create_future()
         c._ok[good.id] = fut
         await c.send_raw(["EVENT", good.to_dict() | {"content": "changed"}])
-        r = await asyncio.wait_for(fut, 5)
+        r = await asyncio.wait_for(fut, scaled(5))
         assert not r.accepted and r.message.startswith("invalid: invalid event id: computed ")
         assert r.message.endswith(f", got {good.id}")
         fut = asyncio.get_running_loop().create_future()
         c._ok[good.id] = fut
         await c.send_raw(["EVENT", bad_sig])
-        r = await asyncio.wait_for(fut, 5)
+        r = await asyncio.wait_for(fut, scaled(5))
         assert (r.accepted, r.message) == (False, "invalid: invalid schnorr signature")
         fut = asyncio.get_running_loop().create_future()
         c._ok["f" * 64] = fut
         await c.send_raw(["EVENT", malformed])
-        r = await asyncio.wait_for(fut, 5)
+        r = await asyncio.wait_for(fut, scaled(5))
         assert not r.accepted and r.message.startswith("invalid: malformed event:")
 
 
@@ -186,10 +187,10 @@ async def test_subscription_limits(sqlite_relay: RunningRelay, alice: Identity) 
             await c.query([{"kinds": [1]}] * 11)
         assert err.value.message == "invalid: too many filters (max 10)"
         sub = await c.subscribe([{"kinds": [1]}], sub_id="x" * 65)
-        await asyncio.wait_for(sub.eose.wait(), 5)
+        await asyncio.wait_for(sub.eose.wait(), scaled(5))
         assert sub.closed_reason == "invalid: subscription id must be 1-64 characters"
         sub = await c.subscribe([{"kinds": [1], "authors": [alice.pubkey]}], sub_id="ü" * 64)
-        await asyncio.wait_for(sub.eose.wait(), 5)
+        await asyncio.wait_for(sub.eose.wait(), scaled(5))
         assert sub.closed_reason is None
         with pytest.raises(RelayError) as err:
             await c.query([])
@@ -204,10 +205,10 @@ async def test_1025th_subscription_is_refused_and_ids_are_reusable(
         for i in range(1024):
             await c.send_raw(["REQ", f"s{i}", flt])
         sub = await c.subscribe([flt], sub_id="one-too-many")
-        await asyncio.wait_for(sub.eose.wait(), 10)
+        await asyncio.wait_for(sub.eose.wait(), scaled(10))
         assert sub.closed_reason == "error: too many subscriptions"
         reuse = await c.subscribe([flt], sub_id="s7")
-        await asyncio.wait_for(reuse.eose.wait(), 10)
+        await asyncio.wait_for(reuse.eose.wait(), scaled(10))
         assert reuse.closed_reason is None
 
 
@@ -250,7 +251,7 @@ async def test_event_accepted_during_stored_query_arrives_once(
         await publishing
         await asyncio.sleep(0.5)
         for sub in subs:
-            await asyncio.wait_for(sub.eose.wait(), 10)
+            await asyncio.wait_for(sub.eose.wait(), scaled(10))
             ids = []
             while not sub.queue.empty():
                 ids.append(sub.queue.get_nowait().id)  # type: ignore[union-attr]

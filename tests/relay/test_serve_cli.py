@@ -15,6 +15,7 @@ import aiohttp
 from buzz.core import nip19
 from buzz.core.keys import public_key
 from tests.operator.support import served
+from tests.support.deadline import scaled
 
 BUZZ = str(Path(sys.executable).with_name("buzz"))
 
@@ -28,13 +29,13 @@ async def test_serve_prints_url_answers_nip11_and_stops_on_sigterm(tmp_path: Pat
         assert doc["name"] == "Test Hive"
         assert (tmp_path / "data" / "relay.sqlite3").exists()
         relay.proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(relay.proc.wait(), 20) == 0
+        assert await asyncio.wait_for(relay.proc.wait(), scaled(20)) == 0
 
 
 async def test_serve_sigint_stops_cleanly(tmp_path: Path) -> None:
     async with served(tmp_path / "data") as relay:
         relay.proc.send_signal(signal.SIGINT)
-        assert await asyncio.wait_for(relay.proc.wait(), 20) == 0
+        assert await asyncio.wait_for(relay.proc.wait(), scaled(20)) == 0
 
 
 def test_serve_refuses_bad_configuration(tmp_path: Path) -> None:
@@ -94,7 +95,7 @@ async def test_sigterm_stops_promptly_with_a_client_connected(tmp_path: Path) ->
         await client.connect()
         started = time.monotonic()
         relay.proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(relay.proc.wait(), 20) == 0
+        assert await asyncio.wait_for(relay.proc.wait(), scaled(20)) == 0
         assert time.monotonic() - started < 10  # not aiohttp's 60 s handler grace
         await client.close()
 

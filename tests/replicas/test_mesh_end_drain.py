@@ -22,6 +22,7 @@ from tests.huddle.support import ChannelSpec, frame, join, make_channel, refused
 from tests.operator.support import lines_with
 from tests.replicas.conftest import meshed, redis_url, served_pair
 from tests.replicas.helpers import next_of_kind, runtime, wait_until
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
@@ -47,7 +48,7 @@ async def test_a_ttl_huddle_ends_on_its_owner_when_the_last_peer_was_remote(
         parent, huddle = await ttl_huddle(a, alice, bob)
         async with a.client(alice) as watcher:
             sub = await watcher.subscribe([{"kinds": LIFECYCLE, "#h": [parent]}])
-            await asyncio.wait_for(sub.eose.wait(), 5)
+            await asyncio.wait_for(sub.eose.wait(), scaled(5))
             pa = await join(a, alice, huddle, parent=parent)  # owner A
             pb = await join(b, bob, huddle, parent=parent)  # remote, through A
             assert [p.joined["type"] for p in (pa, pb)] == ["joined", "joined"]  # type: ignore[index]

@@ -16,6 +16,7 @@ from redis.asyncio import Redis
 from tests.huddle.support import ChannelSpec, frame, join, make_channel
 from tests.operator.support import clean_env, free_port
 from tests.replicas.conftest import redis_url
+from tests.support.deadline import scaled
 from tests.support.pg import _connect_admin, admin_dsn
 from tests.support.relay import Identity, RunningRelay
 
@@ -39,7 +40,7 @@ async def test_run_cluster_starts_two_meshed_replicas_and_ctrl_c_stops_both(
     out: list[str] = []
     try:
         assert proc.stdout is not None
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(scaled(60)):
             while not any("Ctrl-C stops both" in line for line in out):
                 line = (await proc.stdout.readline()).decode()
                 assert line, "".join(out)
@@ -56,7 +57,7 @@ async def test_run_cluster_starts_two_meshed_replicas_and_ctrl_c_stops_both(
         assert await pa.recv_binary(10) == bytes((pb.joined["peer_index"],)) + frame(1, b"\x78hi")  # type: ignore[index]
 
         proc.send_signal(signal.SIGINT)  # Ctrl-C
-        rest = (await asyncio.wait_for(proc.stdout.read(), 40)).decode()
+        rest = (await asyncio.wait_for(proc.stdout.read(), scaled(40))).decode()
         assert await proc.wait() == 0, rest
         assert "both replicas stopped (exit codes 0, 0)" in rest
         for peer in (pa, pb):

@@ -17,6 +17,7 @@ from redis.asyncio import Redis
 
 from tests.replicas.conftest import redis_url
 from tests.replicas.helpers import subscribers
+from tests.support.deadline import scaled
 from tests.support.pg import temp_database
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
@@ -58,7 +59,7 @@ async def test_serve_with_redis_url_subscribes_the_workspace_topics(
         )
         try:
             assert proc.stdout is not None
-            banner = [(await asyncio.wait_for(proc.stdout.readline(), 20)).decode() for _ in range(9)]
+            banner = [(await asyncio.wait_for(proc.stdout.readline(), scaled(20))).decode() for _ in range(9)]
             assert f"ws://127.0.0.1:{port}" in banner[0]
             assert any(f"Redis pub/sub, workspace '{workspace_id}' (replica mode)" in line for line in banner)
             assert not any(
@@ -67,7 +68,7 @@ async def test_serve_with_redis_url_subscribes_the_workspace_topics(
             assert await subscribers(redis, f"buzz:{workspace_id}:global") == 1
             assert await subscribers(redis, f"buzz:{workspace_id}:control") == 1
             proc.send_signal(signal.SIGTERM)
-            assert await asyncio.wait_for(proc.wait(), 20) == 0
+            assert await asyncio.wait_for(proc.wait(), scaled(20)) == 0
         finally:
             if proc.returncode is None:
                 proc.kill()

@@ -26,6 +26,7 @@ from buzz.store.postgres import PostgresStore
 from buzz.store.reads import READ_MAX_REFUSED, row_bytes
 from buzz.store.sqlbase import SqlStore
 from tests.store.helpers import ALICE, BOB, CAROL, T0, Who, flt, ids, make
+from tests.support.deadline import scaled
 
 GATES = gates_of(BUILTIN)
 
@@ -61,7 +62,7 @@ class Hold:
         if conn.dialect.name == "sqlite":
             self.gate.wait(30)
         else:
-            await asyncio.wait_for(self.loop_gate.wait(), 30)
+            await asyncio.wait_for(self.loop_gate.wait(), scaled(30))
 
     def release(self) -> None:
         self.gate.set()
@@ -77,10 +78,10 @@ async def test_auth_lookups_answer_while_every_read_connection_is_held(store: Sq
         for _ in range(n):
             assert await asyncio.to_thread(hold.entered.acquire, True, 30)
         # Before the admission lane these waited for a held connection (AUTH timed out).
-        banned = await asyncio.wait_for(store.banned_among({ALICE.pubkey, CAROL.pubkey}), 10)
+        banned = await asyncio.wait_for(store.banned_among({ALICE.pubkey, CAROL.pubkey}), scaled(10))
         assert banned == frozenset({CAROL.pubkey})
-        assert await asyncio.wait_for(store.get_setting("workspace"), 10) is None
-        assert await asyncio.wait_for(store.is_relay_member(ALICE.pubkey), 10) is False
+        assert await asyncio.wait_for(store.get_setting("workspace"), scaled(10)) is None
+        assert await asyncio.wait_for(store.is_relay_member(ALICE.pubkey), scaled(10)) is False
         assert not any(h.done() for h in holds)
     finally:
         hold.release()

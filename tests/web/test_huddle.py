@@ -32,6 +32,7 @@ from buzz.voice.tts import TTS_SAMPLE_RATE, render_reply
 from buzz.voice.wav import iter_frames, resample, write_wav
 from tests.agent.support import add_member, create_channel, set_profile
 from tests.cli.helpers import buzz
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 from tests.web.browser import LiveScenario, assert_all_passed, require_browser
 
@@ -151,10 +152,12 @@ async def test_browser_huddles_with_the_python_client(
             page.go("replied", transcript=first.content, reply=AGENT_REPLY)
 
             # Bob leaves once the page has heard him and his recording of the page has its words.
-            heard_text = await asyncio.wait_for(_hears_the_sentence(tmp_path / "bob", recognizer), 240)
+            heard_text = await asyncio.wait_for(
+                _hears_the_sentence(tmp_path / "bob", recognizer), scaled(240)
+            )
             await page.reached("heard", timeout=240)
             bob_client.stop()
-            heard = await asyncio.wait_for(bob_in_room, 60)
+            heard = await asyncio.wait_for(bob_in_room, scaled(60))
             await page.reached("left", timeout=180)
 
             # Part 2: Bob starts one with the CLI and sits in it; the page joins it.
@@ -179,7 +182,7 @@ async def test_browser_huddles_with_the_python_client(
             page.go("cli-started", room=cli_room)
             await page.reached("joined-cli", timeout=180)
             bob_again.stop()
-            await asyncio.wait_for(bob_seated, 60)
+            await asyncio.wait_for(bob_seated, scaled(60))
             report = await page.report(timeout=180)
         finally:
             await page.abort()

@@ -14,6 +14,7 @@ from buzz.client import RelayClient
 from buzz.core.event import Event
 from buzz.relay.operator import crash_hook
 from tests.operator.support import free_port, served
+from tests.support.deadline import scaled
 from tests.support.relay import Identity
 from tests.workflow_runs.support import run_end, run_tag, save, trigger, wait_for
 from tests.workspace.helpers import create_channel
@@ -42,7 +43,7 @@ async def test_killed_after_the_second_step_the_run_finishes_once(tmp_path: Path
             channel = await create_channel(client, owner)
             wid, _ = await save(client, owner, channel, FIVE)
             run_id = await trigger(client, owner, wid)
-        assert await asyncio.wait_for(first.proc.wait(), 20) == -9
+        assert await asyncio.wait_for(first.proc.wait(), scaled(20)) == -9
     async with (
         served(data, env=_env(owner), port=port),
         RelayClient(f"ws://127.0.0.1:{port}", owner.secret) as client,
@@ -80,7 +81,7 @@ async def test_killed_during_a_delay_and_while_waiting_for_approval(tmp_path: Pa
             )
             assert run_tag(requests[0]) == run_approve
         first.proc.send_signal(signal.SIGKILL)
-        assert await asyncio.wait_for(first.proc.wait(), 20) == -9
+        assert await asyncio.wait_for(first.proc.wait(), scaled(20)) == -9
     await asyncio.sleep(3)  # the delay's wake-up passes while the relay is down
     async with (
         served(data, env=_env(owner), port=port),

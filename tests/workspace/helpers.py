@@ -15,6 +15,7 @@ from buzz.client.relay_client import PublishResult, Subscription
 from buzz.core.channel_id import new_channel_id
 from buzz.core.event import Event
 from buzz.store.dialect import Conn
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 
 # Every table the workspace writes, with the columns that identify its state.
@@ -108,6 +109,6 @@ def drain(sub: Subscription) -> list[Event]:
 async def live(client: RelayClient, *filters: dict[str, Any]) -> Subscription:
     """A live subscription whose stored phase is over (EOSE received)."""
     sub = await client.subscribe(list(filters))
-    await asyncio.wait_for(sub.eose.wait(), 5)
+    await asyncio.wait_for(sub.eose.wait(), scaled(5))
     assert sub.closed_reason is None, sub.closed_reason
     return sub

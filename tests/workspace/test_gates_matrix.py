@@ -42,6 +42,7 @@ from buzz.core.stored import verify_stored
 from buzz.store.base import InsertOutcome
 from tests.bridge.helpers import post
 from tests.conftest import _start
+from tests.support.deadline import scaled
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import create_channel, drain, put_user
 
@@ -363,7 +364,7 @@ async def _subscribe_live(w: World) -> dict[tuple[str, str, int], tuple[Subscrip
             client = w.clients[w.reader(v, role)]
             for i, flt in enumerate(filters(w, v, "live", role)):
                 subs[(v.name, role, i)] = (await client.subscribe([flt]), w.events[v.name].id)
-    await asyncio.wait_for(asyncio.gather(*(sub.eose.wait() for sub, _ in subs.values())), 10)
+    await asyncio.wait_for(asyncio.gather(*(sub.eose.wait() for sub, _ in subs.values())), scaled(10))
     for sub, _ in subs.values():
         assert drain(sub) == []  # nothing stored yet
     return subs
