@@ -64,16 +64,18 @@ def _package(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
-def imports(source: str) -> Iterator[str]:
-    """Every absolute `buzz.…` module an import statement of `source` names."""
+def all_imports(source: str) -> Iterator[str]:
+    """Every absolute module an import statement of `source` names."""
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        else:
-            continue
-        yield from (n for n in names if n.startswith("buzz."))
+            yield node.module
+
+
+def imports(source: str) -> Iterator[str]:
+    """Every absolute `buzz.…` module an import statement of `source` names."""
+    return (name for name in all_imports(source) if name.startswith("buzz."))
 
 
 def violations(module: str, source: str) -> list[str]:
@@ -410,20 +412,13 @@ def impurities(module: str, source: str) -> list[str]:
     package = _package(module)
     core = {f"{package}.{name}" for name in PURE_CORES[package]} | {package}
     bad = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
+    for name in all_imports(source):
+        if name.startswith("buzz."):
+            ok = _package(name) == "buzz.core" or name in core or name in STORE_ROW_TYPES
         else:
-            continue
-        for name in names:
-            if name.startswith("buzz."):
-                ok = _package(name) == "buzz.core" or name in core or name in STORE_ROW_TYPES
-            else:
-                ok = not any(name == lib or name.startswith(lib + ".") for lib in IO_LIBRARIES)
-            if not ok:
-                bad.append(f"{module} imports {name}")
+            ok = not any(name == lib or name.startswith(lib + ".") for lib in IO_LIBRARIES)
+        if not ok:
+            bad.append(f"{module} imports {name}")
     return bad
 
 
