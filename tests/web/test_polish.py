@@ -19,10 +19,12 @@ from tests.workflow_runs.support import save, trigger, wait_for
 
 CHECKS = [
     "a message right after a job card or an approval card shows its author",
+    "a grouped message's time shows whole beside it",
     "the inbox names a job's state and what was asked, dates on one line",
     "Sent and the reply count are apart",
     "the Directory link opens a view headed Directory",
     "on a phone the composer placeholder is not cut by the Ask agent button",
+    "on a phone a grouped message's time shows whole beside it",
     "a search hit is a text excerpt, not a half-rendered table",
     "a private conversation's name is not cut by its e2ee tag",
     "on a phone a search hit is a text excerpt too",
