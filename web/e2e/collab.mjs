@@ -280,6 +280,8 @@ try {
     await send(A, 'no mention in this one')
     const box = A.getByRole('textbox', { name: 'Message', exact: true })
     await box.fill('@Bo')
+    // Enter picks Bob once he is offered (before, it sends "@Bo" as it is)
+    await A.getByRole('listbox', { name: 'Mention a member' }).getByRole('option', { name: '@Bob' }).waitFor()
     await box.press('Enter')
     await box.press('End')
     await box.pressSequentially('are you there?')

@@ -38,6 +38,7 @@ export class Workspace extends WorkspaceCore {
   private lastTyping = 0
   private newer = 1
   private older = 0
+  private pages = new Map<string, Promise<number>>() // each channel's page on its way
 
   constructor(me: Signer) {
     super(me)
@@ -81,8 +82,18 @@ export class Workspace extends WorkspaceCore {
 
   /** One page older than what is shown (paged by `until`, relay.md §6.4: inclusive bounds);
    * with `reach`, everything back to that created_at (at most 500 a call), for a permalink.
-   * Returns how many messages it added. */
-  async loadOlder(channel: string, reach?: number): Promise<number> {
+   * Returns how many messages it added; asked while a page is on its way, that page's count
+   * once it is in (a second click on a channel still opening must not mark it read before its
+   * first page is there: read up to "now", the messages it was to show would not be unread). */
+  loadOlder(channel: string, reach?: number): Promise<number> {
+    const pending = this.pages.get(channel)
+    if (pending) return pending
+    const page = this.pageOlder(channel, reach).finally(() => this.pages.delete(channel))
+    this.pages.set(channel, page)
+    return page
+  }
+
+  private async pageOlder(channel: string, reach?: number): Promise<number> {
     const t = this.timeline(channel)
     if (t.loading || !t.hasMore) return 0
     t.loading = true
