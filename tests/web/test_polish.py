@@ -14,7 +14,7 @@ from buzz.jobs import build
 from tests.cli.helpers import buzz
 from tests.support.relay import Identity, RunningRelay
 from tests.web.browser import LiveScenario, assert_all_passed, require_browser
-from tests.web.team import team_with_agent
+from tests.web.team import APPROVAL, team_with_agent
 from tests.workflow_runs.support import save, trigger, wait_for
 
 CHECKS = [
@@ -30,11 +30,6 @@ CHECKS = [
     "on a phone a search hit is a text excerpt too",
 ]
 
-APPROVAL = """name: Deploy
-trigger: {{on: webhook}}
-steps:
-  - {{id: ok, action: request_approval, from: "{approver}", message: "Ship {{{{trigger.version}}}}?", timeout: 1h}}
-"""
 TABLE = "Release plan\n\n| step | owner |\n|---|---|\n| build | Alice |\n| zebrafish rollout | Bob |\n| verify | Carol |"
 
 

@@ -2,7 +2,7 @@
 // message far below the last read one, "Jump to latest" and "Jump to first unread" work, and
 // scrolling from the bottom to the start of the channel loads every older page with the view
 // held in place, while the messages in the DOM stay a bounded few.
-import { launch, person, log, article, scenario, check, finish, openChannel, signIn, reached, until, scaled } from './lib.mjs'
+import { launch, person, log, article, scenario, check, finish, openChannel, signIn, reached, until, scaled, frames } from './lib.mjs'
 
 const { config, report } = scenario()
 const { browser, close } = await launch()
@@ -14,7 +14,13 @@ const inView = (loc) => loc.evaluate((el) => {
   const r = el.getBoundingClientRect()
   return r.bottom > box.top && r.top < box.bottom
 })
-const frames = (p) => p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))
+/** Once the "New messages" divider is (partly) in the timeline's view. */
+const dividerInView = (p) => p.waitForFunction(() => {
+  const el = document.querySelector('[role=log] .new-divider')
+  const box = document.querySelector('[role=log]').getBoundingClientRect()
+  const r = el?.getBoundingClientRect()
+  return r && r.bottom > box.top && r.top < box.bottom
+})
 try {
   const { page: p } = await person(browser, report, 'alice')
   await signIn(p, config.url, config.secret)
@@ -36,12 +42,7 @@ try {
     await sep.waitFor({ timeout: 60000 })
     const next = await sep.evaluate((el) => el.nextElementSibling?.querySelector('.text')?.textContent?.trim())
     if (next !== config.firstUnread) throw new Error(`the divider is before "${next}"`)
-    await p.waitForFunction(() => {
-      const el = document.querySelector('[role=log] .new-divider')
-      const box = document.querySelector('[role=log]').getBoundingClientRect()
-      const r = el?.getBoundingClientRect()
-      return r && r.bottom > box.top && r.top < box.bottom
-    })
+    await dividerInView(p)
     await track(p)
   })
 
@@ -55,12 +56,7 @@ try {
 
   await check(report, '"Jump to first unread" goes back to the divider, hundreds of messages up', async () => {
     await p.getByRole('button', { name: 'Jump to first unread' }).click()
-    await p.waitForFunction(() => {
-      const el = document.querySelector('[role=log] .new-divider')
-      const box = document.querySelector('[role=log]').getBoundingClientRect()
-      const r = el?.getBoundingClientRect()
-      return r && r.bottom > box.top && r.top < box.bottom
-    })
+    await dividerInView(p)
     await track(p)
   })
 

@@ -80,6 +80,11 @@ export class Workspace extends WorkspaceCore {
     return t
   }
 
+  /** When the oldest message on `channel`'s timeline was written (Infinity: none yet). */
+  oldestOn(channel: string): number {
+    return this.timeline(channel).ids.reduce((min, id) => Math.min(min, this.msgs.get(id)?.ev.created_at ?? Infinity), Infinity)
+  }
+
   /** One page older than what is shown (paged by `until`, relay.md §6.4: inclusive bounds);
    * with `reach`, everything back to that created_at (at most 500 a call), for a permalink.
    * Returns how many messages it added; asked while a page is on its way, that page's count
@@ -103,7 +108,7 @@ export class Workspace extends WorkspaceCore {
       // The oldest message on the timeline, not of all held: a search hit is held without
       // being placed (`quiet`) and must not make the next page skip what lies between.
       const all = [...this.msgs.values()].filter((m) => m.channel === channel)
-      const oldest = t.ids.reduce((min, id) => Math.min(min, this.msgs.get(id)?.ev.created_at ?? Infinity), Infinity)
+      const oldest = this.oldestOn(channel)
       const flt: Filter = { kinds: [MESSAGE], '#h': [channel], limit: PAGE }
       if (oldest !== Infinity) {
         // Same-second neighbours of the oldest shown event come back again; ask for that many more.
