@@ -50,6 +50,10 @@ export class Workspace extends WorkspaceCore {
 
   // -- channels --------------------------------------------------------------------------
   async openChannel(id: string): Promise<void> {
+    // What the channel left showed is read, even when its opening is still on its way (its
+    // page's edits and reactions, below): it marks itself read only while it is on screen.
+    const left = this.active
+    if (left && left !== id && this.visible(left).length) this.reads.markRead(left)
     this.active = id
     history.replaceState(null, '', `#${id}`)
     this.thread = null
