@@ -12,6 +12,13 @@ from buzz.core.nip_oa import build_auth_tag
 from tests.agent.support import add_member, create_channel, set_profile
 from tests.support.relay import Identity, RunningRelay
 
+# A workflow that asks `approver` (format it with their pubkey) to approve each version it is sent.
+APPROVAL = """name: Deploy
+trigger: {{on: webhook}}
+steps:
+  - {{id: ok, action: request_approval, from: "{approver}", message: "Ship {{{{trigger.version}}}}?", timeout: 1h}}
+"""
+
 
 @dataclass
 class Team:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import time
 
 from buzz.core.event import Event
-from buzz.core.nip_oa import build_auth_tag
 from buzz.jobs import build
-from tests.agent.support import add_member, create_channel, message, publish, set_profile
+from tests.agent.support import create_channel, message, publish
 from tests.support.relay import Identity, RunningRelay
 from tests.web.browser import LiveScenario, assert_all_passed, require_browser
+from tests.web.team import APPROVAL, team_with_agent
 from tests.workflow_runs.support import save, trigger, wait_for
 
 CHECKS = [
@@ -28,12 +28,6 @@ CHECKS = [
     "an approval that arrives while the tab is hidden is notified",
 ]
 
-APPROVAL = """name: Deploy
-trigger: {{on: webhook}}
-steps:
-  - {{id: ok, action: request_approval, from: "{approver}", message: "Ship {{{{trigger.version}}}}?", timeout: 1h}}
-"""
-
 
 def _sign(who: Identity, template: build.Template) -> Event:
     return Event.create(who.secret, template.kind, template.content, [list(t) for t in template.tags])
@@ -41,20 +35,9 @@ def _sign(who: Identity, template: build.Template) -> Event:
 
 async def test_work_in_the_inbox(sqlite_relay: RunningRelay, alice: Identity) -> None:
     require_browser()
-    agent = Identity.new()
     bob = Identity.new()
-    tag = build_auth_tag(alice.secret, agent.pubkey)
-    async with (
-        sqlite_relay.client(alice) as a,
-        sqlite_relay.client(agent, auth_tags=[tag]) as g,
-        sqlite_relay.client(bob) as b,
-    ):
-        await set_profile(a, alice, "Alice")
-        await set_profile(g, agent, "Rulesbot", list(tag))
-        general = await create_channel(a, alice, "general")
-        await add_member(a, alice, general, agent.pubkey)
-        await add_member(a, alice, general, bob.pubkey)
-        await set_profile(b, bob, "Bob")
+    async with team_with_agent(sqlite_relay, alice, bob) as team:
+        a, b, g, agent, general = team.a, team.b, team.g, team.agent, team.general
         await create_channel(a, alice, "random")
         workflow, _ = await save(a, alice, general, APPROVAL.format(approver=alice.pubkey))
         await trigger(a, alice, workflow, {"version": "1.2"})

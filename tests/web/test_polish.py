@@ -14,25 +14,22 @@ from buzz.jobs import build
 from tests.cli.helpers import buzz
 from tests.support.relay import Identity, RunningRelay
 from tests.web.browser import LiveScenario, assert_all_passed, require_browser
-from tests.web.team import team_with_agent
+from tests.web.team import APPROVAL, team_with_agent
 from tests.workflow_runs.support import save, trigger, wait_for
 
 CHECKS = [
     "a message right after a job card or an approval card shows its author",
+    "a grouped message's time shows whole beside it",
     "the inbox names a job's state and what was asked, dates on one line",
     "Sent and the reply count are apart",
     "the Directory link opens a view headed Directory",
     "on a phone the composer placeholder is not cut by the Ask agent button",
+    "on a phone a grouped message's time shows whole beside it",
     "a search hit is a text excerpt, not a half-rendered table",
     "a private conversation's name is not cut by its e2ee tag",
     "on a phone a search hit is a text excerpt too",
 ]
 
-APPROVAL = """name: Deploy
-trigger: {{on: webhook}}
-steps:
-  - {{id: ok, action: request_approval, from: "{approver}", message: "Ship {{{{trigger.version}}}}?", timeout: 1h}}
-"""
 TABLE = "Release plan\n\n| step | owner |\n|---|---|\n| build | Alice |\n| zebrafish rollout | Bob |\n| verify | Carol |"
 
 

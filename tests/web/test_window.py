@@ -60,6 +60,7 @@ async def test_a_long_channel_stays_windowed(
             "newest": f"new {NEW - 1:04d}",
             "oldest": "old 0000",
             "total": OLD + NEW,
+            "unread": NEW,
             "bound": BOUND,
         }
         page = await LiveScenario.start("window", config)
@@ -75,3 +76,4 @@ async def test_a_long_channel_stays_windowed(
             await page.abort()
     assert_all_passed(report, CHECKS)
     print(f"messages in the DOM at most: {report['numbers']['maxArticles']} of {OLD + NEW + 1}")
+    print(f"the badge when the relay had taken the {NEW} new ones: {report['numbers']['badgeWhenPosted']!r}")

@@ -217,20 +217,26 @@ try {
 
   await check(report, 'screenshots: phone width with the menu, thread and members', async () => {
     await A.setViewportSize(PHONE)
-    await A.mouse.move(0, 0)
-    await shot(A, 'channel-phone')
-    await A.getByRole('button', { name: 'Menu' }).click()
-    await A.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'secret-plans', exact: true }).waitFor()
-    await shot(A, 'menu-phone')
-    await A.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'general', exact: true }).click()
-    await article(A, '@Rulesbot ping').getByRole('button', { name: '1 reply' }).click()
-    await A.getByRole('complementary', { name: 'Thread' }).getByRole('article').filter({ hasText: 'pong' }).waitFor()
-    await shot(A, 'thread-phone')
-    await A.getByRole('button', { name: 'Close thread' }).click()
-    await A.getByRole('button', { name: 'Members', exact: true }).click()
-    await A.getByRole('complementary', { name: 'Members' }).getByRole('listitem').filter({ hasText: 'Rulesbot' }).waitFor()
-    await shot(A, 'members-phone')
-    await A.setViewportSize(DESKTOP)
+    try {
+      await A.mouse.move(0, 0)
+      await shot(A, 'channel-phone')
+      await A.getByRole('button', { name: 'Menu' }).click()
+      await A.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'secret-plans', exact: true }).waitFor()
+      await shot(A, 'menu-phone')
+      await A.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'general', exact: true }).click()
+      await article(A, '@Rulesbot ping').getByRole('button', { name: '1 reply' }).click()
+      await A.getByRole('complementary', { name: 'Thread' }).getByRole('article').filter({ hasText: 'pong' }).waitFor()
+      await shot(A, 'thread-phone')
+      await A.getByRole('button', { name: 'Close thread' }).click()
+      await A.getByRole('button', { name: 'Members', exact: true }).click()
+      await A.getByRole('complementary', { name: 'Members' }).getByRole('listitem').filter({ hasText: 'Rulesbot' }).waitFor()
+      await shot(A, 'members-phone')
+    } catch (e) {
+      await shot(A, 'phone-check-failed') // what the phone showed, for the failure's reader
+      throw e
+    } finally {
+      await A.setViewportSize(DESKTOP) // a failure here leaves the later checks at desktop width
+    }
   })
 
   await check(report, 'rename, remove a member (Bob sees both live), archive', async () => {
@@ -280,6 +286,8 @@ try {
     await send(A, 'no mention in this one')
     const box = A.getByRole('textbox', { name: 'Message', exact: true })
     await box.fill('@Bo')
+    // Enter picks Bob once he is offered (before, it sends "@Bo" as it is)
+    await A.getByRole('listbox', { name: 'Mention a member' }).getByRole('option', { name: '@Bob' }).waitFor()
     await box.press('Enter')
     await box.press('End')
     await box.pressSequentially('are you there?')

@@ -4,7 +4,7 @@
 // while the tab is hidden raises a notification. On the way: the day heading comes before the
 // first card of the day, the "New messages" divider stays when the open channel is clicked
 // again, and a notice on a phone wraps, covers none of the composer and goes away on its own.
-import { launch, person, scenario, check, finish, signIn, reached, until, scaled, PHONE } from './lib.mjs'
+import { launch, person, scenario, check, finish, signIn, reached, until, scaled, frames, PHONE } from './lib.mjs'
 
 const { config, report } = scenario()
 const { browser, close } = await launch()
@@ -22,7 +22,6 @@ const focusedCard = (p, name) => p.waitForFunction((name) => {
   const c = card.getBoundingClientRect()
   return c.top >= b.top - 1 && c.bottom <= b.bottom + 1 ? card.getAttribute('aria-label') : null
 }, name).then((h) => h.jsonValue())
-const frames = (p) => p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))
 try {
   const { page: p } = await person(browser, report, 'alice')
   await signIn(p, config.url, config.secret)

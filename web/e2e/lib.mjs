@@ -150,8 +150,10 @@ export async function auditLightAndDark(page, view) {
   }
 }
 
+/** Two animation frames: what a scroll or a render set in motion has been laid out. */
+export const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))
+
 // The timeline is windowed (decision 136): only messages near the view are in the DOM.
-const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))
 
 /** Scroll the timeline up until the message with `text` is in the DOM, then to it. */
 export async function reveal(page, text) {

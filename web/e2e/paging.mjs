@@ -1,7 +1,7 @@
 // A 1,000-message channel (issue 12, item 3 and the closing numbers): time to the first
 // message after signing in, then history by scrolling up (pages by `until`) until the start,
 // every message once and in order.
-import { launch, person, log, scenario, check, finish } from './lib.mjs'
+import { launch, person, log, scenario, check, finish, frames } from './lib.mjs'
 
 const { config, report } = scenario()
 const { browser, close } = await launch()
@@ -36,7 +36,7 @@ try {
         await p.waitForFunction(() => document.querySelector('[role=log]').scrollTop > 0 || /This is the start of the channel/.test(document.querySelector('[role=log]').textContent))
       } else {
         await timeline.evaluate((el) => { el.scrollTop = Math.max(0, el.scrollTop - el.clientHeight / 2) })
-        await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))
+        await frames(p)
       }
       await gather()
     }

@@ -2,7 +2,7 @@
 // on one-line dates, *Sent* apart from the reply count, the Directory's heading, the phone
 // composer's placeholder, search excerpts, and private conversation names beside their tag.
 // Screenshots of each view at 1280×800 and 390×844.
-import { launch, person, log, article, scenario, check, finish, openChannel, signIn, send, reached, until, PHONE } from './lib.mjs'
+import { launch, person, log, article, scenario, check, finish, openChannel, signIn, send, reached, until, reveal, PHONE } from './lib.mjs'
 
 const { config, report } = scenario()
 const { browser, close } = await launch()
@@ -13,6 +13,23 @@ const shot = async (page, name) => {
 /** The author shown above the message (none when it is grouped under the previous one). */
 const authorOf = (page, text) => article(page, text).locator('.msg-head .author')
 /** Every `time` in `root` on one line (an inline box that wraps has two client rects). */
+/** A grouped message's time, shown by a tap (focus), lies inside the screen and left of the text. */
+async function groupedTime(page, name) {
+  const text = 'And a second line'
+  await reveal(page, text)
+  const msg = article(page, text)
+  await msg.locator('.text').click()
+  const time = msg.locator('time.hover-time')
+  const at = await time.evaluate((el) => {
+    const r = el.getBoundingClientRect()
+    const t = el.closest('article').querySelector('.text').getBoundingClientRect()
+    return { left: r.left, right: r.right, textLeft: t.left, width: innerWidth, opacity: getComputedStyle(el).opacity, says: el.textContent }
+  })
+  if (at.opacity !== '1') throw new Error(`the time is not shown on a tap (opacity ${at.opacity})`)
+  if (at.left < 0 || at.right > at.width) throw new Error(`"${at.says}" spans ${at.left}…${at.right} px of a ${at.width} px screen`)
+  if (at.right > at.textLeft) throw new Error(`"${at.says}" ends at ${at.right} px, into the text at ${at.textLeft} px`)
+  await page.screenshot({ path: `${config.images}/${name}.png` })
+}
 const oneLine = (root) => root.evaluate((el) => [...el.querySelectorAll('time')].every((t) => t.getClientRects().length === 1))
 
 let sentId = ''
@@ -33,6 +50,7 @@ try {
     if (await authorOf(p, 'And a second line').count()) throw new Error('grouping is gone altogether')
   })
   await shot(p, 'polish-timeline-desktop')
+  await check(report, 'a grouped message\'s time shows whole beside it', () => groupedTime(p, 'polish-grouped-time-desktop'))
 
   await check(report, 'Sent and the reply count are apart', async () => {
     await send(p, 'Please review the plan')
@@ -109,6 +127,7 @@ try {
     if (fits.need > fits.room) throw new Error(`placeholder needs ${fits.need}px, has ${fits.room}px`)
     await shot(m, 'polish-timeline-phone')
   })
+  await check(report, 'on a phone a grouped message\'s time shows whole beside it', () => groupedTime(m, 'polish-grouped-time-phone'))
   await check(report, 'on a phone a search hit is a text excerpt too', async () => {
     const box = m.getByRole('searchbox').first()
     await box.fill('zebrafish')

@@ -2,7 +2,7 @@
 // highlighted code (Copy code, folding), emoji, mention chips and channel links; a timeline with
 // grouped authors, day headings, avatars, "(edited)", profile cards, long answers folded;
 // permalinks and search results that open the channel at the message. Screenshots at both sizes.
-import { launch, person, signIn, log, article, openChannel, scenario, check, finish, reveal, gatherUp, DESKTOP, PHONE } from './lib.mjs'
+import { launch, person, signIn, log, article, openChannel, scenario, check, finish, reveal, gatherUp, frames, DESKTOP, PHONE } from './lib.mjs'
 
 const { config, report } = scenario()
 const shot = (page, name) => page.screenshot({ path: `${config.images}/${name}.png` })
@@ -178,7 +178,7 @@ try {
       const end = await log(s).evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 2)
       if (end) break
       await log(s).evaluate((el) => { el.scrollTop += el.clientHeight / 2 })
-      await s.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))
+      await frames(s)
     }
     const fillers = order.filter((t) => t.startsWith('filler')).map((t) => Number(t.split(' ')[1]))
     if (fillers.length !== config.fillers || fillers.some((n, i) => n !== i)) throw new Error(`fillers: ${fillers.length}`)

@@ -39,8 +39,7 @@ const CARDS = [43001, 46010]
  * job by its request's id, an approval by its `d`). */
 async function toCard(ws: Workspace, channel: string, ev: NEvent): Promise<null> {
   const t = ws.timeline(channel)
-  const oldest = () => t.ids.reduce((min, id) => Math.min(min, ws.msgs.get(id)?.ev.created_at ?? Infinity), Infinity)
-  for (let i = 0; i < MAX_PAGES && t.hasMore && oldest() > ev.created_at; i++) {
+  for (let i = 0; i < MAX_PAGES && t.hasMore && ws.oldestOn(channel) > ev.created_at; i++) {
     if (!(await ws.loadOlder(channel, ev.created_at))) break
   }
   focusOn(ws, ev.kind === 46010 ? firstTag(ev, 'd') ?? ev.id : ev.id)

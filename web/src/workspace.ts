@@ -38,6 +38,7 @@ export class Workspace extends WorkspaceCore {
   private lastTyping = 0
   private newer = 1
   private older = 0
+  private pages = new Map<string, Promise<number>>() // each channel's page on its way
 
   constructor(me: Signer) {
     super(me)
@@ -49,6 +50,10 @@ export class Workspace extends WorkspaceCore {
 
   // -- channels --------------------------------------------------------------------------
   async openChannel(id: string): Promise<void> {
+    // What the channel left showed is read, even when its opening is still on its way (its
+    // page's edits and reactions, below): it marks itself read only while it is on screen.
+    const left = this.active
+    if (left && left !== id && this.visible(left).length) this.reads.markRead(left)
     this.active = id
     history.replaceState(null, '', `#${id}`)
     this.thread = null
@@ -79,10 +84,25 @@ export class Workspace extends WorkspaceCore {
     return t
   }
 
+  /** When the oldest message on `channel`'s timeline was written (Infinity: none yet). */
+  oldestOn(channel: string): number {
+    return this.timeline(channel).ids.reduce((min, id) => Math.min(min, this.msgs.get(id)?.ev.created_at ?? Infinity), Infinity)
+  }
+
   /** One page older than what is shown (paged by `until`, relay.md §6.4: inclusive bounds);
    * with `reach`, everything back to that created_at (at most 500 a call), for a permalink.
-   * Returns how many messages it added. */
-  async loadOlder(channel: string, reach?: number): Promise<number> {
+   * Returns how many messages it added; asked while a page is on its way, that page's count
+   * once it is in (a second click on a channel still opening must not mark it read before its
+   * first page is there: read up to "now", the messages it was to show would not be unread). */
+  loadOlder(channel: string, reach?: number): Promise<number> {
+    const pending = this.pages.get(channel)
+    if (pending) return pending
+    const page = this.pageOlder(channel, reach).finally(() => this.pages.delete(channel))
+    this.pages.set(channel, page)
+    return page
+  }
+
+  private async pageOlder(channel: string, reach?: number): Promise<number> {
     const t = this.timeline(channel)
     if (t.loading || !t.hasMore) return 0
     t.loading = true
@@ -92,7 +112,7 @@ export class Workspace extends WorkspaceCore {
       // The oldest message on the timeline, not of all held: a search hit is held without
       // being placed (`quiet`) and must not make the next page skip what lies between.
       const all = [...this.msgs.values()].filter((m) => m.channel === channel)
-      const oldest = t.ids.reduce((min, id) => Math.min(min, this.msgs.get(id)?.ev.created_at ?? Infinity), Infinity)
+      const oldest = this.oldestOn(channel)
       const flt: Filter = { kinds: [MESSAGE], '#h': [channel], limit: PAGE }
       if (oldest !== Infinity) {
         // Same-second neighbours of the oldest shown event come back again; ask for that many more.

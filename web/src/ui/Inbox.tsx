@@ -57,6 +57,7 @@ export function InboxPanel({ ws, onClose, onGo, onPrivate }: PanelProps) {
             : ch ? (ch.type === 'dm' ? ws.channelLabel(ch) : `#${ch.name}`) : 'a channel'
           const when = new Date(ev.created_at * 1000)
           const work = why === 'approval' || why === 'job' ? describeWork(ev) : null
+          const snippet = (work ? work.body : ev.content).slice(0, 280)
           // An approval is the relay's event: it is named by its workflow, not by the relay key;
           // a workflow's post by the owner it speaks for, as the timeline shows it (Message.tsx).
           const byWorkflow = peers || work ? null : workflowOwner(ev, ws.relayPubkey)
@@ -73,7 +74,7 @@ export function InboxPanel({ ws, onClose, onGo, onPrivate }: PanelProps) {
                 {why === 'job' && <> · by {ws.nameOf(ev.pubkey)}</>}
               </p>
               {work?.asked && <p class="asked">Asked for: {work.asked.slice(0, 280)}</p>}
-              {(work ? work.body : ev.content) && <p class="snippet">{(work ? work.body : ev.content).slice(0, 280)}</p>}
+              {snippet && <p class="snippet">{snippet}</p>}
               <div class="row">
                 <button type="button" onClick={open}>Open</button>
                 <button type="button" class="quiet" onClick={() => ws.inbox.markDone(ev.id)}>Mark done</button>

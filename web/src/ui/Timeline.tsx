@@ -12,7 +12,7 @@ import { JobCard, withJobs } from './JobCard'
 import { act } from './hooks'
 import { Message } from './Message'
 import { JumpBar, NewDivider } from './CatchUp'
-import { useWindower } from './windowed'
+import { useWindower, type Place } from './windowed'
 
 const GROUP_S = 5 * 60
 
@@ -29,7 +29,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
   const jobs = jobsOf(ws).jobsIn(channel)
   const firstUnread = ws.reads.firstUnread(channel, msgs)
   const [view, setView] = useState({ above: false, up: false, fresh: 0, channel })
-  const all = afterCards(withJobs(withApprovals(rows(msgs), approvals, !t.hasMore), jobs, !t.hasMore, (r) => ('ref' in r ? r.request.created_at : r.m.ev.created_at)))
+  const all = afterCards(withJobs(withApprovals(rows(msgs), approvals, !t.hasMore), jobs, !t.hasMore, atOf))
   const keys = useKeys(all.map(keyOf))
   const heads = dayHeads(all)
   const unreadKey = firstUnread?.ev.id ?? ''
@@ -47,7 +47,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
   } else if (!p.placed) {
     // A channel opens at its first unread message (under the divider), else at the bottom,
     // once its opening has loaded back that far.
-    w.place = unreadKey ? { key: unreadKey, align: 'top', offset: DIVIDER_GAP, select: '.new-divider' } : 'bottom'
+    w.place = unreadKey ? atDivider(unreadKey) : 'bottom'
     p.placed = ws.reads.settled.has(channel)
   }
   if (!ws.focus) p.focus = ''
@@ -93,37 +93,47 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
       {!t.hasMore && t.loaded && <p class="start">This is the start of the channel.</p>}
       {!t.loaded && <p class="start">Loading messages…</p>}
       <div class="spacer" ref={head} style={{ height: `${win.before}px` }} aria-hidden="true" />
-      {all.slice(win.start, win.end).map((row) => (
-        <div class={`row${!('m' in row) && ws.focus === keyOf(row) ? ' focus' : ''}`} key={keyOf(row)} data-key={keyOf(row)}>
-          {heads.has(keyOf(row)) && <h2 class="day"><span>{heads.get(keyOf(row))}</span></h2>}
-          {'ref' in row ? <ApprovalCard ws={ws} a={row} /> : 'assignee' in row ? <JobCard ws={ws} job={row} /> : (
-            <>
-              {row.m === firstUnread && <NewDivider />}
-              <Message ws={ws} m={row.m} onThread={onThread} inThread={false} grouped={row.grouped && row.m !== firstUnread} />
-            </>
-          )}
-        </div>
-      ))}
+      {all.slice(win.start, win.end).map((row) => {
+        const key = keyOf(row)
+        const day = heads.get(key)
+        return (
+          <div class={`row${!('m' in row) && ws.focus === key ? ' focus' : ''}`} key={key} data-key={key}>
+            {day && <h2 class="day"><span>{day}</span></h2>}
+            {'ref' in row ? <ApprovalCard ws={ws} a={row} /> : 'assignee' in row ? <JobCard ws={ws} job={row} /> : (
+              <>
+                {row.m === firstUnread && <NewDivider />}
+                <Message ws={ws} m={row.m} onThread={onThread} inThread={false} grouped={row.grouped && row.m !== firstUnread} />
+              </>
+            )}
+          </div>
+        )
+      })}
       <div class="spacer" style={{ height: `${win.after}px` }} aria-hidden="true" />
     </div>
       <JumpBar
         above={view.above && view.channel === channel}
         scrolledUp={view.up && view.channel === channel}
         fresh={view.fresh}
-        onFirstUnread={() => { if (unreadKey) { w.place = { key: unreadKey, align: 'top', offset: DIVIDER_GAP, select: '.new-divider' }; w.rerender() } }}
+        onFirstUnread={() => { if (unreadKey) { w.place = atDivider(unreadKey); w.rerender() } }}
         onLatest={() => { w.place = 'bottom'; w.rerender() }}
       />
     </div>
   )
 }
 
-/** The divider near the top, with a little of what was read above it. */
-const DIVIDER_GAP = 56
+/** The view at the first unread message: its divider near the top, with a little of what was
+ * read above it. */
+const atDivider = (key: string): Place => ({ key, align: 'top', offset: 56, select: '.new-divider' })
 
 type Row = ReturnType<typeof rows>[number] | Approval | JobView
 
 function keyOf(row: Row): string {
   return 'ref' in row ? row.ref : 'assignee' in row ? row.id : row.m.ev.id
+}
+
+/** When a row happened: a card's request, a message's event. */
+function atOf(row: Row): number {
+  return 'ref' in row || 'assignee' in row ? row.request.created_at : row.m.ev.created_at
 }
 
 /** The same array while the keys are the same (the window re-sums heights only on a change). */
@@ -153,7 +163,7 @@ function dayHeads(list: Row[]): Map<string, string> {
   const heads = new Map<string, string>()
   let last = ''
   for (const r of list) {
-    const at = 'ref' in r || 'assignee' in r ? r.request.created_at : r.m.ev.created_at
+    const at = atOf(r)
     const key = dayKey(at)
     if (key !== last) heads.set(keyOf(r), dayLabel(new Date(at * 1000)))
     last = key

@@ -18,17 +18,17 @@ const PIN = 80 // this close to the bottom counts as at the bottom (follows new 
 const FIRST_ESTIMATE = 56
 
 export class Windower {
-  keys: string[] = []
+  private keys: string[] = []
   private index = new Map<string, number>()
-  offsets: number[] = [0] // offsets[i]: top of row i, rows' origin 0; offsets[n]: their total
-  heights = new Map<string, number>()
+  private offsets: number[] = [0] // offsets[i]: top of row i, rows' origin 0; offsets[n]: their total
+  private heights = new Map<string, number>()
   private measured = { sum: 0, n: 0 }
   start = 0 // rendered rows: [start, end)
   end = 0
-  top = 0 // the view's top, in rows' coordinates
-  view = 600
-  pinned = true
-  anchor: { key: string; offset: number } | null = null
+  private top = 0 // the view's top, in rows' coordinates
+  private view = 600
+  private pinned = true
+  private anchor: { key: string; offset: number } | null = null
   place: Place | null = null
   private expect = -1 // the scrollTop we set last (its scroll event is not the reader's)
   private last = -1 // the scrollTop after the last layout or scroll event
@@ -39,15 +39,15 @@ export class Windower {
   private observer: ResizeObserver | null = null
   private watched = new Set<Element>()
 
-  get box(): HTMLElement | null {
+  private get box(): HTMLElement | null {
     return this.boxRef?.current ?? null
   }
 
-  get head(): HTMLElement | null {
+  private get head(): HTMLElement | null {
     return this.headRef?.current ?? null
   }
 
-  estimate(): number {
+  private estimate(): number {
     return this.measured.n ? this.measured.sum / this.measured.n : FIRST_ESTIMATE
   }
 
@@ -223,7 +223,7 @@ export class Windower {
     }
   }
 
-  /** The top of row `key` in rows' coordinates, and whether it is above the view. */
+  /** Is row `key` above the view (its top more than 20 px over the view's top)? */
   above(key: string): boolean {
     const i = this.index.get(key)
     return i !== undefined && this.offsets[i] + 20 < this.top
