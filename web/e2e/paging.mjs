@@ -7,6 +7,22 @@ const { config, report } = scenario()
 const { browser, close } = await launch()
 try {
   const p = (await person(browser, report, 'reader')).page
+  // The first page as the relay sent it: kind-9 events of each REQ before its EOSE. (The
+  // timeline is windowed, so the articles in the page at a moment depend on measured heights.)
+  const reqs = new Map()
+  p.on('websocket', (ws) => {
+    ws.on('framesent', ({ payload }) => {
+      const msg = JSON.parse(String(payload))
+      if (msg[0] === 'REQ') reqs.set(msg[1], { filters: msg.slice(2), events: 0, eose: false })
+    })
+    ws.on('framereceived', ({ payload }) => {
+      const msg = JSON.parse(String(payload))
+      const req = reqs.get(msg[1])
+      if (!req || req.eose) return
+      if (msg[0] === 'EVENT' && msg[2].kind === 9) req.events++
+      if (msg[0] === 'EOSE') req.eose = true
+    })
+  })
   await p.goto(config.url)
   await p.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
   await check(report, 'the newest page shows right after sign-in', async () => {
@@ -14,7 +30,9 @@ try {
     await p.getByRole('button', { name: 'Sign in' }).click()
     await log(p).getByRole('article').filter({ hasText: `message ${String(config.count - 1).padStart(4, '0')}` }).waitFor()
     report.numbers.firstMessageMs = Date.now() - started
-    report.numbers.firstPage = await log(p).getByRole('article').count()
+    const pages = [...reqs.values()].filter((r) => r.eose && r.filters.some((f) => f.kinds?.includes(9) && f['#h'] && f.limit))
+    report.numbers.firstPage = pages[0]?.events ?? null
+    report.numbers.firstPageReqs = pages.map((r) => [r.filters, r.events])
   })
   await check(report, 'scrolling up loads every older page once, in order', async () => {
     const timeline = log(p)
