@@ -8,9 +8,7 @@ request, with `created_at = effect_at`, recorded with the step before anything h
 
 from __future__ import annotations
 
-import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from buzz.core.errors import BuzzError
@@ -41,35 +39,14 @@ class Actions:
         self.secret_key = secret_key
         self.relay_pubkey = relay_pubkey
         self.settings = settings
-        # Relay signatures off the event loop (decision 377): a BIP-340 signature is ~200 µs of
-        # C that runs without the GIL, ~30% of the loop's time under sustained runs; one hop to
-        # this thread signs all the events of a write.
-        self._signer = ThreadPoolExecutor(1, thread_name_prefix="workflow-signer")
-
-    def close(self) -> None:
-        self._signer.shutdown(wait=False, cancel_futures=True)
 
     def sign(self, template: ev.EventTemplate) -> Event:
         return Event.create(
             self.secret_key, template.kind, template.content, template.tags, template.created_at
         )
 
-    def _sign_all(self, templates: list[ev.EventTemplate]) -> list[Event]:
-        return [self.sign(t) for t in templates]
-
-    async def sign_all(self, templates: list[ev.EventTemplate]) -> list[Event]:
-        """`sign` of each, in the signer thread (the loop runs meanwhile)."""
-        if not templates:
-            return []
-        try:
-            signing = asyncio.get_running_loop().run_in_executor(self._signer, self._sign_all, templates)
-        except RuntimeError:  # closed (the engine stopped): sign here
-            return self._sign_all(templates)
-        return await signing
-
-    async def _event(self, kind: int, content: str, tags: list[tuple[str, ...]], at: int) -> dict[str, Any]:
-        template = ev.EventTemplate(kind, tuple(tags), content, at)
-        return (await self.sign_all([template]))[0].to_dict()
+    def _event(self, kind: int, content: str, tags: list[tuple[str, ...]], at: int) -> dict[str, Any]:
+        return Event.create(self.secret_key, kind, content, tags, at).to_dict()
 
     # -- facts -----------------------------------------------------------------------------
     async def member_names(self, channel_id: str) -> dict[str, str]:
@@ -103,7 +80,7 @@ class Actions:
             if "@" in f["text"]:  # no `@`, no mention: the members' names are not read
                 tags += [("p", pk) for pk in mentioned(f["text"], await self.member_names(run.channel_id))]
             return {
-                "events": [await self._event(9, f["text"], tags + tail, d.effect_at)],
+                "events": [self._event(9, f["text"], tags + tail, d.effect_at)],
                 "channel_id": run.channel_id,
             }
         if action == "send_dm":
@@ -116,20 +93,13 @@ class Actions:
             except BuzzError as exc:
                 raise _fail(f"send_dm could not open the DM: {exc}") from None
             tags = [("h", dm), ("actor", run.owner), ("p", to), *tail]
-            return {
-                "events": [await self._event(9, f["text"], tags, d.effect_at)],
-                "channel_id": dm,
-                "to": to,
-            }
+            return {"events": [self._event(9, f["text"], tags, d.effect_at)], "channel_id": dm, "to": to}
         if action == "set_channel_topic":
             await self._open_channel(run.channel_id)
             body = {"type": "topic_changed", "actor": run.owner, "topic": f["topic"], "workflow_id": run.workflow_id,
                     "run_id": run.id}  # fmt: skip
             tags = [("h", run.channel_id), ("actor", run.owner), *tail]
-            return {
-                "topic": f["topic"],
-                "events": [await self._event(40099, ev.compact(body), tags, d.effect_at)],
-            }
+            return {"topic": f["topic"], "events": [self._event(40099, ev.compact(body), tags, d.effect_at)]}
         if action == "add_reaction":
             target = str(run.trigger.get("message_id") or "")
             stored = await self.store.get(target) if target else None
@@ -149,7 +119,7 @@ class Actions:
             if same is not None:
                 return {"existing": same, "target": target}
             tags = [("e", target), ("actor", run.owner), *tail]
-            return {"events": [await self._event(7, f["emoji"], tags, d.effect_at)], "target": target}
+            return {"events": [self._event(7, f["emoji"], tags, d.effect_at)], "target": target}
         if action == "call_webhook":
             return dict(f)
         if action == "ask_agent":

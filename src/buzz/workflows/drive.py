@@ -103,12 +103,11 @@ class Drive:
 
     async def commit(self, t: m.Transition, *, release: bool = False, approval: Any = None,
                      swap: ApprovalSwap | None = None, events: tuple[StoredEvent, ...] = ()) -> None:  # fmt: skip
+        await self.e.gate.wait()
         before = self.base
-        if events:
-            signed = await self.e.signed(self.held, before.channel_id) + events
-        else:  # one hop to the signer for the held events and this transition's
-            signed = await self.e.signed([*self.held, *t.emitted], before.channel_id)
-        await self.e.gate.wait()  # after the signing: the write itself waits while fires commit
+        signed = self.e._signed(self.held, before.channel_id) + (
+            events or self.e._signed(t.emitted, before.channel_id)
+        )
         steps = tuple(step_row(before.id, r, self.effects.get(r.index)) for r in changed_steps(before, t.run))
         write = WorkflowWrite(runs=(run_row(t.run, self.tei),), steps=steps, events=signed, approval=approval,
                               swap=swap, lease=self.e.replica, release=release)  # fmt: skip
@@ -246,7 +245,7 @@ class Drive:
         approval = Approval(approval_reference(str(uuid.uuid4())), run.workflow_id, run.id, dispatch.step_id,
                             dispatch.step_index, run.channel_id, spec, dispatch.effect_at + int(f["timeout"]), now)  # fmt: skip
         t2 = m.advance(run, m.ApprovalOpened(now, approval, tuple(designated)))
-        events = await self.e.signed([*t.emitted, *t2.emitted], run.channel_id)
+        events = self.e._signed([*t.emitted, *t2.emitted], run.channel_id)
         request_id = events[-1].event.id
         approval = replace(approval, request_event_id=request_id)
         await self.commit(m.Transition(t2.run, (*t.effects, *t2.effects)), release=True,

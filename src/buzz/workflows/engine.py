@@ -133,7 +133,6 @@ class Engine:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
-        self.actions.close()
 
     async def _every(self, name: str, fn: Any, period: float) -> None:
         while True:
@@ -200,10 +199,6 @@ class Engine:
     def _signed(self, templates: list[Any], channel_id: str) -> tuple[StoredEvent, ...]:
         return tuple(relay_signed(self.actions.sign(t), channel_id) for t in templates)
 
-    async def signed(self, templates: list[Any], channel_id: str) -> tuple[StoredEvent, ...]:
-        """`_signed`, signed in the signer thread (decision 377)."""
-        return tuple(relay_signed(e, channel_id) for e in await self.actions.sign_all(list(templates)))
-
     async def prepare_run(self, wf: WorkflowRow, door: Door, trigger: dict[str, Any], now: int,
                           trigger_event_id: str | None = None, claim_key: str | None = None,
                           pending: int | None = None, definition: d.Definition | None = None,
@@ -242,11 +237,10 @@ class Engine:
                     drive, started = first
                     steps = tuple(step_row(run_id, r, drive.effects.get(r.index)) for r in started.run.steps)
                     write = WorkflowWrite(runs=(run_row(started.run, trigger_event_id),), steps=steps,
-                                          events=await self.signed([*t.emitted, *started.emitted], wf.channel_id),
+                                          events=self._signed([*t.emitted, *started.emitted], wf.channel_id),
                                           claim=claim, take=take)  # fmt: skip
                     return Prepared(run_id, write, drive)
-        events = await self.signed(t.emitted, wf.channel_id)
-        write = WorkflowWrite(runs=(run_row(t.run, trigger_event_id),), events=events,
+        write = WorkflowWrite(runs=(run_row(t.run, trigger_event_id),), events=self._signed(t.emitted, wf.channel_id),
                               claim=claim, take=take)  # fmt: skip
         return Prepared(run_id, write)
 
