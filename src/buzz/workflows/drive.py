@@ -207,6 +207,7 @@ class Drive:
 
     async def nap(self, at: int) -> m.Input:
         self.e.napping += 1
+        self.e.freed()  # a napping drive takes no slot: a queued run may start in it
         try:
             await asyncio.sleep(max(0.0, at - time.time()) + 0.05)
         finally:

@@ -96,6 +96,12 @@ class Engine:
         self._tasks: list[asyncio.Task[None]] = []
         self._timers: set[asyncio.TimerHandle] = set()
         self._loose: set[asyncio.Task[Any]] = set()
+        # The run queue's refill (decision 376): a run left `pending` for want of a free drive
+        # is taken as soon as a drive frees, not at the next scan (`tick_s`, 10 s).
+        self._queued = 0  # runs refused a drive (`kick`) not yet taken by a refill
+        self._refill: asyncio.Task[None] | None = None
+        self._take_lock = asyncio.Lock()  # a scan and a refill count free drives one at a time
+        self._stopping = False
 
     # -- lifetime ----------------------------------------------------------------------------
     async def start(self, sole: bool = False) -> None:
@@ -112,9 +118,15 @@ class Engine:
         self._tasks.append(loop.create_task(self.scheduler.run(), name="workflows-schedule"))
 
     async def stop(self) -> None:
+        self._stopping = True  # drives ending as they are cancelled start no refill
         for timer in self._timers:
             timer.cancel()
-        tasks = [*self._tasks, *self._running.values(), *self._loose]
+        tasks = [
+            *self._tasks,
+            *self._running.values(),
+            *self._loose,
+            *([self._refill] if self._refill else []),
+        ]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -349,8 +361,11 @@ class Engine:
 
     # -- driving runs (§7.5, §11.2–§11.3) ----------------------------------------------------
     def kick(self, run_id: str, force: bool = False) -> None:
-        """Try to take and drive one run now (the scan finds it otherwise)."""
-        if run_id in self._running or self.free() <= 0:
+        """Try to take and drive one run now (a refill or the scan finds it otherwise)."""
+        if run_id in self._running:
+            return
+        if self.free() <= 0:
+            self._queued += 1  # taken by the refill when a drive frees
             return
         self._spawn(self._take_and_drive(run_id, force))
 
@@ -375,12 +390,46 @@ class Engine:
 
     async def scan(self) -> None:
         await self.gate.wait()
-        free = self.free()
-        if free <= 0:
-            return
-        now = int(time.time())
-        for run_id in await self.store.workflow_take_runs(self.replica, now, self.settings.lease_s, free):
-            self._start(run_id)
+        async with self._take_lock:
+            free = self.free()
+            if free <= 0:
+                return
+            now = int(time.time())
+            for run_id in await self.store.workflow_take_runs(self.replica, now, self.settings.lease_s, free):
+                self._start(run_id)
+
+    def freed(self) -> None:
+        """A drive ended or began a nap: when runs were refused a drive, take them now (one
+        refill at a time; drives freed meanwhile are counted by its next take)."""
+        if self._queued and self._refill is None and not self._stopping and self.free() > 0:
+            self._refill = asyncio.get_running_loop().create_task(self._refilling(), name="workflows-refill")
+
+    async def _refilling(self) -> None:
+        """Take as many queued runs as were refused a drive (`_queued`), in queue order, while
+        drives are free. Bounded by that count: a run taken and put back (a workflow at its
+        `max_concurrent`) is not taken again by the refill, only by the scan."""
+        try:
+            while self._queued:
+                await self.gate.wait()
+                async with self._take_lock:
+                    want, seen = min(self.free(), self._queued), self._queued
+                    if want <= 0:
+                        return  # the next drive to free starts another refill
+                    now = int(time.time())
+                    taken = await self.store.workflow_take_runs(
+                        self.replica, now, self.settings.lease_s, want
+                    )
+                    for run_id in taken:
+                        self._start(run_id)
+                    # fewer than asked: the queue is empty (the scan or another replica took the
+                    # rest); the runs refused meanwhile keep their count
+                    self._queued = max(0, self._queued - (want if len(taken) >= want else seen))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("workflow refill failed; the scan takes the queue")
+        finally:
+            self._refill = None
 
     async def _renew(self) -> None:
         if self._running:
@@ -424,6 +473,7 @@ class Engine:
             waiting = self._deferred.get(workflow_id) if workflow_id is not None else None
             if waiting:  # a run of its workflow deferred by `max_concurrent` may start now
                 self.kick(waiting.pop(0))
+            self.freed()
 
     async def _loaded(self, run_id: str) -> Drive | None:
         """The drive of a stored run; None when it is gone or deferred by `max_concurrent`
