@@ -34,6 +34,7 @@ CHECKS = [
     "unread counts are the link description, not its name",
     "changing only the #<channel id> of an open tab switches channel",
     "a third person cannot see or open the private channel",
+    'at phone width, "1 reply" held down for a moment stays under the pointer and opens the thread',
     "screenshots: phone width with the menu, thread and members",
     "rename, remove a member (Bob sees both live), archive",
     "a direct message from the members panel reaches Bob live",

@@ -21,6 +21,7 @@ CHECKS = [
     '"Jump to first unread" goes back to the divider, hundreds of messages up',
     "scrolling up to the start loads every older page with the view held, the DOM bounded",
     "back at the bottom, a new message is followed",
+    "an edit in progress survives its message scrolled far out of view and back",
     "the messages in the DOM stay bounded",
 ]
 

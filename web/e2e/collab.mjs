@@ -4,7 +4,7 @@
 // a third person cannot open; screenshots of channel, thread and members at both sizes.
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { launch, person, signIn, send, openChannel, article, arrives, log, scenario, check, finish, DESKTOP, PHONE } from './lib.mjs'
+import { launch, person, signIn, send, openChannel, article, arrives, log, scenario, check, finish, frames, DESKTOP, PHONE } from './lib.mjs'
 
 const run = promisify(execFile)
 const { config, report } = scenario()
@@ -213,6 +213,29 @@ try {
     await C.getByRole('complementary', { name: 'Browse channels' }).getByRole('button', { name: 'Join general' }).waitFor()
     if (await C.getByText('secret-plans').count()) throw new Error('carol sees the private channel')
     if (await C.getByText('The plan is on the wiki').count()) throw new Error('carol reads the private message')
+  })
+
+  await check(report, 'at phone width, "1 reply" held down for a moment stays under the pointer and opens the thread', async () => {
+    // A press focuses its message, whose actions then show below it; a channel longer than
+    // the view, followed at its bottom, followed them up and moved the button from under the
+    // pointer: the release missed it and the click went to the message (decision 367). A
+    // person's press lasts frames, so this one does too; short enough that the channel overflows.
+    await A.setViewportSize({ width: PHONE.width, height: 640 })
+    try {
+      const button = article(A, '@Rulesbot ping').getByRole('button', { name: '1 reply' })
+      await log(A).evaluate((el) => { el.scrollTop = el.scrollHeight })
+      await frames(A)
+      const at = await button.boundingBox()
+      await A.mouse.move(at.x + at.width / 2, at.y + at.height / 2)
+      await A.mouse.down()
+      await article(A, '@Rulesbot ping').getByRole('button', { name: 'Reply in thread' }).waitFor() // its actions show
+      await frames(A)
+      await A.mouse.up()
+      await A.getByRole('complementary', { name: 'Thread' }).getByRole('article').filter({ hasText: 'pong' }).waitFor()
+      await A.getByRole('button', { name: 'Close thread' }).click()
+    } finally {
+      await A.setViewportSize(DESKTOP)
+    }
   })
 
   await check(report, 'screenshots: phone width with the menu, thread and members', async () => {

@@ -2,7 +2,7 @@
 // message far below the last read one, "Jump to latest" and "Jump to first unread" work, and
 // scrolling from the bottom to the start of the channel loads every older page with the view
 // held in place, while the messages in the DOM stay a bounded few.
-import { launch, person, log, article, scenario, check, finish, openChannel, signIn, reached, until, scaled, frames } from './lib.mjs'
+import { launch, person, log, article, send, scenario, check, finish, openChannel, signIn, reached, until, scaled, frames } from './lib.mjs'
 
 const { config, report } = scenario()
 const { browser, close } = await launch()
@@ -111,6 +111,28 @@ try {
       const r = a?.getBoundingClientRect()
       return r && r.bottom <= box.bottom + 1 && r.top < box.bottom
     })
+    await track(p)
+  })
+
+  await check(report, 'an edit in progress survives its message scrolled far out of view and back', async () => {
+    // The window unmounts a message far from the view; the open edit box and its text must
+    // come back with it (decision 366), as in Slack or Element.
+    await send(p, 'mine to edit')
+    const id = await article(p, 'mine to edit').getAttribute('data-id')
+    const mine = log(p).locator(`article[data-id="${id}"]`)
+    await mine.getByRole('button', { name: 'Edit' }).click()
+    const box = mine.getByRole('textbox', { name: 'Edit message' })
+    await box.press('End')
+    await box.pressSequentially(', typed before scrolling away')
+    await log(p).evaluate((el) => { el.scrollTop = 0 })
+    await mine.waitFor({ state: 'detached' })
+    await p.getByRole('button', { name: 'Jump to latest' }).click()
+    await box.waitFor()
+    const kept = await box.inputValue()
+    if (kept !== 'mine to edit, typed before scrolling away') throw new Error(`the edit box came back with "${kept}"`)
+    await mine.getByRole('button', { name: 'Save' }).click()
+    await box.waitFor({ state: 'detached' })
+    await mine.filter({ hasText: 'mine to edit, typed before scrolling away' }).filter({ hasText: '(edited)' }).waitFor()
     await track(p)
   })
 

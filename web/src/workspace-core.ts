@@ -41,6 +41,9 @@ export abstract class WorkspaceCore {
   active: string | null = null
   thread: string | null = null
   editRequest: string | null = null // ↑ in an empty box: the message to open for editing
+  // Messages being edited: id -> the edit box's text. Held here, not in the message's own
+  // state, so an edit survives the windowed timeline unmounting its row (decision 366).
+  edits = new Map<string, string>()
   focus: string | null = null // the message a permalink or search result points at (highlighted)
   notice: string | null = null
   refused = new Map<string, string>() // channel id -> the relay's refusal of a read

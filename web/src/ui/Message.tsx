@@ -1,7 +1,7 @@
 // One message. The first of a group shows the avatar, the author (a button that opens their
 // card), the agent badge and the time; the next ones of the same author show their time in
 // the gutter on hover. A message that mentions me is marked; a permalink target is highlighted.
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { permalink } from '../navigate'
 import type { Msg, Workspace } from '../workspace'
 import { Avatar } from './Avatar'
@@ -25,8 +25,23 @@ type Props = { ws: Workspace; m: Msg; onThread: (id: string) => void; inThread: 
 
 export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   const [picking, setPicking] = useState(false)
-  const [editing, setEditing] = useState(false)
-  const [draft, setDraft] = useState('')
+  // The edit in progress (open, and its text) lives on the workspace by message id: scrolled far
+  // out of view, the row unmounts; scrolled back, the edit box comes back as it was (decision 366).
+  const [draft, setDraftState] = useState<string | null>(() => ws.edits.get(m.ev.id) ?? null)
+  const editing = draft !== null
+  const opened = useRef(false) // opened here, not brought back: only then does the box take focus
+  const setDraft = (text: string) => {
+    ws.edits.set(m.ev.id, text)
+    setDraftState(text)
+  }
+  const startEdit = () => {
+    opened.current = true
+    setDraft(m.content)
+  }
+  const stopEdit = () => {
+    ws.edits.delete(m.ev.id)
+    setDraftState(null)
+  }
   const [confirming, setConfirming] = useState(false)
   const [linked, setLinked] = useState(false)
   const [asking, setAsking] = useState(false)
@@ -35,8 +50,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   useEffect(() => {
     if (ws.editRequest !== m.ev.id) return
     ws.editRequest = null
-    setDraft(m.content)
-    setEditing(true)
+    startEdit()
   })
   const mine = m.ev.pubkey === ws.me.pubkey
   const canModerate = !mine && ws.isElevated(m.channel)
@@ -93,13 +107,13 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
             class="edit"
             onSubmit={(e) => {
               e.preventDefault()
-              void act(ws, () => ws.edit(m.ev.id, draft)).then(() => setEditing(false))
+              void act(ws, () => ws.edit(m.ev.id, draft ?? '')).then(stopEdit)
             }}
           >
-            <textarea aria-label="Edit message" autoFocus value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
+            <textarea aria-label="Edit message" autoFocus={opened.current} value={draft ?? ''} onInput={(e) => setDraft(e.currentTarget.value)} />
             <div class="row">
               <button type="submit">Save</button>
-              <button type="button" class="quiet" onClick={() => setEditing(false)}>Cancel</button>
+              <button type="button" class="quiet" onClick={stopEdit}>Cancel</button>
             </div>
           </form>
         ) : (
@@ -144,7 +158,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
         <button type="button" class="icon" aria-expanded={picking} onClick={() => setPicking(!picking)}>Add reaction</button>
         <button type="button" class="icon" onClick={copyLink}>{linked ? 'Link copied' : 'Copy link'}</button>
         {hasAgents && <button type="button" class="icon" onClick={() => setAsking(true)}>Ask agent</button>}
-        {mine && <button type="button" class="icon" onClick={() => { setDraft(m.content); setEditing(true) }}>Edit</button>}
+        {mine && <button type="button" class="icon" onClick={startEdit}>Edit</button>}
         {(mine || canModerate) && (
           confirming ? (
             <>

@@ -84,7 +84,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
 
   return (
     <div class="timeline-wrap">
-    <div class="timeline" role="log" aria-label="Messages" aria-busy={t.loading} ref={box} onScroll={onScroll} tabIndex={0}>
+    <div class="timeline" role="log" aria-label="Messages" aria-busy={t.loading} ref={box} onScroll={onScroll} onPointerDown={() => w.press()} tabIndex={0}>
       {t.hasMore && t.loaded && (
         <button type="button" class="quiet older" disabled={t.loading} onClick={() => void act(ws, () => ws.loadOlder(channel))}>
           {t.loading ? 'Loading…' : 'Load older messages'}

@@ -38,6 +38,7 @@ export class Windower {
   rerender: () => void = () => undefined
   private observer: ResizeObserver | null = null
   private watched = new Set<Element>()
+  private pressed = false // a pointer is down in the box: what is under it stays put
 
   private get box(): HTMLElement | null {
     return this.boxRef?.current ?? null
@@ -170,7 +171,11 @@ export class Windower {
       } else want = this.origin() + this.offsets[i] - (p.offset ?? 0)
     }
     if (!p && Math.abs(box.scrollTop - this.last) >= 1 && this.last >= 0) this.capture() // a scroll whose event is still to come
-    if (want === null && this.pinned) want = box.scrollHeight - box.clientHeight
+    // Pinned, a row that grows is followed to the bottom — but not while a pointer is down: a
+    // press focuses its message, whose actions then show below it at phone width, and following
+    // them moved the pressed button up from under the pointer, so the release missed it and the
+    // click went to the message instead (decision 367). The bottom is followed on release.
+    if (want === null && this.pinned) want = this.pressed ? null : box.scrollHeight - box.clientHeight
     else if (want === null && this.anchor) {
       const row = shown(this.anchor.key)
       const i = this.index.get(this.anchor.key)
@@ -221,6 +226,22 @@ export class Windower {
       const i = Math.min(this.rowAt(top), this.keys.length - 1)
       this.anchor = { key: this.keys[i], offset: this.offsets[i] - top }
     }
+  }
+
+  /** A pointer went down in the box: hold the view until its release and the click it makes. */
+  press(): void {
+    if (this.pressed) return
+    this.pressed = true
+    // A release outside the page may never come (the window lost focus mid-press): blur ends it.
+    const release = () => {
+      for (const type of ['pointerup', 'pointercancel', 'blur']) window.removeEventListener(type, release, true)
+      // The click comes right after the pointerup, in the same task: follow the bottom after it.
+      window.setTimeout(() => {
+        this.pressed = false
+        this.layout()
+      }, 0)
+    }
+    for (const type of ['pointerup', 'pointercancel', 'blur']) window.addEventListener(type, release, true)
   }
 
   /** Is row `key` above the view (its top more than 20 px over the view's top)? */
