@@ -233,7 +233,8 @@ export class Windower {
     if (this.pressed) return
     this.pressed = true
     // A release outside the page may never come (the window lost focus mid-press): blur ends it.
-    const release = () => {
+    const release = (e: Event) => {
+      if (e.type === 'blur' && e.target !== window) return // an element's blur, caught on its way down
       for (const type of ['pointerup', 'pointercancel', 'blur']) window.removeEventListener(type, release, true)
       // The click comes right after the pointerup, in the same task: follow the bottom after it.
       window.setTimeout(() => {
