@@ -124,6 +124,8 @@ async def test_refused_file_sends_nothing(
         assert result.code == 1
         assert result.error["error"] == "user_error"
         assert result.error["relay_message"] == "content type not allowed: image/svg+xml"
+        # an HTTP refusal's reason carries no NIP-01 prefix: no refusal or hint is made up for it
+        assert "refusal" not in result.error and "hint" not in result.error
         assert await ca.query([{"kinds": [9], "#h": [channel]}]) == []
     missing = await buzz(
         sqlite_relay.url, alice, "messages", "send", "--channel", channel, "--file", str(tmp_path / "nope")

@@ -167,3 +167,15 @@ async def test_agent_run_help_shows_each_valued_flags_default() -> None:
     for flag in FLAGS:
         if not flag.is_flag and isinstance(flag.default, int):
             assert f"default: {flag.default}; env {flag.env}]" in text, flag.option
+
+
+async def test_usage_and_key_errors_say_where_to_look(sqlite_relay: RunningRelay, alice: Identity) -> None:
+    """A missing or unknown option names the command's --help; a malformed key names the
+    command that makes one (a newcomer's finding: both were bare)."""
+    missing = await buzz(sqlite_relay.url, alice, "messages", "send", "hi")
+    assert missing.code == 1
+    assert missing.error["message"] == "Missing option '--channel' (see buzz messages send --help)"
+    unknown = await buzz(sqlite_relay.url, alice, "channels", "list", "--bogus")
+    assert unknown.error["message"] == "No such option '--bogus' (see buzz channels list --help)"
+    bad_key = await buzz(sqlite_relay.url, None, "channels", "list", env={"BUZZ_PRIVATE_KEY": "xyz"})
+    assert bad_key.code == 3 and "buzz keys generate" in bad_key.error["message"]

@@ -46,7 +46,8 @@ def usage_failure(exc: click.UsageError) -> UserError:
         return UserError(
             f"{exc.option_name} is an option of buzz itself: give it before the command group ({where})"
         )
-    return UserError(exc.format_message())
+    path = exc.ctx.command_path if exc.ctx is not None else "buzz"
+    return UserError(f"{exc.format_message().rstrip('.')} (see {path} --help)")
 
 
 @contextlib.contextmanager

@@ -16,9 +16,9 @@ from typing import Any
 import click
 
 from buzz.cli.common import identity_of, open_workspace
-from buzz.cli.groups import report
+from buzz.cli.groups import report, usage_failure
 from buzz.cli.output import Context
-from buzz.client.errors import UserError, WorkspaceError
+from buzz.client.errors import WorkspaceError
 
 
 class _McpCommand(click.Command):
@@ -30,7 +30,7 @@ class _McpCommand(click.Command):
         try:
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
-            report(UserError(exc.format_message()))
+            report(usage_failure(exc))
 
 
 @click.command("mcp", cls=_McpCommand)

@@ -40,12 +40,20 @@ class WorkspaceError(Exception):
     names_refusal: ClassVar[bool] = True
 
     def __init__(
-        self, message: str, *, retryable: bool | None = None, relay_message: str | None = None
+        self,
+        message: str,
+        *,
+        retryable: bool | None = None,
+        relay_message: str | None = None,
+        verdict: bool = True,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = self.default_retryable if retryable is None else retryable
         self.relay_message = relay_message
+        # False when `relay_message` is not a NIP-01 verdict (a Blossom route's X-Reason, whose
+        # HTTP status already chose the category): no prefix to name, so no refusal or hint.
+        self.verdict = verdict
 
     def __str__(self) -> str:
         return self.message
@@ -60,7 +68,7 @@ class WorkspaceError(Exception):
         }
         if self.relay_message is not None:
             payload["relay_message"] = self.relay_message
-        if self.relay_message is not None and self.names_refusal:
+        if self.relay_message is not None and self.names_refusal and self.verdict:
             prefix = refusal_of(self.relay_message)
             payload["refusal"] = prefix
             payload["hint"] = REFUSALS[prefix]

@@ -78,15 +78,16 @@ class Fetched:
 def http_error(status: int, reason: str | None) -> WorkspaceError:
     """The API error for a refused media request (the module's table)."""
     text = reason or f"HTTP {status}"
+    said = {"relay_message": reason, "verdict": False}  # an X-Reason, not a NIP-01 verdict
     if status in (401, 403):
-        return AuthError(text, relay_message=reason)
+        return AuthError(text, **said)
     if status == 404:
-        return NotFound(text, relay_message=reason)
+        return NotFound(text, **said)
     if status in _USER_STATUSES:
-        return UserError(text, relay_message=reason)
+        return UserError(text, **said)
     if status in _RETRY_STATUSES:
-        return RelayUnavailable(text, retryable=True, relay_message=reason)
-    return Refused(text, relay_message=reason)
+        return RelayUnavailable(text, retryable=True, **said)
+    return Refused(text, **said)
 
 
 def file_sha256(path: Path) -> str:

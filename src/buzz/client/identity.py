@@ -28,7 +28,7 @@ NO_KEY = (
     "no private key: set BUZZ_PRIVATE_KEY, or give --private-key before the command group "
     "(buzz --private-key <nsec or hex> channels list)"
 )
-BAD_KEY_FORMAT = "invalid private key: expected 64 hex characters or nsec1…"
+BAD_KEY_FORMAT = "invalid private key: expected 64 hex characters or nsec1… (buzz keys generate makes one)"
 BAD_KEY_VALUE = "invalid private key: not a valid secp256k1 secret (zero or not below the curve order)"
 
 
