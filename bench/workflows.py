@@ -274,15 +274,15 @@ async def schedules(urls: list[str], count: int, minutes: int = 0, dsn: str | No
         for e in started:
             minutes.setdefault(e.created_at // 60, []).append(e.created_at % 60)
         pairs = {(json.loads(e.content)["workflow_id"], e.created_at // 60) for e in started}
-        instants = await per_instant(dsn) if dsn else []
+        fires = await per_instant(dsn) if dsn else []
         return {"row": f"{count} schedules (interval 60 s) over 100 channels, {len(urls)} replicas on PostgreSQL",
                 "workflows_fired": len(set(by_run.values())), "runs": len(started),
                 "runs_of_one_instant_twice": len(started) - len(pairs),
                 "messages_of_one_instant_twice": sum(n - 1 for n in instants.values()),
                 "max_delay_s": max(delays) if delays else None,
                 "p50_delay_s": statistics.median(delays) if delays else None,
-                "capacity_exceeded": sum(i["capacity_exceeded"] for i in instants),
-                "per_instant": instants,
+                "capacity_exceeded": sum(i["capacity_exceeded"] for i in fires),
+                "per_instant": fires,
                 "per_minute": [{"runs": len(v), "max_delay_s": max(v), "p50_delay_s": statistics.median(v)}
                                for _, v in sorted(minutes.items())]}  # fmt: skip
     finally:
