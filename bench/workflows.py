@@ -10,7 +10,10 @@ Rows, each against real `buzz relay serve` processes:
 2. **Sustained runs**: webhook calls of a 3-step workflow (one per offered run a second, so no
    workflow passes its 120 runs a minute) (two messages and a delay of 1 s) at
    `--rate` per second for `--seconds`, on SQLite and on PostgreSQL: runs completed, the pending
-   queue's peak, relay CPU seconds per run.
+   queue's peak, relay CPU seconds per run; and trigger → first message under that load (a
+   probe, 10 messages a second on a connection of its own in a channel of its own: a message's
+   OK → the live arrival of its `message_posted` workflow's message, beside a plain message's
+   publish → live arrival, alternating; and each webhook call's 202 → its run's first message).
 3. **Schedules**: `--schedules` workflows with `interval: 60` over 100 channels (they all fire at
    the next whole minute), on two replicas sharing one PostgreSQL: how many fired, how many
    instants ran twice (must be 0), and the delay from the instant to each 46001 (the spec's
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -102,10 +106,57 @@ async def latency(url: str, n: int) -> dict[str, Any]:
                 "ratio_p50": round(pct(engine, 0.5) / pct(plain, 0.5), 2)}  # fmt: skip
 
 
+PROBES = 5  # echo workflows of the sustained row's probe: one probe a second each, under 120 a minute
+
+
+async def probe(url: str, cid: str, stop: asyncio.Event, arrivals: dict[str, float],
+                sent: list[tuple[str, str, float, float]]) -> None:  # fmt: skip
+    """Every 0.1 s a message on its own connection, alternately one that a `message_posted`
+    workflow echoes ("go<j> <k>" → "echo go<j> <k>") and a plain one (the yardstick): the
+    time of its send and of its OK, in `sent` (expected arrival, kind, send, OK)."""
+    async with RelayClient(url, SECRET) as client:
+        k = 0
+        while not stop.is_set():
+            j = (k // 2) % PROBES
+            text = f"go{j} {k}" if k % 2 == 0 else f"plain {k}"
+            t0 = time.perf_counter()
+            ok = await client.publish(Event.create(SECRET, 9, text, [["h", cid]]))
+            t1 = time.perf_counter()
+            assert ok.accepted, ok.message
+            sent.append((f"echo {text}" if k % 2 == 0 else text, "engine" if k % 2 == 0 else "plain", t0, t1))
+            k += 1
+            await asyncio.sleep(max(0.0, t0 + 0.1 - time.perf_counter()))
+
+
+async def listen(url: str, cids: list[str], arrivals: dict[str, float], ready: asyncio.Event) -> None:
+    """Every kind 9 of the channels, live: the first time each content was seen."""
+    async with RelayClient(url, SECRET) as client:
+        sub = await client.subscribe([{"kinds": [9], "#h": cids, "since": int(time.time())}])
+        await asyncio.wait_for(sub.eose.wait(), 10)
+        ready.set()
+        async for event in sub:
+            arrivals.setdefault(event.content, time.perf_counter())
+
+
+def pcts(values: list[float]) -> dict[str, float | int | None]:
+    if not values:
+        return {"n": 0, "p50_ms": None, "p99_ms": None}
+    return {"n": len(values), "p50_ms": round(pct(values, 0.5), 2), "p99_ms": round(pct(values, 0.99), 2)}
+
+
 async def sustained(relay: ingest.RelayProc, rate: int, seconds: int, label: str) -> dict[str, Any]:
+    """Also the trigger → first message latency under that load: a subscriber on its own
+    connection sees every message of the channel; each webhook call's 202 → its run's first
+    message ("a <n>"), and a probe's message OK → its echo workflow's message, beside the plain
+    message's publish → arrival (the latency row's yardstick) sent on the same probe connection.
+    The probe's messages and echo workflows are in a channel of their own (its runs are not
+    counted as the row's)."""
     url = relay.url
     async with RelayClient(url, SECRET) as client, aiohttp.ClientSession() as http:
-        cid = await channel(client)
+        cid, probed = await channel(client), await channel(client)  # the probe's runs are not counted
+        for j in range(PROBES):
+            await save(client, probed, f"name: echo {j}\ntrigger: {{on: message_posted, filter: 'str_starts_with(trigger_text, \"go{j} \")'}}\n"
+                                    "steps:\n  - {id: s, action: send_message, text: 'echo {{trigger.text}}'}\n")  # fmt: skip
         # one workflow per run of a second: each stays under its 120 runs a minute
         hooks = []
         for _ in range(rate):
@@ -115,22 +166,34 @@ async def sustained(relay: ingest.RelayProc, rate: int, seconds: int, label: str
                                           "  - {id: b, action: send_message, text: 'b {{trigger.n}}'}\n")  # fmt: skip
             hooks.append((url.replace("ws://", "http://") + f"/hooks/{body['workflow_id']}",
                           {"X-Webhook-Secret": body["webhook_secret"]}))  # fmt: skip
+        arrivals: dict[str, float] = {}
+        ready, stop = asyncio.Event(), asyncio.Event()
+        listener = asyncio.create_task(listen(url, [cid, probed], arrivals, ready))
+        await asyncio.wait_for(ready.wait(), 30)
+        probes: list[tuple[str, str, float, float]] = []
+        prober = asyncio.create_task(probe(url, probed, stop, arrivals, probes))
+        accepted_at: dict[int, float] = {}
+
+        async def call(n: int, hook: str, headers: dict[str, str]) -> int:
+            async with http.post(hook, json={"n": n}, headers=headers) as resp:
+                if resp.status == 202:
+                    accepted_at[n] = time.perf_counter()
+                return resp.status
+
         cpu0 = ingest.group_cpu_s(relay.proc.pid)
         start = time.perf_counter()
         sent, refused, peak = 0, 0, 0
         for second in range(seconds):
-            batch = [
-                http.post(hook, json={"n": second * rate + i}, headers=headers)
-                for i, (hook, headers) in enumerate(hooks)
-            ]
-            for resp in await asyncio.gather(*batch):
+            batch = [call(second * rate + i, hook, headers) for i, (hook, headers) in enumerate(hooks)]
+            for status in await asyncio.gather(*batch):
                 sent += 1
-                refused += resp.status != 202
-                resp.release()
+                refused += status != 202
             pending = await client.count([{"kinds": [46001], "#h": [cid]}]) - await client.count(
                 [{"kinds": [46005, 46006], "#h": [cid]}])  # fmt: skip
             peak = max(peak, pending)
             await asyncio.sleep(max(0.0, start + second + 1 - time.perf_counter()))
+        stop.set()
+        await prober
         deadline = time.perf_counter() + 60
         done = 0
         while time.perf_counter() < deadline:
@@ -139,12 +202,29 @@ async def sustained(relay: ingest.RelayProc, rate: int, seconds: int, label: str
                 break
             await asyncio.sleep(0.5)
         cpu = ingest.group_cpu_s(relay.proc.pid) - cpu0
+        listener.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listener
+        hook_ms = [(arrivals[f"a {n}"] - t) * 1000 for n, t in accepted_at.items() if f"a {n}" in arrivals]
+        engine = [
+            (arrivals[e] - ok) * 1000 for e, kind, _, ok in probes if kind == "engine" and e in arrivals
+        ]
+        engine_send = [
+            (arrivals[e] - t0) * 1000 for e, kind, t0, _ in probes if kind == "engine" and e in arrivals
+        ]
+        plain = [(arrivals[e] - t0) * 1000 for e, kind, t0, _ in probes if kind == "plain" and e in arrivals]
+        n_engine = sum(kind == "engine" for _, kind, _, _ in probes)
         return {"row": f"sustained 3-step runs, {label}", "offered_per_s": rate, "seconds": seconds, "sent": sent,
                 "refused": refused, "completed": done, "in_flight_peak": peak,
-                "cpu_ms_per_run": round(cpu * 1000 / max(1, done), 2)}  # fmt: skip
+                "cpu_ms_per_run": round(cpu * 1000 / max(1, done), 2),
+                "trigger_ok_to_first_message": {**pcts(engine), "sent": n_engine},
+                "trigger_send_to_first_message": pcts(engine_send),
+                "webhook_202_to_first_message": {**pcts(hook_ms), "sent": len(accepted_at)},
+                "yardstick_plain_publish_to_arrival": pcts(plain),
+                "ratio_p99": round(pct(engine, 0.99) / pct(plain, 0.99), 2) if engine and plain else None}  # fmt: skip
 
 
-async def schedules(urls: list[str], count: int, minutes: int = 0) -> dict[str, Any]:
+async def schedules(urls: list[str], count: int, minutes: int = 0, dsn: str | None = None) -> dict[str, Any]:
     """`count` workflows with `interval: 60` over 100 channels: every one fires at the first
     whole minute after it was saved, then every minute; `minutes` more whole minutes are
     watched once every workflow fired. Each run's instant is its trigger timestamp."""
@@ -187,22 +267,51 @@ async def schedules(urls: list[str], count: int, minutes: int = 0) -> dict[str, 
             run = next((t[1] for t in m.tags if t[0] == "a"), None)
             instants.setdefault((run, m.content), 0)
             instants[(run, m.content)] += 1
-        delays = [e.created_at - (e.created_at // 60) * 60 for e in started]
+        delays = [
+            e.created_at - (e.created_at // 60) * 60 for e in started
+        ]  # wraps past 60 s: see per_instant
         minutes: dict[int, list[int]] = {}
         for e in started:
             minutes.setdefault(e.created_at // 60, []).append(e.created_at % 60)
         pairs = {(json.loads(e.content)["workflow_id"], e.created_at // 60) for e in started}
+        fires = await per_instant(dsn) if dsn else []
         return {"row": f"{count} schedules (interval 60 s) over 100 channels, {len(urls)} replicas on PostgreSQL",
                 "workflows_fired": len(set(by_run.values())), "runs": len(started),
                 "runs_of_one_instant_twice": len(started) - len(pairs),
                 "messages_of_one_instant_twice": sum(n - 1 for n in instants.values()),
                 "max_delay_s": max(delays) if delays else None,
                 "p50_delay_s": statistics.median(delays) if delays else None,
+                "capacity_exceeded": sum(i["capacity_exceeded"] for i in fires),
+                "per_instant": fires,
                 "per_minute": [{"runs": len(v), "max_delay_s": max(v), "p50_delay_s": statistics.median(v)}
                                for _, v in sorted(minutes.items())]}  # fmt: skip
     finally:
         for c in clients:
             await c.close()
+
+
+async def per_instant(dsn: str) -> list[dict[str, Any]]:
+    """Each instant's fires read from the database: runs started (with a 46001) and their delay
+    from the instant (the claim's time is the 46001's `created_at`), and the fires recorded
+    `capacity_exceeded` (no 46001, §7.4; nothing a client could count). The 46001s alone cannot
+    tell a fire 70 s late from one 10 s late in the next minute."""
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT c.scheduled_for, c.claimed_at - c.scheduled_for, r.error_code = 'capacity_exceeded'"
+            " FROM workflow_schedule_claims c JOIN workflow_runs r ON r.id = c.run_id"
+        )
+    finally:
+        await conn.close()
+    by: dict[int, tuple[list[int], list[int]]] = {}
+    for instant, delay, refused in rows:
+        by.setdefault(int(instant), ([], []))[1 if refused else 0].append(int(delay))
+    return [{"instant_utc": time.strftime("%H:%M", time.gmtime(k)), "runs": len(ok), "capacity_exceeded": len(no),
+             "max_delay_s": max(ok) if ok else None, "p50_delay_s": statistics.median(ok) if ok else None,
+             "refusals_max_delay_s": max(no) if no else None}
+            for k, (ok, no) in sorted(by.items())]  # fmt: skip
 
 
 def main() -> None:
@@ -246,7 +355,7 @@ def main() -> None:
                 b = ingest.start_buzz(tmp, dsn, tag="-b")
                 try:
                     out["rows"].append(
-                        asyncio.run(schedules([a.url, b.url], args.schedules, args.schedule_minutes))
+                        asyncio.run(schedules([a.url, b.url], args.schedules, args.schedule_minutes, dsn))
                     )
                 finally:
                     a.stop()

@@ -314,6 +314,36 @@ async def _new_runs_txn(conn: Conn, writes: list[WorkflowWrite], now: int) -> li
     return [w.runs[0].id in won for w in writes]
 
 
+async def start_facts_txn(
+    conn: Conn, channel_ids: list[str], owners: list[str]
+) -> tuple[Any, Any, frozenset[str]]:
+    """What `Engine.may_start` reads, for many workflows in three statements (the scheduler's
+    batch): {channel id: Channel} (not deleted), {(channel id, pubkey): Member} of `owners`
+    in `channel_ids`, and the banned among `owners`."""
+    from buzz.store.base import Channel, Member
+    from buzz.store.operator import banned_among_txn
+    from buzz.store.reads import _CHANNEL_FIELDS, _MEMBER_FIELDS
+
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_CHANNEL_FIELDS)} FROM channels WHERE {p.in_list('id', channel_ids, 'text')}"
+        " AND deleted_at IS NULL",
+        p.values,
+    )
+    channels = {c.id: c for c in (Channel(**dict(zip(_CHANNEL_FIELDS, r, strict=True))) for r in rows)}
+    p = Params(conn.dialect)
+    rows = await conn.fetch(
+        f"SELECT {', '.join(_MEMBER_FIELDS)} FROM channel_members WHERE {p.in_list('channel_id', channel_ids, 'text')}"
+        f" AND {p.in_list('pubkey', owners, 'text')}",
+        p.values,
+    )
+    members = {
+        (m.channel_id, m.pubkey): m
+        for m in (Member(**dict(zip(_MEMBER_FIELDS, r, strict=True))) for r in rows)
+    }
+    return channels, members, await banned_among_txn(conn, owners)
+
+
 async def get_workflow_txn(conn: Conn, workflow_id: str) -> WorkflowRow | None:
     p = Params(conn.dialect)
     rows = await conn.fetch(f"SELECT {', '.join(_WF_COLUMNS)} FROM workflows WHERE id = {p.add(workflow_id)}",
@@ -519,6 +549,14 @@ class WorkflowStoreMixin:
 
     async def workflows_by_id(self, workflow_ids: list[str]) -> list[WorkflowRow]:
         return await self._read(workflows_by_id_txn, workflow_ids) if workflow_ids else []
+
+    async def workflow_start_facts(
+        self, channel_ids: list[str], owners: list[str]
+    ) -> tuple[Any, Any, frozenset[str]]:
+        """See `start_facts_txn`."""
+        if not channel_ids or not owners:
+            return {}, {}, frozenset()
+        return await self._read(start_facts_txn, sorted(set(channel_ids)), sorted(set(owners)))
 
     async def workflow(self, workflow_id: str) -> WorkflowRow | None:
         return await self._point_read(get_workflow_txn, workflow_id)

@@ -99,6 +99,7 @@ class Engine:
         # The run queue's refill (decision 376): a run left `pending` for want of a free drive
         # is taken as soon as a drive frees, not at the next scan (`tick_s`, 10 s).
         self._queued = 0  # runs refused a drive (`kick`) not yet taken by a refill
+        self._taking = 0  # kicks given a drive, their take not yet returned (counted by `free`)
         self._refill: asyncio.Task[None] | None = None
         self._take_lock = asyncio.Lock()  # a scan and a refill count free drives one at a time
         self._stopping = False
@@ -201,9 +202,11 @@ class Engine:
     async def prepare_run(self, wf: WorkflowRow, door: Door, trigger: dict[str, Any], now: int,
                           trigger_event_id: str | None = None, claim_key: str | None = None,
                           pending: int | None = None, definition: d.Definition | None = None,
-                          authorized: bool = False) -> Prepared | Verdict:  # fmt: skip
+                          authorized: bool = False, refusals: list[WorkflowWrite] | None = None
+                          ) -> Prepared | Verdict:  # fmt: skip
         """A new run's write, or the verdict refusing it (§7.1, §7.4). A refused channel-event
-        or schedule run is recorded `failed` with `capacity_exceeded` here (no events)."""
+        or schedule run is recorded `failed` with `capacity_exceeded` (no events): committed
+        here, or appended to `refusals` (the scheduler's batch commits them with its runs)."""
         definition = definition or self.definition(wf)
         if not self.rate.allow(wf.id, now):
             log.warning("workflow %s: run rate exceeded, trigger dropped", wf.id)
@@ -222,9 +225,11 @@ class Engine:
                 log.warning(
                     "workflow %s: run queue is full; run %s recorded capacity_exceeded", wf.id, run_id
                 )
-                await self.store.workflow_write(
-                    WorkflowWrite(runs=(run_row(m.refused(**kw)),), claim=claim), now
-                )
+                refusal = WorkflowWrite(runs=(run_row(m.refused(**kw)),), claim=claim)
+                if refusals is not None:
+                    refusals.append(refusal)
+                else:
+                    await self.store.workflow_write(refusal, now)
             return verdict
         t = m.create(**kw, trigger_event_id=trigger_event_id)
         run, emitted, steps, drive = t.run, t.emitted, (), None
@@ -367,20 +372,28 @@ class Engine:
         if self.free() <= 0:
             self._queued += 1  # taken by the refill when a drive frees
             return
+        self._taking += 1  # the drive is this kick's from now: an instant's thousand kicks take 100
         self._spawn(self._take_and_drive(run_id, force))
 
     async def _take_and_drive(self, run_id: str, force: bool) -> None:
-        await self.gate.wait()
-        now = int(time.time())
-        taken = await self.store.workflow_take_runs(
-            self.replica, now, self.settings.lease_s, 1, run_id, force
-        )
-        if taken:
-            self._start(run_id)
+        taken: list[str] = []
+        try:
+            await self.gate.wait()
+            now = int(time.time())
+            taken = await self.store.workflow_take_runs(
+                self.replica, now, self.settings.lease_s, 1, run_id, force
+            )
+            if taken:
+                self._start(run_id)
+        finally:
+            self._taking -= 1
+            if not taken:  # the drive kept for it is free again
+                self.freed()
 
     def free(self) -> int:
-        """Drives this replica may still start (`max_concurrent`, napping drives not counted)."""
-        return self.settings.max_concurrent - len(self._running) + self.napping
+        """Drives this replica may still start (`max_concurrent`, napping drives not counted;
+        kicks whose take is on its way counted)."""
+        return self.settings.max_concurrent - len(self._running) - self._taking + self.napping
 
     def _start(self, run_id: str, first: Drive | None = None) -> None:
         if run_id not in self._running:

@@ -8,9 +8,10 @@ first, so a fire waits for no tick (decision 324). At an instant the due workflo
 in batches of `FIRE_BATCH`: instants already claimed (by another replica) are dropped with one
 query, owner authority is read once per (channel, owner) of the batch, and the claims and their
 runs commit in one transaction per batch (`EventStore.workflow_write_many`: a claim another
-replica took meanwhile skips only its own run). Replicas walk the batches from a different
-starting batch, so two replicas split a minute's work rather than queueing behind each other's
-claim rows. The runs start (46001 fanned out, run kicked) once the instant's fires are all
+replica took meanwhile skips only its own run; a fire refused by a full queue is recorded
+`capacity_exceeded` in the same transaction). Each replica walks the batches in its own
+shuffled order, so two replicas split a minute's work rather than preparing the same batches
+and queueing behind each other's claim rows (decision 378). The runs start (46001 fanned out, run kicked) once the instant's fires are all
 committed, and runs already executing wait before their next commit while the fires are
 claimed (`Engine.gate`, decision 326): a fire is its 46001's commit, which never queues behind
 run steps.
@@ -21,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from typing import TYPE_CHECKING, Any
 
 from buzz.store.base import StoreError
-from buzz.store.workflow_rows import WorkflowRow
+from buzz.store.workflow_rows import WorkflowRow, WorkflowWrite
 from buzz.workflows import definition as d
 from buzz.workflows.capacity import Door, Verdict
 from buzz.workflows.context import schedule_context
@@ -49,7 +51,6 @@ class Scheduler:
         self._schedules: dict[str, tuple[tuple[str, str, int], Schedule, d.Definition]] = {}
         self._last: dict[str, int] = {}  # newest claimed (or skipped) instant, else acceptance time
         self._next: dict[str, int] = {}  # next instant after `_last`
-        self._offset = int(engine.replica[:8], 16)  # where this replica starts in a minute's batches
         self._changed: set[str] = set()  # channels whose schedule workflows were saved or deleted
         self._wake = asyncio.Event()
 
@@ -182,9 +183,13 @@ class Scheduler:
     async def _fire_instant(self, instant: int, due_rows: list[WorkflowRow]) -> list[Prepared]:
         due_rows.sort(key=lambda wf: wf.id)
         batches = [due_rows[i : i + FIRE_BATCH] for i in range(0, len(due_rows), FIRE_BATCH)]
-        first = self._offset % len(batches)
+        # Each replica walks the batches in an order of its own, shuffled per instant. Walking
+        # them in one order from different starts, a replica that reached the other's first
+        # batch skipped the committed ones and caught up with the batch being prepared, and from
+        # there both prepared every remaining batch, one of them losing each claim (decision 378).
+        random.Random(f"{self.e.replica}:{instant}").shuffle(batches)
         created: list[Prepared] = []
-        for batch in batches[first:] + batches[:first]:
+        for batch in batches:
             try:
                 created += await self._fire_batch(instant, batch)
             except StoreError:
@@ -199,50 +204,51 @@ class Scheduler:
         if not batch:
             return []
         facts = _Facts(self.e)
+        await facts.load(batch)
         prepared: list[Prepared] = []
+        refusals: list[WorkflowWrite] = []  # fires refused by a full queue: their claims and failed runs
         pending = await self.e.store.workflow_count_runs("pending")
         now = int(time.time())
         for wf in batch:
             known = self._known(wf)
-            if known is None or not await facts.may_start(wf):
+            if known is None or not facts.may_start(wf):
                 continue
             made = await self.e.prepare_run(wf, Door.SCHEDULE, schedule_context(wf.channel_id, instant), now,
                                             claim_key=str(instant), pending=pending + len(prepared),
-                                            definition=known[2])  # fmt: skip
+                                            definition=known[2], refusals=refusals)  # fmt: skip
             if not isinstance(made, Verdict):
                 prepared.append(made)
-        if not prepared:
+        if not prepared and not refusals:
             return []
-        committed = await self.e.store.workflow_write_many([p.write for p in prepared], now)
-        return [made for made, ok in zip(prepared, committed, strict=True) if ok]
+        committed = await self.e.store.workflow_write_many([p.write for p in prepared] + refusals, now)
+        return [made for made, ok in zip(prepared, committed[: len(prepared)], strict=True) if ok]
 
 
 class _Facts:
-    """`Engine.may_start` for one batch: each channel, member and ban read once."""
+    """`Engine.may_start` for one batch: its channels, owners' memberships and bans read in one
+    go (`workflow_start_facts`: three statements, not a channel and a member read per channel of
+    the batch — 200 workflows over 100 channels read ~175 rows one round trip at a time)."""
 
     def __init__(self, engine: Engine) -> None:
         self.e = engine
-        self._memo: dict[tuple[str, ...], Any] = {}
+        self._facts: tuple[Any, Any, frozenset[str]] | None = None
 
-    async def _once(self, key: tuple[str, ...], read: Any) -> Any:
-        if key not in self._memo:
-            self._memo[key] = await read()
-        return self._memo[key]
-
-    async def may_start(self, wf: WorkflowRow) -> bool:
-        if wf.status != "active" or not wf.enabled:
-            return False
+    async def load(self, batch: list[WorkflowRow]) -> None:
         try:
-            channel = await self._once(
-                ("channel", wf.channel_id), lambda: self.e.store.get_channel(wf.channel_id)
+            self._facts = await self.e.store.workflow_start_facts(
+                [wf.channel_id for wf in batch], [wf.owner for wf in batch]
             )
-            if channel is None or channel.archived_at is not None:
-                return False
-            member = await self._once(("member", wf.channel_id, wf.owner),
-                                      lambda: self.e.store.get_member(wf.channel_id, wf.owner))  # fmt: skip
-            if member is None or not member.active or (wf.elevated and member.role not in ("owner", "admin")):
-                return False
-            banned = await self._once(("banned", wf.owner), lambda: self.e.store.banned_among({wf.owner}))
-            return not banned
         except StoreError:
+            self._facts = None  # no workflow of the batch starts (a lookup error: authority does not hold)
+
+    def may_start(self, wf: WorkflowRow) -> bool:
+        if wf.status != "active" or not wf.enabled or self._facts is None:
             return False
+        channels, members, banned = self._facts
+        channel = channels.get(wf.channel_id)
+        if channel is None or channel.archived_at is not None:
+            return False
+        member = members.get((wf.channel_id, wf.owner))
+        if member is None or not member.active or (wf.elevated and member.role not in ("owner", "admin")):
+            return False
+        return wf.owner not in banned
