@@ -1,10 +1,11 @@
 """Browser: what a newcomer found rough in the workspace — a message after a job or approval
 card shows its author, the inbox says a job's outcome in words on one-line dates, *Sent* and
 the reply count are apart, the Directory is headed as its link, the phone composer's
-placeholder fits, a search hit is a text excerpt (not half a table, nor a code block's language label glued to its
-code), a private conversation's name is not cut by its e2ee tag; the Directory link is marked only
-while its panel is open, "Jump to" names private conversations, the inbox shows an edited mention
-as edited, and the dark huddle panel's checkboxes take the theme's colours."""
+placeholder fits, a search hit is a text excerpt (not half a table, nor a code block's language
+label glued to its code), a private conversation's name is not cut by its e2ee tag; the Directory
+link is marked only while its panel is open, "Jump to" names private conversations, the inbox
+shows an edited mention as edited, and the dark huddle panel's checkboxes take the theme's
+colours."""
 
 from __future__ import annotations
 
