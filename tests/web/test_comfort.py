@@ -1,4 +1,5 @@
-"""Browser: comfort (issue 29 items 8 and 11) — dark theme, Ctrl/Cmd+K "Jump to", Esc, ↑ edits."""
+"""Browser: comfort (issue 29 items 8 and 11) — dark theme, Ctrl/Cmd+K "Jump to" (a DM named
+so), Esc, ↑ edits, Enter / Esc in the edit box."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ CHECKS = [
     "the Dark theme switch turns the page dark and stays so after a reload",
     "with no choice made, the theme follows the system",
     'Ctrl+K opens "Jump to": a channel, then a person',
+    '"Jump to" names a DM a direct message, not a channel',
     "Esc closes the side panel",
     "↑ in the empty box edits my last message",
+    "in the edit box Enter saves, Shift+Enter breaks the line, Esc cancels",
 ]
 
 

@@ -62,6 +62,7 @@ EXPECTED = [
     "a snapshot older than 600 s is not shown as working",
     "the owner sets the parallelism and an allowlist with one person",
     "the owner picks the persona among their own; others see its name",
+    "the Persona control is a short choice with its hint on a line under it",
 ]
 
 

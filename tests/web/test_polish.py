@@ -1,8 +1,11 @@
 """Browser: what a newcomer found rough in the workspace — a message after a job or approval
 card shows its author, the inbox says a job's outcome in words on one-line dates, *Sent* and
 the reply count are apart, the Directory is headed as its link, the phone composer's
-placeholder fits, a search hit is a text excerpt (not half a table), and a private
-conversation's name is not cut by its e2ee tag."""
+placeholder fits, a search hit is a text excerpt (not half a table, nor a code block's language
+label glued to its code), a private conversation's name is not cut by its e2ee tag; the Directory
+link is marked only while its panel is open, "Jump to" names private conversations, the inbox
+shows an edited mention as edited, and the dark huddle panel's checkboxes take the theme's
+colours."""
 
 from __future__ import annotations
 
@@ -27,9 +30,16 @@ CHECKS = [
     "on a phone a grouped message's time shows whole beside it",
     "a search hit is a text excerpt, not a half-rendered table",
     "a private conversation's name is not cut by its e2ee tag",
+    "the Directory link is marked while its panel is open, not once Search replaced it",
+    "a search hit from a code block leaves out its language label",
+    '"Jump to" lists a private conversation as an encrypted direct message',
+    "the inbox shows a mention as edited",
+    "in the dark theme the huddle panel's checkboxes take the theme's colours",
     "on a phone a search hit is a text excerpt too",
 ]
 
+KESTREL = "Alice, the kestrel figures by Friday please"
+CODE = "Snippet:\n```python\ndef kingfisher():\n    return 1\n```"
 TABLE = "Release plan\n\n| step | owner |\n|---|---|\n| build | Alice |\n| zebrafish rollout | Bob |\n| verify | Carol |"
 
 
@@ -61,6 +71,15 @@ async def test_newcomer_polish(sqlite_relay: RunningRelay, alice: Identity, bob:
         await say(alice, "Right after the job card", now - 100)
         await say(alice, "And a second line", now - 99)
         await say(bob, TABLE, now - 90)
+        # A mention of Alice that Bob edited (the inbox shows the edited text) and a code block
+        # (its search excerpt leaves out the language label).
+        mention = _sign(
+            bob, 9, "Alice, the kestrel numbers?", [["h", general], ["p", alice.pubkey]], now - 88
+        )
+        assert (await b.publish(mention)).accepted
+        fixed = _sign(bob, 40003, KESTREL, [["h", general], ["e", mention.id]], now - 87)
+        assert (await b.publish(fixed)).accepted
+        await say(bob, CODE, now - 86)
         workflow, _ = await save(a, alice, general, APPROVAL.format(approver=alice.pubkey))
         await say(alice, "Before the approval card", int(time.time()) - 5)
         await trigger(a, alice, workflow, {"version": "1.2"})

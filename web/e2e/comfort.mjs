@@ -1,6 +1,7 @@
 // Comfort (issue 29 items 8 and 11): the "Dark theme" switch (and the system's choice when
-// none was made), Ctrl/Cmd+K "Jump to" a channel or a person, Esc closes a side panel, ↑ in
-// the empty box edits my last message.
+// none was made), Ctrl/Cmd+K "Jump to" a channel, a person or a DM (named so), Esc closes a
+// side panel, ↑ in the empty box edits my last message; in the edit box Enter saves and Esc
+// cancels, as in the composer.
 import { launch, person, article, scenario, check, finish, send, PHONE } from './lib.mjs'
 
 const { config, report } = scenario()
@@ -68,6 +69,18 @@ try {
     await dialog.waitFor({ state: 'detached' })
   })
 
+  await check(report, '"Jump to" names a DM a direct message, not a channel', async () => {
+    await p.keyboard.press('Control+k')
+    const dialog = p.getByRole('dialog', { name: 'Jump to' })
+    await dialog.getByRole('combobox', { name: 'Jump to' }).fill('Bob')
+    const list = dialog.getByRole('listbox')
+    await list.getByRole('option', { name: 'Bob direct message', exact: true }).waitFor()
+    const said = await list.getByRole('option').allInnerTexts()
+    if (said.some((t) => /channel/.test(t) && /Bob/.test(t))) throw new Error(`listed as ${JSON.stringify(said)}`)
+    await p.keyboard.press('Escape')
+    await dialog.waitFor({ state: 'detached' })
+  })
+
   await check(report, 'Esc closes the side panel', async () => {
     await p.getByRole('button', { name: 'Members', exact: true }).click()
     const panel = p.getByRole('complementary', { name: 'Members' })
@@ -87,6 +100,39 @@ try {
     await edit.fill('a message without a typo')
     await p.getByRole('button', { name: 'Save', exact: true }).click()
     await article(p, 'a message without a typo').getByText('(edited)').waitFor()
+  })
+
+  await check(report, 'in the edit box Enter saves, Shift+Enter breaks the line, Esc cancels', async () => {
+    const box = p.getByRole('textbox', { name: 'Message', exact: true })
+    const edit = p.getByRole('textbox', { name: 'Edit message' })
+    await box.focus()
+    await box.press('ArrowUp')
+    await edit.fill('first line')
+    await edit.press('Shift+Enter')
+    await edit.pressSequentially('second line')
+    if ((await edit.inputValue()) !== 'first line\nsecond line') throw new Error(`Shift+Enter: ${JSON.stringify(await edit.inputValue())}`)
+    await edit.press('Enter')
+    await edit.waitFor({ state: 'detached' })
+    await article(p, 'second line').getByText('(edited)').waitFor()
+    // Esc cancels the edit only: the side panel open beside it stays.
+    await p.getByRole('button', { name: 'Members', exact: true }).click()
+    const panel = p.getByRole('complementary', { name: 'Members' })
+    await panel.waitFor()
+    await box.focus()
+    await box.press('ArrowUp')
+    await edit.fill('not to be kept')
+    await edit.press('Escape')
+    await edit.waitFor({ state: 'detached' })
+    if (!(await panel.isVisible())) throw new Error('Esc in the edit box also closed the Members panel')
+    if (await article(p, 'not to be kept').count()) throw new Error('Esc saved the edit')
+    // …and the cancelled edit is gone for good: ↑ opens it afresh with the saved text.
+    await box.focus()
+    await box.press('ArrowUp')
+    if ((await edit.inputValue()) !== 'first line\nsecond line') throw new Error(`reopened with ${JSON.stringify(await edit.inputValue())}`)
+    await edit.press('Escape')
+    await edit.waitFor({ state: 'detached' })
+    await p.keyboard.press('Escape')
+    await panel.waitFor({ state: 'detached' })
   })
 } finally {
   finish(report)

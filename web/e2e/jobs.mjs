@@ -237,6 +237,16 @@ try {
     await agentRow(bob, 'Rulesbot').locator('dd').filter({ hasText: /^Release notes writer$/ }).waitFor()
     await pick.locator('option:checked').filter({ hasText: /^Release notes writer$/ }).waitFor({ state: 'attached' })
   })
+  await check(report, 'the Persona control is a short choice with its hint on a line under it', async () => {
+    const pick = agentRow(alice, 'Rulesbot').getByRole('combobox', { name: 'Persona' })
+    const hint = await pick.evaluate((el) => {
+      const h = document.getElementById(el.getAttribute('aria-describedby') ?? '')
+      return h && { text: h.textContent, top: h.getBoundingClientRect().top, bottom: el.getBoundingClientRect().bottom }
+    })
+    if (!hint) throw new Error('the Persona control has no hint it is described by')
+    if (!/--persona/.test(hint.text)) throw new Error(`the hint reads ${JSON.stringify(hint.text)}`)
+    if (hint.top < hint.bottom) throw new Error(`the hint starts at ${hint.top} px, beside the control (its bottom at ${hint.bottom} px)`)
+  })
 } catch (e) {
   report.errors.push(`scenario: ${e && e.message ? e.message : e}`)
 } finally {

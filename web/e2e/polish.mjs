@@ -1,6 +1,8 @@
 // A newcomer's rough edges (tests/web/test_polish.py): authors after cards, the inbox in words
 // on one-line dates, *Sent* apart from the reply count, the Directory's heading, the phone
-// composer's placeholder, search excerpts, and private conversation names beside their tag.
+// composer's placeholder, search excerpts (no code language label), private conversation names
+// beside their tag and in "Jump to", the Directory link marked only while open, the inbox's
+// edited mentions, the dark huddle panel's checkboxes.
 // Screenshots of each view at 1280×800 and 390×844.
 import { launch, person, log, article, scenario, check, finish, openChannel, signIn, send, reached, until, reveal, PHONE } from './lib.mjs'
 
@@ -90,6 +92,25 @@ try {
     await shot(p, 'polish-directory-desktop')
   })
 
+  await check(report, 'the Directory link is marked while its panel is open, not once Search replaced it', async () => {
+    const link = nav.getByRole('link', { name: 'Directory', exact: true })
+    if ((await link.getAttribute('aria-current')) !== 'page') throw new Error('not marked while its panel is open')
+    const box = p.getByRole('searchbox').first()
+    await box.fill('zebrafish')
+    await box.press('Enter')
+    await p.getByRole('complementary', { name: 'Search results' }).waitFor()
+    if ((await link.getAttribute('aria-current')) !== null) throw new Error('still marked under the search results')
+    const looks = await link.evaluate((el) => {
+      const other = document.createElement('a')
+      other.className = 'side-link'
+      el.parentElement.append(other)
+      const plain = getComputedStyle(other).backgroundColor
+      other.remove()
+      return { now: getComputedStyle(el).backgroundColor, plain }
+    })
+    if (looks.now !== looks.plain) throw new Error(`still filled: ${looks.now} (a plain link: ${looks.plain})`)
+  })
+
   await check(report, 'a search hit is a text excerpt, not a half-rendered table', async () => {
     const box = p.getByRole('searchbox').first()
     await box.fill('zebrafish')
@@ -102,11 +123,69 @@ try {
     await shot(p, 'polish-search-desktop')
   })
 
+  await check(report, 'a search hit from a code block leaves out its language label', async () => {
+    const box = p.getByRole('searchbox').first()
+    await box.fill('kingfisher')
+    await box.press('Enter')
+    const hit = p.getByRole('complementary', { name: 'Search results' }).locator('.hits li').filter({ hasText: 'kingfisher' }).first()
+    await hit.waitFor()
+    const text = await hit.locator('.excerpt').innerText()
+    if (/python/i.test(text) || !/def kingfisher/.test(text)) throw new Error(`the excerpt reads ${JSON.stringify(text)}`)
+    await p.getByRole('button', { name: 'Close search results' }).click()
+  })
+
   await check(report, 'a private conversation\'s name is not cut by its e2ee tag', async () => {
     const row = nav.getByRole('link', { name: 'Rulesbot (end-to-end encrypted)', exact: true })
     await row.waitFor()
     const cut = await row.locator('.chan-name').evaluate((el) => el.scrollWidth > el.clientWidth)
     if (cut) throw new Error('the name is truncated')
+  })
+
+  await check(report, '"Jump to" lists a private conversation as an encrypted direct message', async () => {
+    await p.keyboard.press('Control+k')
+    const dialog = p.getByRole('dialog', { name: 'Jump to' })
+    await dialog.getByRole('combobox', { name: 'Jump to' }).fill('Rulesbot')
+    await dialog.getByRole('option', { name: 'Rulesbot encrypted direct message', exact: true }).click()
+    await dialog.waitFor({ state: 'detached' })
+    const row = nav.getByRole('link', { name: 'Rulesbot (end-to-end encrypted)', exact: true })
+    await row.and(p.locator('[aria-current="page"]')).waitFor()
+    await openChannel(p, 'general')
+  })
+
+  await check(report, 'the inbox shows a mention as edited', async () => {
+    await nav.getByRole('link', { name: 'Inbox', exact: true }).click()
+    const inbox = p.getByRole('region', { name: 'Inbox' })
+    const item = inbox.getByRole('article', { name: /^Mentioned you: Bob in #general/ })
+    await item.getByText('the kestrel figures by Friday please').waitFor()
+    if (await item.getByText('kestrel numbers').count()) throw new Error('the inbox shows the text before the edit')
+    await inbox.getByRole('button', { name: 'Close inbox' }).click()
+  })
+
+  await check(report, 'in the dark theme the huddle panel\'s checkboxes take the theme\'s colours', async () => {
+    await p.getByRole('switch', { name: 'Dark theme' }).click()
+    await p.getByRole('button', { name: 'Huddle', exact: true }).click()
+    const panel = p.getByRole('complementary', { name: 'Huddle' })
+    const speak = panel.locator('label').filter({ has: p.getByRole('checkbox', { name: 'Speak agent replies' }) })
+    const invite = panel.getByRole('group', { name: 'Agents to invite' }).locator('label').filter({ hasText: 'Rulesbot' })
+    for (const label of [speak, invite]) {
+      const c = await label.evaluate((el) => {
+        const probe = document.createElement('span')
+        probe.style.color = 'var(--muted)'
+        el.append(probe)
+        const muted = getComputedStyle(probe).color
+        probe.remove()
+        const s = getComputedStyle(el)
+        return { bg: s.backgroundColor, fg: s.color, themed: [getComputedStyle(el.closest('.panel')).color, muted], says: el.textContent }
+      })
+      if (c.bg !== 'rgba(0, 0, 0, 0)') throw new Error(`"${c.says}" is drawn on ${c.bg}`)
+      if (!c.themed.includes(c.fg)) throw new Error(`"${c.says}" is in ${c.fg}, not the theme's text (${c.themed.join(' or ')})`)
+    }
+    await shot(p, 'polish-huddle-dark-desktop')
+    await p.setViewportSize(PHONE)
+    await shot(p, 'polish-huddle-dark-phone')
+    await p.setViewportSize({ width: 1280, height: 800 })
+    await panel.getByRole('button', { name: /^Close/ }).click()
+    await p.getByRole('switch', { name: 'Dark theme' }).click()
   })
 
   const { page: m } = await person(browser, report, 'alice on a phone', PHONE)

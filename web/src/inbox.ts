@@ -5,7 +5,7 @@
 // `p`, until a 46011/46012 decides them) and the ends of jobs I asked for (43004 result, 43006
 // failure, both `p`-tagged to the requester; jobs.md §3). Private DMs from others (NIP-17,
 // private-dms.ts) are in it too, as this page decrypted them: `peers` names their conversation.
-import { MESSAGE, threadLinks } from './model'
+import { EDIT, MESSAGE, threadLinks } from './model'
 import { privateDms } from './private-dms'
 import { firstTag, type NEvent } from './types'
 import type { Workspace } from './workspace'
@@ -26,6 +26,7 @@ export class Inbox {
   private items = new Map<string, InboxItem>()
   private threads = new Set<string>() // roots of threads I wrote in
   private decided = new Set<string>() // approval references with a decision
+  private edits = new Map<string, NEvent>() // message id → its newest edit
   /** Why the inbox could not be read in full, shown above it; never an empty list that lies. */
   problem = ''
   loaded = false
@@ -53,6 +54,9 @@ export class Inbox {
         refs.length ? this.ws.relay.query([{ kinds: DECIDED, '#d': refs, limit: refs.length }]) : Promise.resolve([]),
       ])
       for (const e of [...decisions, ...mentions, ...inDms, ...replies, ...work]) this.consider(e)
+      // Their edits: an item shows its current text, as the channel does, not the one it was sent with.
+      const ids = [...this.items.values()].filter((i) => i.ev.kind === MESSAGE).map((i) => i.ev.id)
+      if (ids.length) for (const e of await this.ws.relay.query([{ kinds: [EDIT], '#e': ids }])) this.edited(e)
       this.problem = ''
     } catch (e) {
       this.problem = `Some of the inbox could not be read: ${String((e as Error).message || e)}`
@@ -104,6 +108,27 @@ export class Inbox {
     const forMe = e.tags.some((t) => t[0] === 'p' && t[1] === this.ws.me.pubkey)
     if (!forMe || (e.kind !== APPROVAL_REQUESTED && !JOB_ENDS.includes(e.kind))) return
     this.add({ ev: e, channel, why: e.kind === APPROVAL_REQUESTED ? 'approval' : 'job' })
+  }
+
+  /** An edit (40003) of a listed message, loaded or live: kept when it is its newest. Whether its
+   * author wrote that message is checked where it is shown (`text`): the message may come later. */
+  edited(e: NEvent): void {
+    if (e.kind !== EDIT) return
+    const id = firstTag(e, 'e')
+    if (!id || !this.items.has(id)) return // only what the inbox lists: the map stays as small as it
+    const before = this.edits.get(id)
+    if (before && before.created_at > e.created_at) return
+    this.edits.set(id, e)
+    this.ws.changed()
+  }
+
+  /** An item's text as it is now: its author's latest edit, else what it was sent with. */
+  text(ev: NEvent): string {
+    const m = this.ws.msgs.get(ev.id)
+    const edit = this.edits.get(ev.id)
+    const mine = edit && edit.pubkey === ev.pubkey ? edit : undefined
+    if (m && m.editedAt !== null && (!mine || m.editedAt >= mine.created_at)) return m.content
+    return mine ? mine.content : ev.content
   }
 
   private add(item: InboxItem): void {

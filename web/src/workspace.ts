@@ -196,6 +196,7 @@ export class Workspace extends WorkspaceCore {
       case MESSAGE:
         return this.addMessage(e, live)
       case EDIT: {
+        this.inbox.edited(e) // the inbox shows the current text of what it lists, loaded here or not
         const target = this.msgs.get(firstTag(e, 'e') ?? '')
         if (target && target.ev.pubkey === e.pubkey && (target.editedAt === null || e.created_at >= target.editedAt)) {
           target.content = e.content

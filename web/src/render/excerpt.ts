@@ -1,5 +1,5 @@
 // A search hit's preview: the message rendered (render/markdown.ts) and read back as plain text
-// — table cells and list items apart, code kept, buttons dropped — cut to a window around the
+// — table cells and list items apart, code kept, buttons and code labels dropped — cut to a window around the
 // first searched word, so a table or a long code block never shows half drawn.
 
 const BLOCKS = 'p, li, tr, h1, h2, h3, h4, h5, h6, pre, blockquote, hr, br'
@@ -8,7 +8,9 @@ const BLOCKS = 'p, li, tr, h1, h2, h3, h4, h5, h6, pre, blockquote, hr, br'
 export function plainText(html: string): string {
   const doc = new DOMParser().parseFromString(`<div>${html}</div>`, 'text/html')
   const root = doc.body
-  root.querySelectorAll('button:not(.mention), script, style').forEach((el) => el.remove())
+  // A code block's head (its language label, "Copy code") is chrome, not text: kept, it glued
+  // "python" to the code's first word.
+  root.querySelectorAll('button:not(.mention), .code-head, script, style').forEach((el) => el.remove())
   root.querySelectorAll('td, th').forEach((el) => el.nextElementSibling && el.append(' · '))
   root.querySelectorAll(BLOCKS).forEach((el) => el.append('\n'))
   return (root.textContent ?? '').replace(/\s+/g, ' ').trim()

@@ -5,6 +5,8 @@ import { useEffect, useRef, useState } from 'preact/hooks'
 import { useTheme } from '../theme'
 import type { Workspace } from '../workspace'
 import { act } from './hooks'
+import { privateLabel } from './PrivateDms'
+import { privateDms } from '../private-dms'
 
 export function ThemeSwitch() {
   const [dark, setDark] = useTheme()
@@ -41,21 +43,29 @@ export function editLast(ws: Workspace, channel: string, thread?: string): boole
   return true
 }
 
-type Target = { key: string; label: string; kind: 'channel' | 'person'; go: () => void }
+// What a target is, as the list says it beside its name.
+const KIND = { channel: 'channel', dm: 'direct message', private: 'encrypted direct message', person: 'person' } as const
+type Target = { key: string; label: string; kind: keyof typeof KIND; go: () => void }
 
-export function JumpTo({ ws, onClose, onOpen }: { ws: Workspace; onClose: () => void; onOpen: (id: string) => void }) {
+type JumpProps = { ws: Workspace; onClose: () => void; onOpen: (id: string) => void; onPrivate: (peers: string[]) => void }
+
+export function JumpTo({ ws, onClose, onOpen, onPrivate }: JumpProps) {
   const ref = useRef<HTMLDialogElement>(null)
   const [q, setQ] = useState('')
   const [index, setIndex] = useState(0)
   useEffect(() => ref.current?.showModal(), [])
   const channels: Target[] = ws.myChannels().filter((c) => !c.ttl).map((c) => ({
-    key: c.id, label: c.type === 'dm' ? ws.channelLabel(c) : `#${c.name}`, kind: 'channel', go: () => onOpen(c.id),
+    key: c.id, label: c.type === 'dm' ? ws.channelLabel(c) : `#${c.name}`, kind: c.type === 'dm' ? 'dm' : 'channel', go: () => onOpen(c.id),
+  }))
+  // The private (NIP-17) conversations the sidebar lists, under the same names.
+  const privates: Target[] = privateDms(ws).conversations().map((c) => ({
+    key: `e2ee-${c.key}`, label: privateLabel(ws, c.peers), kind: 'private', go: () => onPrivate(c.peers),
   }))
   const people: Target[] = [...ws.profiles.entries()]
     .filter(([pk, p]) => pk !== ws.me.pubkey && p.name)
     .map(([pk, p]) => ({ key: pk, label: `@${p.name}`, kind: 'person', go: () => void act(ws, async () => onOpen(await ws.openDm(pk))) }))
   const needle = q.trim().toLowerCase().replace(/^[#@]/, '')
-  const hits = [...channels, ...people].filter((t) => t.label.toLowerCase().slice(1).includes(needle) || t.label.toLowerCase().includes(needle)).slice(0, 12)
+  const hits = [...channels, ...privates, ...people].filter((t) => t.label.toLowerCase().slice(1).includes(needle) || t.label.toLowerCase().includes(needle)).slice(0, 12)
   const pick = (t: Target | undefined) => {
     if (!t) return
     onClose()
@@ -86,7 +96,7 @@ export function JumpTo({ ws, onClose, onOpen }: { ws: Workspace; onClose: () => 
       <ul id="jump-list" role="listbox" aria-label="Channels and people">
         {hits.map((t, i) => (
           <li key={t.key} role="option" aria-selected={i === index} class={i === index ? 'sel' : ''} onClick={() => pick(t)}>
-            {t.label} <span class="hint">{t.kind}</span>
+            {t.label} <span class="hint">{KIND[t.kind]}</span>
           </li>
         ))}
       </ul>

@@ -152,12 +152,13 @@ function PersonaPick({ ws, agent, busy, onPick }: { ws: Workspace; agent: string
   const choices = dir.myPersonas()
   return (
     <>
-      <select aria-label="Persona" disabled={busy} value={current ?? ''} onChange={(e) => onPick(e.currentTarget.value || null)}>
+      <select aria-label="Persona" aria-describedby={`persona-hint-${agent}`} disabled={busy} value={current ?? ''} onChange={(e) => onPick(e.currentTarget.value || null)}>
         <option value="">none</option>
         {current && !choices.some((p) => p.slug === current) && <option value={current}>{dir.persona(agent)}</option>}
         {choices.map((p) => <option value={p.slug}>{p.shared ? p.name : `${p.name} (not shared: the agent cannot read it)`}</option>)}
       </select>
-      <span class="fine"> its new sessions take it (a harness run with --persona keeps that one)</span>
+      {/* Under the control, not after it: beside "none ▾" it read as one run-on label. */}
+      <div class="fine" id={`persona-hint-${agent}`}>New sessions take it; a harness started with --persona keeps that one.</div>
     </>
   )
 }

@@ -57,7 +57,7 @@ export function InboxPanel({ ws, onClose, onGo, onPrivate }: PanelProps) {
             : ch ? (ch.type === 'dm' ? ws.channelLabel(ch) : `#${ch.name}`) : 'a channel'
           const when = new Date(ev.created_at * 1000)
           const work = why === 'approval' || why === 'job' ? describeWork(ev) : null
-          const snippet = (work ? work.body : ev.content).slice(0, 280)
+          const snippet = (work ? work.body : ws.inbox.text(ev)).slice(0, 280)
           // An approval is the relay's event: it is named by its workflow, not by the relay key;
           // a workflow's post by the owner it speaks for, as the timeline shows it (Message.tsx).
           const byWorkflow = peers || work ? null : workflowOwner(ev, ws.relayPubkey)

@@ -59,7 +59,7 @@ export function JobCard({ ws, job }: { ws: Workspace; job: JobView }) {
           {r.verification.length > 0 && (
             <ul class="job-checks" aria-label="Verification">
               {r.verification.map((v) => (
-                <li><span class={`check c-${v.status}`}>{v.status.replace('_', ' ')}</span> {v.label}{v.evidence && <span class="fine"> · {v.evidence}</span>}</li>
+                <li><span class={`verdict c-${v.status}`}>{v.status.replace('_', ' ')}</span> {v.label}{v.evidence && <span class="fine"> · {v.evidence}</span>}</li>
               ))}
             </ul>
           )}

@@ -110,7 +110,25 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
               void act(ws, () => ws.edit(m.ev.id, draft ?? '')).then(stopEdit)
             }}
           >
-            <textarea aria-label="Edit message" autoFocus={opened.current} value={draft ?? ''} onInput={(e) => setDraft(e.currentTarget.value)} />
+            <textarea
+              aria-label="Edit message"
+              autoFocus={opened.current}
+              value={draft ?? ''}
+              onInput={(e) => setDraft(e.currentTarget.value)}
+              onKeyDown={(e) => {
+                // As in the composer: Enter saves, Shift+Enter is a new line, Esc cancels. Esc stops
+                // here: it must not also close the thread or panel this message is in.
+                if (e.isComposing) return
+                if (e.key === 'Enter' && !e.shiftKey) {
+                  e.preventDefault()
+                  e.currentTarget.form?.requestSubmit()
+                } else if (e.key === 'Escape') {
+                  e.preventDefault()
+                  e.stopPropagation()
+                  stopEdit()
+                }
+              }}
+            />
             <div class="row">
               <button type="submit">Save</button>
               <button type="button" class="quiet" onClick={stopEdit}>Cancel</button>

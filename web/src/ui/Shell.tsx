@@ -121,7 +121,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
         <ThemeSwitch />
         <button type="button" class="quiet" onClick={() => setProfile(true)}>{ws.nameOf(ws.me.pubkey)}</button>
       </header>
-      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} onDirectory={() => { setMenu(false); toggle('directory') }} privateActive={priv} onPrivate={openPrivate} inbox={panel === 'inbox'} onInbox={() => { setMenu(false); toggle('inbox') }} />
+      <Sidebar ws={ws} onOpen={open} onNew={() => setCreating(true)} onBrowse={() => { setMenu(false); toggle('browse'); void ws.loadChannels() }} onAgents={() => { setMenu(false); toggle('agents') }} onDirectory={() => { setMenu(false); toggle('directory') }} directory={panel === 'directory'} privateActive={priv} onPrivate={openPrivate} inbox={panel === 'inbox'} onInbox={() => { setMenu(false); toggle('inbox') }} />
       <main class="main">
         {priv ? (
           <PrivateConversation ws={ws} peers={priv} />
@@ -158,7 +158,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
       {panel === 'huddle' && channel && <HuddlePanel ws={ws} channel={channel} onClose={() => setPanel(null)} />}
       {profile && <ProfileDialog ws={ws} fresh={fresh} onClose={() => setProfile(false)} />}
       {creating && <NewChannelDialog ws={ws} onClose={() => setCreating(false)} onCreated={(id) => { setCreating(false); open(id) }} />}
-      {jumping && <JumpTo ws={ws} onClose={() => setJumping(false)} onOpen={open} />}
+      {jumping && <JumpTo ws={ws} onClose={() => setJumping(false)} onOpen={open} onPrivate={openPrivate} />}
       {card && <ProfileCard ws={ws} pubkey={card} onClose={() => setCard(null)} onProfile={setCard} onOpen={open} />}
       {(priv || !channel) && <Toast ws={ws} floating />}
     </div>

@@ -15,13 +15,14 @@ type Props = {
   onBrowse: () => void
   onAgents: () => void
   onDirectory: () => void
+  directory: boolean // its panel is the open one: the link shows it, and only then
   privateActive: string[] | null
   onPrivate: (peers: string[]) => void
   inbox: boolean
   onInbox: () => void
 }
 
-export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, onDirectory, privateActive, onPrivate, inbox, onInbox }: Props) {
+export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, onDirectory, directory, privateActive, onPrivate, inbox, onInbox }: Props) {
   const mine = ws.myChannels().filter((c) => !c.ttl) // huddle channels open from their parent's huddle panel
   const channels = mine.filter((c) => c.type !== 'dm').sort(byName)
   const dms = mine.filter((c) => c.type === 'dm')
@@ -48,7 +49,7 @@ export function Sidebar({ ws, onOpen, onNew, onBrowse, onAgents, onDirectory, pr
       </ul>
       {newDm && <NewDmDialog ws={ws} onClose={() => setNewDm(false)} onOpened={(id) => { setNewDm(false); onOpen(id) }} />}
       <div class="side-actions bottom">
-        <a href="#directory" class="side-link" onClick={(e) => { e.preventDefault(); onDirectory() }}>Directory</a>
+        <a href="#directory" class={`side-link ${directory ? 'active' : ''}`} aria-current={directory ? 'page' : undefined} onClick={(e) => { e.preventDefault(); onDirectory() }}>Directory</a>
         <button type="button" class="quiet" onClick={onAgents}>My agents</button>
       </div>
     </nav>
