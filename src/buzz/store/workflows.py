@@ -15,6 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from buzz.store.dialect import Conn, Params
+from buzz.store.workflow_approvals import (
+    _APPROVAL_COLUMNS,
+    due_approvals_txn,
+    get_approval_txn,
+    run_approvals_txn,
+)
 from buzz.store.workflow_rows import (
     ActiveRun,
     ApprovalRaced,
@@ -43,8 +49,6 @@ _RUN_COLUMNS = (
     "wake_at",
     "error_code",
 )
-_APPROVAL_COLUMNS = ("reference", "workflow_id", "run_id", "channel_id", "status", "expires_at", "data",
-                     "request_event_id")  # fmt: skip
 _CLAIM_TABLES = {
     "schedule": ("workflow_schedule_claims", "scheduled_for", "claimed_at"),
     "webhook": ("workflow_webhook_keys", "idempotency_key", "created_at"),
@@ -65,10 +69,6 @@ def _workflow(values: Sequence[Any]) -> WorkflowRow:
 
 def _run(values: Sequence[Any]) -> RunRow:
     return RunRow(**dict(zip(_RUN_COLUMNS, values, strict=True)))
-
-
-def _approval(values: Sequence[Any]) -> ApprovalRow:
-    return ApprovalRow(**dict(zip(_APPROVAL_COLUMNS, values, strict=True)))
 
 
 async def _upsert(conn: Conn, table: str, columns: Sequence[str], values: Sequence[Any], key: str,
@@ -478,42 +478,6 @@ async def active_runs_txn(conn: Conn, workflow_id: str) -> list[str]:
         p.values,
     )
     return [str(r[0]) for r in rows]
-
-
-async def get_approval_txn(
-    conn: Conn, reference: str | None, request_event_id: str | None
-) -> ApprovalRow | None:
-    p = Params(conn.dialect)
-    where = (
-        f"reference = {p.add(reference)}"
-        if reference is not None
-        else f"request_event_id = {p.add(request_event_id)}"
-    )
-    rows = await conn.fetch(
-        f"SELECT {', '.join(_APPROVAL_COLUMNS)} FROM workflow_approvals WHERE {where}", p.values
-    )
-    return _approval(rows[0]) if rows else None
-
-
-async def run_approvals_txn(conn: Conn, run_id: str) -> list[ApprovalRow]:
-    p = Params(conn.dialect)
-    rows = await conn.fetch(
-        f"SELECT {', '.join(_APPROVAL_COLUMNS)} FROM workflow_approvals WHERE run_id = {p.add(run_id)}"
-        " ORDER BY expires_at, reference",
-        p.values,
-    )
-    return [_approval(r) for r in rows]
-
-
-async def due_approvals_txn(conn: Conn, now: int, limit: int) -> list[ApprovalRow]:
-    """Pending approvals whose expiry passed (the sweeper, §9.5)."""
-    p = Params(conn.dialect)
-    rows = await conn.fetch(
-        f"SELECT {', '.join(_APPROVAL_COLUMNS)} FROM workflow_approvals WHERE status = 'pending'"
-        f" AND expires_at <= {p.add(now)} ORDER BY expires_at LIMIT {p.add(limit)}",
-        p.values,
-    )
-    return [_approval(r) for r in rows]
 
 
 async def suspend_workflows_txn(conn: Conn, owner: str, channel_id: str | None) -> None:
