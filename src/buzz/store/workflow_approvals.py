@@ -15,6 +15,10 @@ _APPROVAL_COLUMNS = ("reference", "workflow_id", "run_id", "channel_id", "status
                      "request_event_id")  # fmt: skip
 
 
+# every read of approvals selects the whole row, in this order
+_SELECT = f"SELECT {', '.join(_APPROVAL_COLUMNS)} FROM workflow_approvals"
+
+
 def _approval(values: Sequence[Any]) -> ApprovalRow:
     return ApprovalRow(**dict(zip(_APPROVAL_COLUMNS, values, strict=True)))
 
@@ -28,17 +32,14 @@ async def get_approval_txn(
         if reference is not None
         else f"request_event_id = {p.add(request_event_id)}"
     )
-    rows = await conn.fetch(
-        f"SELECT {', '.join(_APPROVAL_COLUMNS)} FROM workflow_approvals WHERE {where}", p.values
-    )
+    rows = await conn.fetch(f"{_SELECT} WHERE {where}", p.values)
     return _approval(rows[0]) if rows else None
 
 
 async def run_approvals_txn(conn: Conn, run_id: str) -> list[ApprovalRow]:
     p = Params(conn.dialect)
     rows = await conn.fetch(
-        f"SELECT {', '.join(_APPROVAL_COLUMNS)} FROM workflow_approvals WHERE run_id = {p.add(run_id)}"
-        " ORDER BY expires_at, reference",
+        f"{_SELECT} WHERE run_id = {p.add(run_id)} ORDER BY expires_at, reference",
         p.values,
     )
     return [_approval(r) for r in rows]
@@ -48,7 +49,7 @@ async def due_approvals_txn(conn: Conn, now: int, limit: int) -> list[ApprovalRo
     """Pending approvals whose expiry passed (the sweeper, §9.5)."""
     p = Params(conn.dialect)
     rows = await conn.fetch(
-        f"SELECT {', '.join(_APPROVAL_COLUMNS)} FROM workflow_approvals WHERE status = 'pending'"
+        f"{_SELECT} WHERE status = 'pending'"
         f" AND expires_at <= {p.add(now)} ORDER BY expires_at LIMIT {p.add(limit)}",
         p.values,
     )
