@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import os
 
 import pytest
+from coincurve import PrivateKey
 
 from buzz.core import keys
 from tests.support.vectors import VECTORS_DIR
@@ -46,6 +48,24 @@ def test_sign_reproduces_signature(row: dict[str, str]) -> None:
 def test_sign_rejects_non_32_byte_message() -> None:
     with pytest.raises(ValueError):
         keys.sign("03".rjust(64, "0"), b"short", bytes(32))
+
+
+def test_sign_rejects_bad_aux_and_bad_keys() -> None:
+    with pytest.raises(ValueError, match="auxiliary"):
+        keys.sign("03".rjust(64, "0"), bytes(32), b"short")
+    for bad in ("00" * 32, "ff" * 32):  # 0 and a scalar past the group order n
+        with pytest.raises(ValueError):
+            keys.sign(bad, bytes(32), bytes(32))
+
+
+def test_sign_agrees_with_coincurve_and_verifies() -> None:
+    """Decision 382's direct keypair signing is coincurve's `sign_schnorr` without its rebuild
+    and self-check: the same bytes for the same key, message and aux, and each one verifies."""
+    for _ in range(50):
+        secret, message, aux = keys.generate_secret_key(), os.urandom(32), os.urandom(32)
+        sig = keys.sign(secret, message, aux)
+        assert sig == PrivateKey(bytes.fromhex(secret)).sign_schnorr(message, aux).hex()
+        assert keys.verify_signature(keys.public_key(secret), message, sig)
 
 
 @pytest.mark.parametrize(

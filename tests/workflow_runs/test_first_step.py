@@ -1,7 +1,8 @@
-"""A door's run commits its first step with its creation (decision 328): between the trigger
-and the first message there is one engine write — the run, its 46001, the first step's
-`running` record with its built effect and its 46002 — then the message. On the real relay and
-store; the store's methods are wrapped to record calls in order, never replaced."""
+"""A door's run commits its first step with its creation (decision 328), and a `send_message`
+step its message with its start (decision 383): between the trigger and the first message there
+is one engine write — the run, its 46001, the first step's `running` record with its built
+effect, its 46002 and the message. On the real relay and store; the store's methods are wrapped
+to record calls in order, never replaced."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def _writes(log: list[tuple[str, Any]], run_id: str | None) -> list[Any]:
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-async def test_one_engine_write_before_the_first_message(backend: str, tmp_path: Path) -> None:
+async def test_the_first_message_is_stored_with_its_run(backend: str, tmp_path: Path) -> None:
     owner = Identity.new()
     async with relay_with(backend, tmp_path, Settings()) as running, running.client(owner) as client:
         log, channel, run_id = await _run_started(running, client, owner, ON_MESSAGE, "go now")
@@ -67,9 +68,12 @@ async def test_one_engine_write_before_the_first_message(backend: str, tmp_path:
         assert [e.event.kind for e in first.events] == [46001, 46002]
         assert [s.idx for s in first.steps] == [0] and '"effect"' in first.steps[0].data
         assert first.take is not None and first.runs[0].status == "running"
-        # nothing else of the run is written before its first message is inserted
-        sent = next(i for i, (n, a) in enumerate(log) if n == "insert" and a.event.content == "first")
-        assert [a for n, a in log[:sent] if n == "workflow_write" and a in writes] == [first]
+        # the first message in the same transaction, as the relay's own path stores it
+        assert [(s.event.content, s.channel_id) for s, _ in first.published] == [("first", channel)]
+        assert [s.event.content for s, _ in writes[1].published] == ["second"]  # with b's start
+        relay_messages = [a.event.content for n, a in log if n == "insert" and a.event.kind == 9
+                          and a.event.pubkey == running.relay.pubkey]  # fmt: skip
+        assert relay_messages == []  # neither was stored by an insert of its own
         assert not [a for n, a in log if n == "workflow_take_runs" and run_id in a]
         assert len(writes) == 3  # the creation with step a; a done + b started; b done + the end
         msgs = await wait_for(client, [{"kinds": [9], "#h": [channel], "authors": [running.relay.pubkey]}],

@@ -82,15 +82,16 @@ async def test_an_instants_runs_take_at_most_max_concurrent_drives(backend: str,
 
         engine._start = start
         store = running.relay.store
-        real_insert, held, go = store.insert, [0], asyncio.Event()
+        real_write, held, go = store.workflow_write, [0], asyncio.Event()
 
-        async def insert(stored: Any, *args: Any, **kwargs: Any) -> Any:
-            if stored.event.content.startswith("tick "):  # a drive stays busy until `go`
+        async def workflow_write(write: Any, *args: Any, **kwargs: Any) -> Any:
+            # the message rides in its step's start (decision 383): a drive stays busy until `go`
+            if any(s.event.content.startswith("tick ") for s, _ in write.published):
                 held[0] += 1
                 await go.wait()
-            return await real_insert(stored, *args, **kwargs)
+            return await real_write(write, *args, **kwargs)
 
-        store.insert = insert
+        store.workflow_write = workflow_write
         channel = await create_channel(client, owner)
         for i in range(n):
             await save(client, owner, channel, tick(second, f"tick {i}"))

@@ -32,6 +32,7 @@ from buzz.store import schema
 from buzz.store.base import ReadTimeout, StoreError
 from buzz.store.dialect import SQLITE, BoundedRows, Dialect
 from buzz.store.sqlbase import P, SqlStore, T, TxnFn
+from buzz.store.sqlite_checkpoint import Checkpointer
 from buzz.store.writes import ROW_COLUMNS
 
 BUSY_TIMEOUT_MS = 5000  # relay.md §13.1: at least 5 s
@@ -182,6 +183,7 @@ class SqliteStore(SqlStore):
         self._pending_loop: asyncio.AbstractEventLoop | None = None
         self._pending_lock = threading.Lock()
         self._writer_thread: threading.Thread | None = None
+        self._checkpointer: Checkpointer | None = None
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._read_pool: ThreadPoolExecutor | None = None
@@ -221,6 +223,7 @@ class SqliteStore(SqlStore):
         mode = self._writer.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode != "wal":
             raise StoreError(f"{self.path}: cannot enable WAL journal mode")
+        self._writer.execute("PRAGMA wal_autocheckpoint = 0")  # the Checkpointer's thread does it
         self._writer.execute("BEGIN IMMEDIATE")
         try:
             for statement in SQLITE.schema:
@@ -246,6 +249,7 @@ class SqliteStore(SqlStore):
         # Never wait for a lock on the loop: a busy read goes to the pool, which waits.
         inline.execute("PRAGMA busy_timeout = 0")
         self._inline_reader = inline
+        self._checkpointer = Checkpointer(self.path, _connect)
 
     async def close(self) -> None:
         """Stop the writer thread after the queued writes, close every connection; idempotent."""
@@ -254,6 +258,9 @@ class SqliteStore(SqlStore):
             self._flush_pending()
             self._writes.put(None)
             await asyncio.get_running_loop().run_in_executor(None, thread.join)
+        checkpointer, self._checkpointer = self._checkpointer, None
+        if checkpointer is not None:
+            await asyncio.get_running_loop().run_in_executor(None, checkpointer.close)
         pool, self._read_pool = self._read_pool, None
         if pool is not None:
             pool.shutdown(wait=True)
@@ -344,6 +351,8 @@ class SqliteStore(SqlStore):
                 results = self._run_batch(writer, batch, isolate=True)
             assert results is not None
             writer.execute("COMMIT")
+            if self._checkpointer is not None:
+                self._checkpointer.committed()
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 if writer.in_transaction:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from buzz.core.errors import Invalid
 from buzz.core.stored import StoredEvent
@@ -111,6 +112,9 @@ class WorkflowWrite:
     release: bool = False  # drop the lease with the write (the run waits or ended)
     take: tuple[str, int] | None = None  # (replica, until): a new run leased by its creator
     cancel_approvals: tuple[ApprovalRow, ...] = ()  # pending ones become these rows; decided ones stay
+    # An action's events with the effects the relay's own path adds (`Host.plan`): a new run's
+    # first message, stored with the run that sends it (decision 383)
+    published: tuple[tuple[StoredEvent, tuple[Any, ...]], ...] = ()
 
 
 ActiveRun = tuple[RunRow, list[StepRow], list[ApprovalRow]]

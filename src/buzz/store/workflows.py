@@ -101,6 +101,8 @@ async def workflow_write_txn(conn: Conn, w: WorkflowWrite, now: int) -> bool:
         return False
     for stored in w.events:  # a job request or cancel moves its job row too (jobs spec §5.3)
         await insert_txn(conn, stored, relay_job_effects(stored), now)
+    for stored, effects in w.published:
+        await insert_txn(conn, stored, effects, now)
     return True
 
 

@@ -162,6 +162,22 @@ class Actions:
             ids.append(event.id)
         return ids
 
+    async def carry(self, run: Run, d: Dispatch, effect: dict[str, Any]
+                    ) -> tuple[tuple[tuple[Any, tuple[Any, ...]], ...], Input] | None:  # fmt: skip
+        """A new run's first `send_message` stored with the run's creating write (decision
+        383): its events as the relay's own path would insert them, and the step's outcome —
+        what `perform` returns once they are stored. None for any other action."""
+        if d.resolved.action != "send_message":
+            return None
+        planned = []
+        try:
+            for obj in effect.get("events", ()):
+                planned.append(await self.host.plan(relay_signed(Event.from_json(obj), run.channel_id)))
+        except BuzzError:
+            return None  # performed as any step, which records why it failed
+        sent = {"sent": True, "event_id": planned[0][0].event.id, "channel_id": run.channel_id}
+        return tuple(planned), StepSucceeded(int(time.time()), sent)
+
     async def perform(self, run: Run, d: Dispatch, effect: dict[str, Any]) -> Input:
         action = d.resolved.action
         now = int(time.time())

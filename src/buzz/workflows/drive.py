@@ -92,6 +92,7 @@ class Drive:
         self.effects = effects
         self.started: Any = None  # called once after the first commit (the run is `running`)
         self.first: m.Dispatch | None = None  # a first step committed with the run: perform it (decision 328)
+        self.performed: m.Input | None = None  # ... unless its effect was stored with the run (decision 383)
 
     async def authorized(self) -> bool:
         return await self.e.authorized(self.run.owner, self.run.channel_id, self.run.definition.elevated)
@@ -102,7 +103,8 @@ class Drive:
         self.run = t.run
 
     async def commit(self, t: m.Transition, *, release: bool = False, approval: Any = None,
-                     swap: ApprovalSwap | None = None, events: tuple[StoredEvent, ...] = ()) -> None:  # fmt: skip
+                     swap: ApprovalSwap | None = None, events: tuple[StoredEvent, ...] = (),
+                     published: tuple[tuple[StoredEvent, tuple[Any, ...]], ...] = ()) -> None:  # fmt: skip
         await self.e.gate.wait()
         before = self.base
         signed = self.e._signed(self.held, before.channel_id) + (
@@ -110,14 +112,14 @@ class Drive:
         )
         steps = tuple(step_row(before.id, r, self.effects.get(r.index)) for r in changed_steps(before, t.run))
         write = WorkflowWrite(runs=(run_row(t.run, self.tei),), steps=steps, events=signed, approval=approval,
-                              swap=swap, lease=self.e.replica, release=release)  # fmt: skip
+                              swap=swap, lease=self.e.replica, release=release, published=published)  # fmt: skip
         await self.e.store.workflow_write(write, int(time.time()))
         self.run = self.base = t.run
         self.held = []
         if self.started is not None:
             started, self.started = self.started, None
             started()
-        for stored in signed:
+        for stored in (*signed, *(s for s, _ in published)):
             await self.e.host.fanout(stored)
 
     async def first_input(self) -> m.Input | None:
@@ -174,7 +176,9 @@ class Drive:
             return
         if self.first is not None:
             dispatch, self.first = self.first, None
-            inp: m.Input | None = await self.perform(dispatch, self.effects[dispatch.step_index])
+            inp: m.Input | None = self.performed or await self.perform(
+                dispatch, self.effects[dispatch.step_index]
+            )
         else:
             inp = await self.first_input()
         while inp is not None:
@@ -187,9 +191,10 @@ class Drive:
                     continue
                 at = next((x.at for x in t.effects if isinstance(x, m.WakeAt)), None)
                 nap = at is not None and self._short_delay(t.run, at)
+                began = time.time()
                 await self.commit(t, release=not nap)
                 if nap:
-                    inp = await self.nap(at)  # type: ignore[arg-type]
+                    inp = await self.nap(at, began % 1)  # type: ignore[arg-type]
                     continue
                 if at is not None:
                     self.e._wake_later(self.run.id, at)
@@ -205,11 +210,14 @@ class Drive:
         return (run.status is m.RunStatus.WAITING and rec is not None and rec.action == "delay"
                 and at - time.time() <= self.e.settings.lease_s / 3)  # fmt: skip
 
-    async def nap(self, at: int) -> m.Input:
+    async def nap(self, at: int, fraction: float) -> m.Input:
+        """Sleep through a short delay: until `at` (whole seconds, what the machine checks) plus
+        the `fraction` of a second at which the delay began, so a delay lasts its duration, and
+        the delays begun across one second do not all wake at its end together (decision 380)."""
         self.e.napping += 1
         self.e.freed()  # a napping drive takes no slot: a queued run may start in it
         try:
-            await asyncio.sleep(max(0.0, at - time.time()) + 0.05)
+            await asyncio.sleep(max(0.0, at + fraction - time.time()) + 0.05)
         finally:
             self.e.napping -= 1
         return m.Wake(int(time.time()))
@@ -226,6 +234,11 @@ class Drive:
                 await self.commit(t)
                 return m.StepFailed(now, exc.code, exc.message)
             self.effects[dispatch.step_index] = effect
+            # a message is stored with its step's start, in one transaction (decision 383)
+            carried = await self.e.actions.carry(t.run, dispatch, effect)
+            if carried is not None:
+                await self.commit(t, published=carried[0])
+                return carried[1]
         await self.commit(t)
         return await self.perform(dispatch, effect)
 

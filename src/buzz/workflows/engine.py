@@ -232,7 +232,7 @@ class Engine:
                     await self.store.workflow_write(refusal, now)
             return verdict
         t = m.create(**kw, trigger_event_id=trigger_event_id)
-        run, emitted, steps, drive = t.run, t.emitted, (), None
+        run, emitted, steps, drive, published = t.run, t.emitted, (), None, ()
         take = None  # a door's run is leased in its creating write when a drive is free
         if door is not Door.SCHEDULE and self.free() > 0:
             take = (self.replica, now + self.settings.lease_s)
@@ -242,7 +242,13 @@ class Engine:
                     drive, started = first
                     run, emitted = started.run, [*t.emitted, *started.emitted]
                     steps = tuple(step_row(run_id, r, drive.effects.get(r.index)) for r in run.steps)
-        write = WorkflowWrite(runs=(run_row(run, trigger_event_id),), steps=steps,
+                    assert drive.first is not None
+                    carried = await self.actions.carry(
+                        run, drive.first, drive.effects[drive.first.step_index]
+                    )
+                    if carried is not None:
+                        published, drive.performed = carried
+        write = WorkflowWrite(runs=(run_row(run, trigger_event_id),), steps=steps, published=published,
                               events=self._signed(emitted, wf.channel_id), claim=claim, take=take)  # fmt: skip
         return Prepared(run_id, write, drive)
 
@@ -272,8 +278,8 @@ class Engine:
         return True
 
     async def created(self, prepared: Prepared) -> None:
-        """After a new run committed: fan out its 46001 and start it."""
-        for stored in prepared.write.events:
+        """After a new run committed: fan out its 46001 (and its first message) and start it."""
+        for stored in (*prepared.write.events, *(s for s, _ in prepared.write.published)):
             await self.host.fanout(stored)
         if prepared.leased:  # `first` is only ever set on a leased run
             self._start(prepared.run_id, prepared.first)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from buzz.core.stored import StoredEvent
 from buzz.store.base import InsertOutcome
@@ -24,6 +24,11 @@ class Host(Protocol):
     async def publish(self, stored: StoredEvent, lease: RunLease | None = None) -> InsertOutcome:
         """Insert a relay-signed event as the relay inserts its own, then fan it out. With
         `lease`, only while the replica still holds the run (else LeaseLost, nothing stored)."""
+        ...
+
+    async def plan(self, stored: StoredEvent) -> tuple[StoredEvent, tuple[Any, ...]]:
+        """What `publish` would insert: the event (its channel set) and the effects the relay's
+        own path adds (a reply's thread row, ...), for the engine to commit in its own write."""
         ...
 
     async def fanout(self, stored: StoredEvent) -> None:

@@ -40,6 +40,20 @@ class WorkflowHost:
         self.on_invalidate: list = []  # replicas' trigger caches (the bus, when there is one)
 
     async def publish(self, stored: StoredEvent, lease: RunLease | None = None) -> InsertOutcome:
+        plan = await self._plan(stored)
+        if lease is not None:
+            plan.effects.append(lease)
+        outcome = await self._store.insert(plan.stored, plan.effects)
+        if outcome is InsertOutcome.STORED:
+            crash_hook.after_commit(stored.event.kind)
+            await self._fanout.publish(plan.stored)
+        return outcome
+
+    async def plan(self, stored: StoredEvent) -> tuple[StoredEvent, tuple[object, ...]]:
+        plan = await self._plan(stored)
+        return plan.stored, tuple(plan.effects)
+
+    async def _plan(self, stored: StoredEvent) -> Plan:
         plan = Plan(stored)
         event = stored.event
         if event.kind in job_rules.VALIDATORS:  # ask_agent's 43001 is a job: its row opens too
@@ -53,15 +67,10 @@ class WorkflowHost:
             plan.effects.append(PutReaction(event.id, event.pubkey, target, event.content))
         else:
             await thread(self._rules, plan, None)  # type: ignore[arg-type]  # the thread rule reads no session
-        if lease is not None:
-            plan.effects.append(lease)
-        outcome = await self._store.insert(plan.stored, plan.effects)
-        if outcome is InsertOutcome.STORED:
-            crash_hook.after_commit(event.kind)
-            await self._fanout.publish(plan.stored)
-        return outcome
+        return plan
 
     async def fanout(self, stored: StoredEvent) -> None:
+        crash_hook.after_commit(stored.event.kind)  # called only once the engine's write committed
         try:
             await self._fanout.publish(stored)
         except Exception:  # stored: readers still find it (workflows.md §11.1 item 2)
