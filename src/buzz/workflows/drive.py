@@ -88,6 +88,7 @@ class Drive:
         self.run = run  # the newest state (held transitions included)
         self.base = run  # the state as committed
         self.held: list[ev.EventTemplate] = []  # events of held transitions, committed with the next
+        self.held_published: list[tuple[StoredEvent, tuple[Any, ...]]] = []  # a held step's message
         self.tei = trigger_event_id
         self.effects = effects
         self.started: Any = None  # called once after the first commit (the run is `running`)
@@ -111,11 +112,12 @@ class Drive:
             events or self.e._signed(t.emitted, before.channel_id)
         )
         steps = tuple(step_row(before.id, r, self.effects.get(r.index)) for r in changed_steps(before, t.run))
+        published = (*self.held_published, *published)
         write = WorkflowWrite(runs=(run_row(t.run, self.tei),), steps=steps, events=signed, approval=approval,
                               swap=swap, lease=self.e.replica, release=release, published=published)  # fmt: skip
         await self.e.store.workflow_write(write, int(time.time()))
         self.run = self.base = t.run
-        self.held = []
+        self.held, self.held_published = [], []
         if self.started is not None:
             started, self.started = self.started, None
             started()
@@ -234,11 +236,17 @@ class Drive:
                 await self.commit(t)
                 return m.StepFailed(now, exc.code, exc.message)
             self.effects[dispatch.step_index] = effect
-            # a message is stored with its step's start, in one transaction (decision 383)
+            # a message is stored with its step's start, in one transaction (decision 383); the
+            # last step's also with the run's end, which follows from its known outcome
             carried = await self.e.actions.carry(t.run, dispatch, effect)
             if carried is not None:
-                await self.commit(t, published=carried[0])
-                return carried[1]
+                published, performed = carried
+                if dispatch.step_index == len(t.run.definition.steps) - 1:
+                    self.hold(t)
+                    self.held_published += published
+                else:
+                    await self.commit(t, published=published)
+                return performed
         await self.commit(t)
         return await self.perform(dispatch, effect)
 
