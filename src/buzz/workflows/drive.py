@@ -78,6 +78,14 @@ class Gate:
             self.parked -= 1
 
 
+def nap_until(at: int, began: float) -> float:
+    """When a short delay's nap ends: its wake time `at` (whole seconds, what the machine
+    checks) plus the fraction of a second at which the delay `began`, and 50 ms. A delay lasts
+    its duration, and the delays begun during one second do not all wake at its end together
+    (decision 380: 100 runs a second of `delay: 1` woke as one burst each second)."""
+    return at + began % 1 + 0.05
+
+
 class Drive:
     """One replica driving one leased run until it waits, ends, or the process dies."""
 
@@ -196,7 +204,7 @@ class Drive:
                 began = time.time()
                 await self.commit(t, release=not nap)
                 if nap:
-                    inp = await self.nap(at, began % 1)  # type: ignore[arg-type]
+                    inp = await self.nap(nap_until(at, began))  # type: ignore[arg-type]
                     continue
                 if at is not None:
                     self.e._wake_later(self.run.id, at)
@@ -212,14 +220,11 @@ class Drive:
         return (run.status is m.RunStatus.WAITING and rec is not None and rec.action == "delay"
                 and at - time.time() <= self.e.settings.lease_s / 3)  # fmt: skip
 
-    async def nap(self, at: int, fraction: float) -> m.Input:
-        """Sleep through a short delay: until `at` (whole seconds, what the machine checks) plus
-        the `fraction` of a second at which the delay began, so a delay lasts its duration, and
-        the delays begun across one second do not all wake at its end together (decision 380)."""
+    async def nap(self, until: float) -> m.Input:
         self.e.napping += 1
         self.e.freed()  # a napping drive takes no slot: a queued run may start in it
         try:
-            await asyncio.sleep(max(0.0, at + fraction - time.time()) + 0.05)
+            await asyncio.sleep(max(0.0, until - time.time()))
         finally:
             self.e.napping -= 1
         return m.Wake(int(time.time()))
