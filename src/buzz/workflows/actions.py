@@ -30,6 +30,11 @@ def _fail(message: str, code: str = "action_failed") -> StepFailure:
     return StepFailure(code, message)
 
 
+def _sent(now: int, event_id: str, channel_id: str) -> Input:
+    """`send_message`'s outcome, whether its message was stored by `perform` or by `carry`."""
+    return StepSucceeded(now, {"sent": True, "event_id": event_id, "channel_id": channel_id})
+
+
 class Actions:
     def __init__(self, store: EventStore, host: Host, secret_key: str, relay_pubkey: str, settings: Settings,
                  replica: str) -> None:  # fmt: skip
@@ -175,8 +180,7 @@ class Actions:
                 planned.append(await self.host.plan(relay_signed(Event.from_json(obj), run.channel_id)))
         except BuzzError:
             return None  # performed as any step, which records why it failed
-        sent = {"sent": True, "event_id": planned[0][0].event.id, "channel_id": run.channel_id}
-        return tuple(planned), StepSucceeded(int(time.time()), sent)
+        return tuple(planned), _sent(int(time.time()), planned[0][0].event.id, run.channel_id)
 
     async def perform(self, run: Run, d: Dispatch, effect: dict[str, Any]) -> Input:
         action = d.resolved.action
@@ -184,7 +188,7 @@ class Actions:
         try:
             if action == "send_message":
                 ids = await self._publish_all(run, effect, run.channel_id)
-                return StepSucceeded(now, {"sent": True, "event_id": ids[0], "channel_id": run.channel_id})
+                return _sent(now, ids[0], run.channel_id)
             if action == "send_dm":
                 ids = await self._publish_all(run, effect, effect["channel_id"])
                 return StepSucceeded(now, {"sent": True, "event_id": ids[0], "channel_id": effect["channel_id"],
