@@ -213,7 +213,3 @@ def test_checklist_45_46_queue_permits_and_refusals() -> None:
         cap.REFUSALS[(cap.Door.MANUAL, cap.Verdict.QUEUE_FULL)].relay_message
         == "rate-limited: workflow run queue is full"
     )
-    queue = [cap.Candidate(f"r{i}", "w1" if i < 4 else "w2", 2 if i < 4 else None) for i in range(6)]
-    assert cap.pick(queue, running_here=0, running_by_workflow={}, permits=10) == ["r0", "r1", "r4", "r5"]
-    assert cap.pick(queue, running_here=8, running_by_workflow={"w1": 1}, permits=10) == ["r0", "r4"]
-    assert cap.pick(queue, running_here=10, running_by_workflow={}, permits=10) == []

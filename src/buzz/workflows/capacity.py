@@ -1,4 +1,5 @@
-"""Capacity: which new runs are admitted, which pending runs may start, and the run rate (§7.1, §7.4).
+"""Capacity: which new runs are admitted, and the run rate (§7.1, §7.4); which pending runs start
+is the engine's count of free drives (`Engine.free`, decisions 376 and 379).
 
 Policies as data: `REFUSALS` says what each door does with a run it cannot create, so the
 channel-event, schedule, webhook and manual paths never decide it themselves.
@@ -7,11 +8,10 @@ channel-event, schedule, webhook and manual paths never decide it themselves.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from buzz.workflows.limits import MAX_CONCURRENT_RUNS, RUN_QUEUE_MAX, RUN_RATE_WINDOW_S, WORKFLOW_RUN_RATE
+from buzz.workflows.limits import RUN_QUEUE_MAX, RUN_RATE_WINDOW_S, WORKFLOW_RUN_RATE
 
 
 class Door(StrEnum):
@@ -86,34 +86,3 @@ def admit(pending: int, queue_max: int = RUN_QUEUE_MAX, rate_ok: bool = True) ->
     if not rate_ok:
         return Verdict.RATE_LIMITED
     return Verdict.ADMIT if pending < queue_max else Verdict.QUEUE_FULL
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A pending run in queue order `(created_at, id)`."""
-
-    run_id: str
-    workflow_id: str
-    max_concurrent: int | None  # the definition's own cap (decision 184)
-
-
-def pick(
-    queue: Iterable[Candidate],
-    running_here: int,
-    running_by_workflow: Mapping[str, int],
-    permits: int = MAX_CONCURRENT_RUNS,
-) -> list[str]:
-    """The pending runs this replica starts now: first in, first out, up to its free permits,
-    skipping (not blocking on) a run whose workflow is at its own `max_concurrent`."""
-    free = permits - running_here
-    busy = dict(running_by_workflow)
-    chosen: list[str] = []
-    for c in queue:
-        if free <= 0:
-            break
-        if c.max_concurrent is not None and busy.get(c.workflow_id, 0) >= c.max_concurrent:
-            continue
-        chosen.append(c.run_id)
-        busy[c.workflow_id] = busy.get(c.workflow_id, 0) + 1
-        free -= 1
-    return chosen

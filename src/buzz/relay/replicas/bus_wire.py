@@ -112,16 +112,6 @@ def decode_event(data: bytes | str) -> tuple[Event, str | None]:
     return _event_of(_object(data))
 
 
-def decode_event_unless(data: bytes | str, skip: Callable[[str], bool]) -> tuple[Event, str | None] | None:
-    """`decode_event`, or None with the event left unchecked when `skip` is true of its `id`
-    (the receiver's echo cache: each replica gets every event it published back, decision 262)."""
-    body = _object(data)
-    event = body.get("event")
-    if isinstance(event, dict) and isinstance(event.get("id"), str) and skip(event["id"]):
-        return None
-    return _event_of(body)
-
-
 _ID_KEY = b'"id":"'
 
 
