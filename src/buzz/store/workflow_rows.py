@@ -116,6 +116,11 @@ class WorkflowWrite:
     # first message, stored with the run that sends it (decision 383)
     published: tuple[tuple[StoredEvent, tuple[Any, ...]], ...] = ()
 
+    @property
+    def stored_events(self) -> tuple[StoredEvent, ...]:
+        """Every event the write stores, in the order they are fanned out after its commit."""
+        return (*self.events, *(stored for stored, _ in self.published))
+
 
 ActiveRun = tuple[RunRow, list[StepRow], list[ApprovalRow]]
 CancelRuns = Callable[[WorkflowRow, list[ActiveRun], int], WorkflowWrite]

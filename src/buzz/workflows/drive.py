@@ -129,7 +129,7 @@ class Drive:
         if self.started is not None:
             started, self.started = self.started, None
             started()
-        for stored in (*signed, *(s for s, _ in published)):
+        for stored in write.stored_events:
             await self.e.host.fanout(stored)
 
     async def first_input(self) -> m.Input | None:

@@ -279,7 +279,7 @@ class Engine:
 
     async def created(self, prepared: Prepared) -> None:
         """After a new run committed: fan out its 46001 (and its first message) and start it."""
-        for stored in (*prepared.write.events, *(s for s, _ in prepared.write.published)):
+        for stored in prepared.write.stored_events:
             await self.host.fanout(stored)
         if prepared.leased:  # `first` is only ever set on a leased run
             self._start(prepared.run_id, prepared.first)
