@@ -32,19 +32,17 @@ async def test_a_queued_run_starts_when_a_drive_frees(backend: str, tmp_path: Pa
     async with relay_with(backend, tmp_path, settings) as running, running.client(owner) as client:
         store = running.relay.store
         writes: list[Any] = []
-        real_write, real_insert = store.workflow_write, store.insert
-        held = asyncio.Event()  # the first run's message waits: its drive stays busy
+        real_write = store.workflow_write
+        held = asyncio.Event()  # the first run's second message waits: its drive stays busy
 
         async def recorded(write: Any, now: int) -> Any:
             writes.append(write)
+            # a message rides in its step's write (decision 383): the drive holds there
+            if any(s.event.content == "second" for s, _ in write.published):
+                await held.wait()
             return await real_write(write, now)
 
-        async def insert(stored: Any, *args: Any, **kwargs: Any) -> Any:
-            if stored.event.content == "first":
-                await held.wait()
-            return await real_insert(stored, *args, **kwargs)
-
-        store.workflow_write, store.insert = recorded, insert
+        store.workflow_write = recorded
         channel = await create_channel(client, owner)
         await save(client, owner, channel, TWO_SENDS)
         n = 5
