@@ -376,6 +376,7 @@ PURE_CORES: dict[str, frozenset[str]] = {
             "events",
             "capacity",
             "mentions",
+            "authority",
         }
     ),  # runner: rows, host, actions, drive, engine, scheduler, commands, webhook_call
     "buzz.media": frozenset({"auth", "sniff", "imeta", "limits", "ranges", "rates"}),

@@ -23,6 +23,7 @@ from buzz.store.workflow_rows import ActiveRun, ApprovalSwap, DeleteWorkflow, Wo
 from buzz.workflows import events as ev
 from buzz.workflows import machine as m
 from buzz.workflows.approvals import ApprovalStatus, DeciderFacts, Decision, decide
+from buzz.workflows.authority import ELEVATED_ROLES
 from buzz.workflows.capacity import Door, Verdict
 from buzz.workflows.context import manual_context, parse_manual_inputs
 from buzz.workflows.engine import Engine, Prepared, secret_hash
@@ -40,7 +41,6 @@ from buzz.workflows.validate import DefinitionError, parse_definition
 
 Gate = Callable[[str, str], Awaitable[None]]
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
-ELEVATED = frozenset({"owner", "admin"})
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ async def save_definition(engine: Engine, stored: StoredEvent) -> Saved:
             definition = parse_definition(event.content, now=now, channel_id=channel_id)
         except DefinitionError as exc:
             raise Invalid(exc.reason.removeprefix("invalid: ")) from None
-        if definition.elevated and member.role not in ELEVATED:
+        if definition.elevated and member.role not in ELEVATED_ROLES:
             raise Restricted("workflows with call_webhook actions require the owner or admin role")
     existing = await store.workflow(workflow_id)
     if existing is not None and existing.status == "deleted":

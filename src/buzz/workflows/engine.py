@@ -32,6 +32,7 @@ from buzz.workflows import definition as d
 from buzz.workflows import limits as L
 from buzz.workflows import machine as m
 from buzz.workflows.actions import Actions
+from buzz.workflows.authority import channel_open, member_qualifies, switched_on
 from buzz.workflows.capacity import REFUSALS, Door, RunRate, Verdict, admit
 from buzz.workflows.context import channel_event_context, fires, is_engine_event, webhook_context
 from buzz.workflows.drive import JOB_ANSWERS, Drive, Gate
@@ -162,20 +163,14 @@ class Engine:
     async def authorized(self, owner: str, channel_id: str, elevated: bool) -> bool:
         """Owner authority (§6.5 item 2); a lookup error means it does not hold."""
         try:
-            member = await self.store.get_member(channel_id, owner)
-            if member is None or not member.active:
-                return False
-            if elevated and member.role not in ("owner", "admin"):
+            if not member_qualifies(await self.store.get_member(channel_id, owner), elevated):
                 return False
             return not await self.store.banned_among({owner})
         except StoreError:
             return False
 
     async def effectively_enabled(self, wf: WorkflowRow) -> bool:
-        if wf.status != "active" or not wf.enabled:
-            return False
-        channel = await self.store.get_channel(wf.channel_id)
-        return channel is not None and channel.archived_at is None
+        return switched_on(wf) and channel_open(await self.store.get_channel(wf.channel_id))
 
     async def may_start(self, wf: WorkflowRow) -> bool:
         return await self.effectively_enabled(wf) and await self.authorized(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from buzz.store.base import StoreError
 from buzz.store.workflow_rows import WorkflowRow, WorkflowWrite
 from buzz.workflows import definition as d
+from buzz.workflows.authority import channel_open, member_qualifies, switched_on
 from buzz.workflows.capacity import Door, Verdict
 from buzz.workflows.context import schedule_context
 from buzz.workflows.schedule import Schedule, due, next_fire
@@ -242,13 +243,9 @@ class _Facts:
             self._facts = None  # no workflow of the batch starts (a lookup error: authority does not hold)
 
     def may_start(self, wf: WorkflowRow) -> bool:
-        if wf.status != "active" or not wf.enabled or self._facts is None:
+        if self._facts is None:
             return False
         channels, members, banned = self._facts
-        channel = channels.get(wf.channel_id)
-        if channel is None or channel.archived_at is not None:
-            return False
-        member = members.get((wf.channel_id, wf.owner))
-        if member is None or not member.active or (wf.elevated and member.role not in ("owner", "admin")):
-            return False
-        return wf.owner not in banned
+        return (switched_on(wf) and channel_open(channels.get(wf.channel_id))
+                and member_qualifies(members.get((wf.channel_id, wf.owner)), wf.elevated)
+                and wf.owner not in banned)  # fmt: skip

@@ -14,6 +14,7 @@ from buzz.relay.auth.session import Session
 from buzz.relay.ingestion.rules.base import KindRules, Plan
 from buzz.relay.ingestion.rules.records import workflow_definition
 from buzz.workflows import commands
+from buzz.workflows.authority import ELEVATED_ROLES
 from buzz.workflows.engine import Engine
 
 
@@ -90,7 +91,7 @@ async def check_moderator(rules: KindRules, channel_id: str | None, pubkey: str)
     """§6.6 item 1's extension: an active owner or admin of the workflow's channel may delete
     another member's workflow; anyone else is refused (decision 320)."""
     member = await rules.store.get_member(channel_id, pubkey) if channel_id is not None else None
-    if member is None or not member.active or member.role not in commands.ELEVATED:
+    if member is None or not member.active or member.role not in ELEVATED_ROLES:
         raise Restricted("only the workflow's owner or a channel owner or admin may delete a workflow")
 
 
