@@ -12,6 +12,7 @@ from tests.web.browser import assert_all_passed, require_browser, run_scenario
 
 CHECKS = [
     "the Dark theme switch turns the page dark and stays so after a reload",
+    "a message's actions are pointer targets of 24 px at least (WCAG 2.5.8)",
     "with no choice made, the theme follows the system",
     'Ctrl+K opens "Jump to": a channel, then a person',
     '"Jump to" names a DM a direct message, not a channel',

@@ -24,8 +24,13 @@ try {
   await check(report, 'the Dark theme switch turns the page dark and stays so after a reload', async () => {
     const sw = p.getByRole('switch', { name: 'Dark theme' })
     if ((await sw.getAttribute('aria-checked')) !== 'false' || (await theme(p)) !== 'light') throw new Error('not light at first')
+    // The state is seen, not only announced: the knob sits elsewhere when on.
+    const knob = () => sw.locator('.knob').evaluate((el) => el.getBoundingClientRect().left - el.parentElement.getBoundingClientRect().left)
+    const off = await knob()
     await sw.click()
     if ((await sw.getAttribute('aria-checked')) !== 'true' || (await theme(p)) !== 'dark') throw new Error('the switch did nothing')
+    await p.waitForFunction(() => !document.getAnimations().length)
+    if (!((await knob()) > off + 4)) throw new Error('the switch looks the same on and off')
     const bg = await p.evaluate(() => getComputedStyle(document.querySelector('.main') ?? document.body).backgroundColor)
     await article(p, 'Deploy notes').waitFor()
     await p.getByRole('log', { name: 'Messages' }).getByRole('button', { name: 'Bob', exact: true }).first().waitFor()
@@ -35,6 +40,13 @@ try {
     if ((await theme(p)) !== 'dark') throw new Error('forgotten after a reload')
     report.numbers.darkBackground = bg
     await p.getByRole('switch', { name: 'Dark theme' }).click()
+  })
+
+  await check(report, "a message's actions are pointer targets of 24 px at least (WCAG 2.5.8)", async () => {
+    const msg = article(p, 'Deploy notes')
+    await msg.hover()
+    const heights = await msg.locator('.msg-actions button.icon').evaluateAll((els) => els.map((el) => el.getBoundingClientRect().height))
+    if (!heights.length || heights.some((h) => h < 24)) throw new Error(`heights ${heights}`)
   })
 
   await check(report, 'with no choice made, the theme follows the system', async () => {
@@ -123,6 +135,10 @@ try {
     await edit.fill('not to be kept')
     await edit.press('Escape')
     await edit.waitFor({ state: 'detached' })
+    // Focus goes back to the box the edit was opened from, not to the page.
+    if (!(await box.evaluate((el) => el === document.activeElement))) {
+      throw new Error(`after Esc, focus is on ${await p.evaluate(() => document.activeElement?.outerHTML.slice(0, 80))}`)
+    }
     if (!(await panel.isVisible())) throw new Error('Esc in the edit box also closed the Members panel')
     if (await article(p, 'not to be kept').count()) throw new Error('Esc saved the edit')
     // …and the cancelled edit is gone for good: ↑ opens it afresh with the saved text.

@@ -21,6 +21,7 @@ export const INBOX_WORK_KINDS = [APPROVAL_REQUESTED, ...DECIDED, ...JOB_ENDS]
 
 const PAGE = 100
 const MAX_ITEMS = 1000 // held in memory; the oldest go first
+const EDITS_PER_ITEM = 3 // read with the items: their newest edits, most have none
 
 export class Inbox {
   private items = new Map<string, InboxItem>()
@@ -56,7 +57,8 @@ export class Inbox {
       for (const e of [...decisions, ...mentions, ...inDms, ...replies, ...work]) this.consider(e)
       // Their edits: an item shows its current text, as the channel does, not the one it was sent with.
       const ids = [...this.items.values()].filter((i) => i.ev.kind === MESSAGE).map((i) => i.ev.id)
-      if (ids.length) for (const e of await this.ws.relay.query([{ kinds: [EDIT], '#e': ids }])) this.edited(e)
+      // Bounded, newest first: a few edits an item is plenty, and the relay would cap it anyway.
+      if (ids.length) for (const e of await this.ws.relay.query([{ kinds: [EDIT], '#e': ids, limit: EDITS_PER_ITEM * ids.length }])) this.edited(e)
       this.problem = ''
     } catch (e) {
       this.problem = `Some of the inbox could not be read: ${String((e as Error).message || e)}`

@@ -12,7 +12,9 @@ export function ThemeSwitch() {
   const [dark, setDark] = useTheme()
   return (
     <button type="button" role="switch" aria-checked={dark} class="quiet theme-switch" onClick={() => setDark(!dark)}>
-      Dark<span class="theme-word"> theme</span>
+      {/* The state seen, not only announced: a track whose knob moves over when on. */}
+      <span class="track" aria-hidden="true"><span class="knob" /></span>
+      <span>Dark<span class="theme-word"> theme</span></span>
     </button>
   )
 }

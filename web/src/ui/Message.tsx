@@ -30,17 +30,30 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   const [draft, setDraftState] = useState<string | null>(() => ws.edits.get(m.ev.id) ?? null)
   const editing = draft !== null
   const opened = useRef(false) // opened here, not brought back: only then does the box take focus
+  // Where focus was when the edit opened (the composer after ↑, the Edit action): it goes back
+  // there when the edit ends, as a dialog gives focus back, instead of falling to the page.
+  const returnTo = useRef<HTMLElement | null>(null)
+  const self = useRef<HTMLElement>(null)
   const setDraft = (text: string) => {
     ws.edits.set(m.ev.id, text)
     setDraftState(text)
   }
   const startEdit = () => {
     opened.current = true
+    returnTo.current = document.activeElement instanceof HTMLElement ? document.activeElement : null
     setDraft(m.content)
   }
   const stopEdit = () => {
     ws.edits.delete(m.ev.id)
     setDraftState(null)
+    const to = returnTo.current
+    returnTo.current = null
+    const active = document.activeElement
+    // Only while focus is still in this edit (or lost to the page): a save that lands after the
+    // person moved on must not pull focus back.
+    if (active && active !== document.body && !self.current?.querySelector('form.edit')?.contains(active)) return
+    if (to && to.isConnected && to !== document.body) to.focus()
+    else self.current?.focus()
   }
   const [confirming, setConfirming] = useState(false)
   const [linked, setLinked] = useState(false)
@@ -84,7 +97,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   })
   return (
     // Focusable by a click or tap (not by Tab): at phone width its actions show while it has focus.
-    <article class={cls} data-id={m.ev.id} tabIndex={-1}>
+    <article ref={self} class={cls} data-id={m.ev.id} tabIndex={-1}>
       <div class="gutter">
         {grouped ? (
           <time class="hover-time" dateTime={when.toISOString()} title={full}>{time}</time>
