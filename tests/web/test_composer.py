@@ -18,6 +18,7 @@ CHECKS = [
     "drafts are kept per channel and thread, also across a reload",
     "a message shows Sending…, then Sent, and empties the box at once",
     "messages sent in one second keep their order, live and after a reload",
+    "a picked @name leaves the caret after it, also when keys run ahead of the screen",
     "a send whose answer is lost shows Not sent; text typed meanwhile stays",
     "Retry after the relay is back sends the same event: Sent",
     "after a reload the message is there once",

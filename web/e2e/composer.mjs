@@ -61,6 +61,27 @@ try {
     if (after.join() !== live.join()) throw new Error(`after a reload: ${after}`)
   })
 
+  await check(report, 'a picked @name leaves the caret after it, also when keys run ahead of the screen', async () => {
+    await box().fill('')
+    await box().pressSequentially('@Al')
+    await p.getByRole('listbox', { name: 'Mention a member' }).getByRole('option', { name: '@Alice' }).waitFor()
+    // Enter picks the name, and the next keys come before the page paints a frame, as they do
+    // on a busy machine or from a fast typist: the caret must not jump back into them.
+    const text = await box().evaluate(async (el) => {
+      const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()))
+      el.focus()
+      el.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true, cancelable: true }))
+      await new Promise((resolve) => setTimeout(resolve, 0)) // the render with the picked name
+      document.execCommand('insertText', false, 'are')
+      await frame()
+      await frame()
+      document.execCommand('insertText', false, ' you there?')
+      return el.value
+    })
+    if (text !== '@Alice are you there?') throw new Error(`the box holds ${JSON.stringify(text)}`)
+    await box().fill('')
+  })
+
   reached('ready')
   await until('deaf')
   await check(report, 'a send whose answer is lost shows Not sent; text typed meanwhile stays', async () => {

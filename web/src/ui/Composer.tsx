@@ -4,7 +4,7 @@
 // *Attach file*, a drop on the channel (or thread) or a paste (AttachTray.tsx, attach.ts).
 // The text is the draft of this channel or thread (drafts.ts); sending empties the box at
 // once, the message's progress shows on it (outbox.ts), so what is typed meanwhile stays.
-import { useRef, useState } from 'preact/hooks'
+import { useLayoutEffect, useRef, useState } from 'preact/hooks'
 import { draftKey, useDraft } from '../drafts'
 import { editLast } from './Comfort'
 import { mentionQuery } from '../mentions'
@@ -23,6 +23,15 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
   const [index, setIndex] = useState(0)
   const [error, setError] = useState('')
   const area = useRef<HTMLTextAreaElement>(null)
+  // Where the caret goes once the picked name is in the box. Set in the render that puts it
+  // there, before the next key is handled: a frame later (requestAnimationFrame) it moved the
+  // caret back into text typed meanwhile ("@Bob  you there?are" under load).
+  const caretTo = useRef<number | null>(null)
+  useLayoutEffect(() => {
+    const pos = caretTo.current
+    caretTo.current = null
+    if (pos !== null && area.current) area.current.setSelectionRange(pos, pos)
+  })
   const form = useRef<HTMLFormElement>(null)
   const files = useAttachments(ws, form, setError)
   const [asking, setAsking] = useState(false)
@@ -45,7 +54,7 @@ export function Composer({ ws, channel, label, button, placeholder, replyTo }: P
     setPicked([...new Set([...picked, o.pk])])
     setCaret(pos)
     setIndex(0)
-    requestAnimationFrame(() => area.current?.setSelectionRange(pos, pos))
+    caretTo.current = pos
   }
 
   const send = async () => {
