@@ -29,7 +29,9 @@ export type Msg = {
   reactions: Map<string, Map<string, string>> // emoji -> pubkey -> reaction event id
   seq: number // arrival order (live events count up, history pages down); not the display order
 }
-export type Timeline = { ids: string[]; hasMore: boolean; loading: boolean; loaded: boolean }
+/** A channel's timeline: its top-level messages in order, and how far back its pages went
+ * (`pagedTo`: the oldest created_at a page brought, thread replies included; Infinity before). */
+export type Timeline = { ids: string[]; hasMore: boolean; loading: boolean; loaded: boolean; pagedTo: number }
 /** One huddle as its lifecycle events in the parent tell it (huddle.md §8.5). `room` is the
  * channel whose audio socket it uses: its own ephemeral channel, or the parent itself. */
 export type HuddleInfo = { room: string; parent: string; startedBy: string | null; startedAt: number; startId: string; ended: boolean; inside: Set<string> }

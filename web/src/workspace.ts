@@ -25,6 +25,7 @@ import {
 export * from './model'
 
 const TYPING_TTL_S = 6
+const THREAD_PAGE = 200 // replies a thread shows at first, and each older page adds
 
 export class Workspace extends WorkspaceCore {
   readonly desk: AgentDesk = new AgentDesk(this)
@@ -39,6 +40,8 @@ export class Workspace extends WorkspaceCore {
   private newer = 1
   private older = 0
   private pages = new Map<string, Promise<number>>() // each channel's page on its way
+  // Each opened thread's replies: read newest first, a page at a time (decision 385)
+  private threadPages = new Map<string, { hasMore: boolean; loading: boolean }>()
 
   constructor(me: Signer) {
     super(me)
@@ -78,15 +81,17 @@ export class Workspace extends WorkspaceCore {
   timeline(channel: string): Timeline {
     let t = this.timelines.get(channel)
     if (!t) {
-      t = { ids: [], hasMore: true, loading: false, loaded: false }
+      t = { ids: [], hasMore: true, loading: false, loaded: false, pagedTo: Infinity }
       this.timelines.set(channel, t)
     }
     return t
   }
 
-  /** When the oldest message on `channel`'s timeline was written (Infinity: none yet). */
+  /** How far back `channel` is loaded: its oldest timeline message, or further when its pages
+   * went further (a page of thread replies shows no row but is read; Infinity: nothing yet). */
   oldestOn(channel: string): number {
-    return this.timeline(channel).ids.reduce((min, id) => Math.min(min, this.msgs.get(id)?.ev.created_at ?? Infinity), Infinity)
+    const t = this.timeline(channel)
+    return t.ids.reduce((min, id) => Math.min(min, this.msgs.get(id)?.ev.created_at ?? Infinity), t.pagedTo)
   }
 
   /** One page older than what is shown (paged by `until`, relay.md §6.4: inclusive bounds);
@@ -125,6 +130,7 @@ export class Workspace extends WorkspaceCore {
         }
       }
       const page = await this.relay.query([flt])
+      for (const e of page) t.pagedTo = Math.min(t.pagedTo, e.created_at)
       const fresh = page.filter((e) => !this.msgs.has(e.id) || this.quiet.has(e.id))
       for (const e of fresh) this.place(e)
       added = fresh.length
@@ -162,12 +168,47 @@ export class Workspace extends WorkspaceCore {
     if (!channel) return
     const found = await this.relay.query([
       { ids: [root] },
-      { kinds: [MESSAGE], '#h': [channel], '#e': [root], limit: 500 },
+      { kinds: [MESSAGE], '#h': [channel], '#e': [root], limit: THREAD_PAGE },
     ])
     const fresh = found.filter((e) => !this.msgs.has(e.id))
     for (const e of fresh) this.ingest(e, false)
     await this.decorate(channel, fresh.map((e) => e.id))
+    // A full page may have more before it, unless the channel's own pages reached back past the
+    // root: every reply, newer than the root, came with them.
+    const r = this.msgs.get(root)
+    const held = !!r && this.timeline(r.channel).pagedTo < r.ev.created_at
+    this.threadPaging(root).hasMore = !held && found.filter((e) => e.id !== root).length >= THREAD_PAGE
     this.changed()
+  }
+
+  /** Whether an open thread has older replies than those shown, and whether a page is on its way. */
+  threadPaging(root: string): { hasMore: boolean; loading: boolean } {
+    let s = this.threadPages.get(root)
+    if (!s) this.threadPages.set(root, (s = { hasMore: false, loading: false }))
+    return s
+  }
+
+  /** The page of replies before the oldest shown (*Load older replies*). */
+  async loadOlderReplies(root: string): Promise<void> {
+    const s = this.threadPaging(root)
+    const msgs = this.threadMessages(root)
+    const oldest = msgs[1]
+    if (s.loading || !s.hasMore || !oldest) return
+    s.loading = true
+    this.changed()
+    try {
+      // `until` is inclusive: the oldest one's same-second neighbours come back; ask for that many more.
+      const same = msgs.filter((m) => m.ev.created_at === oldest.ev.created_at).length
+      const limit = THREAD_PAGE + same
+      const page = await this.relay.query([{ kinds: [MESSAGE], '#h': [oldest.channel], '#e': [root], until: oldest.ev.created_at, limit }])
+      const fresh = page.filter((e) => !this.msgs.has(e.id))
+      for (const e of fresh) this.ingest(e, false)
+      await this.decorate(oldest.channel, fresh.map((e) => e.id))
+      s.hasMore = page.length >= limit && fresh.length > 0
+    } finally {
+      s.loading = false
+      this.changed()
+    }
   }
 
   threadMessages(root: string): Msg[] {

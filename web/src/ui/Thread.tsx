@@ -2,12 +2,15 @@ import { Fragment } from 'preact'
 import { useLayoutEffect, useRef } from 'preact/hooks'
 import type { Workspace } from '../workspace'
 import { Composer } from './Composer'
+import { act } from './hooks'
 import { Message } from './Message'
 import { Panel } from './Panel'
 
 export function ThreadPanel({ ws, root, onClose }: { ws: Workspace; root: string; onClose: () => void }) {
   const msgs = ws.threadMessages(root)
   const r = msgs[0]
+  const paging = ws.threadPaging(root)
+  const replies = msgs.length - 1
   const list = useRef<HTMLDivElement>(null)
   const shown = useRef('')
   // A permalink to a reply: scroll to it once it is here.
@@ -28,7 +31,17 @@ export function ThreadPanel({ ws, root, onClose }: { ws: Workspace; root: string
             {msgs.map((m, i) => (
               <Fragment key={m.ev.id}>
                 <Message ws={ws} m={m} onThread={() => undefined} inThread />
-                {i === 0 && <p class="divider">{msgs.length - 1} {msgs.length === 2 ? 'reply' : 'replies'}</p>}
+                {i === 0 && (
+                  <>
+                    <p class="divider">{replies}{paging.hasMore ? '+' : ''} {replies === 1 && !paging.hasMore ? 'reply' : 'replies'}</p>
+                    {/* A long thread opens at its newest replies; the older ones come a page at a time. */}
+                    {paging.hasMore && (
+                      <button type="button" class="quiet older-replies" disabled={paging.loading} onClick={() => void act(ws, () => ws.loadOlderReplies(root))}>
+                        {paging.loading ? 'Loading…' : 'Load older replies'}
+                      </button>
+                    )}
+                  </>
+                )}
               </Fragment>
             ))}
           </div>

@@ -72,6 +72,10 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
     const arrived = p.channel === channel && first === p.first ? Math.max(0, msgs.length - p.count) : 0
     Object.assign(p, { first, count: msgs.length, channel })
     measure((view.channel === channel ? view.fresh : 0) + arrived)
+    // Near the top with older pages left, as a scroll there would: a page of mostly thread
+    // replies shows few rows, leaving a view that cannot scroll, so no scroll would ever come.
+    const el = box.current
+    if (el && el.scrollTop < 300 && t.hasMore && t.loaded && !t.loading && p.placed) void act(ws, () => ws.loadOlder(channel))
   })
 
   const onScroll = () => {

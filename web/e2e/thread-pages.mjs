@@ -1,0 +1,49 @@
+// A long thread (decision 385): the panel opens with its newest replies and says there are
+// more; *Load older replies* brings the rest a page at a time, each reply once, in order; and a
+// channel whose newest messages are all replies in one thread still shows the thread's root.
+import { launch, person, article, scenario, check, finish, signIn } from './lib.mjs'
+
+const { config, report } = scenario()
+const { browser, close } = await launch()
+try {
+  const { page: p } = await person(browser, report, 'alice')
+  // Straight to the newest reply: the channel's pages then hold only the thread's newest replies.
+  await signIn(p, `${config.url}#${config.channel}/${config.newestId}`, config.secret)
+  const panel = p.getByRole('complementary', { name: 'Thread' })
+  const older = panel.getByRole('button', { name: 'Load older replies' })
+  const texts = async () => (await panel.locator('article .text').allTextContents()).map((t) => t.trim())
+
+  await check(report, 'a long thread opens with its newest replies and offers the older ones', async () => {
+    await panel.getByRole('article').filter({ hasText: config.newest }).waitFor()
+    await older.waitFor()
+    const shown = await texts()
+    if (shown[0] !== config.root) throw new Error(`the panel starts with ${shown[0]}`)
+    if (shown.length !== 1 + config.page) throw new Error(`${shown.length - 1} replies at first`)
+    if (!(await panel.getByText(`${config.page}+ replies`, { exact: true }).count())) throw new Error('the count does not say there are more')
+  })
+
+  await check(report, 'Load older replies brings the rest, each reply once, in order', async () => {
+    for (let i = 0; i < 10 && (await older.count()); i++) {
+      const before = (await texts()).length
+      await older.click()
+      await p.waitForFunction(
+        ([n]) => document.querySelectorAll('[aria-label="Thread"] article').length > n || !document.querySelector('.older-replies'),
+        [before],
+      )
+    }
+    if (await older.count()) throw new Error('still more to load after 10 pages')
+    const shown = await texts()
+    const want = [config.root, ...config.replies]
+    if (JSON.stringify(shown) !== JSON.stringify(want)) throw new Error(`${shown.length - 1} replies shown, first ${shown[1]}, last ${shown.at(-1)}`)
+    await panel.getByText(`${config.replies.length} replies`, { exact: true }).waitFor()
+    report.numbers.replies = shown.length - 1
+  })
+
+  await check(report, 'a channel whose newest messages are all thread replies shows the root', async () => {
+    await p.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'busy', exact: true }).click()
+    await article(p, config.busyRoot).waitFor()
+  })
+} finally {
+  finish(report)
+  await close()
+}
