@@ -20,6 +20,8 @@ try {
     if (shown[0] !== config.root) throw new Error(`the panel starts with ${shown[0]}`)
     if (shown.length !== 1 + config.page) throw new Error(`${shown.length - 1} replies at first`)
     if (!(await panel.getByText(`${config.page}+ replies`, { exact: true }).count())) throw new Error('the count does not say there are more')
+    await panel.locator('.panel-body').evaluate((el) => { el.scrollTop = 0 })
+    await p.screenshot({ path: `${config.images}/thread-older-desktop.png` })
   })
 
   await check(report, 'Load older replies brings the rest, each reply once, in order', async () => {
