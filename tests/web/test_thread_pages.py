@@ -1,7 +1,8 @@
 """Browser: a thread longer than a page (decision 385) — it opens with its newest replies and
-"N+ replies", *Load older replies* brings every older one once and in order; and a channel whose
-newest messages are all replies in one thread still shows the thread's root (its pages go on
-past rows it does not show)."""
+"N+ replies", *Load older replies* brings every older one once and in order, one author's
+consecutive replies are grouped under one name; and a channel whose newest messages are all
+replies in one thread still shows the thread's root (its pages go on past rows it does not
+show)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ LATER = 60  # top-level messages after the thread: the channel's first page fill
 BUSY = 130  # replies in the other channel: more than two of the channel's pages of 50
 CHECKS = [
     "a long thread opens with its newest replies and offers the older ones",
+    "a thread groups one author's consecutive replies under one name",
     "Load older replies brings the rest, each reply once, in order",
     "a channel whose newest messages are all thread replies shows the root",
 ]

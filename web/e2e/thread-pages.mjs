@@ -24,6 +24,16 @@ try {
     await p.screenshot({ path: `${config.images}/thread-older-desktop.png` })
   })
 
+  await check(report, "a thread groups one author's consecutive replies under one name", async () => {
+    const msgs = panel.locator('article.msg')
+    const grouped = await msgs.evaluateAll((els) => els.map((el) => el.classList.contains('grouped')))
+    if (grouped[0] || grouped[1]) throw new Error('the root or the first reply shows no author')
+    if (!grouped.some(Boolean)) throw new Error('no reply is grouped under the one before it')
+    // A grouped reply shows no name of its own: the one above it says who wrote both.
+    const i = grouped.indexOf(true)
+    if (await msgs.nth(i).locator('.msg-head').count()) throw new Error('a grouped reply repeats its author')
+  })
+
   await check(report, 'Load older replies brings the rest, each reply once, in order', async () => {
     for (let i = 0; i < 10 && (await older.count()); i++) {
       const before = (await texts()).length

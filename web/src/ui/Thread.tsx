@@ -5,12 +5,15 @@ import { Composer } from './Composer'
 import { act } from './hooks'
 import { Message } from './Message'
 import { Panel } from './Panel'
+import { rows } from './Timeline'
 
 export function ThreadPanel({ ws, root, onClose }: { ws: Workspace; root: string; onClose: () => void }) {
   const msgs = ws.threadMessages(root)
   const r = msgs[0]
   const paging = ws.threadPaging(root)
   const replies = msgs.length - 1
+  // The replies grouped as the channel's messages are (the first under the divider shows its author)
+  const grouped = new Set(rows(msgs.slice(1)).filter((row) => row.grouped).map((row) => row.m.ev.id))
   const list = useRef<HTMLDivElement>(null)
   const shown = useRef('')
   // A permalink to a reply: scroll to it once it is here.
@@ -30,7 +33,7 @@ export function ThreadPanel({ ws, root, onClose }: { ws: Workspace; root: string
           <div class="thread-list" ref={list}>
             {msgs.map((m, i) => (
               <Fragment key={m.ev.id}>
-                <Message ws={ws} m={m} onThread={() => undefined} inThread />
+                <Message ws={ws} m={m} onThread={() => undefined} inThread grouped={grouped.has(m.ev.id)} />
                 {i === 0 && (
                   <>
                     <p class="divider">{replies}{paging.hasMore ? '+' : ''} {replies === 1 && !paging.hasMore ? 'reply' : 'replies'}</p>

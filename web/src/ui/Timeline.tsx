@@ -149,8 +149,8 @@ function useKeys(keys: string[]): string[] {
 }
 
 /** Each message and whether it continues the previous message's group: same author, same
- * day, within GROUP_S, neither from a thread. */
-function rows(msgs: Msg[]): { m: Msg; grouped: boolean }[] {
+ * day, within GROUP_S, neither from a thread. A thread's replies are grouped the same way. */
+export function rows(msgs: Msg[]): { m: Msg; grouped: boolean }[] {
   const out: { m: Msg; grouped: boolean }[] = []
   let prev: Msg | null = null
   for (const m of msgs) {
