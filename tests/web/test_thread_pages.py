@@ -18,11 +18,13 @@ PAGE = 200  # the page's THREAD_PAGE
 REPLIES = 2 * PAGE + 57  # three pages, the last short
 LATER = 60  # top-level messages after the thread: the channel's first page fills the view
 BUSY = 130  # replies in the other channel: more than two of the channel's pages of 50
+FLOOD = 560  # replies in a third: more than the ten pages a view loads by itself to fill up
 CHECKS = [
     "a long thread opens with its newest replies and offers the older ones",
     "a thread groups one author's consecutive replies under one name",
     "Load older replies brings the rest, each reply once, in order",
     "a channel whose newest messages are all thread replies shows the root",
+    "past ten pages of replies it stops and Load older messages goes on",
 ]
 
 
@@ -51,7 +53,8 @@ async def test_a_long_thread_pages(sqlite_relay: RunningRelay, alice: Identity, 
         await set_profile(b, bob, "Bob")
         incident = await create_channel(a, alice, "incident")
         busy = await create_channel(a, alice, "busy")
-        for channel in (incident, busy):
+        flood = await create_channel(a, alice, "flood")
+        for channel in (incident, busy, flood):
             await add_member(a, alice, channel, bob.pubkey)
         root, replies = thread(bob, [alice, bob], incident, "Outage: the API is down", REPLIES, start)
         after = start + 2 + REPLIES // 3
@@ -60,7 +63,8 @@ async def test_a_long_thread_pages(sqlite_relay: RunningRelay, alice: Identity, 
             for i in range(LATER)
         ]
         busy_root, busy_replies = thread(alice, [bob], busy, "Deploy log, replies below", BUSY, start)
-        everything = [root, *replies, *later, busy_root, *busy_replies]
+        flood_root, flood_replies = thread(alice, [bob], flood, "Load test chatter below", FLOOD, start)
+        everything = [root, *replies, *later, busy_root, *busy_replies, flood_root, *flood_replies]
         await publish_all(a, [e for e in everything if e.pubkey == alice.pubkey and len(e.tags) == 1])
         await publish_all(b, [e for e in everything if e.pubkey == bob.pubkey and len(e.tags) == 1])
         await publish_all(a, [e for e in everything if e.pubkey == alice.pubkey and len(e.tags) > 1])
@@ -78,7 +82,10 @@ async def test_a_long_thread_pages(sqlite_relay: RunningRelay, alice: Identity, 
             # The page's order: by time, then by id in a second (the relay's tie rule)
             "replies": [e.content for e in sorted(replies, key=lambda e: (e.created_at, e.id))],
             "busyRoot": busy_root.content,
+            "flood": flood,
+            "floodRoot": flood_root.content,
         },
     )
     assert_all_passed(report, CHECKS)
     assert report["numbers"]["replies"] == REPLIES
+    assert report["numbers"]["pagesBeforePress"] == 11, report["numbers"]

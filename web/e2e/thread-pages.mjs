@@ -1,7 +1,7 @@
 // A long thread (decision 385): the panel opens with its newest replies and says there are
 // more; *Load older replies* brings the rest a page at a time, each reply once, in order; and a
 // channel whose newest messages are all replies in one thread still shows the thread's root.
-import { launch, person, article, scenario, check, finish, signIn } from './lib.mjs'
+import { launch, person, log, article, scenario, check, finish, signIn, frames } from './lib.mjs'
 
 const { config, report } = scenario()
 const { browser, close } = await launch()
@@ -54,6 +54,38 @@ try {
   await check(report, 'a channel whose newest messages are all thread replies shows the root', async () => {
     await p.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'busy', exact: true }).click()
     await article(p, config.busyRoot).waitFor()
+  })
+
+  await check(report, 'past ten pages of replies it stops and Load older messages goes on', async () => {
+    // The channel's pages, as the page asks the relay for them (REQs of kind 9 in #flood).
+    let pages = 0
+    let pageSeen = () => {}
+    const socket = (ws) => ws.on('framesent', ({ payload }) => {
+      try {
+        const [type, , filter] = JSON.parse(String(payload))
+        if (type === 'REQ' && filter?.kinds?.[0] === 9 && filter['#h']?.[0] === config.flood && !filter['#e']) {
+          pages += 1
+          pageSeen()
+        }
+      } catch { /* not a frame of ours */ }
+    })
+    p.on('websocket', socket)
+    await p.reload() // a new socket, watched from its start
+    await p.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
+    await p.getByRole('button', { name: 'Sign in' }).click()
+    await p.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'flood', exact: true }).click()
+    // The opening page and ten more to fill the view, none showing a row: then it stops short
+    // of the root, 561 messages back. A page it asked for more would come within two frames
+    // of the last one's render.
+    while (pages < 11) await new Promise((resolve) => { pageSeen = resolve })
+    await p.waitForFunction(() => document.querySelector('[aria-label="Messages"]')?.getAttribute('aria-busy') !== 'true')
+    await frames(p)
+    const asked = pages
+    await frames(p)
+    if (pages !== asked || (await article(p, config.floodRoot).count())) throw new Error(`${pages} pages, the root ${(await article(p, config.floodRoot).count()) ? 'shown' : 'not shown'}: the pages did not stop`)
+    report.numbers.pagesBeforePress = pages
+    await log(p).getByRole('button', { name: 'Load older messages' }).click()
+    await article(p, config.floodRoot).waitFor()
   })
 } finally {
   finish(report)

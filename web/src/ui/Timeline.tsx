@@ -21,6 +21,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
   const head = useRef<HTMLDivElement>(null)
   const w = useWindower(box, head)
   const prev = useRef({ first: '', count: 0, channel: '', focus: '', placed: false })
+  const fill = useRef({ channel: '', rows: 0, pages: 0 }) // pages loaded to fill the view, none shown
   const msgs = ws.visible(channel)
   const t = ws.timeline(channel)
   const approvals = workflowsOf(ws).approvalsIn(channel)
@@ -74,8 +75,15 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
     measure((view.channel === channel ? view.fresh : 0) + arrived)
     // Near the top with older pages left, as a scroll there would: a page of mostly thread
     // replies shows few rows, leaving a view that cannot scroll, so no scroll would ever come.
+    // Ten pages in a row that show no new row (a 500-reply thread) leave it to the button,
+    // whose press allows ten more.
     const el = box.current
-    if (el && el.scrollTop < 300 && t.hasMore && t.loaded && !t.loading && p.placed) void act(ws, () => ws.loadOlder(channel))
+    if (el && el.scrollTop < 300 && t.hasMore && t.loaded && !t.loading && p.placed) {
+      const f = fill.current
+      f.pages = f.channel === channel && f.rows === msgs.length ? f.pages + 1 : 0
+      Object.assign(f, { channel, rows: msgs.length })
+      if (f.pages < 10) void act(ws, () => ws.loadOlder(channel))
+    }
   })
 
   const onScroll = () => {
@@ -90,7 +98,7 @@ export function Timeline({ ws, channel, onThread }: { ws: Workspace; channel: st
     <div class="timeline-wrap">
     <div class="timeline" role="log" aria-label="Messages" aria-busy={t.loading} ref={box} onScroll={onScroll} onPointerDown={() => w.press()} tabIndex={0}>
       {t.hasMore && t.loaded && (
-        <button type="button" class="quiet older" disabled={t.loading} onClick={() => void act(ws, () => ws.loadOlder(channel))}>
+        <button type="button" class="quiet older" disabled={t.loading} onClick={() => { fill.current.pages = 0; void act(ws, () => ws.loadOlder(channel)) }}>
           {t.loading ? 'Loading…' : 'Load older messages'}
         </button>
       )}
