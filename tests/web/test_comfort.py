@@ -19,6 +19,7 @@ CHECKS = [
     "Esc closes the side panel",
     "↑ in the empty box edits my last message",
     "in the edit box Enter saves, Shift+Enter breaks the line, Esc cancels",
+    "a sign-in opens the channel last open in this browser, else a channel before a DM",
 ]
 
 

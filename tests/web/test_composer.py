@@ -19,6 +19,7 @@ CHECKS = [
     "a message shows Sending…, then Sent, and empties the box at once",
     "messages sent in one second keep their order, live and after a reload",
     "a picked @name leaves the caret after it, also when keys run ahead of the screen",
+    "the box grows with the lines typed, then scrolls",
     "a send whose answer is lost shows Not sent; text typed meanwhile stays",
     "Retry after the relay is back sends the same event: Sent",
     "after a reload the message is there once",

@@ -82,6 +82,19 @@ try {
     await box().fill('')
   })
 
+  await check(report, 'the box grows with the lines typed, then scrolls', async () => {
+    const size = () => box().evaluate((el) => ({ client: el.clientHeight, scroll: el.scrollHeight }))
+    await box().fill('one line')
+    const one = await size()
+    await box().fill('first\nsecond\nthird\nfourth')
+    const four = await size()
+    if (!(four.client > one.client) || four.scroll > four.client + 1) throw new Error(`four lines in ${JSON.stringify(four)}, one in ${JSON.stringify(one)}`)
+    await box().fill(Array.from({ length: 30 }, (_, i) => `line ${i}`).join('\n'))
+    const many = await size()
+    if (many.client > 210 || !(many.scroll > many.client)) throw new Error(`thirty lines in ${JSON.stringify(many)}`)
+    await box().fill('')
+  })
+
   reached('ready')
   await until('deaf')
   await check(report, 'a send whose answer is lost shows Not sent; text typed meanwhile stays', async () => {

@@ -25,6 +25,24 @@ import {
 export * from './model'
 
 const TYPING_TTL_S = 6
+const LAST_CHANNEL = 'buzz.last-channel.'
+
+/** The channel last open in this browser for `me`: a sign-in without a link opens it again. */
+export function lastChannel(me: string): string | null {
+  try {
+    return localStorage.getItem(LAST_CHANNEL + me)
+  } catch {
+    return null
+  }
+}
+
+function rememberChannel(me: string, id: string): void {
+  try {
+    localStorage.setItem(LAST_CHANNEL + me, id)
+  } catch {
+    /* storage full or disabled: a sign-in opens the first channel */
+  }
+}
 const THREAD_PAGE = 200 // replies a thread shows at first, and each older page adds
 
 export class Workspace extends WorkspaceCore {
@@ -59,6 +77,7 @@ export class Workspace extends WorkspaceCore {
     if (left && left !== id && this.visible(left).length) this.reads.markRead(left)
     this.active = id
     history.replaceState(null, '', `#${id}`)
+    rememberChannel(this.me.pubkey, id)
     this.thread = null
     this.reads.opened(id)
     this.changed()

@@ -2,6 +2,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { jumpTo, parseLink } from '../navigate'
 import { onLoaded } from '../render/lazy'
 import type { Msg, Workspace } from '../workspace'
+import { lastChannel } from '../workspace'
 import { UiContext, type Ui } from './context'
 import { ProfileCard } from './ProfileCard'
 import { act, useWorkspace } from './hooks'
@@ -86,7 +87,10 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
         go(location.hash)
         return
       }
-      const first = ws.myChannels().filter((c) => !c.ttl).sort((a, b) => a.name.localeCompare(b.name))[0]
+      // Where this browser was last, else the first channel by name (a DM only when there is none).
+      const mine = ws.myChannels().filter((c) => !c.ttl)
+      const last = lastChannel(ws.me.pubkey)
+      const first = mine.find((c) => c.id === last) ?? mine.sort((a, b) => Number(a.type === 'dm') - Number(b.type === 'dm') || a.name.localeCompare(b.name))[0]
       if (first) void ws.openChannel(first.id)
     }
   }, [ws.channelsLoaded, ws.channels])
