@@ -63,7 +63,8 @@ try {
     const socket = (ws) => ws.on('framesent', ({ payload }) => {
       try {
         const [type, , filter] = JSON.parse(String(payload))
-        if (type === 'REQ' && filter?.kinds?.[0] === 9 && filter['#h']?.[0] === config.flood && !filter['#e']) {
+        // A page is kind 9 alone in #flood alone (the live subscription names more kinds).
+        if (type === 'REQ' && filter?.kinds?.join() === '9' && filter['#h']?.join() === config.flood && !filter['#e']) {
           pages += 1
           pageSeen()
         }
