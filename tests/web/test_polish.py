@@ -26,7 +26,7 @@ CHECKS = [
     "the inbox names a job's state and what was asked, dates on one line",
     "Sent and the reply count are apart",
     "the Directory link opens a view headed Directory",
-    "on a phone the composer placeholder is not cut by the Ask agent button",
+    "on a phone the composer and search placeholders are not cut",
     "on a phone a grouped message's time shows whole beside it",
     "a search hit is a text excerpt, not a half-rendered table",
     "a private conversation's name is not cut by its e2ee tag",

@@ -192,18 +192,20 @@ try {
   await m.goto(config.url + '#' + config.general)
   await m.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
   await m.getByRole('button', { name: 'Sign in' }).click()
-  await check(report, 'on a phone the composer placeholder is not cut by the Ask agent button', async () => {
+  await check(report, 'on a phone the composer and search placeholders are not cut', async () => {
     await m.getByRole('heading', { name: '# general' }).waitFor()
     await m.getByRole('button', { name: 'Ask agent' }).first().waitFor()
-    const box = m.getByRole('textbox', { name: 'Message', exact: true })
-    const fits = await box.evaluate((el) => {
+    const room = (el) => {
       const s = getComputedStyle(el)
       const ctx = document.createElement('canvas').getContext('2d')
       ctx.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`
-      const room = el.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight)
-      return { need: ctx.measureText(el.placeholder).width, room }
-    })
+      return { need: ctx.measureText(el.placeholder).width, room: el.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight) }
+    }
+    const fits = await m.getByRole('textbox', { name: 'Message', exact: true }).evaluate(room)
     if (fits.need > fits.room) throw new Error(`placeholder needs ${fits.need}px, has ${fits.room}px`)
+    // …nor the top bar's search box ("Search messa" once)
+    const search = await m.getByRole('searchbox', { name: 'Search' }).evaluate(room)
+    if (search.need > search.room) throw new Error(`the search placeholder needs ${search.need}px, has ${search.room}px`)
     await shot(m, 'polish-timeline-phone')
   })
   await check(report, 'on a phone a grouped message\'s time shows whole beside it', () => groupedTime(m, 'polish-grouped-time-phone'))

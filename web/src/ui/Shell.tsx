@@ -119,7 +119,7 @@ export function Shell({ ws, fresh }: { ws: Workspace; fresh: boolean }) {
             if (query.trim()) setPanel('search')
           }}
         >
-          <input type="search" aria-label="Search" placeholder="Search messages" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
+          <input type="search" aria-label="Search" placeholder="Search" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
         </form>
         <span class={`status ${ws.status}`} title={ws.statusDetail}>{ws.status === 'online' ? 'Connected' : ws.status === 'connecting' ? 'Connecting…' : 'Offline'}</span>
         <ThemeSwitch />
