@@ -57,8 +57,8 @@ def newest_by_d(events: Iterable[Event]) -> dict[str, Event]:
 
 
 async def discover_channels(query: Query, agent: str, timeout: float = 10.0) -> dict[str, ChannelInfo]:
-    """Startup step 6: the agent's member channels with their metadata, archived ones skipped.
-    Raises whatever `query` raises."""
+    """Startup step 6: the agent's member channels with their metadata, archived ones included
+    (`info.archived`: not served, but served once unarchived). Raises whatever `query` raises."""
     members = newest_by_d(await query([{"kinds": [39002], "#p": [agent]}], timeout))
     ids = [d for d, ev in members.items() if is_channel_id(d) and agent in ev.tag_values("p")]
     if not ids:
@@ -67,9 +67,7 @@ async def discover_channels(query: Query, agent: str, timeout: float = 10.0) -> 
     out: dict[str, ChannelInfo] = {}
     for cid in ids:
         meta = metas.get(cid)
-        info = channel_info(meta) if meta is not None else ChannelInfo(cid, cid, "unknown")
-        if not info.archived:
-            out[cid] = info
+        out[cid] = channel_info(meta) if meta is not None else ChannelInfo(cid, cid, "unknown")
     return out
 
 

@@ -359,6 +359,9 @@ class Harness:
                 await asyncio.sleep(DISCOVERY_RETRY_S)
         if self.config.channels is not None:
             channels = {c: info for c, info in channels.items() if c in self.config.channels}
+        # Archived channels are not served; each is watched for its unarchiving (decision 386).
+        self.intake.archived.update(c for c, info in channels.items() if info.archived)
+        channels = {c: info for c, info in channels.items() if not info.archived}
         rt.channels.update(channels)
         catch_up = self.config.catch_up
         await rt.work.seed()
@@ -371,6 +374,7 @@ class Harness:
         await rt.link.subscribe(
             MEMBERSHIP_SUB, {"kinds": [44100, 44101], "#p": [self.identity.pubkey]}, start
         )
+        await self.intake.watch_state(start)
         if self.policy is not None:  # the head version comes with the stored phase
             for sub_id, flt in self.policy.filters().items():
                 await rt.link.subscribe(sub_id, flt, 0)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from buzz.agent import stops
 from buzz.agent.claims import Claim
-from buzz.agent.directory import fetch_channel
+from buzz.agent.directory import channel_info, fetch_channel
 from buzz.agent.event_view import is_notice, mentions, reply_anchor, thread_refs
 from buzz.agent.gates import (
     DM_LIKE_TYPES,
@@ -34,7 +34,7 @@ from buzz.agent.gates import (
     not_admitted_text,
     stop_request,
 )
-from buzz.agent.prompts import is_private
+from buzz.agent.prompts import ChannelInfo, is_private
 from buzz.agent.queue import Item
 from buzz.agent.runtime import Runtime
 from buzz.agent.sessions import Arrival, TurnEnd, arrival_action
@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 PRIVATE_SUB = "nip17-inbox"  # the gift wraps of the agent (buzz.agent.private_inbox)
 
 MEMBERSHIP_SUB = "membership-notif"
+CHANNEL_STATE_SUB = "channel-state"  # 39000 metadata: a channel archived or unarchived
 CHANNEL_SUB_PREFIX = "ch-"
 REVOKED = "restricted: channel access revoked"
 
@@ -81,6 +82,8 @@ class Intake:
         self.seen = SeenIds()
         self.seen_membership = SeenIds()
         self.membership_applied: dict[str, int] = {}
+        self.archived: set[str] = set()  # member channels left unserved while archived
+        self.state_applied: dict[str, int] = {}  # channel → created_at of the newest 39000 applied
         self.accepting = True
         self.last_accepted = time.monotonic()
         self.notices = NoticeLimiter()
@@ -114,6 +117,8 @@ class Intake:
     async def route(self, sub_id: str, event: Event) -> None:
         if sub_id == MEMBERSHIP_SUB:
             await self.membership(event)
+        elif sub_id == CHANNEL_STATE_SUB:
+            await self.channel_state(event)
         elif sub_id == PRIVATE_SUB:
             if self.private is not None and self.accepting:
                 await self.private.wrap(event)
@@ -284,7 +289,9 @@ class Intake:
             return
         self.membership_applied[channel] = event.created_at
         if event.kind == 44101:
+            self.archived.discard(channel)
             await self.remove_channel(channel)
+            await self.watch_state(event.created_at)
             return
         allowed = self.rt.config.channels
         if allowed is not None and channel not in allowed:
@@ -297,15 +304,57 @@ class Intake:
             log.warning("could not fetch metadata of %s: %s", channel, exc)
             info = None
         if info is not None and info.archived:
-            return
+            self.archived.add(channel)  # served once it is unarchived
+        else:
+            await self.serve(channel, info, event.created_at)
+            log.info("added to channel %s", channel)
+        await self.watch_state(event.created_at)
+
+    async def serve(self, channel: str, info: ChannelInfo | None, since: int) -> None:
+        """Start serving `channel` from `since`: its subscription, its jobs, its work status."""
         if info is not None:
             self.rt.channels[channel] = info
         self.rt.work.open(channel)
-        if await self.open_channel(channel, event.created_at, catch_up=self.rt.config.catch_up > 0):
-            log.info("added to channel %s; subscribed", channel)
+        if await self.open_channel(channel, since, catch_up=self.rt.config.catch_up > 0):
+            log.info("subscribed to channel %s", channel)
         if self.jobs is not None:
-            await self.jobs.open_channel(channel, event.created_at)
+            await self.jobs.open_channel(channel, since)
             await self.jobs.catch_up(channel, int(time.time()))
+
+    # -- archiving (decision 386) -------------------------------------------------------------
+    async def watch_state(self, since: int) -> None:
+        """(Re)open the 39000 subscription over every member channel, served or archived: the
+        relay fans a channel's events out to the subscriptions that name it in `#h`."""
+        channels = sorted(set(self.rt.channels) | self.archived)
+        if channels:
+            await self.rt.link.subscribe(CHANNEL_STATE_SUB, {"kinds": [39000], "#h": channels}, since)
+        else:
+            await self.rt.link.unsubscribe(CHANNEL_STATE_SUB)
+
+    async def channel_state(self, event: Event) -> None:
+        """A channel's 39000 from the relay. Archived while served: the channel is let go as on
+        a removal (nothing can be posted there any more). Unarchived while this agent is a
+        member: it is served again, as when added, without a restart."""
+        channel = event.d_tag
+        if event.kind != 39000 or not channel or event.pubkey != self.rt.relay_pubkey:
+            return
+        newest = self.state_applied.get(channel)
+        if newest is not None and event.created_at < newest:
+            return
+        self.state_applied[channel] = event.created_at
+        info = channel_info(event)
+        if info.archived and channel in self.rt.channels:
+            self.archived.add(channel)
+            await self.remove_channel(channel)
+            log.info("channel %s archived; no longer served", channel)
+        elif not info.archived and channel in self.archived:
+            self.archived.discard(channel)
+            allowed = self.rt.config.channels
+            if allowed is None or channel in allowed:
+                # Not from the 39000's own time: the relay moves a channel's state events past
+                # the one before, so after quick changes it can be seconds ahead of the clock.
+                await self.serve(channel, info, min(event.created_at, int(time.time())))
+                log.info("channel %s unarchived; served again", channel)
 
     async def remove_channel(self, channel: str) -> None:
         """44101 / revoked access: close `ch-C`, drain C's queue (removing 👀) and invalidate
