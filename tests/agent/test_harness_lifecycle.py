@@ -8,7 +8,7 @@ import time
 
 from buzz.core.event import Event
 from tests.agent.support import SPEECH, Workspace, add_member, create_channel, publish
-from tests.support.deadline import scaled
+from tests.support.deadline import scaled, wait_until
 
 
 def _replied(ws: Workspace, event: Event):
@@ -57,14 +57,6 @@ async def test_added_and_removed_channels(ws: Workspace) -> None:
     assert ws.watcher.replies_to(ignored, ws.agent.pubkey) == []
 
 
-async def _until(check, what: str) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(int(scaled(200))):
-        if check():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"not {what} within {scaled(10):.0f} s")
-
-
 async def test_an_archived_channel_is_let_go_and_served_again_once_unarchived(ws: Workspace) -> None:
     """Decision 386: the harness follows a channel's archiving (its 39000) without a restart,
     and one started while the channel is archived serves it once it is unarchived."""
@@ -82,18 +74,24 @@ async def test_an_archived_channel_is_let_go_and_served_again_once_unarchived(ws
     async with ws.harness() as harness:
         rt = harness.runtime
         await add_member(ws.owner_client, ws.owner, incidents, ws.agent.pubkey, "bot")
-        await _until(lambda: rt.link.subscribed(f"ch-{incidents}"), "subscribed once added")
+        await wait_until(lambda: rt.link.subscribed(f"ch-{incidents}"), scaled(10), "subscribed once added")
         await archived("true")
-        await _until(lambda: not rt.link.subscribed(f"ch-{incidents}"), "let go once archived")
+        await wait_until(
+            lambda: not rt.link.subscribed(f"ch-{incidents}"), scaled(10), "let go once archived"
+        )
         assert incidents not in rt.channels
         await archived("false")
-        await _until(lambda: rt.link.subscribed(f"ch-{incidents}"), "served again once unarchived")
+        await wait_until(
+            lambda: rt.link.subscribed(f"ch-{incidents}"), scaled(10), "served again once unarchived"
+        )
         mention = await ws.post(
             ws.owner, "echo after the archive", mention=ws.agent.pubkey, channel=incidents
         )
         await ws.watcher.wait_for(_replied(ws, mention), what="reply in the unarchived channel")
         await archived("true")
-        await _until(lambda: not rt.link.subscribed(f"ch-{incidents}"), "let go once archived again")
+        await wait_until(
+            lambda: not rt.link.subscribed(f"ch-{incidents}"), scaled(10), "let go once archived again"
+        )
 
     async with ws.harness() as harness:  # started while the channel is archived
         rt = harness.runtime
@@ -101,7 +99,7 @@ async def test_an_archived_channel_is_let_go_and_served_again_once_unarchived(ws
         await ws.watcher.wait_for(_replied(ws, marker), what="reply in #general: started")
         assert not rt.link.subscribed(f"ch-{incidents}") and incidents not in rt.channels
         await archived("false")
-        await _until(lambda: rt.link.subscribed(f"ch-{incidents}"), "served once unarchived")
+        await wait_until(lambda: rt.link.subscribed(f"ch-{incidents}"), scaled(10), "served once unarchived")
         mention = await ws.post(ws.owner, "echo unarchived", mention=ws.agent.pubkey, channel=incidents)
         await ws.watcher.wait_for(_replied(ws, mention), what="reply after a start while archived")
 

@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 
 from redis.asyncio import Redis
 
 from buzz.client.relay_client import Subscription
 from buzz.core.event import Event
 from tests.huddle.support import AudioPeer, join
+from tests.support.deadline import wait_until  # noqa: F401  (re-exported to the replica tests)
 from tests.support.relay import Identity, RunningRelay
 from tests.workspace.helpers import drain
 
 QUIET_S = 0.3  # how long "nothing more arrives" is watched
-
-
-async def wait_until(condition: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 async def next_of_kind(sub: Subscription, kind: int, timeout: float = 5.0) -> Event:

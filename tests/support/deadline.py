@@ -11,7 +11,10 @@ wait that never ends is reported.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
+from collections.abc import Callable
 
 
 def slowdown() -> float:
@@ -27,3 +30,12 @@ def slowdown() -> float:
 def scaled(seconds: float) -> float:
     """`seconds` (a bound that is generous on an idle box) stretched by the present slowdown."""
     return seconds * slowdown()
+
+
+async def wait_until(condition: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
+    """Poll `condition` until it holds; fail after `timeout` seconds (pass a `scaled` one)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.02)

@@ -2,7 +2,7 @@
 // none was made), Ctrl/Cmd+K "Jump to" a channel, a person or a DM (named so), Esc closes a
 // side panel, ↑ in the empty box edits my last message; in the edit box Enter saves and Esc
 // cancels, as in the composer.
-import { launch, person, article, scenario, check, finish, send, openChannel, PHONE } from './lib.mjs'
+import { launch, person, article, scenario, check, finish, send, openChannel, PHONE, signIn as signInAt } from './lib.mjs'
 
 const { config, report } = scenario()
 const { browser, close } = await launch()
@@ -153,15 +153,11 @@ try {
 
   await check(report, 'a sign-in opens the channel last open in this browser, else a channel before a DM', async () => {
     await openChannel(p, 'random')
-    await p.goto(config.url) // no link in the address: where was I?
-    await p.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
-    await p.getByRole('button', { name: 'Sign in' }).click()
+    await signInAt(p, config.url, config.secret) // no link in the address: where was I?
     await p.getByRole('heading', { name: '# random' }).waitFor()
     // A new browser: the first channel by name, not the DM with Bob that sorts before it.
     const { page: q, context } = await person(browser, report, 'alice elsewhere')
-    await q.goto(config.url)
-    await q.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
-    await q.getByRole('button', { name: 'Sign in' }).click()
+    await signInAt(q, config.url, config.secret)
     await q.getByRole('heading', { name: '# general' }).waitFor()
     await context.close()
   })

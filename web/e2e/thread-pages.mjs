@@ -71,9 +71,7 @@ try {
       } catch { /* not a frame of ours */ }
     })
     p.on('websocket', socket)
-    await p.reload() // a new socket, watched from its start
-    await p.getByRole('textbox', { name: 'Secret key' }).fill(config.secret)
-    await p.getByRole('button', { name: 'Sign in' }).click()
+    await signIn(p, config.url, config.secret) // a new socket, watched from its start
     await p.getByRole('navigation', { name: 'Channels' }).getByRole('link', { name: 'flood', exact: true }).click()
     // The opening page and ten more to fill the view, none showing a row: then it stops short
     // of the root, 561 messages back. A page it asked for more would come within two frames

@@ -34,6 +34,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
   // there when the edit ends, as a dialog gives focus back, instead of falling to the page.
   const returnTo = useRef<HTMLElement | null>(null)
   const self = useRef<HTMLElement>(null)
+  const editForm = useRef<HTMLFormElement>(null)
   const setDraft = (text: string) => {
     ws.edits.set(m.ev.id, text)
     setDraftState(text)
@@ -51,7 +52,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
     const active = document.activeElement
     // Only while focus is still in this edit (or lost to the page): a save that lands after the
     // person moved on must not pull focus back.
-    if (active && active !== document.body && !self.current?.querySelector('form.edit')?.contains(active)) return
+    if (active && active !== document.body && !editForm.current?.contains(active)) return
     if (to && to.isConnected && to !== document.body) to.focus()
     else self.current?.focus()
   }
@@ -117,6 +118,7 @@ export function Message({ ws, m, onThread, inThread, grouped = false }: Props) {
         )}
         {editing ? (
           <form
+            ref={editForm}
             class="edit"
             onSubmit={(e) => {
               e.preventDefault()
