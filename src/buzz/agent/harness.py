@@ -388,6 +388,8 @@ class Harness:
         log.info(
             "serving %d channel(s): %s", len(channels), ", ".join(i.name for i in channels.values()) or "none"
         )
+        if self.intake.archived:
+            log.info("%d archived channel(s) served once unarchived", len(self.intake.archived))
 
     async def _consume(self) -> None:
         while True:

@@ -345,8 +345,7 @@ class Intake:
         info = channel_info(event)
         if info.archived and channel in self.rt.channels:
             self.archived.add(channel)
-            await self.remove_channel(channel)
-            log.info("channel %s archived; no longer served", channel)
+            await self.remove_channel(channel, "archived; no longer serving channel")
         elif not info.archived and channel in self.archived:
             self.archived.discard(channel)
             allowed = self.rt.config.channels
@@ -356,8 +355,8 @@ class Intake:
                 await self.serve(channel, info, min(event.created_at, int(time.time())))
                 log.info("channel %s unarchived; served again", channel)
 
-    async def remove_channel(self, channel: str) -> None:
-        """44101 / revoked access: close `ch-C`, drain C's queue (removing 👀) and invalidate
+    async def remove_channel(self, channel: str, why: str = "removed from channel") -> None:
+        """44101 / revoked access / archived (`why`, for the log): close `ch-C`, drain C's queue (removing 👀) and invalidate
         C's sessions; an in-flight turn finishes and its session is dropped when it returns."""
         rt = self.rt
         rt.work.close_channel(channel)
@@ -382,4 +381,4 @@ class Intake:
                 retired.append(state)
         await self.dispatcher.retire(retired)
         rt.channels.pop(channel, None)
-        log.info("removed from channel %s", channel)
+        log.info("%s %s", why, channel)
