@@ -356,8 +356,9 @@ class Intake:
                 log.info("channel %s unarchived; served again", channel)
 
     async def remove_channel(self, channel: str, why: str = "removed from channel") -> None:
-        """44101 / revoked access / archived (`why`, for the log): close `ch-C`, drain C's queue (removing 👀) and invalidate
-        C's sessions; an in-flight turn finishes and its session is dropped when it returns."""
+        """44101, revoked access or archived (`why`, for the log): close `ch-C`, drain C's queue
+        (removing 👀) and invalidate C's sessions; an in-flight turn finishes and its session is
+        dropped when it returns."""
         rt = self.rt
         rt.work.close_channel(channel)
         await rt.link.unsubscribe(channel_sub(channel))
